@@ -1,0 +1,44 @@
+"""annograph: render ONNX and TFLite models as static, annotated Graphviz graphs.
+
+    >>> import renderer
+    >>> model = renderer.load_model("samples/onnx/tiny_cnn.onnx")       # doctest: +SKIP
+    >>> notes = renderer.load_annotations("stats.yaml", model)           # doctest: +SKIP
+    >>> renderer.render(model, notes, renderer.RenderOptions(color_by="latency_ms"), output="cnn.svg")  # +SKIP
+
+Heavy libraries (onnx, tflite, matplotlib, jinja2) are imported on first use, not with this package.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import AnnographError, AnnotationError, GraphvizNotFound, LoaderError, MetricError, RenderError
+from .options import RenderOptions
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnnographError", "AnnotationError", "GraphvizNotFound", "LoaderError", "MetricError", "RenderError",
+    "RenderOptions", "load_model", "load_annotations", "render", "to_dot", "__version__",
+]
+
+if TYPE_CHECKING:
+    from .annotations import load_annotations
+    from .loaders import load_model
+    from .rendering import render, to_dot
+
+_LAZY = {
+    "load_model": ("loaders", "load_model"),
+    "load_annotations": ("annotations", "load_annotations"),
+    "render": ("rendering", "render"),
+    "to_dot": ("rendering", "to_dot"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module 'renderer' has no attribute {name!r}")

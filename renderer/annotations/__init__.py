@@ -1,0 +1,158 @@
+"""Annotation readers (one module per source) and the merge of several files onto one model.
+
+Each reader module exposes:
+    NAME: str                         short source name; qualifies clashing metrics (``ort.latency_us``)
+    DESCRIPTION: str                  one line for ``--annotations-format`` help
+    match(path: Path, head: str) -> bool   True when the file's first ~4 KiB look like this source's output
+    read(path: Path, model: ir.Model) -> AnnotationSet
+                                      raise AnnotationError naming the file (and line) on malformed input
+Readers are tried in ``READERS`` order; ``generic`` is last and matches anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import AnnotationError
+from ..ids import IdIndex, Unresolved
+from ..ir import Model
+from .model import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
+
+# The fuzz and injection tests iterate over this tuple, so every reader added here is covered.
+READERS: tuple[str, ...] = ("generic",)
+
+HEAD_CHARS = 4096
+
+__all__ = [
+    "READERS", "AnnotationSet", "Annotations", "Entry", "MetricInfo", "Ref",
+    "reader_modules", "reader", "read_file", "load_annotations", "merge",
+]
+
+
+def reader_modules() -> list[ModuleType]:
+    return [importlib.import_module(f"{__name__}.{name}") for name in READERS]
+
+
+def reader(name: str) -> ModuleType:
+    """The reader module called ``name`` (its NAME), or AnnotationError listing the known ones."""
+    for module in reader_modules():
+        if module.NAME == name:
+            return module
+    known = ", ".join(m.NAME for m in reader_modules())
+    raise AnnotationError(f"unknown annotation format {name!r} (known: {known})")
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_CHARS).decode("utf-8-sig", "replace")
+    except FileNotFoundError:
+        raise AnnotationError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise AnnotationError(f"{path}: is a directory, not an annotation file") from None
+    except OSError as e:
+        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def read_file(path: str | Path, model: Model, fmt: str | None = None) -> AnnotationSet:
+    """Read one annotation file, detecting its source from its content unless ``fmt`` names it."""
+    path = Path(path)
+    head = _head(path)
+    if fmt:
+        return reader(fmt).read(path, model)
+    for module in reader_modules():
+        if module.match(path, head):
+            return module.read(path, model)
+    raise AnnotationError(f"{path}: not a known annotation format")  # unreachable: generic matches all
+
+
+def load_annotations(
+    paths: str | Path | list[str | Path], model: Model, fmt: str | None = None, strict: bool = False,
+    extra: list[AnnotationSet] | None = None,
+) -> Annotations:
+    """Read annotation files and merge them onto ``model``.
+
+    Args:
+        paths: one file or several; later files win for the same value of the same source.
+        model: the loaded model the ids refer to.
+        fmt: force a reader by NAME instead of detecting it.
+        strict: raise AnnotationError when an id matches nothing, instead of reporting it in coverage.
+        extra: sets already read (model-embedded annotations, built-in metrics), merged first.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    sets = list(extra or []) + [read_file(p, model, fmt) for p in paths]
+    return merge(sets, model, strict=strict)
+
+
+def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Annotations:
+    """Match every set's ids to ``model`` and merge the values, qualifying metric names that clash."""
+    index = IdIndex.build(model)
+    result = Annotations()
+    sources_of: dict[str, set[str]] = {}
+    resolved: list[tuple[AnnotationSet, list[tuple[tuple[str, int, int], Entry]]]] = []
+    for aset in sets:
+        items: list[tuple[tuple[str, int, int], Entry]] = []
+        unmatched = list(aset.unmatched)
+        suggestions: dict[str, list[str]] = {}
+        matched_ops: set[tuple[str, int, int]] = set()
+        matched_tensors = 0
+        for kind, pairs in (("op", aset.operators), ("t", aset.tensors)):
+            for ident, entry in pairs:
+                try:
+                    key = ident.key if isinstance(ident, Ref) else (
+                        index.operator(ident) if kind == "op" else index.tensor(ident))
+                except Unresolved as e:
+                    if strict:
+                        line = f":{entry.line}" if entry.line else ""
+                        raise AnnotationError(f"{aset.path}{line}: {e}") from None
+                    label = ident if isinstance(ident, str) else str(ident)
+                    unmatched.append(label)
+                    if len(suggestions) < 5:
+                        hint = index.suggest(label, kind)
+                        if hint:
+                            suggestions[label] = hint
+                    continue
+                items.append((key, entry))
+                if kind == "op":
+                    matched_ops.add(key)
+                else:
+                    matched_tensors += 1
+                for name in entry.values:
+                    sources_of.setdefault(name, set()).add(aset.source)
+        for name in aset.graph.values:
+            sources_of.setdefault(name, set()).add(aset.source)
+        total_ops = len(matched_ops) + len([u for u in unmatched])
+        result.coverage.append(Coverage(aset.source, aset.path, len(matched_ops), max(total_ops, len(matched_ops)),
+                                        matched_tensors, unmatched, suggestions))
+        if strict and aset.unmatched:
+            raise AnnotationError(f"{aset.path}: {len(aset.unmatched)} rows match no operator: {aset.unmatched[0]}")
+        resolved.append((aset, items))
+
+    clashing = {name for name, sources in sources_of.items() if len(sources) > 1}
+
+    def qualified(aset: AnnotationSet, name: str) -> str:
+        return f"{aset.source}.{name}" if name in clashing else name
+
+    for aset, items in resolved:
+        graph_values = {qualified(aset, k): v for k, v in aset.graph.values.items()}
+        result.graph.update(Entry(graph_values, dict(aset.graph.style)))
+        for key, entry in items:
+            target = (result.ops if key[0] == "op" else result.tensors).setdefault(key, Entry())
+            renamed = Entry({qualified(aset, k): v for k, v in entry.values.items()}, dict(entry.style), entry.line)
+            target.update(renamed)
+            for name, value in renamed.values.items():
+                if metric_value(value) is None:
+                    continue
+                info = result.metrics.get(name)
+                if info is None:
+                    base = aset.metrics.get(name.removeprefix(f"{aset.source}."))
+                    info = MetricInfo(name=name, source=aset.source, unit=metric_unit(value))
+                    if base is not None:
+                        info.unit = base.unit or info.unit
+                        info.higher_is_better = base.higher_is_better
+                        info.description = base.description
+                    result.metrics[name] = info
+    return result

@@ -1,0 +1,314 @@
+"""The generic, human-writable annotation format: JSON, YAML, CSV, or Netron-proposal ``key: value`` text.
+
+JSON / YAML::
+
+    graph:     {title: "MobileNet on NPU X", meta: {Device: NPU-X}}
+    operators:                      # a list of entries, or a mapping id → entry
+      - id: 14
+        meta: {latency_ms: 13.0, note: "tiled x4"}
+        style: {fillcolor: "#ff0000"}
+    tensors:
+      - {id: 56, meta: {bytes: 4096}, style: {color: "#d62728", penwidth: 3}}
+
+Keys of an entry other than ``id``/``meta``/``style`` are values too (``- {id: 14, latency_ms: 13}``).
+
+CSV: an ``id`` column, an optional ``kind`` column (operator | tensor | graph), ``style.<attr>`` columns, and
+every other column a value; empty cells are skipped.
+
+Text (as first proposed for Netron): ``operator_id: 14`` starts an operator entry, then
+``operator_meta: "Latency: 13.0 ms; Note: x"`` and ``operator_style: "color: 0xFF0000;"``; likewise ``tensor_*``
+and ``graph_meta`` / ``graph_title``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import AnnotationError
+from ..ir import Model
+from .model import AnnotationSet, Entry
+from .style import validate_style
+
+NAME = "generic"
+DESCRIPTION = "annograph's own format (JSON, YAML, CSV or Netron-style key: value text)"
+
+_TEXT_KEY = re.compile(r"^\s*(operator|tensor|graph)_(id|meta|style|title)\s*:(.*)$")
+_ENTRY_KEYS = {"id", "meta", "style", "kind", "line"}
+
+
+def match(path: Path, head: str) -> bool:
+    return True  # the fallback: tried last
+
+
+def read(path: Path, model: Model | None = None) -> AnnotationSet:
+    text = read_text(path)
+    kind = _syntax(path, text)
+    result = AnnotationSet(source=NAME, path=str(path))
+    if kind == "csv":
+        _read_csv(path, text, result)
+    elif kind == "text":
+        _read_netron_text(path, text, result)
+    else:
+        data = _parse_json(path, text) if kind == "json" else _parse_yaml(path, text)
+        _read_document(path, data, result)
+    return result
+
+
+def read_text(path: Path) -> str:
+    """The file as text (UTF-8, BOM allowed), or an AnnotationError naming it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise AnnotationError(f"{path}: no such file") from None
+    except OSError as e:
+        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+    if b"\x00" in data[:4096]:
+        raise AnnotationError(f"{path}: binary file, not an annotation file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise AnnotationError(f"{path}:{line}: not UTF-8 text") from None
+
+
+def _syntax(path: Path, text: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return "json"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        return "json"
+    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
+    if _TEXT_KEY.match(first):
+        return "text"
+    if "," in first and "id" in [c.strip().lower() for c in first.split(",")]:
+        return "csv"
+    return "yaml"
+
+
+# -- JSON / YAML --------------------------------------------------------------------------------------------
+
+
+def _parse_json(path: Path, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except RecursionError:
+        raise AnnotationError(f"{path}: invalid JSON (nested too deeply)") from None
+
+
+def _parse_yaml(path: Path, text: str) -> Any:
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class LineLoader(base):  # type: ignore[misc,valid-type]
+        """Records the line of every mapping so messages can point at an entry."""
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        mapping = loader.construct_mapping(node, deep=True)
+        if isinstance(mapping, dict) and "line" not in mapping:
+            mapping["line"] = node.start_mark.line + 1
+        return mapping
+
+    LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    try:
+        return yaml.load(text, Loader=LineLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise AnnotationError(f"{path}{line}: invalid YAML ({e.problem or e.context})") from None
+    except (yaml.YAMLError, RecursionError) as e:
+        raise AnnotationError(f"{path}: invalid YAML ({str(e).splitlines()[0] if str(e) else 'error'})") from None
+
+
+def _read_document(path: Path, data: Any, result: AnnotationSet) -> None:
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise AnnotationError(f"{path}: expected a mapping with 'graph', 'operators' and/or 'tensors' at the top")
+    unknown = sorted(str(k) for k in data if k not in ("graph", "operators", "tensors", "line"))
+    if unknown:
+        raise AnnotationError(f"{path}: unknown top-level key {unknown[0]!r} (expected graph, operators, tensors)")
+    graph = data.get("graph")
+    if graph is not None:
+        if not isinstance(graph, dict):
+            raise AnnotationError(f"{path}: 'graph' must be a mapping")
+        result.graph = _entry(path, graph, "graph", allow_title=True)
+    for section, target in (("operators", result.operators), ("tensors", result.tensors)):
+        items = data.get(section)
+        if items is None:
+            continue
+        if isinstance(items, dict):
+            pairs = [(k, v) for k, v in items.items() if k != "line"]
+            for ident, body in pairs:
+                if not isinstance(body, dict):
+                    raise AnnotationError(f"{path}: {section}[{ident!r}] must be a mapping")
+                target.append((_ident(path, ident, body), _entry(path, body, section)))
+        elif isinstance(items, list):
+            for position, body in enumerate(items):
+                if not isinstance(body, dict) or "id" not in body:
+                    where = _where(path, body, f"{section}[{position}]")
+                    raise AnnotationError(f"{where}: each entry needs an 'id'")
+                target.append((_ident(path, body["id"], body), _entry(path, body, section)))
+        else:
+            raise AnnotationError(f"{path}: '{section}' must be a list or a mapping")
+
+
+def _where(path: Path, body: Any, fallback: str) -> str:
+    if isinstance(body, dict) and isinstance(body.get("line"), int):
+        return f"{path}:{body['line']}"
+    return f"{path}: {fallback}"
+
+
+def _ident(path: Path, ident: Any, body: dict[str, Any]) -> str:
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        raise AnnotationError(f"{_where(path, body, 'entry')}: id must be a name or an index, not {type(ident).__name__}")
+    return str(ident)
+
+
+def _entry(path: Path, body: dict[str, Any], section: str, allow_title: bool = False) -> Entry:
+    where = _where(path, body, section)
+    entry = Entry(line=body.get("line") if isinstance(body.get("line"), int) else None)
+    meta = body.get("meta", {})
+    if not isinstance(meta, dict):
+        raise AnnotationError(f"{where}: 'meta' must be a mapping")
+    for key, value in meta.items():
+        if key != "line":
+            entry.values[str(key)] = _plain(value)
+    for key, value in body.items():
+        if key in _ENTRY_KEYS or (allow_title and key == "title"):
+            continue
+        entry.values[str(key)] = _plain(value)
+    if allow_title and body.get("title") is not None:
+        entry.values = {"title": str(body["title"]), **entry.values}
+    style = body.get("style", {})
+    if not isinstance(style, dict):
+        raise AnnotationError(f"{where}: 'style' must be a mapping")
+    entry.style = validate_style({k: v for k, v in style.items() if k != "line"}, where)
+    return entry
+
+
+def _plain(value: Any) -> Any:
+    """Scalars as they are; nested structures as compact text (they are shown, never coloured by)."""
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "line"}
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+# -- CSV ----------------------------------------------------------------------------------------------------
+
+
+def _read_csv(path: Path, text: str, result: AnnotationSet) -> None:
+    dialect: Any = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
+    reader = csv.reader(io.StringIO(text, newline=""), dialect=dialect)
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as e:
+        raise AnnotationError(f"{path}:1: invalid CSV ({e})") from None
+    columns = [h.strip() for h in header]
+    lowered = [c.lower() for c in columns]
+    if "id" not in lowered:
+        raise AnnotationError(f"{path}:1: CSV needs an 'id' column (found: {', '.join(columns[:8])})")
+    id_col = lowered.index("id")
+    kind_col = lowered.index("kind") if "kind" in lowered else None
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) > len(columns):
+                raise AnnotationError(f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header")
+            entry = Entry(line=line)
+            style: dict[str, str] = {}
+            for col, cell in zip(columns, row):
+                cell = cell.strip()
+                low = col.lower()
+                if not cell or low in ("id", "kind"):
+                    continue
+                if low.startswith("style."):
+                    style[col[6:]] = cell
+                else:
+                    entry.values[col] = cell
+            entry.style = validate_style(style, f"{path}:{line}")
+            kind = row[kind_col].strip().lower() if kind_col is not None and kind_col < len(row) else ""
+            ident = row[id_col].strip() if id_col < len(row) else ""
+            if kind in ("", "operator", "op", "node"):
+                if not ident:
+                    raise AnnotationError(f"{path}:{line}: empty id")
+                result.operators.append((ident, entry))
+            elif kind in ("tensor", "value", "edge"):
+                if not ident:
+                    raise AnnotationError(f"{path}:{line}: empty id")
+                result.tensors.append((ident, entry))
+            elif kind == "graph":
+                result.graph.update(entry)
+            else:
+                raise AnnotationError(f"{path}:{line}: kind {kind[:30]!r} must be operator, tensor or graph")
+    except csv.Error as e:
+        raise AnnotationError(f"{path}:{reader.line_num}: invalid CSV ({e})") from None
+
+
+# -- Netron-proposal text -----------------------------------------------------------------------------------
+
+
+def _pairs(text: str, where: str) -> dict[str, str]:
+    """``"Latency: 13.0 ms; Note: x"`` → {"Latency": "13.0 ms", "Note": "x"}."""
+    pairs: dict[str, str] = {}
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition(":")
+        if not sep or not key.strip():
+            raise AnnotationError(f"{where}: expected 'key: value' pairs separated by ';', got {part.strip()[:40]!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _read_netron_text(path: Path, text: str, result: AnnotationSet) -> None:
+    current: Entry | None = None
+    current_kind = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        match = _TEXT_KEY.match(raw)
+        where = f"{path}:{number}"
+        if not match:
+            raise AnnotationError(f"{where}: expected operator_*/tensor_*/graph_* 'key: value', got {raw.strip()[:40]!r}")
+        kind, field, value = match.group(1), match.group(2), match.group(3).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if kind == "graph":
+            if field == "title":
+                result.graph.values["title"] = value
+            elif field == "meta":
+                result.graph.values.update(_pairs(value, where))
+            elif field == "style":
+                result.graph.style.update(validate_style(_pairs(value, where), where))
+            continue
+        if field == "id":
+            current, current_kind = Entry(line=number), kind
+            (result.operators if kind == "operator" else result.tensors).append((value, current))
+            continue
+        if current is None or kind != current_kind:
+            raise AnnotationError(f"{where}: {kind}_{field} before any {kind}_id")
+        if field == "meta":
+            current.values.update(_pairs(value, where))
+        elif field == "style":
+            current.style.update(validate_style(_pairs(value, where), where))
+        else:
+            raise AnnotationError(f"{where}: {kind}_{field} is not a known key")

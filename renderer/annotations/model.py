@@ -1,0 +1,173 @@
+"""What annotation readers produce, and the merged result the renderer reads.
+
+A reader turns one file into an ``AnnotationSet``: entries keyed by ids as the file writes them (strings,
+resolved later by ``renderer.ids``) or by ``Ref`` when the reader already knows the element (a profile that
+names ORT's node index, say). ``resolve.merge`` matches ids to the model and merges several sets into one
+``Annotations``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ElementKey = tuple[str, int, int]
+"""("op", S, N) for operator N of graph S, ("t", S, N) for tensor N of graph S."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """An element a reader has already identified."""
+
+    kind: str  # "op" or "t"
+    graph: int
+    index: int
+
+    @property
+    def key(self) -> ElementKey:
+        return (self.kind, self.graph, self.index)
+
+
+@dataclass(slots=True)
+class Entry:
+    """Values and style for one element.
+
+    Attributes:
+        values: name → value in file order; numbers (or "13 ms"-like strings) are also metrics.
+        style: Graphviz attribute → value (``fillcolor``, ``color``, ``penwidth``…), wins over the heatmap.
+        line: line in the source file, for messages.
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    style: dict[str, str] = field(default_factory=dict)
+    line: int | None = None
+
+    def update(self, other: Entry) -> None:
+        self.values.update(other.values)
+        self.style.update(other.style)
+
+
+@dataclass(slots=True)
+class MetricInfo:
+    """What is known about a metric besides its values.
+
+    Attributes:
+        name: the key users pass to ``--color-by``.
+        source: the reader that provided it (``generic``, ``ort``, ``builtin``…).
+        unit: a unit parsed from "13 ms"-like values or declared by the reader.
+        higher_is_better: True for metrics like SQNR, shown in the legend; None when unknown.
+        description: one line for the legend and reports.
+    """
+
+    name: str
+    source: str = ""
+    unit: str = ""
+    higher_is_better: bool | None = None
+    description: str = ""
+
+
+@dataclass(slots=True)
+class AnnotationSet:
+    """One file's annotations, as read.
+
+    Attributes:
+        source: reader name; becomes the qualifier (``ort.latency_us``) when metric names clash.
+        path: the file.
+        graph: graph-level entry (title, meta).
+        operators / tensors: (id, entry) in file order; id is a string as written, or a Ref.
+        unmatched: rows the reader itself could not map to the model (e.g. delegate rows), shown in coverage.
+        metrics: extra information about metrics this file provides.
+        total_rows: how many operator rows the file had, for the coverage line.
+    """
+
+    source: str
+    path: str
+    graph: Entry = field(default_factory=Entry)
+    operators: list[tuple[str | Ref, Entry]] = field(default_factory=list)
+    tensors: list[tuple[str | Ref, Entry]] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
+    metrics: dict[str, MetricInfo] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Coverage:
+    """How well one set matched the model."""
+
+    source: str
+    path: str
+    matched_ops: int
+    total_ops: int
+    matched_tensors: int
+    unmatched: list[str]
+    suggestions: dict[str, list[str]]
+
+    def line(self) -> str:
+        text = f"{self.path} ({self.source}): matched {self.matched_ops}/{self.total_ops} operators"
+        if self.matched_tensors:
+            text += f", {self.matched_tensors} tensors"
+        if self.unmatched:
+            shown = []
+            for item in self.unmatched[:5]:
+                hint = self.suggestions.get(item)
+                shown.append(f"{item} (did you mean {', '.join(hint)}?)" if hint else item)
+            more = f", … {len(self.unmatched) - 5} more" if len(self.unmatched) > 5 else ""
+            text += f"; {len(self.unmatched)} ids unmatched: {'; '.join(shown)}{more}"
+        return text
+
+
+@dataclass(slots=True)
+class Annotations:
+    """All annotation sources merged and matched to one model.
+
+    Attributes:
+        graph: merged graph entry.
+        ops / tensors: element key → merged entry (value names already qualified where they clash).
+        metrics: every metric name available → info.
+        coverage: one per source set.
+    """
+
+    graph: Entry = field(default_factory=Entry)
+    ops: dict[ElementKey, Entry] = field(default_factory=dict)
+    tensors: dict[ElementKey, Entry] = field(default_factory=dict)
+    metrics: dict[str, MetricInfo] = field(default_factory=dict)
+    coverage: list[Coverage] = field(default_factory=list)
+
+    def entry(self, key: ElementKey) -> Entry | None:
+        return (self.ops if key[0] == "op" else self.tensors).get(key)
+
+
+_NUMBER_WITH_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]*[A-Za-zµ%]?)\s*$")
+
+
+def metric_value(value: Any) -> float | None:
+    """The number in ``value`` when it is one: 13, 13.0, "13.0", "13.0 ms", "45%"; else None.
+
+    >>> metric_value("13.0 ms"), metric_value(True), metric_value("0x10"), metric_value("nan")
+    (13.0, None, None, None)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        match = _NUMBER_WITH_UNIT.match(value)
+        if not match:
+            return None
+        number = float(match.group(1))
+    else:
+        try:  # numpy scalars
+            number = float(value)
+        except (TypeError, ValueError):
+            return None
+    return number if math.isfinite(number) else None
+
+
+def metric_unit(value: Any) -> str:
+    """The unit in a "13.0 ms"-like string, else ""."""
+    if isinstance(value, str):
+        match = _NUMBER_WITH_UNIT.match(value)
+        if match:
+            return match.group(2)
+    return ""

@@ -1,0 +1,70 @@
+"""The ``annograph`` command. Sub-commands live in ``renderer/commands/<name>.py``.
+
+Only argparse and our own light modules are imported here, so ``annograph --help`` is instant; each command
+imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from .errors import AnnographError
+
+# Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int.
+COMMANDS: tuple[str, ...] = ("info", "render")
+
+EPILOG = """ids: an operator is named by its node name, the name of one of its output tensors, N (operator N of
+graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="annograph",
+        description="Render ONNX and TFLite models as static, annotated Graphviz graphs.",
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"annograph {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f".commands.{name}", __package__)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except AnnographError as e:
+        print(f"annograph: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("annograph: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("annograph: error: out of memory", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as e:  # a bug of ours: still one line, with a pointer to the traceback
+        if os.environ.get("ANNOGRAPH_DEBUG"):
+            raise
+        print(f"annograph: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+              "(set ANNOGRAPH_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

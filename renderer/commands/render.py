@@ -1,0 +1,136 @@
+"""``annograph render``: the annotated picture as SVG, PDF, PNG, DOT, HTML or Markdown."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "render a model as an annotated graph (.svg .pdf .png .dot .html .md, chosen by extension)"
+
+EXAMPLES = """examples:
+  annograph render model.tflite -a stats.yaml --color-by latency_ms --cmap coolwarm -o model.svg
+  annograph render model.onnx -a stats.csv -o model.pdf -o model.png
+  annograph render a.onnx b.tflite --format svg,html -o out/      (a batch: one file per model and format)"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .common import add_annotation_arguments
+
+    parser.epilog = EXAMPLES
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
+    parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH",
+                        help="output file (repeatable), or a folder ending in / for a batch; default MODEL.svg")
+    parser.add_argument("--format", metavar="LIST", help="formats for folder output, e.g. svg,png (default svg)")
+    add_annotation_arguments(parser)
+    parser.add_argument("--no-sidecar", action="store_true",
+                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
+    look = parser.add_argument_group("colour")
+    look.add_argument("--color-by", "--colour-by", metavar="METRIC", help="operator metric filling the boxes")
+    look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
+                      "matplotlib one; append _r to reverse")
+    look.add_argument("--norm", choices=("linear", "log", "quantile"), default="linear")
+    look.add_argument("--vmin", type=float, help="value at the low end of the colour map")
+    look.add_argument("--vmax", type=float, help="value at the high end of the colour map")
+    look.add_argument("--center", type=float, help="value at the middle of a diverging colour map")
+    look.add_argument("--edge-by", metavar="METRIC", help="tensor metric setting edge width and colour, e.g. bytes")
+    look.add_argument("--edge-cmap", metavar="NAME", help="colour map for --edge-by (default ice)")
+    shape = parser.add_argument_group("layout")
+    shape.add_argument("--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' or "
+                       "'none' (default: the colour metric and three more)")
+    shape.add_argument("--show-constants", action="store_true", help="draw constants as nodes instead of folding them")
+    shape.add_argument("--no-edge-labels", action="store_true", help="no shapes on edges")
+    shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
+    shape.add_argument("--title", help="picture title (default: the annotations' title or the file name)")
+    shape.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
+                       help="skip weight statistics for tensors larger than N elements (default 50M)")
+    shape.add_argument("--timeout", type=float, default=600.0, help="seconds Graphviz may run (default 600)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import AnnographError
+    from ..options import RenderOptions
+    from .common import parse_dims, warn
+
+    options = RenderOptions(
+        color_by=args.color_by, cmap=args.cmap, norm=args.norm, vmin=args.vmin, vmax=args.vmax, center=args.center,
+        edge_by=args.edge_by, edge_cmap=args.edge_cmap, show=_show(args.show), show_constants=args.show_constants,
+        edge_labels=not args.no_edge_labels, rankdir=args.rankdir, title=args.title, timeout=args.timeout,
+        dims=parse_dims(args.dim), max_tensor_elements=args.max_tensor_elements,
+    )
+    jobs = _jobs(args)
+    failures = 0
+    for model_path, outputs in jobs:
+        try:
+            _render_one(model_path, outputs, options, args)
+        except AnnographError as e:
+            if len(jobs) == 1:
+                raise
+            failures += 1
+            warn(f"error: {e}")
+    if failures:
+        warn(f"{failures} of {len(jobs)} models failed; the others were written")
+        return 1
+    return 0
+
+
+def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+    from ..annotations import load_annotations
+    from ..loaders import load_model
+    from ..rendering import render
+    from .common import warn
+
+    from ..annotations.embedded import from_model
+    from ..annotations.sidecar import sidecars
+
+    model = load_model(model_path, dims=options.dims)
+    files = list(args.annotations)
+    if not args.no_sidecar:
+        found = [str(p) for p in sidecars(model_path) if str(p) not in files]
+        for path in found:
+            warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
+        files = found + files
+    annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
+                                   extra=from_model(model))
+    for coverage in annotations.coverage:
+        if coverage.unmatched or not args.quiet:
+            warn(coverage.line())
+    render(model, annotations, options, output=list(outputs))
+
+
+def _show(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _jobs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    from ..errors import AnnographError
+    from ..rendering import output_format
+
+    formats = [f.strip().lower() for f in (args.format or "svg").split(",") if f.strip()]
+    folder = next((o for o in args.output if o.endswith(("/", "\\")) or Path(o).is_dir()), None)
+    if len(args.models) > 1 and folder is None:
+        raise AnnographError("several models need a folder output: -o DIR/")
+    jobs = []
+    for model in args.models:
+        if folder is not None:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            outputs = [str(Path(folder) / f"{Path(model).stem}.{output_ext(fmt)}") for fmt in formats]
+        else:
+            outputs = args.output or [str(Path(model).with_suffix(".svg"))]
+        for out in outputs:
+            output_format(out)
+        jobs.append((model, outputs))
+    return jobs
+
+
+def output_ext(fmt: str) -> str:
+    from ..errors import AnnographError
+    from ..rendering import OUTPUT_FORMATS
+
+    if fmt not in OUTPUT_FORMATS.values():
+        raise AnnographError(f"--format {fmt!r}: use some of {', '.join(sorted(set(OUTPUT_FORMATS.values())))}")
+    return fmt

@@ -1,0 +1,444 @@
+"""The DOT emitter: IR + annotations + heatmaps → DOT text. Pure: no subprocess, no files.
+
+Element ids in the SVG (set through Graphviz's ``id`` attribute):
+    ``op-S-N``   operator N of graph S           class ``op cat-<category>``
+    ``t-S-N``    the first edge of tensor N       class ``tensor``; further edges ``t-S-N.K``
+    ``io-S-N``   the box of graph input/output tensor N
+    ``legend``   the title, meta and colour-bar table
+All user text reaches the DOT only through ``renderer.escape``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import graphviz
+
+from . import escape
+from .annotations.model import Annotations, Entry, metric_value
+from .colors import NA_COLOR, category_colors, format_number, text_color
+from .heatmap import Heatmap
+from .ir import Graph, Model, Node, Value
+from .options import RenderOptions
+
+FONT = "Helvetica"
+BORDER_COLOR = "#5a5a5a"
+PLAIN_FILL = "#ffffff"
+EDGE_COLOR = "#606060"
+LABEL_CHARS = 48
+DEFAULT_SHOWN_VALUES = 3
+HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
+
+
+@dataclass(slots=True)
+class Scene:
+    """Inputs of one emission."""
+
+    model: Model
+    annotations: Annotations
+    options: RenderOptions
+    heatmap: Heatmap | None = None
+    edge_map: Heatmap | None = None
+    totals: dict[str, str] = field(default_factory=dict)
+
+
+def emit(scene: Scene) -> str:
+    """The DOT source for ``scene``."""
+    return _Emitter(scene).run()
+
+
+def is_hidden(node: Node, show_constants: bool) -> bool:
+    """Constant producers are folded into their consumers' boxes unless constants are shown."""
+    return not show_constants and node.op_type in HIDDEN_PRODUCERS and all(v.is_constant for v in node.outputs)
+
+
+class _Emitter:
+    def __init__(self, scene: Scene) -> None:
+        self.scene = scene
+        self.model = scene.model
+        self.opts = scene.options
+        self.cat_colors = category_colors()
+        self.drawn_graphs: set[int] = set()
+        self.edge_count: dict[int, int] = {}
+
+    # -- top level ------------------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        opts = self.opts
+        dot = graphviz.Digraph("annograph")
+        dot.attr(
+            "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.25", ranksep="0.35",
+            bgcolor="#ffffff", compound="true", newrank="true", id="graph", pad="0.3",
+        )
+        dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
+        dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
+        dot.node("legend", label=escape.html_label(self._legend()), id="legend", tooltip=escape.attr("legend"))
+        self._graph_body(dot, self.model.main)
+        for graph in self.model.graphs[1:]:
+            if graph.index not in self.drawn_graphs:  # subgraphs nobody references (other signatures)
+                self._cluster(dot, graph)
+        return dot.source
+
+    # -- graphs ---------------------------------------------------------------------------------------------
+
+    def _graph_body(self, container: graphviz.Digraph, graph: Graph) -> None:
+        self.drawn_graphs.add(graph.index)
+        for value in graph.inputs:
+            self._io_node(container, value, "input")
+        for node in graph.nodes:
+            if is_hidden(node, self.opts.show_constants):
+                continue
+            self._op_node(container, node)
+            for sub in node.subgraphs:
+                if sub.index not in self.drawn_graphs:
+                    self._cluster(container, sub)
+                    self._link_cluster(container, node, sub)
+        if self.opts.show_constants:
+            for value in graph.values:
+                if value.is_constant and value.producer is None and value.consumers:
+                    self._constant_node(container, value)
+        for value in graph.outputs:
+            self._io_node(container, value, "output")
+        for value in graph.values:
+            self._edges(container, value)
+
+    def _cluster(self, container: graphviz.Digraph, graph: Graph) -> None:
+        with container.subgraph(name=f"cluster_{graph.index}") as sub:
+            owner = graph.parent
+            caption = f"graph {graph.index}"
+            if graph.name:
+                caption += f": {graph.name}"
+            if owner is not None:
+                caption += f"  (body of {owner.op_type} {owner.graph.index}:{owner.index})"
+            sub.attr(
+                label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">{escape.html_text(caption, 90)}</FONT>'),
+                style="rounded,dashed", color="#8c8c8c", id=f"graph-{graph.index}", labeljust="l",
+            )
+            self._graph_body(sub, graph)
+
+    def _link_cluster(self, container: graphviz.Digraph, node: Node, sub: Graph) -> None:
+        target = self._any_drawn_node(sub)
+        if target is None:
+            return
+        container.edge(
+            _op_name(node), target, lhead=f"cluster_{sub.index}", style="dashed", color="#8c8c8c",
+            arrowhead="odot", id=f"link-{node.graph.index}-{node.index}-{sub.index}",
+            tooltip=escape.attr(f"{node.op_type} runs graph {sub.index}"),
+        )
+
+    def _any_drawn_node(self, graph: Graph) -> str | None:
+        if graph.inputs:
+            return _io_name(graph.inputs[0])
+        for node in graph.nodes:
+            if not is_hidden(node, self.opts.show_constants):
+                return _op_name(node)
+        if graph.outputs:
+            return _io_name(graph.outputs[0])
+        return None
+
+    # -- nodes ----------------------------------------------------------------------------------------------
+
+    def _op_node(self, container: graphviz.Digraph, node: Node) -> None:
+        entry = self.scene.annotations.ops.get(node.key)
+        fill = self._fill(node, entry)
+        ink = text_color(fill)
+        header_fill = self.cat_colors.get(node.category, self.cat_colors["other"])
+        header_ink = text_color(header_fill)
+        rows = [
+            f'<TR><TD BGCOLOR="{header_fill}" ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{header_ink}" POINT-SIZE="11">'
+            f"<B>{escape.html_text(_type_text(node), 40)}</B></FONT>"
+            f'<FONT COLOR="{header_ink}" POINT-SIZE="8">  {node.graph.index}:{node.index}</FONT></TD></TR>'
+        ]
+        if node.name:
+            rows.append(_row(escape.html_text(node.name, LABEL_CHARS), ink, size=8))
+        for slot, value in node.constant_inputs()[:4]:
+            rows.append(_row(self._constant_text(node, slot, value), ink, size=8))
+        extra = len(node.constant_inputs()) - 4
+        if extra > 0:
+            rows.append(_row(f"+{extra} more constants", ink, size=8))
+        attrs = _attribute_text(node, self.opts.max_attributes)
+        if attrs:
+            rows.append(_row(escape.html_text(attrs, LABEL_CHARS + 12), ink, size=8))
+        for key, value in self._shown_values(entry):
+            rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_value_text(value), 24)}</B>", ink))
+        if self.scene.heatmap is not None and node.key not in self.scene.heatmap.values:
+            rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
+        label = (
+            f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{BORDER_COLOR}" '
+            f'BGCOLOR="{fill}">{"".join(rows)}</TABLE>'
+        )
+        attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}", "tooltip": self._op_tooltip(node, entry)}
+        container.node(_op_name(node), label=escape.html_label(label), **attrs_out)
+
+    def _fill(self, node: Node, entry: Entry | None) -> str:
+        if entry is not None and "fillcolor" in entry.style:
+            return entry.style["fillcolor"][:7]
+        if self.scene.heatmap is not None:
+            return self.scene.heatmap.color(node.key)
+        return PLAIN_FILL
+
+    def _shown_values(self, entry: Entry | None) -> list[tuple[str, object]]:
+        if entry is None:
+            return []
+        show = self.opts.show
+        metric = self.scene.heatmap.metric if self.scene.heatmap else None
+        if show is None:
+            metrics = self.scene.annotations.metrics
+            keys = [metric] if metric and metric in entry.values else []
+            keys += [k for k in entry.values
+                     if k != metric and (k not in metrics or metrics[k].source != "builtin")][:DEFAULT_SHOWN_VALUES]
+        elif show == ["all"]:
+            keys = list(entry.values)
+        else:
+            keys = [k for k in show if k in entry.values]
+        return [(k, entry.values[k]) for k in keys]
+
+    def _constant_text(self, node: Node, slot: int, value: Value) -> str:
+        name = node.input_names[slot] if slot < len(node.input_names) else _short(value.name) or f"in{slot}"
+        tensor = value.initializer
+        shape = "×".join(str(d) for d in tensor.shape) if tensor and tensor.shape else "scalar"
+        dtype = tensor.dtype if tensor else (value.type.dtype if value.type else "?")
+        return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 12)}"
+
+    def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
+        lines = [f"{_type_text(node)}  (operator {node.graph.index}:{node.index}, {node.element_id})"]
+        if node.name:
+            lines.append(f"name: {node.name}")
+        for i, value in enumerate(node.inputs):
+            if value is not None:
+                slot = node.input_names[i] if i < len(node.input_names) else f"input {i}"
+                lines.append(f"{slot}: {escape.clean(value.name, 80)} {value.type or ''}")
+        for value in node.outputs:
+            lines.append(f"→ {escape.clean(value.name, 80)} {value.type or ''}")
+        for key, value in node.attributes.items():
+            lines.append(f"{key} = {escape.clean(_value_text(value), 120)}")
+        for key, value in node.metadata.items():
+            lines.append(f"{key}: {escape.clean(value, 200)}")
+        if entry is not None and entry.values:
+            lines.append("—")
+            lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
+        return escape.tooltip(lines)
+
+    def _io_node(self, container: graphviz.Digraph, value: Value, role: str) -> None:
+        fill = "#eef3f8" if role == "input" else "#f3eef8"
+        text = (
+            f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="4" COLOR="{BORDER_COLOR}" '
+            f'BGCOLOR="{fill}" STYLE="rounded"><TR><TD><FONT POINT-SIZE="8" COLOR="#333333">{role}</FONT></TD></TR>'
+            f"<TR><TD><B>{escape.html_text(value.name or f'tensor {value.index}', LABEL_CHARS)}</B></TD></TR>"
+            f'<TR><TD><FONT POINT-SIZE="8">{escape.html_text(str(value.type) if value.type else "?", LABEL_CHARS)}'
+            f"</FONT></TD></TR></TABLE>"
+        )
+        container.node(
+            _io_name(value, role), label=escape.html_label(text), id=f"io-{value.graph.index}-{value.index}"
+            + ("" if role == "input" else "-out"), **{"class": f"graph-{role}"}, tooltip=self._tensor_tooltip(value),
+        )
+
+    def _constant_node(self, container: graphviz.Digraph, value: Value) -> None:
+        text = (
+            f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="2" COLOR="#9a9a9a" BGCOLOR="#f7f7f7">'
+            f'<TR><TD><FONT POINT-SIZE="8">{escape.html_text(value.name, LABEL_CHARS)}<BR/>'
+            f"{escape.html_text(str(value.type) if value.type else '?', LABEL_CHARS)}</FONT></TD></TR></TABLE>"
+        )
+        container.node(_const_name(value), label=escape.html_label(text), id=f"const-{value.graph.index}-{value.index}",
+                       tooltip=self._tensor_tooltip(value), **{"class": "constant"})
+
+    # -- edges ----------------------------------------------------------------------------------------------
+
+    def _edges(self, container: graphviz.Digraph, value: Value) -> None:
+        show_constants = self.opts.show_constants
+        producer = value.producer
+        if producer is not None and is_hidden(producer, show_constants):
+            if not show_constants:
+                return
+        if producer is not None:
+            source = _op_name(producer)
+        elif value.is_input:
+            source = _io_name(value)
+        elif value.is_constant:
+            if not show_constants:
+                return
+            source = _const_name(value)
+        else:
+            return  # produced in no graph we draw (dangling reference)
+        targets = [_op_name(c) for c in _unique(value.consumers) if not is_hidden(c, show_constants)]
+        if value.is_output and value.graph.outputs and any(v is value for v in value.graph.outputs):
+            targets.append(_io_name(value, "output"))
+        if not targets:
+            return
+        attrs = self._edge_style(value)
+        for k, target in enumerate(targets):
+            element = value.element_id if k == 0 else f"{value.element_id}.{k}"
+            container.edge(source, target, id=element, **attrs)
+
+    def _edge_style(self, value: Value) -> dict[str, object]:
+        entry = self.scene.annotations.tensors.get(value.key)
+        attrs: dict[str, object] = {"class": "tensor", "tooltip": self._tensor_tooltip(value, entry)}
+        if self.opts.edge_labels and value.type is not None:
+            attrs["label"] = escape.attr(value.type.shape_text(), 40)
+        edge_map = self.scene.edge_map
+        if edge_map is not None:
+            number = edge_map.values.get(value.key)
+            if number is not None:
+                position = edge_map.scale.position(number)
+                attrs["penwidth"] = f"{0.8 + 5.2 * position:.2f}"
+                attrs["color"] = edge_map.scale.color(number)
+        if entry is not None:
+            attrs.update(entry.style)
+        return attrs
+
+    def _tensor_tooltip(self, value: Value, entry: Entry | None = None) -> graphviz.quoting.NoHtml:
+        if entry is None:
+            entry = self.scene.annotations.tensors.get(value.key)
+        lines = [f"{escape.clean(value.name, 120) or '(unnamed)'}  (tensor {value.graph.index}:{value.index}, {value.element_id})"]
+        if value.type is not None:
+            lines.append(str(value.type))
+            if value.type.shape_signature is not None:
+                lines.append(f"shape signature: {list(value.type.shape_signature)}")
+        if value.quantization is not None:
+            lines.append(f"quantization: {value.quantization}")
+        for key, text in value.metadata.items():
+            lines.append(f"{key}: {escape.clean(text, 200)}")
+        if entry is not None and entry.values:
+            lines.append("—")
+            lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
+        return escape.tooltip(lines)
+
+    # -- legend ---------------------------------------------------------------------------------------------
+
+    def _legend(self) -> str:
+        scene, model = self.scene, self.model
+        graph_values = dict(scene.annotations.graph.values)
+        title = self.opts.title or graph_values.pop("title", None) or model.path.replace("\\", "/").rsplit("/", 1)[-1]
+        rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{escape.html_text(title, 80)}</B></FONT></TD></TR>']
+        subtitle = f"{model.format.upper()} · {model.version}"
+        if model.producer:
+            subtitle += f" · {model.producer}"
+        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(subtitle, 100)}</FONT></TD></TR>')
+        meta = list(scene.totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
+        for key, value in meta[:16]:
+            rows.append(
+                f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
+                f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>'
+            )
+        for heat, what in ((scene.heatmap, "box fill"), (scene.edge_map, "edge width and colour")):
+            if heat is not None:
+                rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT">{self._colorbar(heat, what)}</TD></TR>')
+        categories = sorted({n.category for n in model.nodes() if not is_hidden(n, self.opts.show_constants)})
+        if categories:
+            cells = "".join(
+                f'<TD BGCOLOR="{self.cat_colors.get(c, self.cat_colors["other"])}">'
+                f'<FONT POINT-SIZE="8" COLOR="{text_color(self.cat_colors.get(c, self.cat_colors["other"]))}">{c}</FONT></TD>'
+                for c in categories
+            )
+            rows.append(
+                f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
+                f'<TR><TD><FONT POINT-SIZE="8">header colour:</FONT></TD>{cells}</TR></TABLE></TD></TR>'
+            )
+        return (
+            f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="#9a9a9a" BGCOLOR="#ffffff">'
+            f'{"".join(rows)}</TABLE>'
+        )
+
+    def _colorbar(self, heat: Heatmap, what: str) -> str:
+        scale = heat.scale
+        name = heat.metric + (f" ({heat.info.unit})" if heat.info.unit else "")
+        notes = [what, f"{scale.norm} scale"]
+        if scale.center is not None:
+            notes.append(f"centred at {format_number(scale.center)}")
+        if heat.info.higher_is_better is True:
+            notes.append("higher is better")
+        elif heat.info.higher_is_better is False:
+            notes.append("lower is better")
+        if heat.info.description:
+            notes.append(heat.info.description)
+        gradient = scale.gradient(20)
+        cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="12" HEIGHT="14"> </TD>' for c in gradient)
+        ticks = scale.ticks(5)
+        tick_cells = "".join(
+            f'<TD COLSPAN="{_span(i, len(ticks), len(gradient))}" ALIGN="{_tick_align(i, len(ticks))}">'
+            f'<FONT POINT-SIZE="8">{escape.html_text(format_number(t), 12)}</FONT></TD>'
+            for i, t in enumerate(ticks)
+        )
+        missing = len(scene_values_missing(heat, self))
+        na = (
+            f'<TD WIDTH="6"> </TD><TD BGCOLOR="{NA_COLOR}" WIDTH="22"><FONT POINT-SIZE="8">n/a</FONT></TD>'
+            f'<TD ALIGN="LEFT"><FONT POINT-SIZE="8"> {missing} without a value</FONT></TD>'
+            if missing else ""
+        )
+        return (
+            f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+            f'<TR><TD COLSPAN="{len(gradient) + 3}" ALIGN="LEFT"><FONT POINT-SIZE="10"><B>{escape.html_text(name, 60)}</B>'
+            f'</FONT><FONT POINT-SIZE="8" COLOR="#444444">  {escape.html_text(" · ".join(notes), 120)}</FONT></TD></TR>'
+            f"<TR>{cells}{na}</TR><TR>{tick_cells}</TR></TABLE>"
+        )
+
+
+def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:
+    """Drawn elements of the heatmap's kind that have no value."""
+    if heat is emitter.scene.heatmap:
+        return [n for n in emitter.model.nodes() if not is_hidden(n, emitter.opts.show_constants) and n.key not in heat.values]
+    return []
+
+
+def _span(i: int, ticks: int, cells: int) -> int:
+    """Cells under tick ``i`` so the tick labels spread over the gradient row."""
+    base = cells // ticks
+    return base + (cells - base * ticks if i == ticks - 1 else 0)
+
+
+def _tick_align(i: int, ticks: int) -> str:
+    return "LEFT" if i == 0 else "RIGHT" if i == ticks - 1 else "CENTER"
+
+
+def _row(content: str, ink: str, size: int = 9) -> str:
+    return f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{ink}" POINT-SIZE="{size}">{content}</FONT></TD></TR>'
+
+
+def _type_text(node: Node) -> str:
+    if node.domain and node.domain not in ("ai.onnx", "custom"):
+        return f"{node.op_type} ({node.domain})"
+    return node.op_type
+
+
+def _attribute_text(node: Node, limit: int) -> str:
+    parts = []
+    for key, value in list(node.attributes.items())[:limit]:
+        parts.append(f"{key}={_value_text(value)}")
+    return " · ".join(parts)
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, float):
+        return format_number(value)
+    if isinstance(value, (list, tuple)):
+        shown = ",".join(_value_text(v) for v in list(value)[:8])
+        return f"[{shown}{',…' if len(value) > 8 else ''}]"
+    if isinstance(value, str) and metric_value(value) is not None and value.strip().replace(".", "", 1).isdigit():
+        return format_number(float(value))
+    return str(value)
+
+
+def _short(name: str) -> str:
+    return name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _unique(nodes: list[Node]) -> list[Node]:
+    seen: set[int] = set()
+    out = []
+    for node in nodes:
+        if id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+    return out
+
+
+def _op_name(node: Node) -> str:
+    return f"op_{node.graph.index}_{node.index}"
+
+
+def _io_name(value: Value, role: str = "input") -> str:
+    return f"{'in' if role == 'input' else 'out'}_{value.graph.index}_{value.index}"
+
+
+def _const_name(value: Value) -> str:
+    return f"const_{value.graph.index}_{value.index}"

@@ -1,0 +1,34 @@
+"""Every error annograph raises on purpose; the CLI prints these as one line."""
+
+from __future__ import annotations
+
+
+class AnnographError(Exception):
+    """Base class: a problem with the user's input or environment, shown as one line."""
+
+
+class LoaderError(AnnographError):
+    """A model file is missing, of an unknown format, or corrupt."""
+
+
+class AnnotationError(AnnographError):
+    """An annotation file is malformed, or its ids cannot be matched under --strict."""
+
+
+class MetricError(AnnographError):
+    """A metric was asked for that no source provides, or cannot be computed."""
+
+
+class RenderError(AnnographError):
+    """Graphviz failed, timed out, or an output cannot be written."""
+
+
+class GraphvizNotFound(RenderError):
+    """The Graphviz `dot` program is not on PATH."""
+
+    def __init__(self, program: str = "dot") -> None:
+        super().__init__(
+            f"the Graphviz program {program!r} was not found on PATH; install Graphviz "
+            "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; "
+            "conda: conda install -c conda-forge graphviz)"
+        )

@@ -1,0 +1,80 @@
+"""Every rule that makes model and annotation text safe, in one place.
+
+Names and annotation text are hostile until they pass through here. Three destinations:
+    * ``html_text``: content of a Graphviz HTML-like label (the operator boxes, legend, title).
+    * ``attr``: any other DOT attribute value (tooltips, cluster names); Graphviz escString sequences such as
+      ``\\N`` or ``\\G`` are neutralised, quotes and ``<…>`` kept literal.
+    * ``markdown_cell``: a cell of a Markdown table.
+HTML reports are escaped by jinja2's autoescape; nothing user-written is ever put in URL/href attributes.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from graphviz import nohtml
+from graphviz.quoting import NoHtml
+
+# C0 controls other than tab and newline, DEL, C1 controls: invalid or invisible in XML/SVG output.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional overrides and isolates ("Trojan Source"), zero-width marks, and the BOM.
+_BIDI = re.compile(r"[\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+ELLIPSIS = "…"
+
+
+def clean(value: Any, limit: int = 200, newlines: bool = False) -> str:
+    """``value`` as printable text: controls shown as ``\\xNN``, bidi controls as ``<U+202E>``, cut at ``limit``.
+
+    >>> clean("a\\x00b\\u202ec"), clean("x" * 10, limit=4)
+    ('a\\\\x00b<U+202E>c', 'xxx…')
+    """
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = text[: max(limit - 1, 0)] + ELLIPSIS
+    if not newlines:
+        text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    else:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\t", " ")
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def html_text(value: Any, limit: int = 60) -> str:
+    """Text for a cell of an HTML-like label: one line, entities for ``& < > " '``.
+
+    >>> html_text('<b onclick="x">&')
+    '&lt;b onclick=&quot;x&quot;&gt;&amp;'
+    """
+    return html.escape(clean(value, limit), quote=True)
+
+
+def attr(value: Any, limit: int = 200) -> NoHtml:
+    """A plain DOT attribute value: never read as HTML, backslash escapes disabled, newlines kept as ``\\n``."""
+    text = clean(value, limit, newlines=True)
+    # Graphviz copies some attributes (tooltip) into SVG escaping < > " but leaving "&name;" alone, so
+    # escape & ourselves: a literal "&lt;" then shows as typed.
+    text = text.replace("&", "&amp;")
+    return nohtml(text.replace("\\", "\\\\").replace("\n", "\\n"))
+
+
+def tooltip(lines: list[str], limit: int = 4000) -> NoHtml:
+    """A hover text from lines (each already plain text, not escaped)."""
+    return attr("\n".join(lines), limit)
+
+
+def html_label(markup: str) -> str:
+    """Our own HTML-like label markup (built only from html_text pieces) in the form the graphviz package passes
+    through unquoted."""
+    return f"<{markup}>"
+
+
+def markdown_cell(value: Any, limit: int = 120) -> str:
+    """Text for a Markdown table cell: HTML entities, and no pipe, backtick, bracket or emphasis markup."""
+    text = re.sub(r"([\\|`*_\[\]#!~])", r"\\\1", clean(value, limit))
+    return html.escape(text, quote=True)

@@ -1,0 +1,58 @@
+"""Runs the Graphviz ``dot`` program. The only module that starts a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from .errors import GraphvizNotFound, RenderError
+
+FORMATS = frozenset({"svg", "pdf", "png"})
+
+# Fixed so PDF output carries the same creation date on every run (cairo honours SOURCE_DATE_EPOCH).
+SOURCE_DATE_EPOCH = "315532800"
+
+
+def dot_program() -> str:
+    path = shutil.which("dot")
+    if path is None:
+        raise GraphvizNotFound("dot")
+    return path
+
+
+def run_dot(source: str, fmt: str, timeout: float | None = None, dpi: int | None = None) -> bytes:
+    """Lay out ``source`` and return the ``fmt`` bytes.
+
+    Raises:
+        GraphvizNotFound: no ``dot`` on PATH.
+        RenderError: Graphviz failed (any non-zero exit, including 1, where it still prints a picture with
+            broken labels), was killed, or ran past ``timeout`` seconds.
+    """
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
+    command = [dot_program(), f"-T{fmt}" if fmt != "pdf" else "-Tpdf:cairo"]
+    if fmt == "png":
+        command = [command[0], "-Tpng:cairo", f"-Gdpi={dpi or 96}"]
+    env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    try:
+        done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, timeout=timeout, env=env,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise RenderError(f"Graphviz did not finish within {timeout:g} s (raise --timeout, or render a subgraph)") from None
+    except OSError as e:
+        raise RenderError(f"cannot run Graphviz: {e}") from None
+    if done.returncode != 0:
+        message = _first_error(done.stderr)
+        raise RenderError(f"Graphviz failed with exit status {done.returncode}: {message}")
+    if not done.stdout:
+        raise RenderError("Graphviz produced no output")
+    return done.stdout
+
+
+def _first_error(stderr: bytes) -> str:
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    for line in lines:
+        if line.lower().startswith("error"):
+            return line[:300]
+    return lines[0][:300] if lines else "no message"

@@ -1,0 +1,68 @@
+"""Picks a metric's values out of the annotations and fits a colour scale to them."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from .annotations.model import Annotations, ElementKey, MetricInfo, metric_value
+from .colors import Scale
+from .errors import MetricError
+
+
+@dataclass(slots=True)
+class Heatmap:
+    """One metric laid onto elements of one kind.
+
+    Attributes:
+        metric: the metric name as resolved (may be qualified, ``ort.latency_us``).
+        info: what is known of the metric.
+        values: element key → number, for the elements that have one.
+        scale: the fitted colour scale.
+    """
+
+    metric: str
+    info: MetricInfo
+    values: dict[ElementKey, float]
+    scale: Scale
+
+    def color(self, key: ElementKey) -> str:
+        return self.scale.color(self.values.get(key))
+
+
+def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
+    """The metric key for ``name``: exact, or the single qualified ``source.name``; MetricError otherwise."""
+    entries = annotations.ops if kind == "op" else annotations.tensors
+    available = sorted({k for e in entries.values() for k, v in e.values.items() if metric_value(v) is not None})
+    if name in available:
+        return name
+    qualified = [m for m in available if m.endswith("." + name)]
+    if len(qualified) == 1:
+        return qualified[0]
+    what = "operator" if kind == "op" else "tensor"
+    if len(qualified) > 1:
+        raise MetricError(f"metric {name!r} is provided by several sources; use one of: {', '.join(qualified)}")
+    if not available:
+        raise MetricError(f"no {what} metric {name!r}: the annotations give no numeric {what} values")
+    close = difflib.get_close_matches(name, available, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    listed = ", ".join(available[:30]) + (", …" if len(available) > 30 else "")
+    raise MetricError(f"unknown {what} metric {name!r}{hint}; known: {listed}")
+
+
+def build(
+    name: str, annotations: Annotations, kind: str, cmap: str | None, norm: str = "linear",
+    vmin: float | None = None, vmax: float | None = None, center: float | None = None,
+) -> Heatmap:
+    metric = resolve_metric(name, annotations, kind)
+    entries = annotations.ops if kind == "op" else annotations.tensors
+    values: dict[ElementKey, float] = {}
+    for key, entry in entries.items():
+        number = metric_value(entry.values.get(metric))
+        if number is not None:
+            values[key] = number
+    info = annotations.metrics.get(metric) or MetricInfo(metric)
+    if cmap is None and info.higher_is_better:
+        cmap = "traffic_r"  # red where the value is low (bad)
+    scale = Scale.fit(list(values.values()), cmap=cmap, norm=norm, vmin=vmin, vmax=vmax, center=center)
+    return Heatmap(metric, info, values, scale)

@@ -1,0 +1,94 @@
+"""The id rules: how users name operators and tensors on the command line and in annotation files.
+
+Operator ids, tried in this order:
+    1. the operator's own name (ONNX node name),
+    2. the name of one of its output tensors,
+    3. ``N`` (operator N of graph 0) or ``S:N`` (operator N of graph S).
+Tensor ids: the tensor's name, then ``N`` / ``S:N``. An exact name match wins over an index. A name that
+matches several elements is ambiguous and reported, never guessed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from .ir import Model
+
+ElementKey = tuple[str, int, int]
+
+_INDEX = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(\d+)\s*$")
+
+
+class Unresolved(Exception):
+    """An id that matches nothing, or more than one element."""
+
+
+@dataclass(slots=True)
+class IdIndex:
+    """Name → element keys for one model, built once."""
+
+    model: Model
+    op_names: dict[str, list[ElementKey]] = field(default_factory=dict)
+    op_outputs: dict[str, list[ElementKey]] = field(default_factory=dict)
+    tensor_names: dict[str, list[ElementKey]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, model: Model) -> IdIndex:
+        index = cls(model)
+        for graph in model.graphs:
+            for node in graph.nodes:
+                if node.name:
+                    index.op_names.setdefault(node.name, []).append(node.key)
+                for out in node.outputs:
+                    if out.name:
+                        index.op_outputs.setdefault(out.name, []).append(node.key)
+            for value in graph.values:
+                if value.name:
+                    index.tensor_names.setdefault(value.name, []).append(value.key)
+        return index
+
+    def operator(self, ident: str) -> ElementKey:
+        """Resolve an operator id; raise Unresolved with the reason."""
+        for table in (self.op_names, self.op_outputs):
+            keys = table.get(ident)
+            if keys:
+                if len(set(keys)) > 1:
+                    raise Unresolved(f"{ident!r} is ambiguous ({_keys_text(keys)})")
+                return keys[0]
+        return self._by_index(ident, "op")
+
+    def tensor(self, ident: str) -> ElementKey:
+        """Resolve a tensor id; raise Unresolved with the reason."""
+        keys = self.tensor_names.get(ident)
+        if keys:
+            if len(keys) > 1:
+                raise Unresolved(f"{ident!r} is ambiguous ({_keys_text(keys)})")
+            return keys[0]
+        return self._by_index(ident, "t")
+
+    def _by_index(self, ident: str, kind: str) -> ElementKey:
+        match = _INDEX.match(ident)
+        if not match:
+            raise Unresolved(f"{ident!r} matches no {'operator' if kind == 'op' else 'tensor'}")
+        graph_index = int(match.group(1)) if match.group(1) is not None else 0
+        item = int(match.group(2))
+        if graph_index >= len(self.model.graphs):
+            raise Unresolved(f"{ident!r}: there is no graph {graph_index} (the model has {len(self.model.graphs)})")
+        graph = self.model.graphs[graph_index]
+        count = len(graph.nodes) if kind == "op" else len(graph.values)
+        if item >= count:
+            what = "operators" if kind == "op" else "tensors"
+            raise Unresolved(f"{ident!r}: graph {graph_index} has {count} {what}")
+        return (kind, graph_index, item)
+
+    def suggest(self, ident: str, kind: str, n: int = 2) -> list[str]:
+        """Close names for an unmatched id."""
+        pool = list(self.op_names) + list(self.op_outputs) if kind == "op" else list(self.tensor_names)
+        return difflib.get_close_matches(ident, pool, n=n, cutoff=0.6)
+
+
+def _keys_text(keys: list[ElementKey]) -> str:
+    shown = ", ".join(f"{k[1]}:{k[2]}" for k in keys[:4])
+    return f"{len(keys)} matches: {shown}{', …' if len(keys) > 4 else ''}"

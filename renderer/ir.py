@@ -1,0 +1,283 @@
+"""The one object model every loader produces and everything downstream reads.
+
+It knows nothing about file formats: loaders (``renderer.loaders.*``) translate ONNX protobufs and TFLite
+flatbuffers into these classes, keeping the names exactly as they appear in the file.
+
+Numbering (the ids users type and the SVG element ids):
+    * Graphs are numbered ``S`` in the order ``Model.graphs`` holds them: 0 is the main graph, then
+      subgraphs in the order ``annograph info`` lists them.
+    * Operators are numbered ``N`` by their position in ``Graph.nodes``.
+    * Tensors are numbered ``N`` by their position in ``Graph.values``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Dim = int | str | None
+"""A dimension: a known size, a symbolic name (``batch``), or unknown."""
+
+
+@dataclass(slots=True)
+class TensorType:
+    """Element type and shape of a value.
+
+    Attributes:
+        dtype: lower-case numpy-style name (``float32``, ``int8``, ``bool``, ``string``…).
+        shape: dims, or None when even the rank is unknown.
+        shape_signature: TFLite's signature with -1 for dynamic dims, when it differs from ``shape``.
+    """
+
+    dtype: str
+    shape: tuple[Dim, ...] | None = None
+    shape_signature: tuple[int, ...] | None = None
+
+    @property
+    def static_shape(self) -> tuple[int, ...] | None:
+        """The shape when every dim is a known non-negative int, else None."""
+        if self.shape is None or not all(isinstance(d, int) and d >= 0 for d in self.shape):
+            return None
+        return tuple(int(d) for d in self.shape)  # type: ignore[arg-type]
+
+    def shape_text(self) -> str:
+        """Shape as ``64×3×7×7`` (``?`` for unknown dims, ``scalar`` for rank 0)."""
+        if self.shape is None:
+            return "?"
+        if len(self.shape) == 0:
+            return "scalar"
+        return "×".join("?" if d is None else str(d) for d in self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{self.shape_text()}]"
+
+
+@dataclass(slots=True)
+class Quantization:
+    """Affine quantization parameters: ``real = scale * (q - zero_point)``.
+
+    Attributes:
+        scale: one value (per-tensor) or one per channel along ``axis``.
+        zero_point: same length as ``scale``.
+        axis: the channel axis for per-channel quantization, else None.
+    """
+
+    scale: np.ndarray
+    zero_point: np.ndarray
+    axis: int | None = None
+
+    def __str__(self) -> str:
+        if self.scale.size == 1:
+            return f"scale={float(self.scale.ravel()[0]):.6g} zp={int(self.zero_point.ravel()[0])}"
+        return f"per-channel axis={self.axis} ({self.scale.size} scales)"
+
+
+@dataclass(slots=True, eq=False)
+class Tensor:
+    """Constant data, read only when ``numpy()`` is called (external data, mmapped buffers).
+
+    Attributes:
+        dtype: as in TensorType.
+        shape: static shape of the data.
+        reader: returns the array; called at most once, its result cached.
+        location: where the bytes live when not inline (an external-data file), for error messages.
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+    reader: Callable[[], np.ndarray] | None = None
+    location: str | None = None
+    _array: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (read on first use)."""
+        if self._array is None:
+            if self.reader is None:
+                raise ValueError("tensor has no data")
+            self._array = self.reader()
+        return self._array
+
+
+@dataclass(slots=True, eq=False)
+class Value:
+    """A tensor flowing between operators (an edge of the graph).
+
+    Invariant: ``graph.values[index] is self``; at most one producer.
+
+    Attributes:
+        name: the name in the file (may be empty in TFLite).
+        index: position in ``Graph.values`` (the ``t-S-N`` id).
+        type: dtype and shape, when known.
+        initializer: constant data (ONNX initializer / Constant output, TFLite buffer), else None.
+        quantization: TFLite quantization parameters, else None.
+        producer: the operator writing it, None for graph inputs and constants.
+        consumers: operators reading it, in graph order.
+        is_input / is_output: whether it is a graph input or output.
+        metadata: key/value strings stored in the file for this tensor.
+    """
+
+    name: str
+    index: int
+    graph: Graph
+    type: TensorType | None = None
+    initializer: Tensor | None = None
+    quantization: Quantization | None = None
+    producer: Node | None = None
+    consumers: list[Node] = field(default_factory=list)
+    is_input: bool = False
+    is_output: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_constant(self) -> bool:
+        return self.initializer is not None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return ("t", self.graph.index, self.index)
+
+    @property
+    def element_id(self) -> str:
+        """The stable SVG/HTML element id ``t-S-N``."""
+        return f"t-{self.graph.index}-{self.index}"
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """An operator.
+
+    Attributes:
+        index: position in ``Graph.nodes`` (the ``op-S-N`` id).
+        op_type: operator type as the format names it (``Conv``, ``CONV_2D``, a custom op's name).
+        domain: ONNX domain ("" for the default), ``custom`` for TFLite custom ops, else "".
+        name: the node's own name (ONNX), or "" where the format has none (TFLite).
+        category: display category from the op data files (``layer``, ``activation``…, ``other``).
+        inputs: consumed values in slot order; None for an omitted optional input.
+        input_names: the schema's name for each input slot (``X``, ``W``, ``B``; ``filter``), where known.
+        outputs: produced values.
+        attributes: attribute name → plain Python value (numbers, strings, lists, shapes).
+        subgraphs: graphs this operator runs (If branches, Loop bodies, TFLite IF/WHILE/CALL_ONCE targets).
+        metadata: key/value strings stored in the file for this operator.
+    """
+
+    index: int
+    graph: Graph
+    op_type: str
+    domain: str = ""
+    name: str = ""
+    category: str = "other"
+    inputs: list[Value | None] = field(default_factory=list)
+    input_names: list[str] = field(default_factory=list)
+    outputs: list[Value] = field(default_factory=list)
+    attributes: dict[str, Any] = field(default_factory=dict)
+    subgraphs: list[Graph] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return ("op", self.graph.index, self.index)
+
+    @property
+    def element_id(self) -> str:
+        """The stable SVG/HTML element id ``op-S-N``."""
+        return f"op-{self.graph.index}-{self.index}"
+
+    @property
+    def display_name(self) -> str:
+        """The node name, else its first named output, else ``OpType#N``."""
+        if self.name:
+            return self.name
+        for out in self.outputs:
+            if out.name:
+                return out.name
+        return f"{self.op_type}#{self.index}"
+
+    def constant_inputs(self) -> list[tuple[int, Value]]:
+        """(slot, value) for inputs holding constant data (weights, biases, shapes)."""
+        return [(i, v) for i, v in enumerate(self.inputs) if v is not None and v.is_constant]
+
+
+@dataclass(slots=True, eq=False)
+class Graph:
+    """One graph: the main graph or a subgraph.
+
+    Attributes:
+        index: position in ``Model.graphs`` (the ``S`` of ids).
+        name: name in the file.
+        nodes: operators in file order.
+        values: every tensor of the graph in a stable order (the ``N`` of ``t-S-N``).
+        inputs / outputs: graph inputs and outputs.
+        parent: the operator owning this subgraph, None for top-level graphs.
+    """
+
+    index: int
+    name: str = ""
+    nodes: list[Node] = field(default_factory=list)
+    values: list[Value] = field(default_factory=list)
+    inputs: list[Value] = field(default_factory=list)
+    outputs: list[Value] = field(default_factory=list)
+    parent: Node | None = None
+
+    def add_value(self, name: str, **kwargs: Any) -> Value:
+        value = Value(name=name, index=len(self.values), graph=self, **kwargs)
+        self.values.append(value)
+        return value
+
+    def add_node(self, op_type: str, **kwargs: Any) -> Node:
+        node = Node(index=len(self.nodes), graph=self, op_type=op_type, **kwargs)
+        self.nodes.append(node)
+        return node
+
+
+@dataclass(slots=True, eq=False)
+class Model:
+    """A loaded model.
+
+    Attributes:
+        format: ``onnx`` or ``tflite``.
+        path: the file it came from.
+        graphs: every graph, main graph first (see the module docstring for numbering).
+        producer: the tool that wrote the file, with its version.
+        version: format version (ONNX IR version + opsets, TFLite schema version).
+        description: the model's doc string or description.
+        metadata: model-level key/value strings (ONNX metadata_props, TFLite metadata entry names).
+        signatures: TFLite SignatureDefs: name → {"inputs": {...}, "outputs": {...}, "subgraph": S}.
+        opsets: ONNX domain → opset version.
+    """
+
+    format: str
+    path: str
+    graphs: list[Graph] = field(default_factory=list)
+    producer: str = ""
+    version: str = ""
+    description: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    signatures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    opsets: dict[str, int] = field(default_factory=dict)
+    raw: Any = None
+    """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""
+
+    @property
+    def main(self) -> Graph:
+        return self.graphs[0]
+
+    def add_graph(self, name: str = "", parent: Node | None = None) -> Graph:
+        graph = Graph(index=len(self.graphs), name=name, parent=parent)
+        self.graphs.append(graph)
+        return graph
+
+    def nodes(self) -> list[Node]:
+        """Every operator of every graph, graph by graph."""
+        return [n for g in self.graphs for n in g.nodes]
+
+    def values(self) -> list[Value]:
+        """Every tensor of every graph, graph by graph."""
+        return [v for g in self.graphs for v in g.values]

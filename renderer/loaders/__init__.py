@@ -1,0 +1,67 @@
+"""Model loaders, one module per format, chosen by magic bytes first and extension second.
+
+Each loader module exposes:
+    FORMAT: str                       the format tag stored in ``Model.format``
+    EXTENSIONS: tuple[str, ...]       usual file extensions (lower case, with the dot)
+    match(head: bytes) -> bool        cheap check on the first bytes of the file
+    load(path: Path, dims: dict[str, int] | None = None) -> ir.Model
+                                      parse; raise LoaderError naming the file on any failure
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+from ..errors import LoaderError
+from ..ir import Model
+
+# Module names under renderer.loaders; the fuzz and injection tests iterate over this list.
+LOADERS: tuple[str, ...] = ("tflite", "onnx")
+
+HEAD_BYTES = 64
+
+
+def loader_modules() -> list[ModuleType]:
+    return [importlib.import_module(f"{__name__}.{name}") for name in LOADERS]
+
+
+def detect(path: Path) -> ModuleType:
+    """Return the loader for ``path``: by content, falling back to the extension."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD_BYTES)
+    except FileNotFoundError:
+        raise LoaderError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise LoaderError(f"{path}: is a directory, not a model file") from None
+    except OSError as e:
+        raise LoaderError(f"{path}: cannot read ({e.strerror})") from None
+    if not head:
+        raise LoaderError(f"{path}: empty file")
+    modules = loader_modules()
+    for module in modules:
+        if module.match(head):
+            return module
+    suffix = path.suffix.lower()
+    for module in modules:
+        if suffix in module.EXTENSIONS:
+            return module
+    known = ", ".join(ext for m in modules for ext in m.EXTENSIONS)
+    raise LoaderError(f"{path}: unknown model format (not ONNX or TFLite by content; known extensions: {known})")
+
+
+def load_model(path: str | Path, dims: dict[str, int] | None = None) -> Model:
+    """Load an ONNX or TFLite model into the IR.
+
+    Args:
+        path: the model file.
+        dims: values for symbolic / dynamic dimensions (``batch=1``), used for shapes.
+
+    Raises:
+        LoaderError: missing, unknown or corrupt file, with the path in the message.
+    """
+    path = Path(path)
+    module = detect(path)
+    return module.load(path, dims=dims)

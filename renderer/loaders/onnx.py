@@ -1,0 +1,329 @@
+"""ONNX loader: ModelProto → ir.Model.
+
+Graph numbering: the main graph is 0; subgraphs (If branches, Loop and Scan bodies, any GRAPH attribute)
+follow depth-first in node order, then attribute order. A subgraph that reads a value of an enclosing graph
+refers to the outer ``ir.Value`` directly, so edges cross from the outer graph into the subgraph.
+
+External data is not read at load time: initializers are ``ir.Tensor`` objects whose reader loads the bytes
+when a metric needs them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import ir
+from ..categories import category
+from ..errors import LoaderError
+
+if TYPE_CHECKING:
+    import onnx
+
+FORMAT = "onnx"
+EXTENSIONS = (".onnx", ".onnxmodel", ".pb")
+
+# ModelProto field tags that can open a file: ir_version(1), producer_name(2), producer_version(3),
+# domain(4), model_version(5), doc_string(6), graph(7), opset_import(8), metadata_props(14).
+_FIRST_TAGS = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72}
+
+_SHAPE_INFERENCE_MAX_BYTES = 2**31 - 1  # onnx.shape_inference refuses protos over 2 GiB
+
+
+def match(head: bytes) -> bool:
+    """A protobuf whose first field is ir_version (tag 0x08) with a plausible value."""
+    return len(head) >= 2 and head[0] == 0x08 and 1 <= head[1] <= 64 and (len(head) < 3 or head[2] in _FIRST_TAGS)
+
+
+def _dtype_names() -> dict[int, str]:
+    import onnx
+
+    names: dict[int, str] = {}
+    for name, number in onnx.TensorProto.DataType.items():
+        if name == "UNDEFINED":
+            continue
+        names[number] = {"FLOAT": "float32", "DOUBLE": "float64", "FLOAT16": "float16"}.get(name, name.lower())
+    return names
+
+
+def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-like errors, ValueError…
+        raise LoaderError(f"{path}: not a valid ONNX model ({_first_line(e)})") from None
+    if not proto.HasField("graph"):
+        raise LoaderError(f"{path}: not a valid ONNX model (no graph)")
+    if proto.ir_version > onnx.IR_VERSION:
+        raise LoaderError(
+            f"{path}: ONNX IR version {proto.ir_version} is newer than this onnx package supports "
+            f"({onnx.IR_VERSION}); upgrade onnx"
+        )
+    newest = onnx.defs.onnx_opset_version()
+    for opset in proto.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version > newest:
+            raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
+    if dims:
+        _pin_dims(proto.graph, dims)
+    proto = _infer_shapes(proto)
+    try:
+        return _Builder(path, proto).build()
+    except LoaderError:
+        raise
+    except Exception as e:
+        raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {_first_line(e)})") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else type(e).__name__
+
+
+def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if not value.type.HasField("tensor_type"):
+            continue
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param") and dim.dim_param in dims:
+                dim.dim_value = dims[dim.dim_param]
+
+
+def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    import onnx
+
+    if proto.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
+        return proto
+    try:
+        return onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:
+        return proto  # shapes stay as the file has them; metrics report n/a where they are missing
+
+
+class _Builder:
+    """Walks the proto once, creating graphs depth-first."""
+
+    def __init__(self, path: Path, proto: onnx.ModelProto) -> None:
+        self.path = path
+        self.proto = proto
+        self.base_dir = str(path.parent)
+        self.dtypes = _dtype_names()
+        self.model = ir.Model(format=FORMAT, path=str(path))
+        self.schema_names: dict[tuple[str, str, int], list[str]] = {}
+
+    def build(self) -> ir.Model:
+        proto, model = self.proto, self.model
+        model.producer = " ".join(x for x in (proto.producer_name, proto.producer_version) if x)
+        model.opsets = {(o.domain or "ai.onnx"): o.version for o in proto.opset_import}
+        opsets = ", ".join(f"{d} {v}" for d, v in sorted(model.opsets.items()))
+        model.version = f"IR v{proto.ir_version}; opset {opsets}"
+        model.description = proto.doc_string
+        model.metadata = {p.key: p.value for p in proto.metadata_props}
+        model.raw = proto
+        self._graph(proto.graph, parent=None, scope=[])
+        return model
+
+    # -- graphs ---------------------------------------------------------------------------------------------
+
+    def _graph(self, gp: onnx.GraphProto, parent: ir.Node | None, scope: list[dict[str, ir.Value]]) -> ir.Graph:
+        graph = self.model.add_graph(gp.name, parent)
+        names: dict[str, ir.Value] = {}
+        shapes = {vi.name: vi.type for vi in list(gp.value_info) + list(gp.input) + list(gp.output)}
+
+        def local(name: str) -> ir.Value:
+            value = names.get(name)
+            if value is None:
+                value = graph.add_value(name, type=self._type(shapes.get(name)))
+                names[name] = value
+            return value
+
+        initializers = {t.name for t in gp.initializer}
+        for vi in gp.input:
+            if vi.name not in initializers:
+                value = local(vi.name)
+                value.is_input = True
+                graph.inputs.append(value)
+        for tensor in gp.initializer:
+            value = local(tensor.name)
+            value.initializer = self._tensor(tensor)
+            if value.type is None or value.type.shape is None:
+                value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
+
+        def lookup(name: str) -> ir.Value | None:
+            if not name:
+                return None
+            if name in names:
+                return names[name]
+            for outer in reversed(scope):
+                if name in outer:
+                    return outer[name]
+            return local(name)  # used before defined, or a dangling reference: keep the edge visible
+
+        for np_ in gp.node:
+            node = graph.add_node(
+                np_.op_type,
+                domain=np_.domain,
+                name=np_.name,
+                category=category(FORMAT, np_.op_type) if np_.domain in ("", "ai.onnx", "com.microsoft") else "other",
+            )
+            node.metadata = {p.key: p.value for p in getattr(np_, "metadata_props", [])}
+            node.inputs = [lookup(name) for name in np_.input]
+            node.input_names = self._input_names(np_.op_type, np_.domain, len(np_.input))
+            for v in node.inputs:
+                if v is not None:
+                    v.consumers.append(node)
+            for name in np_.output:
+                if not name:
+                    continue
+                value = local(name)
+                value.producer = node
+                node.outputs.append(value)
+            for attr in np_.attribute:
+                node.attributes[attr.name] = self._attribute(attr, node, scope + [names])
+            if np_.domain in ("", "ai.onnx") and node.outputs:
+                if np_.op_type == "Constant":
+                    self._fold_constant(np_, node.outputs[0])
+                elif np_.op_type == "ConstantOfShape" and node.inputs and node.inputs[0] is not None \
+                        and node.inputs[0].is_constant:
+                    self._fold_constant_of_shape(np_, node.inputs[0], node.outputs[0])
+
+        for vi in gp.output:
+            value = lookup(vi.name)
+            if value is not None:
+                value.is_output = True
+                if value.type is None:
+                    value.type = self._type(vi.type)
+                graph.outputs.append(value)
+        return graph
+
+    def _input_names(self, op_type: str, domain: str, count: int) -> list[str]:
+        key = (op_type, domain, count)
+        cached = self.schema_names.get(key)
+        if cached is not None:
+            return cached
+        import onnx
+
+        names: list[str] = []
+        try:
+            version = self.model.opsets.get(domain or "ai.onnx", 1)
+            schema = onnx.defs.get_schema(op_type, version, domain)
+            formal = [i.name for i in schema.inputs]
+            if formal:
+                names = [formal[min(i, len(formal) - 1)] for i in range(count)]
+        except Exception:  # unknown or custom op: no slot names
+            names = []
+        self.schema_names[key] = names
+        return names
+
+    # -- pieces ---------------------------------------------------------------------------------------------
+
+    def _type(self, tp: Any) -> ir.TensorType | None:
+        if tp is None or not tp.HasField("tensor_type"):
+            return None
+        tt = tp.tensor_type
+        dtype = self.dtypes.get(tt.elem_type, "undefined")
+        if not tt.HasField("shape"):
+            return ir.TensorType(dtype, None)
+        shape: list[ir.Dim] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                shape.append(d.dim_param)
+            else:
+                shape.append(None)
+        return ir.TensorType(dtype, tuple(shape))
+
+    def _tensor(self, tp: onnx.TensorProto) -> ir.Tensor:
+        import onnx
+
+        dtype = self.dtypes.get(tp.data_type, "undefined")
+        shape = tuple(int(d) for d in tp.dims)
+        external = tp.data_location == onnx.TensorProto.EXTERNAL
+        location = None
+        if external:
+            info = {e.key: e.value for e in tp.external_data}
+            location = info.get("location", "?")
+        base_dir, path = self.base_dir, self.path
+
+        def read() -> Any:
+            from onnx import numpy_helper
+            from onnx.external_data_helper import load_external_data_for_tensor
+
+            if external:
+                copy = onnx.TensorProto()
+                copy.CopyFrom(tp)
+                try:
+                    load_external_data_for_tensor(copy, base_dir)
+                except (OSError, ValueError) as e:
+                    raise LoaderError(
+                        f"{path}: external data file {location!r} for tensor {tp.name!r} cannot be read ({e})"
+                    ) from None
+                return numpy_helper.to_array(copy)
+            return numpy_helper.to_array(tp)
+
+        return ir.Tensor(dtype=dtype, shape=shape, reader=read, location=location)
+
+    def _fold_constant(self, np_: onnx.NodeProto, value: ir.Value) -> None:
+        import numpy as np
+        from onnx import helper
+
+        for attr in np_.attribute:
+            if attr.name == "value" and attr.HasField("t"):
+                value.initializer = self._tensor(attr.t)
+            elif attr.name in ("value_float", "value_int", "value_floats", "value_ints"):
+                array = np.asarray(helper.get_attribute_value(attr),
+                                   dtype=np.float32 if "float" in attr.name else np.int64)
+                value.initializer = ir.Tensor(str(array.dtype), tuple(array.shape), reader=lambda a=array: a)
+        if value.initializer is not None and (value.type is None or value.type.shape is None):
+            value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
+
+    def _fold_constant_of_shape(self, np_: onnx.NodeProto, shape_value: ir.Value, value: ir.Value) -> None:
+        """ConstantOfShape of a constant shape is itself a constant (the light_* zoo models hold weights so)."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        fill = np.zeros(1, dtype=np.float32)
+        for attr in np_.attribute:
+            if attr.name == "value" and attr.HasField("t"):
+                fill = numpy_helper.to_array(attr.t)
+        static = value.type.static_shape if value.type else None
+        if static is None:
+            try:
+                static = tuple(int(d) for d in shape_value.initializer.numpy().ravel())  # type: ignore[union-attr]
+            except (ValueError, LoaderError):
+                return
+        if any(d < 0 for d in static):
+            return
+        dtype = str(fill.dtype)
+        value.initializer = ir.Tensor(dtype, static, reader=lambda: np.full(static, fill.ravel()[0], dtype=fill.dtype))
+        if value.type is None or value.type.shape is None:
+            value.type = ir.TensorType(dtype, static)
+
+    def _attribute(self, attr: onnx.AttributeProto, node: ir.Node, scope: list[dict[str, ir.Value]]) -> Any:
+        import onnx
+        from onnx import helper
+
+        kind = attr.type
+        if kind == onnx.AttributeProto.GRAPH:
+            sub = self._graph(attr.g, node, scope)
+            node.subgraphs.append(sub)
+            return f"graph {sub.index}"
+        if kind == onnx.AttributeProto.GRAPHS:
+            subs = [self._graph(g, node, scope) for g in attr.graphs]
+            node.subgraphs.extend(subs)
+            return [f"graph {s.index}" for s in subs]
+        if kind == onnx.AttributeProto.TENSOR:
+            t = attr.t
+            return f"tensor {self.dtypes.get(t.data_type, '?')}[{'×'.join(str(d) for d in t.dims) or 'scalar'}]"
+        if kind == onnx.AttributeProto.TENSORS:
+            return f"{len(attr.tensors)} tensors"
+        if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS, onnx.AttributeProto.TYPE_PROTO,
+                    onnx.AttributeProto.TYPE_PROTOS):
+            return onnx.AttributeProto.AttributeType.Name(kind).lower()
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, list):
+            return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+        return value

@@ -1,0 +1,97 @@
+"""HTML and Markdown reports from the jinja2 templates in ``templates/``.
+
+Templates receive plain view dicts built here. Autoescape is on for HTML; the SVG that Graphviz wrote from our
+escaped DOT is the one value marked safe, after a check that it carries no script.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from . import escape
+from .annotations.model import metric_value
+from .colors import format_number
+from .dot import Scene, is_hidden
+from .errors import RenderError
+from .resources import folder
+
+TOP_ROWS = 50
+_XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", re.S)
+_UNSAFE_SVG = re.compile(r"<script|\son[a-z]+\s*=|javascript:|<foreignObject", re.I)
+
+
+def _template_source(name: str) -> str:
+    return folder("templates").joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def _environment():  # type: ignore[no-untyped-def]
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(_template_source),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=False),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
+    model, annotations = scene.model, scene.annotations
+    heat = scene.heatmap
+    metric = heat.metric if heat else None
+    rows = []
+    for node in model.nodes():
+        if is_hidden(node, scene.options.show_constants):
+            continue
+        entry = annotations.ops.get(node.key)
+        values = entry.values if entry else {}
+        number = heat.values.get(node.key) if heat else None
+        rows.append({
+            "id": f"{node.graph.index}:{node.index}",
+            "element_id": node.element_id,
+            "type": node.op_type,
+            "name": node.display_name,
+            "fill": heat.color(node.key) if heat else "",
+            "metric": format_number(number) if number is not None else ("n/a" if heat else ""),
+            "sort": number if number is not None else float("-inf"),
+            "values": [(k, v if isinstance(v, str) else format_number(m) if (m := metric_value(v)) is not None else str(v))
+                       for k, v in values.items()][:6],
+        })
+    if heat:
+        rows.sort(key=lambda r: (-r["sort"], r["id"]))
+    graph_values = dict(annotations.graph.values)
+    title = scene.options.title or graph_values.pop("title", None) or model.path.replace("\\", "/").rsplit("/", 1)[-1]
+    return {
+        "title": str(title),
+        "model": {"format": model.format, "version": model.version, "producer": model.producer,
+                  "path": model.path.replace("\\", "/").rsplit("/", 1)[-1]},
+        "totals": list(scene.totals.items()),
+        "graph_meta": [(str(k), str(v)) for k, v in graph_values.items()],
+        "metric": metric,
+        "metric_unit": heat.info.unit if heat else "",
+        "rows": rows[:limit],
+        "row_count": len(rows),
+        "coverage": [c.line() for c in annotations.coverage],
+    }
+
+
+def html(scene: Scene, svg: str) -> str:
+    """A standalone HTML page: header, the SVG inline, and the operator table."""
+    import markupsafe
+
+    if _UNSAFE_SVG.search(svg):
+        raise RenderError("refusing to embed an SVG that contains script or event-handler markup")
+    body = _XML_PROLOG.sub("", svg)
+    view = _view(scene)
+    return _environment().get_template("report.html.j2").render(**view, svg=markupsafe.Markup(body))
+
+
+def markdown(scene: Scene) -> str:
+    """A Markdown summary: totals, the top operators by the colour metric, annotation coverage."""
+    view = _view(scene)
+    return _environment().get_template("report.md.j2").render(**view, cell=escape.markdown_cell)
