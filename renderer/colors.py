@@ -177,10 +177,14 @@ class Scale:
             return [self.vmin]
         return [float(x) for x in np.linspace(self.vmin, self.vmax, count)]
 
-    def gradient(self, steps: int = 24) -> list[str]:
-        """Colours along the bar from vmin to vmax."""
+    def color_at(self, position: float) -> str:
+        """The colour at ``position`` (0..1) along the map."""
         assert self._cmap is not None
-        return [to_hex(self._cmap(i / (steps - 1))) for i in range(steps)]
+        return to_hex(self._cmap(min(max(position, 0.0), 1.0)))
+
+    def gradient(self, steps: int = 24, floor: float = 0.0) -> list[str]:
+        """Colours along the bar from vmin to vmax (the map from ``floor`` on)."""
+        return [self.color_at(floor + (1 - floor) * i / (steps - 1)) for i in range(steps)]
 
 
 def format_number(value: float) -> str:

@@ -27,6 +27,7 @@ PLAIN_FILL = "#ffffff"
 EDGE_COLOR = "#606060"
 LABEL_CHARS = 48
 DEFAULT_SHOWN_VALUES = 3
+EDGE_COLOR_FLOOR = 0.35
 HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
 
 
@@ -163,8 +164,12 @@ class _Emitter:
             rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_value_text(value), 24)}</B>", ink))
         if self.scene.heatmap is not None and node.key not in self.scene.heatmap.values:
             rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
+        border_color, border = BORDER_COLOR, 1
+        if entry is not None:
+            border_color = entry.style.get("color", BORDER_COLOR)[:7]
+            border = max(1, min(8, round(float(entry.style.get("penwidth", 1)))))
         label = (
-            f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{BORDER_COLOR}" '
+            f'<TABLE BORDER="{border}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border_color}" '
             f'BGCOLOR="{fill}">{"".join(rows)}</TABLE>'
         )
         attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}", "tooltip": self._op_tooltip(node, entry)}
@@ -281,7 +286,8 @@ class _Emitter:
             if number is not None:
                 position = edge_map.scale.position(number)
                 attrs["penwidth"] = f"{0.8 + 5.2 * position:.2f}"
-                attrs["color"] = edge_map.scale.color(number)
+                # the pale low end of a sequential map would vanish against the white page
+                attrs["color"] = edge_map.scale.color_at(EDGE_COLOR_FLOOR + (1 - EDGE_COLOR_FLOOR) * position)
         if entry is not None:
             attrs.update(entry.style)
         return attrs
@@ -351,7 +357,8 @@ class _Emitter:
             notes.append("lower is better")
         if heat.info.description:
             notes.append(heat.info.description)
-        gradient = scale.gradient(20)
+        floor = EDGE_COLOR_FLOOR if heat is self.scene.edge_map else 0.0
+        gradient = scale.gradient(20, floor)
         cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="12" HEIGHT="14"> </TD>' for c in gradient)
         ticks = scale.ticks(5)
         tick_cells = "".join(

@@ -1,0 +1,89 @@
+"""Shared helpers: paths to the real sample models, running the CLI as a user would, parsing SVG."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+ONNX = SAMPLES / "onnx"
+TFLITE = SAMPLES / "tflite"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+XLINK_NS = "{http://www.w3.org/1999/xlink}"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 300) -> Run:
+    """``python -m renderer ARGS`` in a subprocess, the way the console command runs."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    if env:
+        full_env.update(env)
+    done = subprocess.run([sys.executable, "-m", "renderer", *map(str, args)], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=ROOT)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def parse_svg(data: bytes | str | Path):  # type: ignore[no-untyped-def]
+    """The SVG as an ElementTree root, parsed with defusedxml (no entities, no network)."""
+    from defusedxml import ElementTree
+
+    if isinstance(data, Path):
+        data = data.read_bytes()
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return ElementTree.fromstring(data)
+
+
+def svg_groups(root, cls: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """id → <g> element for every group whose class list contains ``cls``."""
+    found = {}
+    for g in root.iter(f"{SVG_NS}g"):
+        if cls in (g.get("class") or "").split():
+            found[g.get("id")] = g
+    return found
+
+
+def first_fill(group) -> str | None:  # type: ignore[no-untyped-def]
+    """The fill of the first filled polygon/path in a node group (the box background)."""
+    for element in group.iter():
+        if element.tag in (f"{SVG_NS}polygon", f"{SVG_NS}path"):
+            fill = element.get("fill")
+            if fill and fill not in ("none", "transparent"):
+                return fill.lower()
+    return None
+
+
+def tooltip_of(group) -> str:  # type: ignore[no-untyped-def]
+    for a in group.iter(f"{SVG_NS}a"):
+        title = a.get(f"{XLINK_NS}title")
+        if title is not None:
+            return title
+    return ""
+
+
+def one_line_error(run: Run) -> str:
+    """Assert the run failed the way every bad input must: non-zero, one line on stderr, no traceback."""
+    assert run.returncode != 0, run.stdout
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert "Traceback" not in run.stderr, run.stderr
+    errors = [ln for ln in lines if ln.startswith("annograph: error:")]
+    assert len(errors) == 1, run.stderr
+    return errors[0]
+
+
+@pytest.fixture
+def tmp_out(tmp_path: Path) -> Path:
+    return tmp_path

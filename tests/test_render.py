@@ -1,0 +1,398 @@
+"""End to end: real models → annotated pictures, checked by parsing what comes out."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import (
+    ONNX, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of,
+)
+
+import renderer
+from renderer.colors import get_cmap, text_color, to_hex, contrast_ratio
+from renderer.dot import is_hidden
+
+TINY_CNN = ONNX / "tiny_cnn.onnx"
+FACE = TFLITE / "face_detection_short_range.tflite"
+NABU = TFLITE / "okay_nabu.tflite"
+
+
+def drawn_ops(model: renderer.ir.Model) -> list:  # type: ignore[name-defined]
+    return [n for n in model.nodes() if not is_hidden(n, False)]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- one SVG node per operator, with its documented id ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_path", [TINY_CNN, ONNX / "control_flow.onnx", FACE, NABU], ids=lambda p: p.name)
+def test_one_svg_group_per_operator_with_its_id(model_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.svg"
+    run = run_cli("render", model_path, "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    model = renderer.load_model(model_path)
+    ops = svg_groups(parse_svg(out), "op")
+    expected = {n.element_id for n in drawn_ops(model)}
+    assert set(ops) == expected
+    for node in drawn_ops(model):
+        group = ops[node.element_id]
+        assert f"cat-{node.category}" in group.get("class").split()
+        texts = " ".join(t.text or "" for t in group.iter(f"{SVG_NS}text"))
+        assert node.op_type in texts
+
+
+def test_tensor_edges_carry_ids_and_tooltips(tmp_path: Path) -> None:
+    out = tmp_path / "m.svg"
+    assert run_cli("render", TINY_CNN, "-o", out, "--no-sidecar").returncode == 0
+    model = renderer.load_model(TINY_CNN)
+    edges = svg_groups(parse_svg(out), "tensor")
+    conv_out = model.main.nodes[0].outputs[0]
+    assert conv_out.element_id in edges
+    assert conv_out.name in tooltip_of(edges[conv_out.element_id])
+
+
+def test_subgraphs_are_clusters(tmp_path: Path) -> None:
+    out = tmp_path / "cf.svg"
+    assert run_cli("render", ONNX / "control_flow.onnx", "-o", out, "--no-sidecar").returncode == 0
+    root = parse_svg(out)
+    clusters = svg_groups(root, "cluster")
+    model = renderer.load_model(ONNX / "control_flow.onnx")
+    assert len(model.graphs) > 1
+    assert {f"graph-{g.index}" for g in model.graphs[1:]} <= set(clusters)
+
+
+# -- the heatmap ------------------------------------------------------------------------------------------------
+
+
+def test_fills_follow_the_colour_map(tmp_path: Path) -> None:
+    model = renderer.load_model(TINY_CNN)
+    ops = drawn_ops(model)
+    values = {n.name: float(i * 3 + 1) for i, n in enumerate(ops[:10])}
+    notes = write(tmp_path / "lat.json", json.dumps({"operators": [{"id": k, "meta": {"latency_ms": v}} for k, v in values.items()]}))
+    out = tmp_path / "m.svg"
+    run = run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "--cmap", "viridis",
+                  "--vmin", "0", "--vmax", "40", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    groups = svg_groups(parse_svg(out), "op")
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    by_name = {n.name: n for n in ops}
+    for name, value in values.items():
+        expected = to_hex(cmap(value / 40))
+        assert first_fill(groups[by_name[name].element_id]) == expected, name
+    without = [n for n in ops if n.name not in values]
+    assert without and all(first_fill(groups[n.element_id]) == "#e6e6e6" for n in without)
+
+
+def test_own_colour_map_log_norm_and_centre() -> None:
+    from renderer.colors import Scale, own_colormaps
+
+    heat = own_colormaps()["heat"]["colors"]
+    scale = Scale.fit([1.0, 10.0, 100.0], cmap="heat", norm="log")
+    assert scale.color(1.0) == heat[0]
+    assert scale.color(100.0) == heat[-1]
+    assert scale.position(10.0) == pytest.approx(0.5)
+    centred = Scale.fit([-4.0, 0.0, 2.0], center=0.0)
+    assert centred.cmap_name == "diverging"
+    assert centred.position(0.0) == pytest.approx(0.5)
+    assert centred.position(-4.0) == 0.0 and centred.position(2.0) == 1.0
+    quantile = Scale.fit([1, 2, 3, 1000], norm="quantile")
+    assert quantile.position(3) == pytest.approx(2 / 3)
+    assert Scale.fit([5.0, 5.0]).position(5.0) == 0.5
+    assert Scale.fit([1.0]).color(None) == "#e6e6e6"
+
+
+@pytest.mark.parametrize("cmap", ["heat", "traffic", "ice", "diverging", "viridis", "coolwarm", "gray", "jet"])
+def test_text_is_readable_on_every_fill(cmap: str) -> None:
+    colors = get_cmap(cmap)
+    for i in range(64):
+        fill = to_hex(colors(i / 63))
+        assert contrast_ratio(fill, text_color(fill)) >= 4.5, (cmap, fill)
+
+
+def test_category_headers_are_readable() -> None:
+    from renderer.colors import category_colors
+
+    for name, fill in category_colors().items():
+        assert contrast_ratio(fill, text_color(fill)) >= 4.5, name
+
+
+def test_style_overrides_win(tmp_path: Path) -> None:
+    notes = write(tmp_path / "s.yaml", """
+operators:
+  - {id: "stem/conv", latency_ms: 3, style: {fillcolor: "#ff0000"}}
+  - {id: "block1/add", latency_ms: 1}
+tensors:
+  - id: image
+    meta: {bytes: 4096}
+    style: {color: "#d62728", penwidth: 3}
+""")
+    out = tmp_path / "m.svg"
+    assert run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "-o", out, "--no-sidecar").returncode == 0
+    root = parse_svg(out)
+    model = renderer.load_model(TINY_CNN)
+    conv = next(n for n in model.nodes() if n.name == "stem/conv")
+    assert first_fill(svg_groups(root, "op")[conv.element_id]) == "#ff0000"
+    image = next(v for v in model.values() if v.name == "image")
+    edge = svg_groups(root, "tensor")[image.element_id]
+    path = next(edge.iter(f"{SVG_NS}path"))
+    assert path.get("stroke") == "#d62728"
+    assert float(path.get("stroke-width")) == 3
+
+
+def test_edge_width_by_builtin_bytes(tmp_path: Path) -> None:
+    out = tmp_path / "m.svg"
+    assert run_cli("render", TINY_CNN, "--edge-by", "bytes", "-o", out, "--no-sidecar").returncode == 0
+    widths = [float(p.get("stroke-width", 1)) for g in svg_groups(parse_svg(out), "tensor").values()
+              for p in g.iter(f"{SVG_NS}path")]
+    assert min(widths) < max(widths)
+
+
+def test_tooltips_carry_meta_and_legend_is_present(tmp_path: Path) -> None:
+    notes = write(tmp_path / "m.csv", "id,latency_ms,note\nstem/conv,4.5 ms,tiled x4\n3,1.25,\n")
+    out = tmp_path / "m.svg"
+    run = run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    groups = svg_groups(root, "op")
+    assert "note: tiled x4" in tooltip_of(groups["op-0-0"])
+    assert "latency_ms: 4.5 ms" in tooltip_of(groups["op-0-0"])
+    assert "latency_ms: 1.25" in tooltip_of(groups["op-0-3"])
+    legend = next(g for g in root.iter(f"{SVG_NS}g") if g.get("id") == "legend")
+    legend_text = " ".join(t.text or "" for t in legend.iter(f"{SVG_NS}text"))
+    assert "latency_ms (ms)" in legend_text
+    assert "n/a" in legend_text
+    fills = [p.get("fill") for p in legend.iter(f"{SVG_NS}polygon")]
+    assert get_cmap("heat") and to_hex(get_cmap("heat")(0.0)) in fills and to_hex(get_cmap("heat")(1.0)) in fills
+
+
+def test_graph_title_and_meta(tmp_path: Path) -> None:
+    notes = write(tmp_path / "g.json", json.dumps({"graph": {"title": "CNN on NPU X", "meta": {"Device": "NPU-X"}}}))
+    out = tmp_path / "m.svg"
+    assert run_cli("render", TINY_CNN, "-a", notes, "-o", out, "--no-sidecar").returncode == 0
+    text = " ".join(t.text or "" for t in parse_svg(out).iter(f"{SVG_NS}text"))
+    assert "CNN on NPU X" in text and "NPU-X" in text
+
+
+# -- annotation syntaxes mean the same ------------------------------------------------------------------------
+
+
+def test_json_yaml_csv_and_netron_text_agree(tmp_path: Path) -> None:
+    model = renderer.load_model(TINY_CNN)
+    files = [
+        write(tmp_path / "a.yaml", "operators:\n  - id: 4\n    meta: {latency_ms: 13.0, note: x}\n"
+              "    style: {fillcolor: '#ff0000'}\ntensors:\n  - {id: image, meta: {bytes: 4096}}\n"),
+        write(tmp_path / "a.json", json.dumps({"operators": {"4": {"meta": {"latency_ms": 13.0, "note": "x"},
+                                                                   "style": {"fillcolor": "#ff0000"}}},
+                                               "tensors": {"image": {"bytes": 4096}}})),
+        write(tmp_path / "a.csv", "id,kind,latency_ms,note,style.fillcolor,bytes\n4,operator,13.0,x,#ff0000,\n"
+              "image,tensor,,,,4096\n"),
+        write(tmp_path / "a.txt", "operator_id: 4\noperator_meta: \"latency_ms: 13.0; note: x\"\n"
+              "operator_style: \"fillcolor: 0xFF0000;\"\ntensor_id: image\ntensor_meta: \"bytes: 4096\"\n"),
+    ]
+    results = []
+    for path in files:
+        notes = renderer.load_annotations(path, model)
+        op = notes.ops[("op", 0, 4)]
+        tensor = notes.tensors[next(v.key for v in model.values() if v.name == "image")]
+        results.append((float(op.values["latency_ms"]), op.values["note"], op.style, float(tensor.values["bytes"])))
+    assert all(r == results[0] for r in results), results
+    assert results[0] == (13.0, "x", {"fillcolor": "#ff0000"}, 4096.0)
+
+
+def test_ids_by_name_output_tensor_and_index() -> None:
+    model = renderer.load_model(ONNX / "unnamed_nodes.onnx")
+    from renderer.ids import IdIndex, Unresolved
+
+    index = IdIndex.build(model)
+    node = next(n for n in model.main.nodes if n.op_type != "Constant")
+    assert index.operator(node.outputs[0].name) == node.key
+    assert index.operator(str(node.index)) == node.key
+    assert index.operator(f"0:{node.index}") == node.key
+    with pytest.raises(Unresolved):
+        index.operator("0:9999")
+    control = renderer.load_model(ONNX / "control_flow.onnx")
+    sub = control.graphs[1]
+    assert IdIndex.build(control).operator(f"1:0") == sub.nodes[0].key
+
+
+def test_name_wins_over_index(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="1"), helper.make_node("Neg", ["a"], ["y"], name="first")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    path = tmp_path / "n.onnx"
+    onnx.save(helper.make_model(graph), path)
+    from renderer.ids import IdIndex
+
+    index = IdIndex.build(renderer.load_model(path))
+    assert index.operator("1") == ("op", 0, 0)  # the node named "1", not operator 1
+    assert index.operator("0:1") == ("op", 0, 1)
+
+
+def test_unmatched_ids_are_reported_with_suggestions(tmp_path: Path) -> None:
+    notes = write(tmp_path / "u.yaml", "operators:\n  - {id: stem/conv, x: 1}\n  - {id: stem/conf, x: 2}\n"
+                  "  - {id: '0:999', x: 3}\n")
+    out = tmp_path / "m.svg"
+    run = run_cli("render", TINY_CNN, "-a", notes, "-o", out, "--no-sidecar")
+    assert run.returncode == 0
+    assert "matched 1/3 operators" in run.stderr
+    assert "stem/conf (did you mean stem/conv" in run.stderr
+    strict = run_cli("render", TINY_CNN, "-a", notes, "-o", tmp_path / "s.svg", "--strict", "--no-sidecar")
+    line = one_line_error(strict)
+    assert f"{notes}:3" in line and "stem/conf" in line
+    assert not (tmp_path / "s.svg").exists()
+
+
+def test_tflite_ids_and_annotations(tmp_path: Path) -> None:
+    model = renderer.load_model(FACE)
+    conv = next(n for n in model.main.nodes if n.op_type == "CONV_2D")
+    out_name = conv.outputs[0].name
+    notes = write(tmp_path / "t.csv", f"id,latency_us\n{conv.index},120\n\"{out_name}\",130\n")
+    result = renderer.load_annotations(notes, model)
+    assert result.ops[conv.key].values["latency_us"] == "130"
+    out = tmp_path / "f.svg"
+    assert run_cli("render", FACE, "-a", notes, "--color-by", "latency_us", "-o", out).returncode == 0
+    assert "latency_us: 130" in tooltip_of(svg_groups(parse_svg(out), "op")[conv.element_id])
+
+
+# -- every output format is a real file --------------------------------------------------------------------------
+
+
+def test_every_output_format(tmp_path: Path) -> None:
+    outs = [tmp_path / f"m.{ext}" for ext in ("svg", "pdf", "png", "dot", "html", "md")]
+    args = [a for o in outs for a in ("-o", o)]
+    run = run_cli("render", TINY_CNN, "--color-by", "macs", *args, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert outs[1].read_bytes().startswith(b"%PDF-")
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(outs[1])], capture_output=True, text=True, check=True).stdout
+        assert "Pages:          1" in info
+    png = outs[2].read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert width > 200 and height > 200
+    dot = outs[3].read_text()
+    assert dot.startswith("digraph") and 'id="op-0-0"' in dot
+    rendered = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
+    assert rendered.returncode == 0 and not rendered.stderr
+    from html.parser import HTMLParser
+
+    page = outs[4].read_text()
+    HTMLParser().feed(page)
+    assert "<svg" in page and "op-0-0" in page and "<script" not in page.lower()
+    md = outs[5].read_text()
+    assert md.startswith("# tiny_cnn.onnx") and "| 0:0 | Conv |" in md
+
+
+def test_python_api(tmp_path: Path) -> None:
+    model = renderer.load_model(TINY_CNN)
+    notes = renderer.load_annotations(write(tmp_path / "a.yaml", "operators: {'stem/conv': {latency_ms: 2}}\n"), model)
+    out = tmp_path / "api.svg"
+    data = renderer.render(model, notes, renderer.RenderOptions(color_by="latency_ms"), output=out)
+    assert out.read_bytes() == data
+    assert 'id="op&#45;0&#45;0"' in data.decode()
+    assert renderer.to_dot(model).startswith("digraph")
+
+
+def test_show_constants_draws_them(tmp_path: Path) -> None:
+    folded = renderer.to_dot(renderer.load_model(ONNX / "unnamed_nodes.onnx"))
+    shown = renderer.to_dot(renderer.load_model(ONNX / "unnamed_nodes.onnx"), options=renderer.RenderOptions(show_constants=True))
+    assert "cat-data" not in folded and "cat-data" in shown  # the Constant nodes holding the weights
+    cnn = renderer.to_dot(renderer.load_model(TINY_CNN), options=renderer.RenderOptions(show_constants=True))
+    assert 'id="const-0-1"' in cnn  # an initializer as its own node
+
+
+# -- bad input: one line, non-zero exit, no output left ---------------------------------------------------------
+
+
+def test_missing_model(tmp_path: Path) -> None:
+    line = one_line_error(run_cli("render", tmp_path / "nope.onnx", "-o", tmp_path / "x.svg"))
+    assert "nope.onnx: no such file" in line
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_unknown_format_by_magic_bytes(tmp_path: Path) -> None:
+    fake = tmp_path / "model.onnx.txt"
+    fake.write_bytes(b"GIF89a not a model at all")
+    line = one_line_error(run_cli("info", fake))
+    assert "unknown model format" in line and str(fake) in line
+    disguised = tmp_path / "image.onnx"
+    disguised.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    assert str(disguised) in one_line_error(run_cli("info", disguised))
+
+
+def test_tflite_detected_by_content_not_extension(tmp_path: Path) -> None:
+    renamed = tmp_path / "model.bin"
+    shutil.copy(NABU, renamed)
+    assert renderer.load_model(renamed).format == "tflite"
+    onnx_renamed = tmp_path / "other.bin"
+    shutil.copy(TINY_CNN, onnx_renamed)
+    assert renderer.load_model(onnx_renamed).format == "onnx"
+
+
+@pytest.mark.parametrize("source", [TINY_CNN, FACE], ids=lambda p: p.suffix)
+def test_truncated_model(source: Path, tmp_path: Path) -> None:
+    broken = tmp_path / f"broken{source.suffix}"
+    broken.write_bytes(source.read_bytes()[: len(source.read_bytes()) // 3])
+    line = one_line_error(run_cli("render", broken, "-o", tmp_path / "x.svg"))
+    assert str(broken) in line
+    assert not (tmp_path / "x.svg").exists()
+
+
+@pytest.mark.parametrize("name,text,where", [
+    ("bad.yaml", "operators:\n  - id: 1\n    meta: {a: 1\n", ":4"),
+    ("bad.json", '{"operators": [\n {"id": 1,}\n]}', ":2"),
+    ("bad.csv", "name,value\nx,1\n", ":1"),
+    ("bad2.csv", "id,a\n1,2\n3,4,5\n", ":3"),
+    ("bad.txt", "operator_id: 1\noperator_meta: no pairs here\n", ":2"),
+    ("badstyle.yaml", "operators:\n  - id: 1\n    style: {fillcolor: 'javascript:alert(1)'}\n", ":2"),
+])
+def test_annotation_syntax_errors_name_file_and_line(name: str, text: str, where: str, tmp_path: Path) -> None:
+    notes = write(tmp_path / name, text)
+    line = one_line_error(run_cli("render", TINY_CNN, "-a", notes, "-o", tmp_path / "x.svg", "--no-sidecar"))
+    assert f"{notes}{where}" in line, line
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_unknown_metric_lists_known_ones(tmp_path: Path) -> None:
+    notes = write(tmp_path / "a.yaml", "operators:\n  - {id: 0, latency_ms: 1}\n")
+    line = one_line_error(run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency", "-o", tmp_path / "x.svg",
+                                  "--no-sidecar"))
+    assert "latency_ms" in line and "unknown operator metric 'latency'" in line
+
+
+def test_missing_dot_program(tmp_path: Path) -> None:
+    import sys
+
+    out = tmp_path / "x.svg"
+    out.write_text("precious")
+    run = run_cli("render", TINY_CNN, "-o", out, "--no-sidecar", env={"PATH": str(Path(sys.executable).parent) + "/nowhere"})
+    line = one_line_error(run)
+    assert "'dot' was not found" in line and "apt-get install graphviz" in line
+    assert out.read_text() == "precious"
+
+
+def test_help_is_instant_and_imports_nothing_heavy() -> None:
+    import sys
+
+    code = ("import sys, renderer.cli as c\n"
+            "try:\n    c.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('onnx', 'numpy', 'matplotlib', 'tflite', 'jinja2', 'graphviz') if m in sys.modules]\n"
+            "print('HEAVY', heavy)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent)
+    assert "HEAVY []" in done.stdout, done.stdout + done.stderr
