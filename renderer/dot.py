@@ -157,9 +157,8 @@ class _Emitter:
         extra = len(node.constant_inputs()) - 4
         if extra > 0:
             rows.append(_row(f"+{extra} more constants", ink, size=8))
-        attrs = _attribute_text(node, self.opts.max_attributes)
-        if attrs:
-            rows.append(_row(escape.html_text(attrs, LABEL_CHARS + 12), ink, size=8))
+        for line in _attribute_lines(node, self.opts.max_attributes):
+            rows.append(_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
         for key, value in self._shown_values(entry):
             rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_value_text(value), 24)}</B>", ink))
         if self.scene.heatmap is not None and node.key not in self.scene.heatmap.values:
@@ -285,7 +284,7 @@ class _Emitter:
             number = edge_map.values.get(value.key)
             if number is not None:
                 position = edge_map.scale.position(number)
-                attrs["penwidth"] = f"{0.8 + 5.2 * position:.2f}"
+                attrs["penwidth"] = f"{0.8 + 3.7 * position:.2f}"
                 # the pale low end of a sequential map would vanish against the white page
                 attrs["color"] = edge_map.scale.color_at(EDGE_COLOR_FLOOR + (1 - EDGE_COLOR_FLOOR) * position)
         if entry is not None:
@@ -407,19 +406,26 @@ def _type_text(node: Node) -> str:
     return node.op_type
 
 
-def _attribute_text(node: Node, limit: int) -> str:
-    parts = []
-    for key, value in list(node.attributes.items())[:limit]:
-        parts.append(f"{key}={_value_text(value)}")
-    return " · ".join(parts)
+def _attribute_lines(node: Node, limit: int, width: int = LABEL_CHARS) -> list[str]:
+    """Non-default attributes as ``key=value`` packed into at most two lines of about ``width`` characters."""
+    parts = [f"{k}={_value_text(v, compact=True)}" for k, v in node.attributes.items()
+             if k not in node.defaults and not str(v).startswith("graph ")][:limit]
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(part) + 3 <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines[:2]
 
 
-def _value_text(value: object) -> str:
+def _value_text(value: object, compact: bool = False) -> str:
     if isinstance(value, float):
         return format_number(value)
     if isinstance(value, (list, tuple)):
         shown = ",".join(_value_text(v) for v in list(value)[:8])
-        return f"[{shown}{',…' if len(value) > 8 else ''}]"
+        more = ",…" if len(value) > 8 else ""
+        return f"{shown}{more}" if compact else f"[{shown}{more}]"
     if isinstance(value, str) and metric_value(value) is not None and value.strip().replace(".", "", 1).isdigit():
         return format_number(float(value))
     return str(value)

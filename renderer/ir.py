@@ -164,6 +164,7 @@ class Node:
         input_names: the schema's name for each input slot (``X``, ``W``, ``B``; ``filter``), where known.
         outputs: produced values.
         attributes: attribute name → plain Python value (numbers, strings, lists, shapes).
+        defaults: names of attributes whose value equals the operator schema's default (not shown in boxes).
         subgraphs: graphs this operator runs (If branches, Loop bodies, TFLite IF/WHILE/CALL_ONCE targets).
         metadata: key/value strings stored in the file for this operator.
     """
@@ -178,6 +179,7 @@ class Node:
     input_names: list[str] = field(default_factory=list)
     outputs: list[Value] = field(default_factory=list)
     attributes: dict[str, Any] = field(default_factory=dict)
+    defaults: set[str] = field(default_factory=set)
     subgraphs: list[Graph] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
 

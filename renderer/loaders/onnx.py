@@ -110,6 +110,7 @@ class _Builder:
         self.dtypes = _dtype_names()
         self.model = ir.Model(format=FORMAT, path=str(path))
         self.schema_names: dict[tuple[str, str, int], list[str]] = {}
+        self.schema_defaults: dict[tuple[str, str], dict[str, Any]] = {}
 
     def build(self) -> ir.Model:
         proto, model = self.proto, self.model
@@ -178,8 +179,11 @@ class _Builder:
                 value = local(name)
                 value.producer = node
                 node.outputs.append(value)
+            defaults = self._schema_defaults(np_.op_type, np_.domain)
             for attr in np_.attribute:
                 node.attributes[attr.name] = self._attribute(attr, node, scope + [names])
+                if attr.name in defaults and defaults[attr.name] == node.attributes[attr.name]:
+                    node.defaults.add(attr.name)
             if np_.domain in ("", "ai.onnx") and node.outputs:
                 if np_.op_type == "Constant":
                     self._fold_constant(np_, node.outputs[0])
@@ -195,6 +199,26 @@ class _Builder:
                     value.type = self._type(vi.type)
                 graph.outputs.append(value)
         return graph
+
+    def _schema_defaults(self, op_type: str, domain: str) -> dict[str, Any]:
+        key = (op_type, domain)
+        cached = self.schema_defaults.get(key)
+        if cached is not None:
+            return cached
+        import onnx
+        from onnx import helper
+
+        defaults: dict[str, Any] = {}
+        try:
+            schema = onnx.defs.get_schema(op_type, self.model.opsets.get(domain or "ai.onnx", 1), domain)
+            for name, spec in schema.attributes.items():
+                if spec.default_value.type != onnx.AttributeProto.UNDEFINED:
+                    value = helper.get_attribute_value(spec.default_value)
+                    defaults[name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        except Exception:  # unknown or custom op
+            defaults = {}
+        self.schema_defaults[key] = defaults
+        return defaults
 
     def _input_names(self, op_type: str, domain: str, count: int) -> list[str]:
         key = (op_type, domain, count)
