@@ -1,0 +1,1 @@
+"""Exporters: annotations out to other viewers and formats."""
