@@ -1,10 +1,20 @@
 """Every rule that makes model and annotation text safe, in one place.
 
-Names and annotation text are hostile until they pass through here. Three destinations:
+Names and annotation text are hostile until they pass through here. Four destinations:
     * ``html_text``: content of a Graphviz HTML-like label (the operator boxes, legend, title).
-    * ``attr``: any other DOT attribute value (tooltips, cluster names); Graphviz escString sequences such as
+    * ``attr``: a plain (non-HTML) label or other escString attribute; Graphviz escString sequences such as
       ``\\N`` or ``\\G`` are neutralised, quotes and ``<…>`` kept literal.
+    * ``tooltip``: a hover text. Graphviz reads tooltips through one more unescaping pass than labels, so
+      they need their own rule; never pass a tooltip through ``attr``.
     * ``markdown_cell``: a cell of a Markdown table.
+
+Backslashes, as Graphviz 2.43+ treats them (checked by tests/test_injection.py on the real ``dot``):
+    * HTML-like label text goes through the object substitution (``\\N`` → node name, ``\\G`` → graph name…),
+      where ``\\\\`` stands for one backslash: each backslash is doubled.
+    * Plain labels: substitution without backslash collapsing, then the line-break pass turns ``\\\\`` into
+      one backslash: doubled as well.
+    * Tooltips: entities decoded, then a pass that turns ``\\\\`` into ``\\`` (and ``\\n`` into a newline),
+      then the substitution, where ``\\\\`` is again one backslash: each backslash becomes four.
 HTML reports are escaped by jinja2's autoescape; nothing user-written is ever put in URL/href attributes.
 """
 
@@ -51,21 +61,25 @@ def html_text(value: Any, limit: int = 60) -> str:
     >>> html_text('<b onclick="x">&')
     '&lt;b onclick=&quot;x&quot;&gt;&amp;'
     """
-    return html.escape(clean(value, limit), quote=True)
+    return html.escape(clean(value, limit), quote=True).replace("\\", "\\\\")
 
 
 def attr(value: Any, limit: int = 200) -> NoHtml:
-    """A plain DOT attribute value: never read as HTML, backslash escapes disabled, newlines kept as ``\\n``."""
-    text = clean(value, limit, newlines=True)
-    # Graphviz copies some attributes (tooltip) into SVG escaping < > " but leaving "&name;" alone, so
-    # escape & ourselves: a literal "&lt;" then shows as typed.
-    text = text.replace("&", "&amp;")
-    return nohtml(text.replace("\\", "\\\\").replace("\n", "\\n"))
+    """A plain label or other escString attribute: never read as HTML, backslash escapes disabled, newlines
+    kept as ``\\n``. Not for tooltips (see ``tooltip``)."""
+    return _esc_string(value, limit, backslash="\\\\")
 
 
 def tooltip(lines: list[str], limit: int = 4000) -> NoHtml:
     """A hover text from lines (each already plain text, not escaped)."""
-    return attr("\n".join(lines), limit)
+    return _esc_string("\n".join(lines), limit, backslash="\\" * 4)
+
+
+def _esc_string(value: Any, limit: int, backslash: str) -> NoHtml:
+    text = clean(value, limit, newlines=True)
+    # Graphviz decodes entities in labels and tooltips, so escape & ourselves: a literal "&lt;" then shows as typed.
+    text = text.replace("&", "&amp;")
+    return nohtml(text.replace("\\", backslash).replace("\n", "\\n"))
 
 
 def html_label(markup: str) -> str:

@@ -9,6 +9,9 @@ import subprocess
 from .errors import GraphvizNotFound, RenderError
 
 FORMATS = frozenset({"svg", "pdf", "png"})
+MAX_PDF_INCHES = 199
+PNG_DPI = 110
+MAX_PNG_PIXELS = 32000
 
 # Fixed so PDF output carries the same creation date on every run (cairo honours SOURCE_DATE_EPOCH).
 SOURCE_DATE_EPOCH = "315532800"
@@ -31,9 +34,14 @@ def run_dot(source: str, fmt: str, timeout: float | None = None, dpi: int | None
     """
     if fmt not in FORMATS:
         raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
-    command = [dot_program(), f"-T{fmt}" if fmt != "pdf" else "-Tpdf:cairo"]
-    if fmt == "png":
-        command = [command[0], "-Tpng:cairo", f"-Gdpi={dpi or 96}"]
+    command = [dot_program(), f"-T{fmt}"]
+    if fmt == "pdf":
+        # PDF readers refuse pages over 200 inches (Acrobat's limit): scale big graphs down to fit.
+        command = [command[0], "-Tpdf:cairo", f"-Gsize={MAX_PDF_INCHES},{MAX_PDF_INCHES}"]
+    elif fmt == "png":
+        # cairo cannot make images over 32767 pixels a side
+        inches = MAX_PNG_PIXELS // (dpi or PNG_DPI)
+        command = [command[0], "-Tpng:cairo", f"-Gdpi={dpi or PNG_DPI}", f"-Gsize={inches},{inches}"]
     env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
     try:
         done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, timeout=timeout, env=env,

@@ -136,6 +136,9 @@ class Value:
     is_output: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return f"Value({self.graph.index}:{self.index} {self.name!r} {self.type or '?'})"
+
     @property
     def is_constant(self) -> bool:
         return self.initializer is not None
@@ -183,6 +186,9 @@ class Node:
     subgraphs: list[Graph] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return f"Node({self.graph.index}:{self.index} {self.op_type} {self.name!r})"
+
     @property
     def key(self) -> tuple[str, int, int]:
         return ("op", self.graph.index, self.index)
@@ -228,6 +234,9 @@ class Graph:
     outputs: list[Value] = field(default_factory=list)
     parent: Node | None = None
 
+    def __repr__(self) -> str:
+        return f"Graph({self.index} {self.name!r}: {len(self.nodes)} nodes, {len(self.values)} values)"
+
     def add_value(self, name: str, **kwargs: Any) -> Value:
         value = Value(name=name, index=len(self.values), graph=self, **kwargs)
         self.values.append(value)
@@ -266,6 +275,9 @@ class Model:
     opsets: dict[str, int] = field(default_factory=dict)
     raw: Any = None
     """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""
+
+    def __repr__(self) -> str:
+        return f"Model({self.format} {self.path!r}: {len(self.graphs)} graphs)"
 
     @property
     def main(self) -> Graph:

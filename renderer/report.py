@@ -19,7 +19,7 @@ from .resources import folder
 
 TOP_ROWS = 50
 _XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", re.S)
-_UNSAFE_SVG = re.compile(r"<script|\son[a-z]+\s*=|javascript:|<foreignObject", re.I)
+_UNSAFE_TAGS = frozenset({"script", "foreignobject", "iframe", "object", "embed", "use", "image", "animate", "set"})
 
 
 def _template_source(name: str) -> str:
@@ -80,13 +80,30 @@ def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
     }
 
 
+def _check_svg(svg: str) -> None:
+    """Refuse to inline an SVG holding anything active: Graphviz escapes our text, this is the second lock."""
+    from xml.etree import ElementTree
+
+    try:
+        root = ElementTree.fromstring(svg)
+    except ElementTree.ParseError as e:
+        raise RenderError(f"Graphviz wrote an SVG that does not parse ({e})") from None
+    for element in root.iter():
+        tag = element.tag.rsplit("}", 1)[-1].lower()
+        if tag in _UNSAFE_TAGS:
+            raise RenderError(f"refusing to embed an SVG with a <{tag}> element")
+        for name, value in element.attrib.items():
+            local = name.rsplit("}", 1)[-1].lower()
+            if local.startswith("on") or (local == "href" and value.strip().lower().startswith(("javascript:", "data:"))):
+                raise RenderError(f"refusing to embed an SVG with a {local} attribute")
+
+
 def html(scene: Scene, svg: str) -> str:
     """A standalone HTML page: header, the SVG inline, and the operator table."""
     import markupsafe
 
-    if _UNSAFE_SVG.search(svg):
-        raise RenderError("refusing to embed an SVG that contains script or event-handler markup")
     body = _XML_PROLOG.sub("", svg)
+    _check_svg(body)
     view = _view(scene)
     return _environment().get_template("report.html.j2").render(**view, svg=markupsafe.Markup(body))
 

@@ -164,7 +164,7 @@ def test_face_constants_are_lazy_views_of_the_file(face):
         assert array.tobytes() == raw.tobytes()
         assert not array.flags.owndata and not array.flags.writeable
         checked += 1
-    assert checked > 100
+    assert checked >= 74  # at least every DEQUANTIZE input
     dequantize = next(n for n in face.main.nodes if n.op_type == "DEQUANTIZE")
     weights = dequantize.inputs[0]
     assert weights.type.dtype == "float16" and weights.is_constant and weights.producer is None

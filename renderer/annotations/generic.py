@@ -39,6 +39,10 @@ DESCRIPTION = "annograph's own format (JSON, YAML, CSV or Netron-style key: valu
 
 _TEXT_KEY = re.compile(r"^\s*(operator|tensor|graph)_(id|meta|style|title)\s*:(.*)$")
 _ENTRY_KEYS = {"id", "meta", "style", "kind", "line"}
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Nested values are shown as compact JSON text cut at this many characters. The cut also bounds the work:
+# YAML aliases can make a small file describe a structure of billions of elements ("billion laughs").
+NESTED_TEXT_LIMIT = 4096
 
 
 def match(path: Path, head: str) -> bool:
@@ -87,12 +91,18 @@ def _syntax(path: Path, text: str) -> str:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         return "json"
-    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
+    first = next((ln for ln in _lines(text) if ln.strip() and not ln.lstrip().startswith("#")), "")
     if _TEXT_KEY.match(first):
         return "text"
     if "," in first and "id" in [c.strip().lower() for c in first.split(",")]:
         return "csv"
     return "yaml"
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at \\n, \\r\\n or \\r only: str.splitlines also splits at form feeds, \\x1c-\\x1e, NEL and
+    U+2028, which may sit inside a value (and would make line numbers disagree with editors)."""
+    return _LINE_BREAK.split(text.removesuffix("\n").removesuffix("\r")) if text else []
 
 
 # -- JSON / YAML --------------------------------------------------------------------------------------------
@@ -204,8 +214,52 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k != "line"}
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return _compact_json(value, NESTED_TEXT_LIMIT)
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+class _Full(Exception):
+    pass
+
+
+def _compact_json(value: Any, limit: int) -> str:
+    """``json.dumps(value, ensure_ascii=False, default=str)``, cut with "…" once longer than ``limit``, without
+    ever walking more than ``limit`` characters' worth of the structure."""
+    parts: list[str] = []
+    size = 0
+
+    def emit(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        if size > limit:
+            raise _Full
+
+    def walk(item: Any, depth: int) -> None:
+        if depth > 100:
+            emit("…")
+            return
+        if isinstance(item, dict):
+            emit("{")
+            for n, (key, child) in enumerate(item.items()):
+                emit((", " if n else "") + json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False) + ": ")
+                walk(child, depth + 1)
+            emit("}")
+        elif isinstance(item, (list, tuple)):
+            emit("[")
+            for n, child in enumerate(item):
+                if n:
+                    emit(", ")
+                walk(child, depth + 1)
+            emit("]")
+        else:
+            emit(json.dumps(item, ensure_ascii=False, default=str))
+
+    try:
+        walk(value, 0)
+    except _Full:
+        return "".join(parts)[: max(limit - 1, 0)] + "…"
+    return "".join(parts)
 
 
 # -- CSV ----------------------------------------------------------------------------------------------------
@@ -282,7 +336,7 @@ def _pairs(text: str, where: str) -> dict[str, str]:
 def _read_netron_text(path: Path, text: str, result: AnnotationSet) -> None:
     current: Entry | None = None
     current_kind = ""
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_lines(text), start=1):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         match = _TEXT_KEY.match(raw)

@@ -75,6 +75,12 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {_first_line(e)})") from None
 
 
+def _text(value: str | bytes) -> str:
+    """A string field as text: onnx.proto is proto2, whose string fields come back as bytes when the file holds
+    invalid UTF-8 there."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:300] if text else type(e).__name__
@@ -114,12 +120,12 @@ class _Builder:
 
     def build(self) -> ir.Model:
         proto, model = self.proto, self.model
-        model.producer = " ".join(x for x in (proto.producer_name, proto.producer_version) if x)
-        model.opsets = {(o.domain or "ai.onnx"): o.version for o in proto.opset_import}
+        model.producer = " ".join(_text(x) for x in (proto.producer_name, proto.producer_version) if x)
+        model.opsets = {(_text(o.domain) or "ai.onnx"): o.version for o in proto.opset_import}
         opsets = ", ".join(f"{d} {v}" for d, v in sorted(model.opsets.items()))
         model.version = f"IR v{proto.ir_version}; opset {opsets}"
-        model.description = proto.doc_string
-        model.metadata = {p.key: p.value for p in proto.metadata_props}
+        model.description = _text(proto.doc_string)
+        model.metadata = {_text(p.key): _text(p.value) for p in proto.metadata_props}
         model.raw = proto
         self._graph(proto.graph, parent=None, scope=[])
         return model
@@ -127,9 +133,9 @@ class _Builder:
     # -- graphs ---------------------------------------------------------------------------------------------
 
     def _graph(self, gp: onnx.GraphProto, parent: ir.Node | None, scope: list[dict[str, ir.Value]]) -> ir.Graph:
-        graph = self.model.add_graph(gp.name, parent)
+        graph = self.model.add_graph(_text(gp.name), parent)
         names: dict[str, ir.Value] = {}
-        shapes = {vi.name: vi.type for vi in list(gp.value_info) + list(gp.input) + list(gp.output)}
+        shapes = {_text(vi.name): vi.type for vi in list(gp.value_info) + list(gp.input) + list(gp.output)}
 
         def local(name: str) -> ir.Value:
             value = names.get(name)
@@ -138,14 +144,14 @@ class _Builder:
                 names[name] = value
             return value
 
-        initializers = {t.name for t in gp.initializer}
+        initializers = {_text(t.name) for t in gp.initializer}
         for vi in gp.input:
-            if vi.name not in initializers:
-                value = local(vi.name)
+            if _text(vi.name) not in initializers:
+                value = local(_text(vi.name))
                 value.is_input = True
                 graph.inputs.append(value)
         for tensor in gp.initializer:
-            value = local(tensor.name)
+            value = local(_text(tensor.name))
             value.initializer = self._tensor(tensor)
             if value.type is None or value.type.shape is None:
                 value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
@@ -161,38 +167,40 @@ class _Builder:
             return local(name)  # used before defined, or a dangling reference: keep the edge visible
 
         for np_ in gp.node:
+            op_type, domain = _text(np_.op_type), _text(np_.domain)
             node = graph.add_node(
-                np_.op_type,
-                domain=np_.domain,
-                name=np_.name,
-                category=category(FORMAT, np_.op_type) if np_.domain in ("", "ai.onnx", "com.microsoft") else "other",
+                op_type,
+                domain=domain,
+                name=_text(np_.name),
+                category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft") else "other",
             )
-            node.metadata = {p.key: p.value for p in getattr(np_, "metadata_props", [])}
-            node.inputs = [lookup(name) for name in np_.input]
-            node.input_names = self._input_names(np_.op_type, np_.domain, len(np_.input))
+            node.metadata = {_text(p.key): _text(p.value) for p in getattr(np_, "metadata_props", [])}
+            node.inputs = [lookup(_text(name)) for name in np_.input]
+            node.input_names = self._input_names(op_type, domain, len(np_.input))
             for v in node.inputs:
                 if v is not None:
                     v.consumers.append(node)
             for name in np_.output:
                 if not name:
                     continue
-                value = local(name)
+                value = local(_text(name))
                 value.producer = node
                 node.outputs.append(value)
-            defaults = self._schema_defaults(np_.op_type, np_.domain)
+            defaults = self._schema_defaults(op_type, domain)
             for attr in np_.attribute:
-                node.attributes[attr.name] = self._attribute(attr, node, scope + [names])
-                if attr.name in defaults and defaults[attr.name] == node.attributes[attr.name]:
-                    node.defaults.add(attr.name)
-            if np_.domain in ("", "ai.onnx") and node.outputs:
-                if np_.op_type == "Constant":
+                attr_name = _text(attr.name)
+                node.attributes[attr_name] = self._attribute(attr, node, scope + [names])
+                if attr_name in defaults and defaults[attr_name] == node.attributes[attr_name]:
+                    node.defaults.add(attr_name)
+            if domain in ("", "ai.onnx") and node.outputs:
+                if op_type == "Constant":
                     self._fold_constant(np_, node.outputs[0])
-                elif np_.op_type == "ConstantOfShape" and node.inputs and node.inputs[0] is not None \
+                elif op_type == "ConstantOfShape" and node.inputs and node.inputs[0] is not None \
                         and node.inputs[0].is_constant:
                     self._fold_constant_of_shape(np_, node.inputs[0], node.outputs[0])
 
         for vi in gp.output:
-            value = lookup(vi.name)
+            value = lookup(_text(vi.name))
             if value is not None:
                 value.is_output = True
                 if value.type is None:
@@ -253,7 +261,7 @@ class _Builder:
             if d.HasField("dim_value"):
                 shape.append(int(d.dim_value))
             elif d.HasField("dim_param"):
-                shape.append(d.dim_param)
+                shape.append(_text(d.dim_param))
             else:
                 shape.append(None)
         return ir.TensorType(dtype, tuple(shape))
@@ -266,7 +274,7 @@ class _Builder:
         external = tp.data_location == onnx.TensorProto.EXTERNAL
         location = None
         if external:
-            info = {e.key: e.value for e in tp.external_data}
+            info = {_text(e.key): _text(e.value) for e in tp.external_data}
             location = info.get("location", "?")
         base_dir, path = self.base_dir, self.path
 
@@ -281,7 +289,7 @@ class _Builder:
                     load_external_data_for_tensor(copy, base_dir)
                 except (OSError, ValueError) as e:
                     raise LoaderError(
-                        f"{path}: external data file {location!r} for tensor {tp.name!r} cannot be read ({e})"
+                        f"{path}: external data file {location!r} for tensor {_text(tp.name)!r} cannot be read ({e})"
                     ) from None
                 return numpy_helper.to_array(copy)
             return numpy_helper.to_array(tp)
@@ -310,7 +318,12 @@ class _Builder:
         fill = np.zeros(1, dtype=np.float32)
         for attr in np_.attribute:
             if attr.name == "value" and attr.HasField("t"):
-                fill = numpy_helper.to_array(attr.t)
+                try:
+                    fill = numpy_helper.to_array(attr.t)
+                except Exception:  # an invalid fill tensor: leave the output unfolded, as the file has it
+                    return
+        if fill.size == 0:
+            return
         static = value.type.static_shape if value.type else None
         if static is None:
             try:

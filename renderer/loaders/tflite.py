@@ -107,8 +107,7 @@ def match(head: bytes) -> bool:
 
 
 def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
-    import tflite  # noqa: F401  (imported here: it pulls in ~190 generated modules)
-
+    """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file."""
     buffer = _read_file(path)
     if len(buffer) < 8 or buffer[4:8] != _IDENTIFIER:
         raise LoaderError(f"{path}: not a TFLite model (no TFL3 file identifier)")
@@ -117,9 +116,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     except LoaderError:
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
-        raise LoaderError(
-            f"{path}: not a valid TFLite model (truncated or corrupt: {type(e).__name__}: {_first_line(e)})"
-        ) from None
+        raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
 
 
 def _read_file(path: Path) -> bytes | mmap.mmap:
@@ -135,6 +132,12 @@ def _read_file(path: Path) -> bytes | mmap.mmap:
         raise LoaderError(f"{path}: is a directory, not a model file") from None
     except OSError as e:
         raise LoaderError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def _describe(e: BaseException) -> str:
+    kind = type(e)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return f"{name}: {_first_line(e)}"
 
 
 def _first_line(e: BaseException) -> str:
@@ -197,11 +200,36 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Slot names of the common builtin ops' inputs (the schema's own names), for the constant rows of a box.
+_INPUT_NAMES: dict[str, tuple[str, ...]] = {
+    "CONV_2D": ("input", "filter", "bias"),
+    "DEPTHWISE_CONV_2D": ("input", "filter", "bias"),
+    "CONV_3D": ("input", "filter", "bias"),
+    "TRANSPOSE_CONV": ("output_shape", "weights", "input", "bias"),
+    "FULLY_CONNECTED": ("input", "weights", "bias"),
+    "BATCH_MATMUL": ("x", "y"),
+    "EMBEDDING_LOOKUP": ("ids", "params"),
+    "PRELU": ("input", "alpha"),
+    "RESHAPE": ("input", "shape"),
+    "PAD": ("input", "paddings"),
+    "PADV2": ("input", "paddings", "constant"),
+    "MEAN": ("input", "axis"),
+    "SUM": ("input", "axis"),
+    "TRANSPOSE": ("input", "perm"),
+    "STRIDED_SLICE": ("input", "begin", "end", "strides"),
+    "GATHER": ("params", "indices"),
+    "RESIZE_BILINEAR": ("input", "size"),
+    "RESIZE_NEAREST_NEIGHBOR": ("input", "size"),
+    "SPLIT": ("axis", "input"),
+    "SPLIT_V": ("input", "size_splits", "axis"),
+}
+
+
 class _Builder:
     """Walks the flatbuffer once, bounding every loop by the file size (hostile files must not hang)."""
 
     def __init__(self, path: Path, buffer: bytes | mmap.mmap, dims: dict[str, int]) -> None:
-        import tflite
+        import tflite  # here, not at module level: it imports ~190 generated modules
 
         self.tflite = tflite
         self.path = path
@@ -315,9 +343,11 @@ class _Builder:
         sparse = tensor.Sparsity() is not None
         if sparse:
             value.metadata["sparsity"] = "sparse: the buffer holds the compressed non-zero values only"
-        buffer_index = self.index(tensor.Buffer(), self.n_buffers, f"{where}: buffer")
-        if buffer_index > 0 and not tensor.IsVariable():
-            self.attach_data(value, buffer_index, np_dtype, sparse)
+        buffer_index = tensor.Buffer()
+        if buffer_index != 0:  # 0 is the schema's "no data" sentinel, valid even when the buffers vector is empty
+            self.index(buffer_index, self.n_buffers, f"{where}: buffer")
+            if not tensor.IsVariable():
+                self.attach_data(value, buffer_index, np_dtype, sparse)
 
     def dtype(self, code: int) -> tuple[str, str | None]:
         name = _enum_names("TensorType").get(code)
@@ -385,8 +415,6 @@ class _Builder:
         where = f"subgraph {graph.index} operator {len(graph.nodes)}"
         op_type, domain, version = self.opcodes[self.index(op.OpcodeIndex(), len(self.opcodes), f"{where}: opcode")]
         node = graph.add_node(op_type, domain=domain, category=category(FORMAT, op_type))
-        if version > 1:
-            node.metadata["version"] = str(version)
         n_values = len(graph.values)
         for t in self.array(op.InputsAsNumpy(), f"{where} inputs").tolist():
             if t == -1:  # an omitted optional input
@@ -404,6 +432,13 @@ class _Builder:
             if value.producer is None:
                 value.producer = node
         node.attributes = self.attributes(op, domain, where)
+        node.input_names = list(_INPUT_NAMES.get(op_type, ()))[: len(node.inputs)]
+        # the kernel version: in the tooltip, not worth a line in the box
+        node.attributes["op_version"] = version
+        node.defaults.add("op_version")
+        for name, value in node.attributes.items():
+            if value in ("", "NONE") or name.endswith("_bytes") and value == 0 or name.startswith("dilation") and value == 1:
+                node.defaults.add(name)
         self.link_subgraphs(node, where)
 
     def attributes(self, op: tflite.Operator, domain: str, where: str) -> dict[str, Any]:
@@ -418,7 +453,7 @@ class _Builder:
         except LoaderError:
             raise
         except Exception as e:  # a bad options table should cost the attributes, not the whole model
-            attrs["options_error"] = f"{type(e).__name__}: {_first_line(e)}"
+            attrs["options_error"] = _describe(e)
         return attrs
 
     def decode_options(self, attrs: dict[str, Any], union: str, kind: int, table: Any, where: str) -> None:

@@ -1,0 +1,142 @@
+"""Model lookups the tool readers share: tensor name → producer and consumers, ORT's node numbering.
+
+Readers of tool output (profiles, debugger dumps) know elements by the names and indices *the tool* uses;
+these helpers turn them into ``Ref``s once, so every reader applies the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import AnnotationError
+from ..ir import Model, Node, Value
+from .model import Ref
+
+MAX_JSON_BYTES = 1 << 30
+"""JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""
+
+
+@dataclass(slots=True)
+class ModelLookup:
+    """Name tables for one model, built once per read."""
+
+    model: Model
+    nodes_by_name: dict[str, list[Node]] = field(default_factory=dict)
+    values_by_name: dict[str, list[Value]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, model: Model) -> ModelLookup:
+        lookup = cls(model)
+        for graph in model.graphs:
+            for node in graph.nodes:
+                if node.name:
+                    lookup.nodes_by_name.setdefault(node.name, []).append(node)
+            for value in graph.values:
+                if value.name:
+                    lookup.values_by_name.setdefault(value.name, []).append(value)
+        return lookup
+
+    def node(self, name: str, graph: int | None = None) -> Node | None:
+        """The one operator called ``name`` (in ``graph`` when given), else None (missing or ambiguous)."""
+        found = [n for n in self.nodes_by_name.get(name, []) if graph is None or n.graph.index == graph]
+        return found[0] if len(found) == 1 else None
+
+    def value(self, name: str, graph: int | None = None) -> Value | None:
+        """The one tensor called ``name`` (in ``graph`` when given), else None."""
+        found = [v for v in self.values_by_name.get(name, []) if graph is None or v.graph.index == graph]
+        return found[0] if len(found) == 1 else None
+
+    def producer(self, tensor_name: str, graph: int | None = None) -> Node | None:
+        """The operator writing the tensor called ``tensor_name``, else None."""
+        value = self.value(tensor_name, graph)
+        return value.producer if value is not None else None
+
+
+def node_ref(node: Node) -> Ref:
+    return Ref("op", node.graph.index, node.index)
+
+
+def value_ref(value: Value) -> Ref:
+    return Ref("t", value.graph.index, value.index)
+
+
+def ort_node_indices(model: Model) -> dict[int, dict[int, Node]]:
+    """ONNX Runtime's node index for every operator, per graph: ``{S: {ort index: node}}``.
+
+    ORT turns ``Constant`` nodes into initializers when it loads a graph, before numbering the nodes, so its
+    index is the position among the graph's non-Constant nodes (checked against real profiles in the tests).
+    Nodes that ORT's optimizers add later get indices past the end; they have no counterpart in the file.
+    """
+    result: dict[int, dict[int, Node]] = {}
+    for graph in model.graphs:
+        table: dict[int, Node] = {}
+        position = 0
+        for node in graph.nodes:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                continue
+            table[position] = node
+            position += 1
+        result[graph.index] = table
+    return result
+
+
+def load_json(path: Path) -> Any:
+    """Parse a whole JSON file, with errors (file and line) as AnnotationError."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+    if size > MAX_JSON_BYTES:
+        raise AnnotationError(f"{path}: {size} bytes is too large a JSON document (limit {MAX_JSON_BYTES})")
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except UnicodeDecodeError:
+        raise AnnotationError(f"{path}: not UTF-8 text") from None
+    except RecursionError:
+        raise AnnotationError(f"{path}: invalid JSON (nested too deeply)") from None
+    except OSError as e:
+        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def open_text(path: Path) -> IO[str]:
+    """The file opened for streaming text reads (UTF-8, BOM skipped), or an AnnotationError naming it."""
+    try:
+        return open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise AnnotationError(f"{path}: no such file") from None
+    except OSError as e:
+        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def numbered_lines(path: Path, handle: IO[str]) -> Iterator[tuple[int, str]]:
+    """(line number, line without the newline), turning decoding errors into AnnotationError."""
+    number = 0
+    try:
+        for number, line in enumerate(handle, start=1):
+            yield number, line.rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise AnnotationError(f"{path}:{number + 1}: not UTF-8 text") from None
+
+
+def number(text: str) -> float | int | None:
+    """``"12"`` → 12, ``"1.5"`` / ``"2.3%"`` / ``"1e-3"`` → float; None when not a finite number."""
+    text = text.strip().removesuffix("%").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        result = float(text)
+    except ValueError:
+        return None
+    return result if math.isfinite(result) else None

@@ -1,0 +1,108 @@
+"""onnx-tool's per-node profile CSV (``Graph.print_node_map(path)`` after ``shape_infer()`` and ``profile()``).
+
+Header ``Name,Type,Forward_MACs,FPercent,Memory,MPercent,Params,PPercent,InShape,OutShape`` (more columns when
+sparsity is profiled); one row per node of the main graph and a last ``Total`` row. Percentages end in ``%``.
+
+Names: onnx-tool keeps node names and calls an unnamed node ``<OpType>_<position in the node list>`` (Constant
+nodes count, unlike ONNX Runtime's numbering); such names are mapped only when the op type agrees. Every
+numeric column becomes a metric under its own name; the Total row becomes graph values ``total_<column>``.
+The file is streamed.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from ..errors import AnnotationError
+from ..ir import Model, Node
+from .lookup import ModelLookup, node_ref, number, open_text
+from .model import AnnotationSet, Entry, MetricInfo
+
+NAME = "onnx-tool"
+DESCRIPTION = "onnx-tool profile CSV (Name,Type,Forward_MACs,…,Params,…)"
+
+_UNNAMED = re.compile(r"^(?P<op>[A-Za-z][A-Za-z0-9]*)_(?P<index>\d+)$")
+_TEXT_COLUMNS = {"InShape", "OutShape"}
+_INFO = {
+    "Forward_MACs": ("MACs", "multiply-accumulates of one forward pass (onnx-tool)"),
+    "Memory": ("B", "bytes of the node's outputs and weights (onnx-tool)"),
+    "Params": ("", "weight elements (onnx-tool)"),
+    "FPercent": ("%", "share of the model's MACs (onnx-tool)"),
+    "MPercent": ("%", "share of the model's memory (onnx-tool)"),
+    "PPercent": ("%", "share of the model's parameters (onnx-tool)"),
+}
+
+
+def match(path: Path, head: str) -> bool:
+    first = head.lstrip("\ufeff").split("\n", 1)[0].strip()
+    return first.startswith("Name,Type,Forward_MACs")
+
+
+def read(path: Path, model: Model) -> AnnotationSet:
+    result = AnnotationSet(source=NAME, path=str(path))
+    lookup = ModelLookup.build(model)
+    main = model.graphs[0].nodes if model.graphs else []
+    with open_text(path) as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise AnnotationError(f"{path}: empty file")
+            columns = _columns(header)
+            if columns[:2] != ["Name", "Type"]:
+                raise AnnotationError(f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(header[:3])[:60]})")
+            for row in reader:
+                line = reader.line_num
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(columns):
+                    raise AnnotationError(f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header")
+                name, op_type = row[0].strip(), row[1].strip()
+                is_total = name == "Total" and op_type == "_"
+                node = None if is_total else _find(lookup, main, name, op_type)
+                if node is None and not is_total:
+                    result.unmatched.append(name or f"(row {line})")
+                    continue
+                entry = Entry(line=line)
+                for column, cell in zip(columns[2:], row[2:]):
+                    cell = cell.strip()
+                    if not cell or cell == "_":
+                        continue
+                    value = number(cell) if column not in _TEXT_COLUMNS else None
+                    entry.values[column] = value if value is not None else cell
+                if node is None:
+                    result.graph.values.update({f"total_{k}": v for k, v in entry.values.items()})
+                else:
+                    result.operators.append((node_ref(node), entry))
+        except csv.Error as e:
+            raise AnnotationError(f"{path}:{reader.line_num}: invalid CSV ({e})") from None
+        except UnicodeDecodeError:
+            raise AnnotationError(f"{path}:{reader.line_num + 1}: not UTF-8 text") from None
+    for column in columns[2:]:
+        unit, text = _INFO.get(column, ("%" if column.endswith("Percent") else "", f"{column} (onnx-tool)"))
+        result.metrics[column] = MetricInfo(column, NAME, unit, None, text)
+    return result
+
+
+def _columns(header: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    columns = []
+    for raw in header:
+        name = raw.strip().lstrip("\ufeff")
+        seen[name] = seen.get(name, 0) + 1
+        columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return columns
+
+
+def _find(lookup: ModelLookup, main: list[Node], name: str, op_type: str) -> Node | None:
+    node = lookup.node(name, graph=0) or lookup.node(name)
+    if node is not None:
+        return node
+    unnamed = _UNNAMED.match(name)
+    if unnamed:
+        index = int(unnamed.group("index"))
+        if index < len(main) and not main[index].name and main[index].op_type == unnamed.group("op") == op_type:
+            return main[index]
+    return None

@@ -1,0 +1,222 @@
+"""TFLite ``benchmark_model --enable_op_profiling=true`` output: the text tables and the ``csv`` output mode.
+
+The layout follows TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` and
+``tensorflow/lite/profiling/profile_summarizer.cc`` / ``profile_summary_formatter.cc``:
+
+* Sections start with ``Profiling Info for Benchmark Initialization:`` (skipped) and
+  ``Operator-wise Profiling Info for Regular Benchmark Runs:`` (read), possibly behind a log prefix such as
+  ``INFO: ``. Inside, a model with several subgraphs has ``Primary graph profile:`` and
+  ``Subgraph (index: N) profile:`` banners, and delegates may add a ``Delegate internal:`` part.
+* Each part has tables under ``==== <title> ====`` banners; only ``Run Order`` is read (``Top by Computation
+  Time`` repeats its rows, ``Summary by node type`` aggregates them). A table ends at a blank line.
+* Text tables are tab-separated: ``[node type] [start] [first] [avg ms] [%] [cdf%] [mem KB] [times called]
+  [Name]`` (``[start]`` only in older versions; the header decides). Copies whose tabs became spaces are
+  parsed too. CSV mode (``--op_profiling_output_mode=csv``) writes ``node type, first, avg_ms, %, cdf%,
+  mem KB, times called, name`` joined by ``", "``, keeps the ``%`` suffixes, and turns commas inside the
+  name into tabs (the node type keeps its commas, so columns are counted from the right).
+* Operator rows are named ``[<output tensor names>]:<node index>``; the node index is the operator index in
+  the subgraph. ``Delegate/<name>:<n>`` rows and delegate kernel nodes (type ``TfLiteXNNPackDelegate``…) stand
+  for work inside a delegate and have no operator of their own: they are reported as unmatched.
+
+Mapping: the operator at the row's index when its op type agrees and its outputs are the named tensors;
+else the operator of that type producing the first named tensor. Values (per run): ``latency_us`` (the
+average), ``latency_first_us``, ``percent``, ``cdf_percent``, ``memory_kb``, ``times_called``, ``start_us``
+when present, and ``node_type``. The file is streamed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import AnnotationError
+from ..ir import Model, Node
+from .lookup import ModelLookup, node_ref, number, numbered_lines, open_text
+from .model import AnnotationSet, Entry, MetricInfo
+
+NAME = "tflite-benchmark"
+DESCRIPTION = "TFLite benchmark_model --enable_op_profiling output (text tables or csv mode)"
+FUZZ_MODEL = "tests/fixtures/tflite_debugger/tiny_keras_float.tflite"
+
+REGULAR = "Operator-wise Profiling Info for Regular Benchmark Runs"
+INIT = "Profiling Info for Benchmark Initialization"
+_BANNER = re.compile(r"^=+ (?P<title>.+?) =+$")
+_SUBGRAPH = re.compile(r"^Subgraph \(index: (?P<index>\d+)\) (?:profile|summary):$")
+_ROW_NAME = re.compile(r"^\[(?P<outputs>.*)\]:(?P<index>\d+)$")
+_TIMINGS = re.compile(r"^Timings \(microseconds\): (?P<rest>.*)$")
+
+# header cell → our value name and the factor from the file's unit
+_COLUMNS = {
+    "node type": None,
+    "start": ("start_us", 1000.0),
+    "first": ("latency_first_us", 1000.0),
+    "avg ms": ("latency_us", 1000.0),
+    "avg_ms": ("latency_us", 1000.0),
+    "%": ("percent", 1.0),
+    "cdf%": ("cdf_percent", 1.0),
+    "mem KB": ("memory_kb", 1.0),
+    "times called": ("times_called", 1.0),
+    "name": None,
+}
+
+METRICS = {
+    "latency_us": MetricInfo("latency_us", NAME, "µs", False, "TFLite benchmark_model average time per run"),
+    "latency_first_us": MetricInfo("latency_first_us", NAME, "µs", False, "TFLite benchmark_model first run"),
+    "start_us": MetricInfo("start_us", NAME, "µs", None, "average start time within a run (benchmark_model)"),
+    "percent": MetricInfo("percent", NAME, "%", False, "share of the subgraph's run time (benchmark_model)"),
+    "cdf_percent": MetricInfo("cdf_percent", NAME, "%", None, "cumulative share in run order (benchmark_model)"),
+    "memory_kb": MetricInfo("memory_kb", NAME, "KB", False, "memory allocated by the node (benchmark_model)"),
+    "times_called": MetricInfo("times_called", NAME, "", None, "calls per run (benchmark_model)"),
+}
+
+def match(path: Path, head: str) -> bool:
+    return REGULAR in head or (INIT in head and "Run Order" in head) or (
+        "Run Order" in head and ("[node type]" in head or "node type, " in head))
+
+
+def _strip_prefix(line: str) -> str:
+    """The line without a logger prefix (``INFO: ``), when one leads to a known marker."""
+    text = line.strip()
+    if text.startswith(("INFO: ", "WARNING: ", "ERROR: ", "VERBOSE: ")):
+        return text.split(": ", 1)[1].strip()
+    return text
+
+
+class _Table:
+    """Column layout of one Run Order table."""
+
+    def __init__(self, cells: list[str], csv_mode: bool) -> None:
+        self.csv_mode = csv_mode
+        self.fields = []
+        for cell in cells[1:-1]:
+            if cell not in _COLUMNS:
+                raise ValueError(cell)
+            self.fields.append(_COLUMNS[cell])
+
+    @classmethod
+    def parse_header(cls, text: str) -> _Table | None:
+        if text.startswith("[node type]"):
+            return cls(re.findall(r"\[([^\]]*)\]", text), csv_mode=False)
+        if text.startswith("node type,"):
+            return cls([c.strip() for c in text.split(",")], csv_mode=True)
+        return None
+
+    def split(self, line: str) -> tuple[str, list[str], str] | None:
+        """(node type, numeric cells, name) of a row, or None when the line is not one."""
+        k = len(self.fields)
+        if self.csv_mode:
+            cells = line.strip().split(", ")
+            if len(cells) < k + 2:
+                return None
+            return ", ".join(cells[: -(k + 1)]).strip(), cells[-(k + 1):-1], cells[-1].replace("\t", ",").strip()
+        cells = [c.strip() for c in line.strip().split("\t")]
+        if len(cells) >= k + 2:
+            return cells[0], cells[1 : k + 1], "\t".join(cells[k + 1 :]).strip()
+        pattern = r"^\s*(?P<type>.+?)" + r"\s+([-+]?[\d.]+(?:e[-+]?\d+)?%?)" * k + r"\s+(?P<name>\S.*)$"
+        found = re.match(pattern, line)
+        if not found:
+            return None
+        return found.group("type"), [found.group(i + 2) for i in range(k)], found.group("name").strip()
+
+
+def read(path: Path, model: Model) -> AnnotationSet:
+    result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
+    mapper = _Mapper(model)
+    in_regular = False
+    seen_regular = False
+    subgraph: int | None = 0
+    table: _Table | None = None
+    expect_header = False
+    with open_text(path) as handle:
+        for number_, raw in numbered_lines(path, handle):
+            text = _strip_prefix(raw)
+            if REGULAR in text:
+                in_regular, seen_regular, subgraph, table, expect_header = True, True, 0, None, False
+                continue
+            if INIT in text:
+                in_regular, table, expect_header = False, None, False
+                continue
+            if not in_regular:
+                continue
+            if text == "Primary graph profile:":
+                subgraph, table = 0, None
+                continue
+            sub = _SUBGRAPH.match(text)
+            if sub:
+                subgraph, table = int(sub.group("index")), None
+                continue
+            if text == "Delegate internal:":
+                subgraph, table = None, None
+                continue
+            banner = _BANNER.match(text)
+            if banner:
+                table = None
+                expect_header = banner.group("title") == "Run Order"
+                continue
+            if expect_header:
+                expect_header = False
+                try:
+                    table = _Table.parse_header(text)
+                except ValueError as e:
+                    raise AnnotationError(f"{path}:{number_}: unknown column {str(e)[:40]!r} in the Run Order header") from None
+                if table is None:
+                    raise AnnotationError(f"{path}:{number_}: expected the Run Order header after its banner")
+                continue
+            if table is None:
+                timings = _TIMINGS.match(text)
+                if timings and subgraph == 0 and "profile_avg_us" not in result.graph.values:
+                    stats = dict(re.findall(r"(\w+)=([-\d.e+]+)", timings.group("rest")))
+                    if "avg" in stats and number(stats["avg"]) is not None:
+                        result.graph.values["profile_avg_us"] = number(stats["avg"])
+                continue
+            if not text:
+                table = None
+                continue
+            parts = table.split(raw)
+            if parts is None:
+                raise AnnotationError(f"{path}:{number_}: cannot read this Run Order row: {text[:60]!r}")
+            node_type, cells, name = parts
+            entry = Entry(line=number_)
+            for field, cell in zip(table.fields, cells):
+                value = number(cell)
+                if value is None:
+                    raise AnnotationError(f"{path}:{number_}: {cell[:20]!r} is not a number")
+                if field is not None:
+                    key, factor = field
+                    entry.values[key] = round(value * factor, 6) if factor != 1.0 else value
+            entry.values["node_type"] = node_type
+            node = mapper.find(subgraph, node_type, name)
+            if node is None:
+                result.unmatched.append(name if subgraph in (0, None) else f"{subgraph}:{name}")
+            else:
+                result.operators.append((node_ref(node), entry))
+    if not seen_regular:
+        raise AnnotationError(f"{path}: no '{REGULAR}' section (was --enable_op_profiling=true set?)")
+    return result
+
+
+class _Mapper:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.lookup = ModelLookup.build(model)
+
+    def find(self, subgraph: int | None, node_type: str, name: str) -> Node | None:
+        if subgraph is None or subgraph >= len(self.model.graphs):
+            return None
+        row = _ROW_NAME.match(name)
+        if not row:
+            return None
+        op_type = node_type.split("/", 1)[0]
+        outputs = [o.strip() for o in row.group("outputs").split(", ")] if row.group("outputs") else []
+        index = int(row.group("index"))
+        graph = self.model.graphs[subgraph]
+        if index < len(graph.nodes):
+            node = graph.nodes[index]
+            names = [v.name for v in node.outputs]
+            if node.op_type == op_type and (names == outputs or not outputs or outputs == ["Unknown"] * len(outputs)):
+                return node
+        for tensor in outputs[:1]:
+            producer = self.lookup.producer(tensor, graph=subgraph)
+            if producer is not None and producer.op_type == op_type:
+                return producer
+        return None

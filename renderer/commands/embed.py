@@ -1,0 +1,52 @@
+"""``annograph embed``: store annotations inside a copy of the model, so they travel with it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "write annotations into a copy of the model (ONNX metadata_props, a TFLite Metadata entry)"
+
+EXAMPLES = """examples:
+  annograph embed model.onnx -a profile.json -o model.annotated.onnx
+  annograph embed model.tflite -a stats.yaml -o model.annotated.tflite
+  annograph render model.annotated.onnx --color-by latency_us     (the annotations come along)
+
+The copy still loads and runs unchanged in ONNX Runtime / LiteRT. Embedding again replaces what annograph
+embedded before; other metadata is kept."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .common import add_annotation_arguments
+
+    parser.epilog = EXAMPLES
+    parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
+    parser.add_argument("-o", "--output", required=True, metavar="PATH", help="the annotated copy")
+    add_annotation_arguments(parser)
+    parser.add_argument("--no-sidecar", action="store_true",
+                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import AnnographError
+    from .common import warn
+    from .export import load_annotated
+
+    source, output = Path(args.model), Path(args.output)
+    if output.exists() and source.exists() and output.resolve() == source.resolve():
+        raise AnnographError(f"{output}: write the annotated copy to a new file, not over the model")
+    model, annotations = load_annotated(args, embedded=False)
+    if not annotations.ops and not annotations.tensors and not annotations.graph.values:
+        raise AnnographError("nothing to embed: the annotation files match no operator or tensor of the model")
+    if model.format == "onnx":
+        from ..exporters.embed_onnx import embed
+    elif model.format == "tflite":
+        from ..exporters.embed_tflite import embed
+    else:
+        raise AnnographError(f"{source}: embedding is supported for ONNX and TFLite models, not {model.format}")
+    counts = embed(model, annotations, output)
+    if not args.quiet:
+        stored = ", ".join(f"{n} {what}" for what, n in counts.items())
+        warn(f"wrote {output} ({stored})")
+    return 0

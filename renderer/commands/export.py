@@ -1,0 +1,71 @@
+"""``annograph export``: annotations out to Model Explorer, Netron, or annograph's own CSV/JSON."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+HELP = "write a model's annotations for Model Explorer or Netron, or as annograph CSV/JSON"
+
+EXAMPLES = """examples:
+  annograph export model.onnx -a profile.json --to model-explorer --metric latency_us -o latency.json
+  annograph export model.tflite -a stats.csv --to netron -o model.attachment.json
+  annograph export model.onnx -a profile.json -a qdq_loss.json --to csv -o merged.csv"""
+
+FORMATS = ("model-explorer", "netron", "csv", "json")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .common import add_annotation_arguments
+
+    parser.epilog = EXAMPLES
+    parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
+    parser.add_argument("--to", required=True, choices=FORMATS, help="output format")
+    parser.add_argument("-o", "--output", metavar="PATH", help="output file (default MODEL.<format>.json/.csv)")
+    parser.add_argument("--metric", help="model-explorer: the operator metric to export (default: the first one)")
+    parser.add_argument("--cmap", metavar="NAME", help="model-explorer: colour map for the gradient")
+    add_annotation_arguments(parser)
+    parser.add_argument("--no-sidecar", action="store_true",
+                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
+
+
+def load_annotated(args: argparse.Namespace, embedded: bool = True) -> tuple[Any, Any]:
+    """The model and its merged annotations: sidecars, the model's own (when ``embedded``), then ``-a`` files."""
+    from ..annotations import load_annotations
+    from ..annotations.embedded import from_model
+    from ..annotations.sidecar import sidecars
+    from ..loaders import load_model
+    from .common import parse_dims, warn
+
+    model = load_model(args.model, dims=parse_dims(args.dim))
+    files = list(args.annotations)
+    if not args.no_sidecar:
+        found = [str(p) for p in sidecars(args.model) if str(p) not in files]
+        for path in found:
+            warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
+        files = found + files
+    annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
+                                   extra=from_model(model) if embedded else [])
+    for coverage in annotations.coverage:
+        if coverage.unmatched or (not args.quiet and (coverage.total_ops or coverage.matched_tensors)):
+            warn(coverage.line())
+    return model, annotations
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..atomic import write_text
+    from ..exporters import ExportOptions, exporter
+    from .common import warn
+
+    model, annotations = load_annotated(args)
+    module = exporter(args.to)
+    output = args.output or str(Path(args.model).with_name(f"{Path(args.model).name}.{args.to}{module.EXTENSION}"))
+    result = module.export(model, annotations, ExportOptions(metric=args.metric, cmap=args.cmap))
+    for note in result.notes:
+        warn(note)
+    write_text(output, result.text)
+    if not args.quiet:
+        warn(f"wrote {output}")
+    return 0

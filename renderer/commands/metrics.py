@@ -1,0 +1,63 @@
+"""``annograph metrics``: the built-in metrics of every operator and tensor, as an annotation file."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "compute parameters, MACs, memory, sparsity and weight statistics into a .json/.csv annotation file"
+
+EXAMPLES = """examples:
+  annograph metrics model.onnx -o metrics.csv --dim batch=1 --dim seq=128
+  annograph render model.onnx -a metrics.csv --color-by macs -o model.svg
+
+The file uses the generic annotation format (ids S:N), so `render -a` reads it back. Values that cannot be
+computed are written as "n/a (reason)".
+
+metrics (--metrics):
+  operators: params weight_bytes output_bytes macs flops intensity sparsity effective_macs
+             weight_min weight_max weight_mean weight_std weight_zero_fraction
+  tensors:   bytes elements value_min value_max value_mean value_std value_zero_fraction"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EXAMPLES
+    parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
+    parser.add_argument("-o", "--output", required=True, metavar="PATH", help="output file: .json, .csv or .tsv")
+    parser.add_argument("--format", choices=("json", "csv", "tsv"), help="output format (default: from the extension)")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                        help="pin a symbolic dimension (repeatable), e.g. --dim batch=1")
+    parser.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
+                        help="skip weight statistics for tensors larger than N elements (default 50M)")
+    parser.add_argument("--metrics", metavar="LIST",
+                        help="comma-separated metric names to write (default: all; listed below)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import atomic
+    from ..errors import AnnographError
+    from ..loaders import load_model
+    from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
+    from ..metrics.export import export_format, render
+    from .common import parse_dims, warn
+
+    fmt = export_format(args.output, args.format)
+    if args.max_tensor_elements < 0:
+        raise AnnographError("--max-tensor-elements must be 0 or more")
+    op_names: set[str] | None = None
+    tensor_names: set[str] | None = None
+    if args.metrics:
+        asked = {m.strip() for m in args.metrics.split(",") if m.strip()}
+        unknown = sorted(asked - set(OP_METRICS) - set(ALL_TENSOR_METRICS))
+        if unknown:
+            known = ", ".join([*OP_METRICS, *ALL_TENSOR_METRICS])
+            raise AnnographError(f"--metrics: unknown metric {unknown[0]!r} (known: {known})")
+        op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
+    model = load_model(args.model, dims=parse_dims(args.dim))
+    ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
+    atomic.write_text(args.output, render(model, ops, tensors, fmt))
+    if not args.quiet:
+        figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
+        warn(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "
+             f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})")
+    return 0

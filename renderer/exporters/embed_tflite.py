@@ -1,0 +1,287 @@
+"""Write annotations into a copy of a TFLite model, as a ``Metadata`` entry and a buffer.
+
+The entry is called ``annograph.annotations`` and its buffer holds the JSON described in
+``renderer.annotations.embedded``. TFLite provides ``Model.metadata`` (name → buffer index) for exactly this
+kind of tool data, and runtimes ignore entries they do not know.
+
+How the file is edited: a FlatBuffer refers to its parts by offsets relative to where each offset is stored,
+always pointing forward, except vtable offsets, which are signed. So the original bytes (after the 8-byte header
+of root offset and ``TFL3``) are kept *unchanged* and moved back by a block inserted in front of them; every
+reference inside them stays valid. The block holds a new ``Model`` table (the root offset now points to it)
+whose fields reuse the old operator codes, subgraphs, description, signature defs and metadata_buffer vectors
+(all behind it, so forward), plus new ``buffers`` and ``metadata`` vectors that list the old tables and one new
+``Buffer`` and ``Metadata`` table, all inside the block. The block length is a multiple of 64, so every
+alignment in the original bytes (16 for buffer data) is kept. The old Model table and vectors stay in the file,
+unreferenced (a few hundred bytes). Buffers stored outside the FlatBuffer (models over 2 GiB, absolute
+``offset`` fields) get their offsets moved by the same amount.
+
+Embedding again reuses the buffer index of an existing ``annograph.annotations`` entry. Only the ``Model``
+fields of schema version 3 are known; a file using later ``Model`` fields is refused rather than damaged.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+from ..annotations.embedded import ENTRY, document
+from ..annotations.model import Annotations
+from ..atomic import write_bytes
+from ..errors import AnnographError, LoaderError
+from ..ir import Model
+
+IDENTIFIER = b"TFL3"
+ALIGN = 64
+DATA_ALIGN = 16
+
+# Model table fields, in schema order (vtable slot i is field i).
+VERSION, OPERATOR_CODES, SUBGRAPHS, DESCRIPTION, BUFFERS, METADATA_BUFFER, METADATA, SIGNATURE_DEFS = range(8)
+N_FIELDS = 8
+# Buffer table fields: data (vector of ubyte), offset (uint64), size (uint64).
+BUFFER_DATA, BUFFER_OFFSET, BUFFER_SIZE = range(3)
+# Metadata table fields: name (string), buffer (uint32).
+META_NAME, META_BUFFER = range(2)
+
+
+class _Reader:
+    """Just enough FlatBuffer reading to find the Model table's fields and the tables its vectors list."""
+
+    def __init__(self, data: bytes, path: Path) -> None:
+        self.data = data
+        self.path = path
+
+    def u16(self, pos: int) -> int:
+        return self._unpack("<H", pos)
+
+    def u32(self, pos: int) -> int:
+        return self._unpack("<I", pos)
+
+    def i32(self, pos: int) -> int:
+        return self._unpack("<i", pos)
+
+    def u64(self, pos: int) -> int:
+        return self._unpack("<Q", pos)
+
+    def _unpack(self, fmt: str, pos: int) -> int:
+        size = struct.calcsize(fmt)
+        if pos < 0 or pos + size > len(self.data):
+            raise LoaderError(f"{self.path}: corrupt TFLite file (offset {pos} outside the file)")
+        return struct.unpack_from(fmt, self.data, pos)[0]
+
+    def fields(self, table: int) -> list[int]:
+        """Absolute position of each field of the table at ``table`` (0 when absent)."""
+        vtable = table - self.i32(table)
+        size = self.u16(vtable)
+        if size < 4 or size % 2:
+            raise LoaderError(f"{self.path}: corrupt TFLite file (bad vtable at {vtable})")
+        slots = [self.u16(vtable + 4 + 2 * i) for i in range((size - 4) // 2)]
+        return [table + o if o else 0 for o in slots]
+
+    def deref(self, field: int) -> int:
+        return field + self.u32(field)
+
+    def vector_of_tables(self, field: int) -> list[int]:
+        vector = self.deref(field)
+        count = self.u32(vector)
+        if vector + 4 + 4 * count > len(self.data):
+            raise LoaderError(f"{self.path}: corrupt TFLite file (vector at {vector} runs past the end)")
+        return [vector + 4 + 4 * i + self.u32(vector + 4 + 4 * i) for i in range(count)]
+
+    def string(self, field: int) -> bytes:
+        start = self.deref(field)
+        length = self.u32(start)
+        return self.data[start + 4 : start + 4 + length]
+
+
+class _Block:
+    """The bytes inserted in front of the original content; positions are absolute in the new file."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.buf = bytearray()
+        self.patches: list[tuple[int, str]] = []  # (absolute position of a uoffset, label of its target)
+        self.labels: dict[str, int] = {}
+
+    @property
+    def pos(self) -> int:
+        return self.start + len(self.buf)
+
+    def pad(self, align: int, extra: int = 0) -> None:
+        while (self.pos + extra) % align:
+            self.buf += b"\0"
+
+    def label(self, name: str) -> None:
+        self.labels[name] = self.pos
+
+    def u16(self, value: int) -> None:
+        self.buf += struct.pack("<H", value)
+
+    def u32(self, value: int) -> None:
+        self.buf += struct.pack("<I", value)
+
+    def i32(self, value: int) -> None:
+        self.buf += struct.pack("<i", value)
+
+    def offset_to(self, target: int | str) -> None:
+        """A uoffset to an absolute position, or to a label filled in later."""
+        if isinstance(target, str):
+            self.patches.append((self.pos, target))
+            self.u32(0)
+        else:
+            if target <= self.pos:
+                raise AssertionError("a FlatBuffer offset must point forward")
+            self.u32(target - self.pos)
+
+    def table(self, name: str, fields: list[tuple[int, str, Any]]) -> None:
+        """vtable then table; fields are (slot, kind, value) with kind "u32" or "off" (absolute or label)."""
+        self.pad(4)
+        n_slots = max(slot for slot, _, _ in fields) + 1 if fields else 0
+        vtable = self.pos
+        self.u16(4 + 2 * n_slots)
+        self.u16(4 + 4 * len(fields))
+        by_slot = {slot: i for i, (slot, _, _) in enumerate(fields)}
+        for slot in range(n_slots):
+            self.u16(4 + 4 * by_slot[slot] if slot in by_slot else 0)
+        self.pad(4)
+        self.label(name)
+        self.i32(self.pos - vtable)
+        for _, kind, value in fields:
+            if kind == "u32":
+                self.u32(value)
+            else:
+                self.offset_to(value)
+
+    def vector(self, name: str, targets: list[int | str]) -> None:
+        self.pad(4)
+        self.label(name)
+        self.u32(len(targets))
+        for target in targets:
+            self.offset_to(target)
+
+    def string(self, name: str, data: bytes) -> None:
+        self.pad(4)
+        self.label(name)
+        self.u32(len(data))
+        self.buf += data + b"\0"
+
+    def bytes_vector(self, name: str, data: bytes) -> None:
+        self.pad(DATA_ALIGN, extra=4)  # the data after the length word starts 16-aligned
+        self.label(name)
+        self.u32(len(data))
+        self.buf += data
+
+    def finish(self) -> bytes:
+        for at, name in self.patches:
+            target = self.labels[name]
+            if target <= at:
+                raise AssertionError("a FlatBuffer offset must point forward")
+            struct.pack_into("<I", self.buf, at - self.start, target - at)
+        while len(self.buf) % ALIGN:  # the shift of the original bytes, so a multiple of every alignment
+            self.buf += b"\0"
+        return bytes(self.buf)
+
+
+def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[str, int]:
+    """Write the copy; return counts of what was stored."""
+    source = Path(model.path)
+    try:
+        data = source.read_bytes()
+    except OSError as e:
+        raise LoaderError(f"{source}: cannot read ({e.strerror})") from None
+    doc = document(annotations, model)
+    payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    write_bytes(output, with_metadata(data, ENTRY, payload, source))
+    return {"operators": len(doc["operators"]), "tensors": len(doc["tensors"]),
+            "graph values": len(doc.get("graph", {}).get("values", {}))}
+
+
+def with_metadata(data: bytes, name: str, payload: bytes, path: Path = Path("model.tflite")) -> bytes:
+    """The TFLite file ``data`` with Metadata entry ``name`` holding ``payload`` (replaced when present)."""
+    if len(data) < 8 or data[4:8] != IDENTIFIER:
+        raise LoaderError(f"{path}: not a TFLite file (no TFL3 identifier)")
+    reader = _Reader(data, path)
+    root = reader.u32(0)
+    fields = reader.fields(root)
+    if any(fields[N_FIELDS:]):
+        raise AnnographError(f"{path}: the Model table has fields newer than schema version 3; not editing it")
+    fields += [0] * (N_FIELDS - len(fields))
+    if not fields[BUFFERS]:
+        raise LoaderError(f"{path}: corrupt TFLite file (no buffers vector)")
+    buffers = reader.vector_of_tables(fields[BUFFERS])
+    metadata = reader.vector_of_tables(fields[METADATA]) if fields[METADATA] else []
+
+    reuse = None
+    for table in metadata:
+        meta_fields = reader.fields(table) + [0, 0]
+        if meta_fields[META_NAME] and reader.string(meta_fields[META_NAME]) == name.encode("utf-8"):
+            reuse = reader.u32(meta_fields[META_BUFFER]) if meta_fields[META_BUFFER] else 0
+            if not 0 < reuse < len(buffers):
+                raise LoaderError(f"{path}: metadata {name!r} points at buffer {reuse}, which does not exist")
+
+    # The block goes at offset 8; every original byte at position x >= 8 moves to x + shift. The block's length
+    # is not known until it is built, so build it twice: once to measure, once with the real shift.
+    # The block's size does not depend on the shift (padding is relative to the block's own start).
+    shift = len(_build(reader, fields, buffers, metadata, reuse, name, payload, 1 << 30)[0])
+    block, root = _build(reader, fields, buffers, metadata, reuse, name, payload, shift)
+    if len(block) != shift:
+        raise AssertionError("the inserted block changed size")
+    out = bytearray(struct.pack("<I", root) + IDENTIFIER)
+    out += block
+    out += data[8:]
+    _move_external_offsets(reader, out, buffers, shift)
+    return bytes(out)
+
+
+def _build(reader: _Reader, fields: list[int], buffers: list[int], metadata: list[int], reuse: int | None,
+           name: str, payload: bytes, shift: int) -> tuple[bytes, int]:
+    """The inserted block for a given shift of the original bytes, and the new Model table's position."""
+    block = _Block(start=8)
+
+    def moved(pos: int) -> int:
+        return pos + shift
+
+    model_fields: list[tuple[int, str, Any]] = []
+    if fields[VERSION]:
+        model_fields.append((VERSION, "u32", reader.u32(fields[VERSION])))
+    for slot in (OPERATOR_CODES, SUBGRAPHS, DESCRIPTION):
+        if fields[slot]:
+            model_fields.append((slot, "off", moved(reader.deref(fields[slot]))))
+    model_fields.append((BUFFERS, "off", "buffers"))
+    if fields[METADATA_BUFFER]:
+        model_fields.append((METADATA_BUFFER, "off", moved(reader.deref(fields[METADATA_BUFFER]))))
+    if reuse is not None:
+        model_fields.append((METADATA, "off", moved(reader.deref(fields[METADATA]))))
+    else:
+        model_fields.append((METADATA, "off", "metadata"))
+    if fields[SIGNATURE_DEFS]:
+        model_fields.append((SIGNATURE_DEFS, "off", moved(reader.deref(fields[SIGNATURE_DEFS]))))
+    block.table("model", model_fields)
+
+    new_index = reuse if reuse is not None else len(buffers)
+    targets: list[int | str] = [moved(t) for t in buffers]
+    if reuse is not None:
+        targets[reuse] = "buffer"
+    else:
+        targets.append("buffer")
+    block.vector("buffers", targets)
+    if reuse is None:
+        block.vector("metadata", [moved(t) for t in metadata] + ["meta"])
+        block.table("meta", [(META_NAME, "off", "name"), (META_BUFFER, "u32", new_index)])
+    block.table("buffer", [(BUFFER_DATA, "off", "data")])
+    if reuse is None:
+        block.string("name", name.encode("utf-8"))
+    block.bytes_vector("data", payload)
+    return block.finish(), block.labels["model"]
+
+
+def _move_external_offsets(reader: _Reader, out: bytearray, buffers: list[int], shift: int) -> None:
+    """Buffers kept after the FlatBuffer (absolute ``offset`` > 1) now start ``shift`` bytes later."""
+    for table in buffers:
+        buffer_fields = reader.fields(table) + [0, 0, 0]
+        at = buffer_fields[BUFFER_OFFSET]
+        if at:
+            offset = reader.u64(at)
+            if offset > 1:
+                struct.pack_into("<Q", out, at + shift, offset + shift)

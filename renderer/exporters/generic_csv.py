@@ -1,0 +1,57 @@
+"""annograph's own CSV annotation format, ready for ``annograph render -a``: ``id,kind,<values…>,style.<attr>…``.
+
+One row per annotated operator and tensor, and one ``kind=graph`` row for graph values. Ids as in the JSON
+export. A cell is empty where an element has no such value; text is written as is (quoted by the CSV rules),
+numbers with full precision.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from ..annotations.model import Annotations, Entry
+from ..ir import Model
+from . import ExportOptions, ExportResult
+from .ids import StableIds
+
+NAME = "csv"
+DESCRIPTION = "annograph's generic CSV (readable back with render -a)"
+EXTENSION = ".csv"
+
+
+def export(model: Model, annotations: Annotations, options: ExportOptions) -> ExportResult:
+    ids = StableIds(model)
+    rows: list[tuple[str, str, Entry]] = []
+    if annotations.graph.values or annotations.graph.style:
+        rows.append(("", "graph", annotations.graph))
+    rows += [(ids.operator(k), "operator", e) for k, e in sorted(annotations.ops.items())]
+    rows += [(ids.tensor(k), "tensor", e) for k, e in sorted(annotations.tensors.items())]
+    value_columns: list[str] = []
+    style_columns: list[str] = []
+    for _, _, entry in rows:
+        value_columns += [k for k in entry.values if k not in value_columns]
+        style_columns += [k for k in entry.style if k not in style_columns]
+    reserved = {"id", "kind"} | {f"style.{s}" for s in style_columns}
+    clashing = [c for c in value_columns if c.strip().lower() in reserved or c.lower().startswith("style.")]
+    notes = [f"value {c!r} cannot be a CSV column (it is a reserved column name); left out" for c in clashing]
+    value_columns = [c for c in value_columns if c not in clashing]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["id", "kind", *value_columns, *[f"style.{s}" for s in style_columns]])
+    for ident, kind, entry in rows:
+        writer.writerow([ident, kind, *[_cell(entry.values.get(c)) for c in value_columns],
+                         *[entry.style.get(s, "") for s in style_columns]])
+    return ExportResult(out.getvalue(), notes)
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,62 @@
+"""annograph's own JSON annotation format, ready for ``annograph render -a`` (see ``annotations/generic.py``).
+
+Ids are the operator's or tensor's name when that resolves back to the same element, else ``S:N``. Values keep
+their types; metric units and directions are not part of the generic format and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..annotations.model import Annotations
+from ..ir import Model
+from . import ExportOptions, ExportResult
+from .ids import StableIds
+
+NAME = "json"
+DESCRIPTION = "annograph's generic JSON (readable back with render -a)"
+EXTENSION = ".json"
+
+
+def document(model: Model, annotations: Annotations) -> dict[str, Any]:
+    ids = StableIds(model)
+    doc: dict[str, Any] = {}
+    graph = annotations.graph
+    if graph.values or graph.style:
+        body: dict[str, Any] = {"meta": plain(graph.values)}
+        if graph.style:
+            body["style"] = dict(graph.style)
+        doc["graph"] = body
+    for section, entries, name_of in (("operators", annotations.ops, ids.operator),
+                                      ("tensors", annotations.tensors, ids.tensor)):
+        items = []
+        for key, entry in sorted(entries.items()):
+            item: dict[str, Any] = {"id": name_of(key), "meta": plain(entry.values)}
+            if entry.style:
+                item["style"] = dict(entry.style)
+            items.append(item)
+        if items:
+            doc[section] = items
+    return doc
+
+
+def plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Values JSON can hold: non-finite floats become null."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        elif value is not None and not isinstance(value, (str, int, float, bool)):
+            value = str(value)
+        out[key] = value
+    return out
+
+
+def export(model: Model, annotations: Annotations, options: ExportOptions) -> ExportResult:
+    notes = []
+    entries = [annotations.graph, *annotations.ops.values(), *annotations.tensors.values()]
+    if any("line" in e.values for e in entries):
+        notes.append("values named 'line' are read back as source line numbers by the generic reader; rename them")
+    return ExportResult(json.dumps(document(model, annotations), indent=1, ensure_ascii=False) + "\n", notes)

@@ -1,0 +1,110 @@
+"""Model Explorer node data JSON: one operator metric, to load next to the model in Google's Model Explorer.
+
+The file is what ``model_explorer.node_data_builder`` writes:
+
+* TFLite: the graph-keyed form ``{"<subgraph name>": {"results": {"<operator index>": {"value": …}}, …}}``;
+  Model Explorer's TFLite adapter names graphs by subgraph name and nodes by operator index.
+* ONNX: the bare form ``{"results": {"<output tensor name>": {"value": …}}, …}`` (Model Explorer matches a
+  result key against a node's output ``tensor_name``), which applies to the graph on screen; when values live
+  in several graphs, the graph-keyed form keyed by graph name.
+
+Each result carries the operator's ``fillcolor``/``fontcolor`` style as ``bgColor``/``textColor`` when it has
+one. A ``gradient`` with five stops samples the colour map (``--cmap``, default as ``render`` chooses: ``heat``,
+or reversed ``traffic`` for metrics where higher is better), from the minimum (stop 0) to the maximum (stop 1),
+the same mapping as a linear heatmap. Only numeric values are exported.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..annotations.model import Annotations, metric_value
+from ..errors import MetricError
+from ..ir import Model
+from . import ExportOptions, ExportResult
+
+NAME = "model-explorer"
+DESCRIPTION = "Model Explorer node data JSON (one metric; --metric to choose)"
+EXTENSION = ".json"
+STOPS = 5
+
+
+def export(model: Model, annotations: Annotations, options: ExportOptions) -> ExportResult:
+    from ..heatmap import resolve_metric
+
+    notes: list[str] = []
+    available = [name for name in _numeric_metrics(annotations)]
+    if options.metric:
+        metric = resolve_metric(options.metric, annotations, "op")
+    elif available:
+        metric = available[0]
+        if len(available) > 1:
+            notes.append(f"exported metric {metric!r}; others available with --metric: {', '.join(available[1:6])}"
+                         + (", …" if len(available) > 6 else ""))
+    else:
+        raise MetricError("no numeric operator values to export to Model Explorer")
+
+    per_graph: dict[int, dict[str, Any]] = {}
+    values: list[float] = []
+    skipped = 0
+    for (_, s, n), entry in sorted(annotations.ops.items()):
+        number = metric_value(entry.values.get(metric))
+        if number is None:
+            continue
+        node = model.graphs[s].nodes[n]
+        if model.format == "tflite":
+            key = str(n)
+        else:
+            key = next((v.name for v in node.outputs if v.name), "")
+            if not key:
+                skipped += 1
+                continue
+        result: dict[str, Any] = {"value": number}
+        if "fillcolor" in entry.style:
+            result["bgColor"] = entry.style["fillcolor"]
+        if "fontcolor" in entry.style:
+            result["textColor"] = entry.style["fontcolor"]
+        per_graph.setdefault(s, {})[key] = result
+        values.append(number)
+    if skipped:
+        notes.append(f"{skipped} operators without a named output left out (Model Explorer keys ONNX results by "
+                     "output tensor name)")
+    gradient = _gradient(values, metric, annotations, options.cmap)
+    bodies = {s: _body(results, metric, gradient) for s, results in per_graph.items()}
+    if model.format == "onnx" and len(bodies) <= 1:
+        doc: Any = next(iter(bodies.values()), _body({}, metric, gradient))
+    else:
+        doc = {_graph_id(model, s): body for s, body in bodies.items()}
+    return ExportResult(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", notes)
+
+
+def _body(results: dict[str, Any], metric: str, gradient: list[dict[str, Any]]) -> dict[str, Any]:
+    """A GraphNodeData object with every field node_data_builder writes, in its order and with its defaults."""
+    return {"results": results, "name": metric, "thresholds": [], "gradient": gradient,
+            "hideInAggregatedStatsTable": False, "hideInChildrenStatsTable": False,
+            "showExpandedSummaryOnGroupNode": False, "showLabelCountColumnsInChildrenStatsTable": False}
+
+
+def _numeric_metrics(annotations: Annotations) -> list[str]:
+    names: list[str] = []
+    for entry in annotations.ops.values():
+        for key, value in entry.values.items():
+            if key not in names and metric_value(value) is not None:
+                names.append(key)
+    return names
+
+
+def _graph_id(model: Model, index: int) -> str:
+    name = model.graphs[index].name
+    return name or ("main" if index == 0 else f"subgraph_{index}")
+
+
+def _gradient(values: list[float], metric: str, annotations: Annotations, cmap: str | None) -> list[dict[str, Any]]:
+    from ..colors import Scale
+
+    info = annotations.metrics.get(metric)
+    if cmap is None and info is not None and info.higher_is_better:
+        cmap = "traffic_r"
+    scale = Scale.fit(values, cmap=cmap)
+    return [{"stop": i / (STOPS - 1), "bgColor": scale.color_at(i / (STOPS - 1))} for i in range(STOPS)]

@@ -1,0 +1,259 @@
+"""``annograph embed``: annotations written into a copy of the model load back, and the copy still runs the same
+in onnxruntime (ONNX) and LiteRT (TFLite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from conftest import ONNX, ROOT, TFLITE, one_line_error, run_cli
+from payloads import hostile_tflite
+
+from renderer.annotations import load_annotations
+from renderer.annotations.embedded import ENTRY, from_model, tflite_metadata_bytes
+from renderer.exporters.embed_tflite import with_metadata
+from renderer.loaders import load_model
+
+DEBUGGER = ROOT / "tests" / "fixtures" / "tflite_debugger"
+
+CNN_NOTES = """graph: {title: "Tiny CNN on CPU", meta: {device: "x86, 2 cores"}}
+operators:
+  - {id: stem/conv, meta: {latency_us: 13.25, note: "tiled x4", calls: 2}, style: {fillcolor: "#ff0000"}}
+  - {id: head/fc, meta: {latency_us: 0.5}}
+  - {id: "0:3", meta: {latency_us: 7}}
+tensors:
+  - {id: stem/conv_out, meta: {bytes: 65536}, style: {color: "#00ff00", penwidth: 3}}
+"""
+
+
+def values(notes):  # type: ignore[no-untyped-def]
+    return ({k: (e.values, e.style) for k, e in notes.ops.items()},
+            {k: (e.values, e.style) for k, e in notes.tensors.items()})
+
+
+def embedded(path: Path):  # type: ignore[no-untyped-def]
+    model = load_model(path)
+    sets = from_model(model)
+    assert len(sets) == 1
+    return model, load_annotations([], model, extra=sets)
+
+
+def ort_outputs(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def litert_outputs(path: Path, seed: int = 0) -> list[np.ndarray]:
+    interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
+    interpreter = interpreter_module.Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+    rng = np.random.default_rng(seed)
+    for detail in interpreter.get_input_details():
+        if np.issubdtype(detail["dtype"], np.floating):
+            data = rng.standard_normal(detail["shape"]).astype(detail["dtype"])
+        else:
+            info = np.iinfo(detail["dtype"])
+            data = rng.integers(info.min, info.max, detail["shape"], endpoint=True).astype(detail["dtype"])
+        interpreter.set_tensor(detail["index"], data)
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+
+
+# -- ONNX -------------------------------------------------------------------------------------------------------
+
+
+def test_onnx_embed_loads_back_and_runs_the_same(tmp_path: Path) -> None:
+    notes_path = tmp_path / "notes.yaml"
+    notes_path.write_text(CNN_NOTES)
+    out = tmp_path / "cnn.annotated.onnx"
+    run = run_cli("embed", ONNX / "tiny_cnn.onnx", "-a", notes_path, "-o", out)
+    assert run.returncode == 0, run.stderr
+    model = load_model(ONNX / "tiny_cnn.onnx")
+    original = load_annotations(notes_path, model)
+    _, back = embedded(out)
+    assert values(back) == values(original)
+    assert back.graph.values["title"] == "Tiny CNN on CPU" and back.graph.values["license"] == "Apache-2.0"
+    # other ONNX tools see the values as node metadata_props
+    proto = onnx.load(str(out))
+    onnx.checker.check_model(proto, full_check=True)
+    conv = next(n for n in proto.graph.node if n.name == "stem/conv")
+    assert {p.key: p.value for p in conv.metadata_props} == {"latency_us": "13.25", "note": "tiled x4", "calls": "2"}
+    assert json.loads({p.key: p.value for p in proto.metadata_props}[ENTRY])["version"] == 1
+    rng = np.random.default_rng(1)
+    feeds = {"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+    for a, b in zip(ort_outputs(ONNX / "tiny_cnn.onnx", feeds), ort_outputs(out, feeds), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_onnx_embed_again_replaces(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text("operators:\n  - {id: stem/conv, meta: {old_metric: 1}}\n")
+    second.write_text("operators:\n  - {id: head/fc, meta: {new_metric: 2}}\n")
+    once, twice = tmp_path / "once.onnx", tmp_path / "twice.onnx"
+    assert run_cli("embed", ONNX / "tiny_cnn.onnx", "-a", first, "-o", once).returncode == 0
+    assert run_cli("embed", once, "-a", second, "-o", twice).returncode == 0
+    proto = onnx.load(str(twice))
+    props = {n.name: {p.key for p in n.metadata_props} for n in proto.graph.node}
+    assert props["stem/conv"] == set() and props["head/fc"] == {"new_metric"}
+    model, back = embedded(twice)
+    fc = next(n for n in model.main.nodes if n.name == "head/fc")
+    assert list(back.ops) == [fc.key] and back.ops[fc.key].values == {"new_metric": 2}
+
+
+def test_onnx_subgraph_nodes(tmp_path: Path) -> None:
+    notes_path = tmp_path / "cf.yaml"
+    notes_path.write_text("operators:\n  - {id: gate/then/double, meta: {latency_us: 3}}\n"
+                          "  - {id: loop/body/accumulate, meta: {latency_us: 4}}\n  - {id: loop, meta: {latency_us: 9}}\n")
+    out = tmp_path / "cf.onnx"
+    assert run_cli("embed", ONNX / "control_flow.onnx", "-a", notes_path, "-o", out).returncode == 0
+    proto = onnx.load(str(out))
+    found = {}
+
+    def walk(graph):  # type: ignore[no-untyped-def]
+        for node in graph.node:
+            if node.metadata_props:
+                found[node.name] = {p.key: p.value for p in node.metadata_props}
+            for attr in node.attribute:
+                for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                    walk(sub)
+
+    walk(proto.graph)
+    assert found == {"gate/then/double": {"latency_us": "3"}, "loop/body/accumulate": {"latency_us": "4"},
+                     "loop": {"latency_us": "9"}}
+    feeds = {"x": np.arange(4, dtype=np.float32), "trip_count": np.array(3, dtype=np.int64)}
+    for a, b in zip(ort_outputs(ONNX / "control_flow.onnx", feeds), ort_outputs(out, feeds), strict=True):
+        assert np.array_equal(a, b)
+
+
+# -- TFLite -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_path,notes", [
+    (DEBUGGER / "tiny_keras_int8.tflite", DEBUGGER / "layer_stats.csv"),
+    (TFLITE / "face_detection_short_range.tflite", None),
+    (TFLITE / "okay_nabu.tflite", None),
+])
+def test_tflite_embed_loads_back_and_runs_the_same(tmp_path: Path, model_path: Path, notes: Path | None) -> None:
+    if notes is None:
+        notes = tmp_path / "notes.yaml"
+        notes.write_text("graph: {title: T}\noperators:\n  - {id: '0', meta: {latency_us: 1.5, note: first}}\n"
+                         "  - {id: '0:3', meta: {latency_us: 2}, style: {fillcolor: '#123456'}}\n"
+                         + ("  - {id: '1:2', meta: {latency_us: 3}}\n" if "nabu" in model_path.name else "")
+                         + "tensors:\n  - {id: '0', meta: {bytes: 12}}\n")
+    out = tmp_path / "copy.tflite"
+    run = run_cli("embed", model_path, "-a", notes, "-o", out)
+    assert run.returncode == 0, run.stderr
+    model = load_model(model_path)
+    original = load_annotations(notes, model)
+    copy, back = embedded(out)
+    assert values(back) == values(original)
+    assert [len(g.nodes) for g in copy.graphs] == [len(g.nodes) for g in model.graphs]
+    assert {k: v for k, v in copy.metadata.items() if k != ENTRY} == model.metadata
+    assert copy.signatures == model.signatures
+    for a, b in zip(litert_outputs(model_path), litert_outputs(out), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_tflite_embed_again_reuses_the_entry(tmp_path: Path) -> None:
+    source = TFLITE / "okay_nabu.tflite"
+    data = source.read_bytes()
+    once = with_metadata(data, ENTRY, b'{"version": 1, "operators": []}')
+    twice = with_metadata(once, ENTRY, b'{"version": 1, "operators": [{"subgraph": 0, "operator": 1, '
+                                       b'"values": {"x": 1}}]}')
+    import tflite
+
+    first, second = tflite.Model.GetRootAsModel(once, 0), tflite.Model.GetRootAsModel(twice, 0)
+    assert first.MetadataLength() == second.MetadataLength() == tflite.Model.GetRootAsModel(data, 0).MetadataLength() + 1
+    assert first.BuffersLength() == second.BuffersLength()
+    path = tmp_path / "twice.tflite"
+    path.write_bytes(twice)
+    assert json.loads(tflite_metadata_bytes(path, ENTRY))["operators"][0]["values"] == {"x": 1}
+    _, back = embedded(path)
+    assert back.ops[("op", 0, 1)].values == {"x": 1}
+
+
+def test_tflite_every_model_field_survives() -> None:
+    import tflite
+
+    data = hostile_tflite("plain")
+    copy = with_metadata(data, ENTRY, b"{}")
+    a, b = tflite.Model.GetRootAsModel(data, 0), tflite.Model.GetRootAsModel(copy, 0)
+    assert b.Version() == a.Version() and b.Description() == a.Description()
+    assert b.SignatureDefs(0).SignatureKey() == a.SignatureDefs(0).SignatureKey()
+    assert [b.Metadata(i).Name() for i in range(a.MetadataLength())] == [a.Metadata(i).Name() for i in range(a.MetadataLength())]
+    assert b.Metadata(a.MetadataLength()).Name() == ENTRY.encode()
+    for i in range(a.BuffersLength()):
+        assert b.Buffers(i).DataLength() == a.Buffers(i).DataLength()
+        if a.Buffers(i).DataLength():
+            assert b.Buffers(i).DataAsNumpy().tobytes() == a.Buffers(i).DataAsNumpy().tobytes()
+    assert b.Subgraphs(0).Tensors(2).Name() == a.Subgraphs(0).Tensors(2).Name()
+    assert (len(copy) - len(data)) % 64 == 0  # every original byte keeps its alignment
+    ours = b.Buffers(b.Metadata(a.MetadataLength()).Buffer())
+    assert ours._tab.Vector(ours._tab.Offset(4)) % 16 == 0  # the new buffer's data is 16-byte aligned
+
+
+def test_tflite_buffers_outside_the_flatbuffer_move_with_it() -> None:
+    """Models over 2 GiB keep weights after the FlatBuffer at absolute offsets; those must be shifted."""
+    import flatbuffers
+    import tflite
+
+    payload = np.arange(16, dtype=np.float32).tobytes()
+    b = flatbuffers.Builder(256)
+    tflite.BufferStart(b)
+    empty = tflite.BufferEnd(b)
+    tflite.BufferStart(b)
+    tflite.BufferAddOffset(b, 1)  # placeholder, patched below once the size is known
+    tflite.BufferAddSize(b, len(payload))
+    external = tflite.BufferEnd(b)
+    b.StartVector(4, 2, 4)
+    b.PrependUOffsetTRelative(external)
+    b.PrependUOffsetTRelative(empty)
+    buffers = b.EndVector()
+    tflite.SubGraphStart(b)
+    subgraph = tflite.SubGraphEnd(b)
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(subgraph)
+    subgraphs = b.EndVector()
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddSubgraphs(b, subgraphs)
+    tflite.ModelAddBuffers(b, buffers)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    flat = bytearray(b.Output())
+    start = (len(flat) + 15) // 16 * 16
+    model = tflite.Model.GetRootAsModel(flat, 0)
+    # find the offset field of buffer 1 and point it at the data appended after the flatbuffer
+    field = bytes(flat).index(np.uint64(1).tobytes())
+    flat[field : field + 8] = np.uint64(start).tobytes()
+    data = bytes(flat) + b"\0" * (start - len(flat)) + payload
+    assert tflite.Model.GetRootAsModel(data, 0).Buffers(1).Offset() == start and model is not None
+    copy = with_metadata(data, ENTRY, b'{"version": 1}')
+    moved = tflite.Model.GetRootAsModel(copy, 0).Buffers(1)
+    assert moved.Offset() == start + (len(copy) - len(data))
+    assert copy[moved.Offset() : moved.Offset() + moved.Size()] == payload
+
+
+# -- errors -----------------------------------------------------------------------------------------------------
+
+
+def test_embed_refuses_to_overwrite_and_empty_matches(tmp_path: Path) -> None:
+    notes = tmp_path / "n.yaml"
+    notes.write_text("operators:\n  - {id: nothing/here, meta: {x: 1}}\n")
+    model = tmp_path / "m.onnx"
+    model.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
+    assert "new file" in one_line_error(run_cli("embed", model, "-a", notes, "-o", model))
+    error = one_line_error(run_cli("embed", model, "-a", notes, "-o", tmp_path / "out.onnx"))
+    assert "nothing to embed" in error
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_corrupt_embedded_entry_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(with_metadata((DEBUGGER / "tiny_keras_int8.tflite").read_bytes(), ENTRY, b"{not json"))
+    error = one_line_error(run_cli("render", bad, "-o", tmp_path / "x.svg"))
+    assert f"metadata {ENTRY!r}" in error and "invalid JSON" in error

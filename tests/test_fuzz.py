@@ -1,0 +1,122 @@
+"""Short fuzz run: mutated and truncated real files through every registered loader and annotation reader.
+
+Targets, seeds and mutations come from ``fuzz/harness.py`` (the long run lives there; see fuzz/README.md), so
+a loader or reader added to its registry is fuzzed here without editing this file. Every input must be
+accepted, or rejected with our own error type in one line naming the file; any other exception, or running
+past the per-call time guard, fails the test with the input's recipe (hypothesis shrinks it).
+
+``ANNOGRAPH_FUZZ_EXAMPLES`` sets the examples per target (default 200).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from payloads import ROOT
+
+_spec = importlib.util.spec_from_file_location("annograph_fuzz_harness", ROOT / "fuzz" / "harness.py")
+harness = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+sys.modules[_spec.name] = harness  # dataclasses look their module up there
+_spec.loader.exec_module(harness)  # type: ignore[union-attr]
+
+EXAMPLES = int(os.environ.get("ANNOGRAPH_FUZZ_EXAMPLES", "200"))
+PER_CALL_SECONDS = 20.0  # generous: a loaded CI machine; real hangs run for ever
+MAX_SEED_BYTES = 300_000  # bigger seeds are for the long run
+TARGETS = harness.targets()
+
+
+def _small_seeds(target):  # type: ignore[no-untyped-def]
+    return [s for s in target.seeds if len(s.data) <= MAX_SEED_BYTES] or target.seeds[:1]
+
+
+def _check(target, folder: Path, name: str, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    path = folder / name
+    path.write_bytes(data)
+    outcome, message = harness.check(target, path, PER_CALL_SECONDS)
+    assert outcome != "FAIL", f"{target.name} on {len(data)} bytes derived from {name}:\n{message}"
+
+
+def test_every_registered_module_is_a_target() -> None:
+    import payloads
+
+    names = {t.name for t in TARGETS}
+    assert {f"loader-{m.FORMAT}" for m in payloads.loader_modules()} <= names
+    assert {f"reader-{m.NAME}" for m in payloads.reader_modules()} <= names
+    assert all(t.seeds for t in TARGETS), [t.name for t in TARGETS if not t.seeds]
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_seeds_and_truncations(target, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each seed as it is, then cut at 0, 1, 2, 4… bytes and one byte short of its end."""
+    for seed in _small_seeds(target):
+        cuts = sorted({0, 1, len(seed.data) - 1} | {2**k for k in range(1, 40) if 2**k < len(seed.data)})
+        _check(target, tmp_path, seed.name, seed.data)
+        for cut in cuts:
+            _check(target, tmp_path, seed.name, seed.data[:max(cut, 0)])
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_mutated_inputs_fail_cleanly(target, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path_factory.mktemp(target.name)
+    seeds = _small_seeds(target)
+    operation = st.tuples(st.sampled_from(harness.OPERATIONS), st.integers(0, 2**31), st.integers(0, 2**31),
+                          st.binary(min_size=1, max_size=8))
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.integers(0, len(seeds) - 1), st.integers(0, len(seeds) - 1), st.lists(operation, min_size=1, max_size=4))
+    def run(base: int, other: int, operations: list[tuple[str, int, int, bytes]]) -> None:
+        data = seeds[base].data
+        for op, a, b, blob in operations:
+            data = harness.apply(data, op, a, b, blob, seeds[other].data)
+        _check(target, folder, seeds[base].name, data)
+
+    run()
+
+
+def test_time_guard_stops_a_hang(tmp_path: Path) -> None:
+    """The per-call guard the harness relies on really interrupts a runaway call, even one in a try block."""
+    import time
+
+    def spin(path: Path) -> None:
+        try:
+            while True:
+                time.sleep(0.01)
+        except Exception:  # the code under test swallowing errors must not swallow the guard
+            pass
+
+    target = harness.Target("spin", [], spin)
+    path = tmp_path / "x"
+    path.write_bytes(b"")
+    started = time.monotonic()
+    outcome, message = harness.check(target, path, 0.3)
+    assert outcome == "FAIL" and message.startswith("hang"), message
+    assert time.monotonic() - started < 5
+
+
+def test_foreign_exception_is_a_failure(tmp_path: Path) -> None:
+    """The classification itself: our error naming the file passes; anything else is reported."""
+    from renderer.errors import LoaderError
+
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"x")
+
+    def ours(p: Path) -> None:
+        raise LoaderError(f"{p}: not a model")
+
+    def nameless(p: Path) -> None:
+        raise LoaderError("not a model")
+
+    def theirs(p: Path) -> None:
+        raise KeyError("boom")
+
+    assert harness.check(harness.Target("a", [], ours), path, 5)[0] == "error"
+    assert harness.check(harness.Target("b", [], nameless), path, 5)[0] == "FAIL"
+    assert harness.check(harness.Target("c", [], theirs), path, 5)[0] == "FAIL"

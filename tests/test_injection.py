@@ -1,0 +1,263 @@
+"""Hostile names, titles and annotation text through every input field and every output format.
+
+Each payload of ``tests/payloads.py`` is put into every string field of an ONNX model (built with
+onnx.helper), of a TFLite model (built with the flatbuffers builder, and patched into the real
+okay_nabu.tflite), into annotation ids, keys, values, graph title and meta in every generic syntax and in
+the files of any reader with a ``FUZZ_INJECT`` hook, and into ``--title``. The outputs are then parsed:
+SVG with defusedxml, HTML with html.parser, DOT by the real ``dot``, Markdown by its table structure, and
+must carry no script, event handler, foreign object or javascript:/data: link, while short payloads show
+up as literal text.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import payloads as P
+from conftest import ONNX, one_line_error, run_cli
+
+FORMATS = P.output_formats()
+# Graphviz re-renderings of the checked DOT into binary formats: once per model (test_every_format_*), not
+# once per payload. Any other format, including ones added later, is checked for every payload.
+RASTER = {"pdf", "png"}
+PER_PAYLOAD = [f for f in FORMATS if f not in RASTER]
+SHORT = {p.name for p in P.SHORT_PAYLOADS}
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.replace("\xa0", " ").split())
+
+
+def render_all(model, annotations, options, folder: Path, formats: list[str]) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    from renderer.rendering import render
+
+    outputs = [folder / f"out{P.extension(fmt)}" for fmt in formats]
+    render(model, annotations, options, output=outputs)
+    return {fmt: path.read_bytes() for fmt, path in zip(formats, outputs)}
+
+
+def check_all(outputs: dict[str, bytes], folder: Path, literal: str | None) -> None:
+    """Every output passes its checks; ``literal`` (when given) is visible in each format that has text."""
+    for fmt, data in outputs.items():
+        text = P.check_output(fmt, data, folder)
+        if literal is not None and text is not None:
+            assert _normal(literal) in _normal(text), f"{literal!r} is not shown literally in the {fmt} output"
+
+
+def hostile_annotations(text: str, model, folder: Path, ids: list[str]):  # type: ignore[no-untyped-def]
+    from renderer.annotations import load_annotations
+    from renderer.annotations.embedded import from_model
+
+    files = [P.annotation_file(text, syntax, folder, ids) for syntax in P.GENERIC_SYNTAXES]
+    files += [path for _, path in P.injected_reader_files(text, folder)]
+    return load_annotations(files, model, extra=from_model(model))
+
+
+def _options(text: str):  # type: ignore[no-untyped-def]
+    from renderer.options import RenderOptions
+
+    return RenderOptions(title=text, color_by="latency_ms", show=["all"], edge_by="bytes")
+
+
+# ---- every field of every input, every text output ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_onnx_fields(payload: P.Payload, tmp_path: Path) -> None:
+    from renderer.loaders import load_model
+
+    model = load_model(P.hostile_onnx(payload.text, tmp_path / "hostile.onnx"))
+    first = model.main.nodes[0]
+    assert first.name == payload.text and model.main.name == payload.text
+    assert model.metadata.get("plain") == payload.text and first.metadata
+    assert model.main.nodes[2].attributes["note"] == payload.text
+    annotations = hostile_annotations(payload.text, model, tmp_path, ids=["0", "0:1"])
+    assert annotations.ops, "no annotation matched: the payload id should match the node named by it"
+    outputs = render_all(model, annotations, _options(payload.text), tmp_path, PER_PAYLOAD)
+    check_all(outputs, tmp_path, payload.text if payload.name in SHORT else None)
+
+
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_tflite_fields(payload: P.Payload, tmp_path: Path) -> None:
+    from renderer.loaders import load_model
+
+    path = tmp_path / "hostile.tflite"
+    path.write_bytes(P.hostile_tflite(payload.text))
+    model = load_model(path)
+    assert model.main.values[1].name == payload.text and model.main.name == payload.text
+    assert model.main.nodes[2].op_type == (payload.text or "Custom") and payload.text in model.metadata
+    annotations = hostile_annotations(payload.text, model, tmp_path, ids=["0", "0:1"])
+    outputs = render_all(model, annotations, _options(payload.text), tmp_path, PER_PAYLOAD)
+    check_all(outputs, tmp_path, payload.text if payload.name in SHORT else None)
+
+
+@pytest.mark.parametrize("payload", P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("rtl-override")),
+                         ids=lambda p: p.name)
+def test_title_and_annotations_through_the_cli(payload: P.Payload, tmp_path: Path) -> None:
+    """``--title`` and a hostile annotation file as a user passes them, outputs written by the CLI."""
+    annotation = P.annotation_file(payload.text, "yaml", tmp_path, ids=["stem/conv"])
+    outputs = [tmp_path / f"out{P.extension(fmt)}" for fmt in PER_PAYLOAD]
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "-a", annotation, "--title", P.for_cli(payload.text),
+                  "--color-by", "latency_ms", "-q", *[a for o in outputs for a in ("-o", o)])
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    check_all({fmt: o.read_bytes() for fmt, o in zip(PER_PAYLOAD, outputs)}, tmp_path,
+              payload.text if payload.name in SHORT else None)
+
+
+# ---- every output format, pdf and png included --------------------------------------------------------------
+
+
+def _all_payload_annotations(model, folder: Path):  # type: ignore[no-untyped-def]
+    """One file per generic syntax holding every payload as an id, key and value."""
+    from renderer.annotations import load_annotations
+    from renderer.annotations.embedded import from_model
+
+    files = []
+    for syntax in P.GENERIC_SYNTAXES:
+        for k, p in enumerate(P.PAYLOADS):
+            sub = folder / f"{syntax}-{k}"
+            sub.mkdir()
+            files.append(P.annotation_file(p.text, syntax, sub, ids=[str(k)]))
+    return load_annotations(files, model, extra=from_model(model))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["onnx", "tflite-sample"])
+def test_every_format_with_every_payload(kind: str, tmp_path: Path) -> None:
+    """A model carrying all payloads at once (ONNX built; the real okay_nabu.tflite with its tensor names
+    overwritten in place), rendered to every registered output format."""
+    from renderer.loaders import load_model
+    from renderer.options import RenderOptions
+
+    if kind == "onnx":
+        model = load_model(P.combined_onnx(tmp_path / "all.onnx"))
+        assert [n.name for n in model.main.nodes] == [p.text for p in P.PAYLOADS]
+    else:
+        path = tmp_path / "nabu.tflite"
+        path.write_bytes(P.patch_tflite_names(P.NABU.read_bytes(), [p.text for p in P.PAYLOADS]))
+        model = load_model(path)
+        original = load_model(P.NABU)
+        assert len(model.nodes()) == len(original.nodes())
+        assert [v.name for v in model.values()] != [v.name for v in original.values()]
+    annotations = _all_payload_annotations(model, tmp_path)
+    title = "".join(p.text for p in P.SHORT_PAYLOADS)
+    outputs = render_all(model, annotations, RenderOptions(title=title, color_by="latency_ms", show=["all"]),
+                         tmp_path, FORMATS)
+    assert set(outputs) == set(FORMATS)
+    for fmt, data in outputs.items():
+        assert data, fmt
+        P.check_output(fmt, data, tmp_path)
+        if fmt in RASTER:
+            P.check_binary(fmt, data)
+
+
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_tflite_sample_with_patched_names(payload: P.Payload, tmp_path: Path) -> None:
+    """The real okay_nabu.tflite with every tensor name overwritten in place by the payload."""
+    from renderer.loaders import load_model
+
+    path = tmp_path / "nabu.tflite"
+    path.write_bytes(P.patch_tflite_names(P.NABU.read_bytes(), payload.text))
+    model = load_model(path)
+    prefix = payload.text.encode()[:4].decode("utf-8", "ignore")
+    assert all(v.name.startswith(prefix) for v in model.values() if len(v.name) > 6)
+    from renderer.options import RenderOptions
+
+    outputs = render_all(model, None, RenderOptions(title=payload.text), tmp_path, ["svg", "dot"])
+    check_all(outputs, tmp_path, None)
+
+
+# ---- the escaping rules, against the real Graphviz ----------------------------------------------------------
+
+
+def test_escape_rules_show_every_payload_literally_in_dot_output(tmp_path: Path) -> None:
+    """html_text, attr and tooltip, as the real ``dot`` reads them: the SVG shows exactly ``escape.clean``'s
+    text, whatever backslashes, entities, quotes or markup the input holds."""
+    import graphviz
+
+    from renderer import escape
+
+    dot = graphviz.Digraph("G")
+    expected: dict[str, str] = {}
+    for k, p in enumerate(P.PAYLOADS):
+        text = p.text[:300]
+        dot.node(f"h{k}", label=escape.html_label(f"<B>{escape.html_text(text, 400)}</B>"), shape="plain",
+                 id=f"h{k}", tooltip=escape.tooltip([text, text]))
+        dot.node(f"a{k}", label=escape.attr(text.replace("\n", " "), 400), id=f"a{k}", tooltip=escape.tooltip(["x"]))
+        expected[f"h{k}"] = escape.clean(text, 400)
+        expected[f"h{k}-tip"] = escape.clean("\n".join([text, text]), 4000, newlines=True)
+        expected[f"a{k}"] = escape.clean(text.replace("\n", " "), 400)
+    done = subprocess.run(["dot", "-Tsvg"], input=dot.source.encode(), capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[:500]
+    root = P.check_svg(done.stdout)
+    ns = "{http://www.w3.org/2000/svg}"
+    groups = {g.get("id"): g for g in root.iter(f"{ns}g")}
+    for key, text in expected.items():
+        group = groups[key.removesuffix("-tip")]
+        if key.endswith("-tip"):
+            titles = [v for e in group.iter() for n, v in e.attrib.items() if n.endswith("}title")]
+            assert titles and titles[0] == text, (key, titles[:1], text)
+        else:
+            shown = "".join(t.text or "" for t in group.iter(f"{ns}text"))
+            assert _normal(shown) == _normal(text), (key, shown, text)
+
+
+def test_style_values_cannot_carry_markup() -> None:
+    """Style is the one annotation field that reaches a Graphviz attribute raw: only checked values pass."""
+    from renderer.annotations.style import validate_style
+    from renderer.errors import AnnotationError
+
+    for p in P.PAYLOADS:
+        for key in ("fillcolor", "color", "fontcolor", "penwidth", "arrowsize", "style"):
+            with pytest.raises(AnnotationError):
+                validate_style({key: p.text}, "f.yaml:3")
+    for key in ("URL", "href", "id", "class", "tooltip", "label", "target", "xlabel", "image"):
+        with pytest.raises(AnnotationError, match="f.yaml:3"):
+            validate_style({key: "javascript:alert(1)"}, "f.yaml:3")
+
+
+def test_hostile_style_in_a_file_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "style.yaml"
+    path.write_text('operators:\n  - id: 0\n    style: {href: "javascript:alert(1)"}\n', encoding="utf-8")
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "-a", path, "-o", tmp_path / "out.svg")
+    line = one_line_error(run)
+    assert "style.yaml:" in line and "href" in line
+    assert not (tmp_path / "out.svg").exists()
+
+
+# ---- Graphviz's own failure signal --------------------------------------------------------------------------
+
+
+def test_graphviz_exit_status_1_is_an_error() -> None:
+    """``dot`` exits 1 on a broken HTML label yet still prints a picture; that must not count as success."""
+    from renderer.errors import RenderError
+    from renderer.graphviz_run import run_dot
+
+    source = 'digraph G { a [label=<<B>bold</I>>]; }'
+    raw = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, timeout=60)
+    assert raw.returncode == 1 and raw.stdout, "premise: dot exits 1 and still writes output"
+    with pytest.raises(RenderError, match="exit status 1") as caught:
+        run_dot(source, "svg", timeout=60)
+    assert "\n" not in str(caught.value)
+
+
+# ---- terminal output --------------------------------------------------------------------------------------
+
+
+_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+@pytest.mark.parametrize("payload", [P.payload("controls"), P.payload("rtl-override"), P.payload("newlines")],
+                         ids=lambda p: p.name)
+def test_info_prints_no_control_characters(payload: P.Payload, tmp_path: Path) -> None:
+    """``annograph info`` writes names to a terminal: no escape sequences, bidi overrides or extra lines."""
+    path = P.hostile_onnx(payload.text, tmp_path / "hostile.onnx")
+    run = run_cli("info", path)
+    assert run.returncode == 0, run.stderr
+    bad = _TERMINAL_UNSAFE.search(run.stdout)
+    assert bad is None, f"{bad.group()!r} in: {run.stdout[max(bad.start() - 60, 0):bad.end() + 20]!r}"  # type: ignore[union-attr]

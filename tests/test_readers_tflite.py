@@ -1,0 +1,190 @@
+"""TFLite tool outputs: QuantizationDebugger layer statistics (real TensorFlow output) and benchmark_model
+op profiles (hand-made to the documented layout, see tests/fixtures/README.md)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TFLITE, one_line_error, run_cli
+
+from renderer.annotations import load_annotations, read_file, tflite_benchmark, tflite_quant_debug
+from renderer.errors import AnnotationError
+from renderer.loaders import load_model
+
+FIXTURES = ROOT / "tests" / "fixtures"
+DEBUGGER = FIXTURES / "tflite_debugger"
+BENCH = FIXTURES / "tflite_benchmark"
+
+
+def csv_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+# -- QuantizationDebugger ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["int8", "float"])
+def test_debugger_rows_map_by_tensor_name_and_op_type(variant: str) -> None:
+    path = DEBUGGER / "layer_stats.csv"
+    assert tflite_quant_debug.match(path, path.read_text()[:4096])
+    model = load_model(DEBUGGER / f"tiny_keras_{variant}.tflite")
+    notes = load_annotations(path, model)
+    header, *rows = csv_rows(path)
+    assert notes.coverage[0].matched_ops == len(rows) and not notes.coverage[0].unmatched
+    by_type_and_error = {(model.main.nodes[k[2]].op_type, e.values["mean_squared_error"]) for k, e in notes.ops.items()}
+    for row in rows:
+        cells = dict(zip(header, row))
+        assert (cells["op_name"], float(cells["mean_squared_error"])) in by_type_and_error
+    assert notes.metrics["mean_squared_error"].higher_is_better is False
+
+
+def test_debugger_trailing_digit_quirk_maps_softmax_not_dequantize() -> None:
+    model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
+    softmax = next(n for n in model.main.nodes if n.op_type == "SOFTMAX")
+    dequantize = next(n for n in model.main.nodes if n.op_type == "DEQUANTIZE")
+    header, *rows = csv_rows(DEBUGGER / "layer_stats.csv")
+    row = dict(zip(header, next(r for r in rows if r[0] == "SOFTMAX")))
+    # the debugger wrote the name without the deployed model's last digit, and that name is the DEQUANTIZE output
+    assert dequantize.outputs[0].name == row["tensor_name"]
+    assert softmax.outputs[0].name == row["tensor_name"] + softmax.outputs[0].name[-1]
+    notes = load_annotations(DEBUGGER / "layer_stats.csv", model)
+    assert notes.ops[softmax.key].values["max_abs_error"] == float(row["max_abs_error"])
+    assert dequantize.key not in notes.ops
+    assert notes.tensors[softmax.outputs[0].key].values["scale"] == float(row["scale"])
+
+
+def test_debugger_fused_names_match_part_by_part(tmp_path: Path) -> None:
+    model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
+    text = (DEBUGGER / "layer_stats.csv").read_text()
+    # keep only the second half of a ';'-joined name, as another converter version might
+    edited = tmp_path / "stats.csv"
+    edited.write_text(text.replace("tiny_keras_1/stem_conv_1/Relu;tiny_keras_1/stem_conv_1/convolution",
+                                   "tiny_keras_1/stem_conv_1/convolution"))
+    notes = load_annotations(edited, model)
+    conv = next(n for n in model.main.nodes if n.op_type == "CONV_2D")
+    assert conv.key in notes.ops and not notes.coverage[0].unmatched
+
+
+def test_debugger_malformed_and_unmatched(tmp_path: Path) -> None:
+    model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("op_name,tensor_idx,mean_error,scale,zero_point,tensor_name\nADD,3,0.1,0.5\n")
+    with pytest.raises(AnnotationError, match=r"bad\.csv:2: 4 cells but 6 columns"):
+        read_file(bad, model)
+    other = tmp_path / "other.csv"
+    other.write_text("op_name,tensor_idx,mean_error,scale,zero_point,tensor_name\nADD,3,0.1,0.5,0,not/there\n")
+    assert load_annotations(other, model).coverage[0].unmatched == ["ADD not/there"]
+
+
+# -- benchmark_model --------------------------------------------------------------------------------------------
+
+
+def text_rows(path: Path) -> list[tuple[str, list[str], str]]:
+    """(type, numbers, name) of every Run Order row of the regular section, split by tabs."""
+    rows, in_regular, in_table = [], False, False
+    for line in path.read_text().splitlines():
+        if "Operator-wise Profiling Info for Regular Benchmark Runs" in line:
+            in_regular = True
+        elif in_regular and "Run Order" in line:
+            in_table = True
+        elif in_table and line.startswith("\t") and "[node type]" not in line:
+            cells = [c.strip() for c in line.split("\t")[1:]]
+            rows.append((cells[0], cells[1:-1], cells[-1]))
+        elif in_table and not line.strip():
+            in_table = False
+    return rows
+
+
+def test_benchmark_text_with_delegate() -> None:
+    path = BENCH / "tiny_keras_float.xnnpack.txt"
+    assert tflite_benchmark.match(path, path.read_text()[:4096])
+    model = load_model(DEBUGGER / "tiny_keras_float.tflite")
+    aset = read_file(path, model)
+    notes = load_annotations(path, model)
+    rows = text_rows(path)
+    delegated = [name for _, _, name in rows if name.startswith("Delegate/") or not re.match(r"^\[.*\]:\d+$", name)]
+    kernel = [name for node_type, _, name in rows if node_type == "TfLiteXNNPackDelegate"]
+    assert set(aset.unmatched) == set(delegated) | set(kernel)
+    assert notes.coverage[0].matched_ops == len(rows) - len(aset.unmatched) == 3
+    for node_type, numbers, name in rows:
+        index = int(name.rsplit(":", 1)[1])
+        if name in aset.unmatched:
+            continue
+        node = model.main.nodes[index]
+        assert node.op_type == node_type
+        values = notes.ops[node.key].values
+        first, avg, share = float(numbers[0]), float(numbers[1]), float(numbers[2].rstrip("%"))
+        assert values["latency_us"] == pytest.approx(avg * 1000)
+        assert values["latency_first_us"] == pytest.approx(first * 1000)
+        assert values["percent"] == pytest.approx(share)
+    assert notes.metrics["latency_us"].unit == "µs"
+
+
+def test_benchmark_csv_mode_has_commas_in_types_and_tabs_in_names() -> None:
+    path = BENCH / "tiny_keras_float.xnnpack.csv"
+    model = load_model(DEBUGGER / "tiny_keras_float.tflite")
+    aset = read_file(path, model)
+    assert "Delegate/Convolution (NHWC, F32) IGEMM:0" in aset.unmatched
+    text_mode = {r.key: e.values for r, e in read_file(BENCH / "tiny_keras_float.xnnpack.txt", model).operators}
+    csv_mode = {r.key: e.values for r, e in aset.operators}
+    assert text_mode.keys() == csv_mode.keys() and len(csv_mode) == 3
+    for key, values in csv_mode.items():  # the CSV keeps more digits; the text table rounds to 3 decimals of ms
+        assert values["latency_us"] == pytest.approx(text_mode[key]["latency_us"], abs=0.5)
+    line = next(ln for ln in path.read_text().splitlines() if ln.startswith("FULLY_CONNECTED"))
+    fc = next(n for n in model.main.nodes if n.op_type == "FULLY_CONNECTED")
+    assert csv_mode[fc.key]["latency_us"] == pytest.approx(float(line.split(", ")[2]) * 1000)
+
+
+def test_benchmark_old_layout_with_start_column_maps_every_operator() -> None:
+    path = BENCH / "face_detection.cpu.txt"
+    model = load_model(TFLITE / "face_detection_short_range.tflite")
+    notes = load_annotations(path, model)
+    assert notes.coverage[0].matched_ops == len(model.main.nodes) and not notes.coverage[0].unmatched
+    for node_type, numbers, name in text_rows(path):
+        node = model.main.nodes[int(name.rsplit(":", 1)[1])]
+        assert node.op_type == node_type
+        assert name == f"[{', '.join(v.name for v in node.outputs)}]:{node.index}"
+        assert notes.ops[node.key].values["start_us"] == pytest.approx(float(numbers[0]) * 1000)
+        assert notes.ops[node.key].values["latency_us"] == pytest.approx(float(numbers[2]) * 1000)
+
+
+def test_benchmark_subgraph_banners(tmp_path: Path) -> None:
+    model = load_model(TFLITE / "okay_nabu.tflite")
+    main, sub = model.graphs[0].nodes[5], model.graphs[1].nodes[2]
+
+    def row(node, ms: float) -> str:  # type: ignore[no-untyped-def]
+        outs = ", ".join(v.name for v in node.outputs)
+        return f"\t{node.op_type:>24}\t{ms:9.3f}\t{ms:9.3f}\t{50.0:7.3f}%\t{50.0:7.3f}%\t{0.0:10.3f}\t{1:9d}\t[{outs}]:{node.index}"
+
+    header = "\t[node type]\t[first]\t[avg ms]\t[%]\t[cdf%]\t[mem KB]\t[times called]\t[Name]"
+    banner = "============================== Run Order =============================="
+    text = "\n".join(["INFO: Operator-wise Profiling Info for Regular Benchmark Runs:", "Primary graph profile:",
+                      banner, header, row(main, 0.25), "", "Subgraph (index: 1) profile:", banner, header,
+                      row(sub, 0.5), row(main, 0.75), ""])
+    path = tmp_path / "sub.txt"
+    path.write_text(text)
+    aset = read_file(path, model)
+    mapped = {r.key: e.values["latency_us"] for r, e in aset.operators}
+    assert mapped == {main.key: 250.0, sub.key: 500.0}
+    assert aset.unmatched == [f"1:[{', '.join(v.name for v in main.outputs)}]:{main.index}"]
+
+
+def test_benchmark_malformed_gives_one_line(tmp_path: Path) -> None:
+    model = load_model(DEBUGGER / "tiny_keras_float.tflite")
+    lines = (BENCH / "tiny_keras_float.xnnpack.txt").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if "[tiny_keras_1/gap_1/Mean]:5" in ln)
+    lines[at] = lines[at].replace("0.009", "fast!")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(lines))
+    with pytest.raises(AnnotationError, match=rf"bad\.txt:{at + 1}: "):
+        read_file(bad, model)
+    empty = tmp_path / "none.txt"
+    empty.write_text("INFO: Profiling Info for Benchmark Initialization:\n============================== Run Order ===\n")
+    with pytest.raises(AnnotationError, match="no 'Operator-wise Profiling Info"):
+        read_file(empty, model)
+    error = one_line_error(run_cli("render", DEBUGGER / "tiny_keras_float.tflite", "-a", bad, "-o", tmp_path / "x.svg"))
+    assert f"bad.txt:{at + 1}" in error
