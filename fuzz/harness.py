@@ -164,7 +164,9 @@ def onnx_edit(data: bytes, rng: random.Random, blob: bytes = b"") -> bytes:
                     attr.g.node.add(op_type=rng.choice(_ONNX_OPS), input=[rng.choice(names)], output=[text])
                 elif kind == "graphs":
                     attr.type = onnx.AttributeProto.GRAPHS
-                    attr.graphs.add().CopyFrom(rng.choice(graphs)) if len(graphs) < 50 else None
+                    if len(graphs) < 50:  # a copy of a graph that may contain this very node: snapshot first
+                        snapshot = rng.choice(graphs).SerializeToString()
+                        attr.graphs.add().ParseFromString(snapshot)
                 elif kind == "t":
                     attr.type = onnx.AttributeProto.TENSOR
                     attr.t.data_type = rng.randrange(26)
@@ -330,13 +332,17 @@ class Target:
 
 
 def _after_load(model) -> None:  # type: ignore[no-untyped-def]
-    """What a render does with a freshly loaded model, short of Graphviz."""
+    """What a render does with a freshly loaded model, short of Graphviz: ids, built-in metrics (one that
+    reads the weights, with the tensor-size cap), the DOT."""
+    from renderer import metrics
     from renderer.ids import IdIndex
     from renderer.options import RenderOptions
     from renderer.rendering import to_dot
 
     IdIndex.build(model)
-    to_dot(model, None, RenderOptions(edge_by="bytes" if model.values() else None))
+    weighty = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
+    color = "sparsity" if "sparsity" in weighty else (weighty[0] if weighty else None)
+    to_dot(model, None, RenderOptions(color_by=color, edge_by="bytes", max_tensor_elements=1_000_000))
 
 
 def _load(module: ModuleType, path: Path) -> None:

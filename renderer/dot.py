@@ -327,7 +327,7 @@ class _Emitter:
             )
         for heat, what in ((scene.heatmap, "box fill"), (scene.edge_map, "edge width and colour")):
             if heat is not None:
-                rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT">{self._colorbar(heat, what)}</TD></TR>')
+                rows.append(self._colorbar(heat, what))
         categories = sorted({n.category for n in model.nodes() if not is_hidden(n, self.opts.show_constants)})
         if categories:
             cells = "".join(
@@ -371,11 +371,12 @@ class _Emitter:
             f'<TD ALIGN="LEFT"><FONT POINT-SIZE="8"> {missing} without a value</FONT></TD>'
             if missing else ""
         )
+        # the caption sits outside the bar's table so a long caption cannot stretch the bar's cells
         return (
-            f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
-            f'<TR><TD COLSPAN="{len(gradient) + 3}" ALIGN="LEFT"><FONT POINT-SIZE="10"><B>{escape.html_text(name, 60)}</B>'
-            f'</FONT><FONT POINT-SIZE="8" COLOR="#444444">  {escape.html_text(" · ".join(notes), 120)}</FONT></TD></TR>'
-            f"<TR>{cells}{na}</TR><TR>{tick_cells}</TR></TABLE>"
+            f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10"><B>{escape.html_text(name, 60)}</B></FONT>'
+            f'<FONT POINT-SIZE="8" COLOR="#444444">  {escape.html_text(" · ".join(notes), 90)}</FONT></TD></TR>'
+            f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+            f"<TR>{cells}{na}</TR><TR>{tick_cells}</TR></TABLE></TD></TR>"
         )
 
 
@@ -420,7 +421,7 @@ def _attribute_lines(node: Node, limit: int, width: int = LABEL_CHARS) -> list[s
 
 
 def _value_text(value: object, compact: bool = False) -> str:
-    if isinstance(value, float):
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000):
         return format_number(value)
     if isinstance(value, (list, tuple)):
         shown = ",".join(_value_text(v) for v in list(value)[:8])

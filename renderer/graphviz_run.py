@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -15,6 +16,7 @@ MAX_PNG_PIXELS = 32000
 
 # Fixed so PDF output carries the same creation date on every run (cairo honours SOURCE_DATE_EPOCH).
 SOURCE_DATE_EPOCH = "315532800"
+FIXED_PDF_DATE = b"19800101000000"
 
 
 def dot_program() -> str:
@@ -55,7 +57,15 @@ def run_dot(source: str, fmt: str, timeout: float | None = None, dpi: int | None
         raise RenderError(f"Graphviz failed with exit status {done.returncode}: {message}")
     if not done.stdout:
         raise RenderError("Graphviz produced no output")
-    return done.stdout
+    return _fixed_pdf_dates(done.stdout) if fmt == "pdf" else done.stdout
+
+
+_PDF_DATE = re.compile(rb"/(CreationDate|ModDate) \(D:([0-9]+)")
+
+
+def _fixed_pdf_dates(pdf: bytes) -> bytes:
+    """Cairo before 1.17 ignores SOURCE_DATE_EPOCH: pin the dates, keeping lengths so the xref offsets hold."""
+    return _PDF_DATE.sub(lambda m: b"/" + m.group(1) + b" (D:" + FIXED_PDF_DATE[: len(m.group(2))].ljust(len(m.group(2)), b"0"), pdf)
 
 
 def _first_error(stderr: bytes) -> str:

@@ -30,8 +30,10 @@ tensors:
 
 
 def values(notes):  # type: ignore[no-untyped-def]
-    return ({k: (e.values, e.style) for k, e in notes.ops.items()},
-            {k: (e.values, e.style) for k, e in notes.tensors.items()})
+    return (
+        {k: (e.values, e.style) for k, e in notes.ops.items()},
+        {k: (e.values, e.style) for k, e in notes.tensors.items()},
+    )
 
 
 def embedded(path: Path):  # type: ignore[no-untyped-def]
@@ -64,7 +66,7 @@ def litert_outputs(path: Path, seed: int = 0) -> list[np.ndarray]:
     return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
 
 
-# -- ONNX -------------------------------------------------------------------------------------------------------
+# -- ONNX ----------------------------------------------------------------------------------------------------
 
 
 def test_onnx_embed_loads_back_and_runs_the_same(tmp_path: Path) -> None:
@@ -82,7 +84,11 @@ def test_onnx_embed_loads_back_and_runs_the_same(tmp_path: Path) -> None:
     proto = onnx.load(str(out))
     onnx.checker.check_model(proto, full_check=True)
     conv = next(n for n in proto.graph.node if n.name == "stem/conv")
-    assert {p.key: p.value for p in conv.metadata_props} == {"latency_us": "13.25", "note": "tiled x4", "calls": "2"}
+    assert {p.key: p.value for p in conv.metadata_props} == {
+        "latency_us": "13.25",
+        "note": "tiled x4",
+        "calls": "2",
+    }
     assert json.loads({p.key: p.value for p in proto.metadata_props}[ENTRY])["version"] == 1
     rng = np.random.default_rng(1)
     feeds = {"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}
@@ -107,8 +113,10 @@ def test_onnx_embed_again_replaces(tmp_path: Path) -> None:
 
 def test_onnx_subgraph_nodes(tmp_path: Path) -> None:
     notes_path = tmp_path / "cf.yaml"
-    notes_path.write_text("operators:\n  - {id: gate/then/double, meta: {latency_us: 3}}\n"
-                          "  - {id: loop/body/accumulate, meta: {latency_us: 4}}\n  - {id: loop, meta: {latency_us: 9}}\n")
+    notes_path.write_text(
+        "operators:\n  - {id: gate/then/double, meta: {latency_us: 3}}\n"
+        "  - {id: loop/body/accumulate, meta: {latency_us: 4}}\n  - {id: loop, meta: {latency_us: 9}}\n"
+    )
     out = tmp_path / "cf.onnx"
     assert run_cli("embed", ONNX / "control_flow.onnx", "-a", notes_path, "-o", out).returncode == 0
     proto = onnx.load(str(out))
@@ -123,28 +131,38 @@ def test_onnx_subgraph_nodes(tmp_path: Path) -> None:
                     walk(sub)
 
     walk(proto.graph)
-    assert found == {"gate/then/double": {"latency_us": "3"}, "loop/body/accumulate": {"latency_us": "4"},
-                     "loop": {"latency_us": "9"}}
+    assert found == {
+        "gate/then/double": {"latency_us": "3"},
+        "loop/body/accumulate": {"latency_us": "4"},
+        "loop": {"latency_us": "9"},
+    }
     feeds = {"x": np.arange(4, dtype=np.float32), "trip_count": np.array(3, dtype=np.int64)}
     for a, b in zip(ort_outputs(ONNX / "control_flow.onnx", feeds), ort_outputs(out, feeds), strict=True):
         assert np.array_equal(a, b)
 
 
-# -- TFLite -----------------------------------------------------------------------------------------------------
+# -- TFLite --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model_path,notes", [
-    (DEBUGGER / "tiny_keras_int8.tflite", DEBUGGER / "layer_stats.csv"),
-    (TFLITE / "face_detection_short_range.tflite", None),
-    (TFLITE / "okay_nabu.tflite", None),
-])
-def test_tflite_embed_loads_back_and_runs_the_same(tmp_path: Path, model_path: Path, notes: Path | None) -> None:
+@pytest.mark.parametrize(
+    "model_path,notes",
+    [
+        (DEBUGGER / "tiny_keras_int8.tflite", DEBUGGER / "layer_stats.csv"),
+        (TFLITE / "face_detection_short_range.tflite", None),
+        (TFLITE / "okay_nabu.tflite", None),
+    ],
+)
+def test_tflite_embed_loads_back_and_runs_the_same(
+    tmp_path: Path, model_path: Path, notes: Path | None
+) -> None:
     if notes is None:
         notes = tmp_path / "notes.yaml"
-        notes.write_text("graph: {title: T}\noperators:\n  - {id: '0', meta: {latency_us: 1.5, note: first}}\n"
-                         "  - {id: '0:3', meta: {latency_us: 2}, style: {fillcolor: '#123456'}}\n"
-                         + ("  - {id: '1:2', meta: {latency_us: 3}}\n" if "nabu" in model_path.name else "")
-                         + "tensors:\n  - {id: '0', meta: {bytes: 12}}\n")
+        notes.write_text(
+            "graph: {title: T}\noperators:\n  - {id: '0', meta: {latency_us: 1.5, note: first}}\n"
+            "  - {id: '0:3', meta: {latency_us: 2}, style: {fillcolor: '#123456'}}\n"
+            + ("  - {id: '1:2', meta: {latency_us: 3}}\n" if "nabu" in model_path.name else "")
+            + "tensors:\n  - {id: '0', meta: {bytes: 12}}\n"
+        )
     out = tmp_path / "copy.tflite"
     run = run_cli("embed", model_path, "-a", notes, "-o", out)
     assert run.returncode == 0, run.stderr
@@ -163,12 +181,17 @@ def test_tflite_embed_again_reuses_the_entry(tmp_path: Path) -> None:
     source = TFLITE / "okay_nabu.tflite"
     data = source.read_bytes()
     once = with_metadata(data, ENTRY, b'{"version": 1, "operators": []}')
-    twice = with_metadata(once, ENTRY, b'{"version": 1, "operators": [{"subgraph": 0, "operator": 1, '
-                                       b'"values": {"x": 1}}]}')
+    twice = with_metadata(
+        once, ENTRY, b'{"version": 1, "operators": [{"subgraph": 0, "operator": 1, "values": {"x": 1}}]}'
+    )
     import tflite
 
     first, second = tflite.Model.GetRootAsModel(once, 0), tflite.Model.GetRootAsModel(twice, 0)
-    assert first.MetadataLength() == second.MetadataLength() == tflite.Model.GetRootAsModel(data, 0).MetadataLength() + 1
+    assert (
+        first.MetadataLength()
+        == second.MetadataLength()
+        == tflite.Model.GetRootAsModel(data, 0).MetadataLength() + 1
+    )
     assert first.BuffersLength() == second.BuffersLength()
     path = tmp_path / "twice.tflite"
     path.write_bytes(twice)
@@ -185,7 +208,9 @@ def test_tflite_every_model_field_survives() -> None:
     a, b = tflite.Model.GetRootAsModel(data, 0), tflite.Model.GetRootAsModel(copy, 0)
     assert b.Version() == a.Version() and b.Description() == a.Description()
     assert b.SignatureDefs(0).SignatureKey() == a.SignatureDefs(0).SignatureKey()
-    assert [b.Metadata(i).Name() for i in range(a.MetadataLength())] == [a.Metadata(i).Name() for i in range(a.MetadataLength())]
+    assert [b.Metadata(i).Name() for i in range(a.MetadataLength())] == [
+        a.Metadata(i).Name() for i in range(a.MetadataLength())
+    ]
     assert b.Metadata(a.MetadataLength()).Name() == ENTRY.encode()
     for i in range(a.BuffersLength()):
         assert b.Buffers(i).DataLength() == a.Buffers(i).DataLength()
@@ -238,7 +263,7 @@ def test_tflite_buffers_outside_the_flatbuffer_move_with_it() -> None:
     assert copy[moved.Offset() : moved.Offset() + moved.Size()] == payload
 
 
-# -- errors -----------------------------------------------------------------------------------------------------
+# -- errors --------------------------------------------------------------------------------------------------
 
 
 def test_embed_refuses_to_overwrite_and_empty_matches(tmp_path: Path) -> None:

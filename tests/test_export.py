@@ -41,6 +41,7 @@ def cnn_notes(tmp_path: Path) -> Path:
 
 def plain(notes):  # type: ignore[no-untyped-def]
     """Annotations as comparable data: values with numbers as floats, and styles."""
+
     def norm(values):  # type: ignore[no-untyped-def]
         out = {}
         for k, v in values.items():
@@ -49,9 +50,12 @@ def plain(notes):  # type: ignore[no-untyped-def]
             except (TypeError, ValueError):
                 out[k] = v
         return out
-    return ({k: (norm(e.values), e.style) for k, e in notes.ops.items()},
-            {k: (norm(e.values), e.style) for k, e in notes.tensors.items()},
-            norm(notes.graph.values))
+
+    return (
+        {k: (norm(e.values), e.style) for k, e in notes.ops.items()},
+        {k: (norm(e.values), e.style) for k, e in notes.tensors.items()},
+        norm(notes.graph.values),
+    )
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
@@ -90,9 +94,16 @@ def test_netron_attachment_round_trip(cnn_notes: Path, tmp_path: Path) -> None:
     assert doc["signature"] == "netron:attachment"
     conv = [i for i in doc["metrics"] if i.get("target") == "stem/conv"]
     assert conv == [{"kind": "node", "target": "stem/conv", "name": "latency_us", "value": 13.25}]
-    assert {"kind": "node", "target": "stem/conv", "name": "note", "value": "tiled, x4", "type": "string"} \
-        in doc["metadata"]
-    assert {"kind": "model", "target": "", "name": "title", "value": "Tiny CNN", "type": "string"} in doc["metadata"]
+    assert {
+        "kind": "node",
+        "target": "stem/conv",
+        "name": "note",
+        "value": "tiled, x4",
+        "type": "string",
+    } in doc["metadata"]
+    assert {"kind": "model", "target": "", "name": "title", "value": "Tiny CNN", "type": "string"} in doc[
+        "metadata"
+    ]
     again = read_file(out, model)
     assert again.source == "netron"
     back = load_annotations(out, model)
@@ -109,8 +120,9 @@ def test_netron_tflite_uses_identifiers(tmp_path: Path) -> None:
     assert nodes == {str(k[2]) for k in notes.ops}
     out = tmp_path / "a.json"
     out.write_text(text)
-    assert {k: e.values for k, e in load_annotations(out, model).ops.items()} == \
-        {k: e.values for k, e in notes.ops.items()}
+    assert {k: e.values for k, e in load_annotations(out, model).ops.items()} == {
+        k: e.values for k, e in notes.ops.items()
+    }
 
 
 def test_model_explorer_export_and_read_back(cnn_notes: Path, tmp_path: Path) -> None:
@@ -119,12 +131,16 @@ def test_model_explorer_export_and_read_back(cnn_notes: Path, tmp_path: Path) ->
     run = run_cli("export", ONNX / "tiny_cnn.onnx", "-a", cnn_notes, "--to", "model-explorer", "-o", out)
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())
-    assert doc["name"] == "latency_us" and doc["results"]["stem/conv_out"] == {"value": 13.25, "bgColor": "#ff0000"}
+    assert doc["name"] == "latency_us" and doc["results"]["stem/conv_out"] == {
+        "value": 13.25,
+        "bgColor": "#ff0000",
+    }
     assert [g["stop"] for g in doc["gradient"]] == [0.0, 0.25, 0.5, 0.75, 1.0]
     back = load_annotations(out, model)
     original = load_annotations(cnn_notes, model)
-    assert {k: e.values["latency_us"] for k, e in back.ops.items()} == \
-        {k: e.values["latency_us"] for k, e in original.ops.items()}
+    assert {k: e.values["latency_us"] for k, e in back.ops.items()} == {
+        k: e.values["latency_us"] for k, e in original.ops.items()
+    }
     conv = next(n for n in model.main.nodes if n.name == "stem/conv")
     assert back.ops[conv.key].style == {"fillcolor": "#ff0000"}
 
@@ -186,21 +202,32 @@ print(json.dumps(nodes))
 """
 
 
-@pytest.mark.parametrize("model_path,annotations", [
-    (ONNX / "tiny_cnn.onnx", None),
-    (DEBUGGER / "tiny_keras_int8.tflite", DEBUGGER / "layer_stats.csv"),
-])
-def test_model_explorer_package_accepts_the_file(cnn_notes: Path, tmp_path: Path, model_path: Path,
-                                                 annotations: Path | None) -> None:
+@pytest.mark.parametrize(
+    "model_path,annotations",
+    [
+        (ONNX / "tiny_cnn.onnx", None),
+        (DEBUGGER / "tiny_keras_int8.tflite", DEBUGGER / "layer_stats.csv"),
+    ],
+)
+def test_model_explorer_package_accepts_the_file(
+    cnn_notes: Path, tmp_path: Path, model_path: Path, annotations: Path | None
+) -> None:
     python = _model_explorer_python()
     if python is None:
-        pytest.skip("Model Explorer's Python package (ai-edge-model-explorer) is not installed; set "
-                    "ANNOGRAPH_MODEL_EXPLORER_PYTHON to a Python that has it")
+        pytest.skip(
+            "Model Explorer's Python package (ai-edge-model-explorer) is not installed; set "
+            "ANNOGRAPH_MODEL_EXPLORER_PYTHON to a Python that has it"
+        )
     out = tmp_path / "node_data.json"
     run = run_cli("export", model_path, "-a", annotations or cnn_notes, "--to", "model-explorer", "-o", out)
     assert run.returncode == 0, run.stderr
-    done = subprocess.run([python, "-c", CHECK, str(out), str(model_path)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [python, "-c", CHECK, str(out), str(model_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     nodes = json.loads(done.stdout.strip().splitlines()[-1])
     if model_path.suffix == ".tflite":  # Model Explorer's own ids for this model: graph name, operator index
@@ -216,10 +243,25 @@ def test_model_explorer_package_accepts_the_file(cnn_notes: Path, tmp_path: Path
 def test_model_explorer_needs_a_numeric_metric(tmp_path: Path) -> None:
     notes = tmp_path / "text.yaml"
     notes.write_text("operators:\n  - {id: stem/conv, meta: {note: hello}}\n")
-    error = one_line_error(run_cli("export", ONNX / "tiny_cnn.onnx", "-a", notes, "--to", "model-explorer",
-                                   "-o", tmp_path / "x.json"))
+    error = one_line_error(
+        run_cli(
+            "export", ONNX / "tiny_cnn.onnx", "-a", notes, "--to", "model-explorer", "-o", tmp_path / "x.json"
+        )
+    )
     assert "no numeric operator values" in error
     assert not (tmp_path / "x.json").exists()
-    error = one_line_error(run_cli("export", ONNX / "tiny_cnn.onnx", "-a", notes, "--to", "model-explorer",
-                                   "--metric", "latency", "-o", tmp_path / "x.json"))
+    error = one_line_error(
+        run_cli(
+            "export",
+            ONNX / "tiny_cnn.onnx",
+            "-a",
+            notes,
+            "--to",
+            "model-explorer",
+            "--metric",
+            "latency",
+            "-o",
+            tmp_path / "x.json",
+        )
+    )
     assert "latency" in error

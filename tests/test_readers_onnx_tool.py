@@ -70,8 +70,16 @@ def test_transformer_with_symbolic_dims(tmp_path: Path) -> None:
     tokens = np.zeros((1, 7, 64), dtype=np.float32)
     path = profile_csv(ONNX / "tiny_transformer.onnx", tmp_path / "tr.csv", {"tokens": tokens})
     model = load_model(ONNX / "tiny_transformer.onnx")
-    run = run_cli("render", ONNX / "tiny_transformer.onnx", "-a", path, "--color-by", "Forward_MACs",
-                  "-o", tmp_path / "tr.svg")
+    run = run_cli(
+        "render",
+        ONNX / "tiny_transformer.onnx",
+        "-a",
+        path,
+        "--color-by",
+        "Forward_MACs",
+        "-o",
+        tmp_path / "tr.svg",
+    )
     assert run.returncode == 0, run.stderr
     assert f"matched {len(model.main.nodes)}/{len(model.main.nodes)} operators" in run.stderr
 

@@ -19,7 +19,9 @@ ort = pytest.importorskip("onnxruntime")
 RUNS = 4
 
 
-def make_profile(folder: Path, model_path: Path, level: str, feeds: dict | None = None, runs: int = RUNS) -> Path:
+def make_profile(
+    folder: Path, model_path: Path, level: str, feeds: dict | None = None, runs: int = RUNS
+) -> Path:
     """Run ``model_path`` ``runs`` times with profiling on; return the profile file ORT wrote."""
     options = ort.SessionOptions()
     options.enable_profiling = True
@@ -46,14 +48,20 @@ def profiles(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
         for level in ("ORT_DISABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"):
             made[(name, level)] = make_profile(folder, ONNX / f"{name}.onnx", level)
     feeds = {"x": np.arange(4, dtype=np.float32) + 1.0, "trip_count": np.array(3, dtype=np.int64)}
-    made[("control_flow", "ORT_DISABLE_ALL")] = make_profile(folder, ONNX / "control_flow.onnx", "ORT_DISABLE_ALL", feeds)
+    made[("control_flow", "ORT_DISABLE_ALL")] = make_profile(
+        folder, ONNX / "control_flow.onnx", "ORT_DISABLE_ALL", feeds
+    )
     return made
 
 
 def expected_from_file(path: Path) -> dict[str, dict[str, float]]:
     """Per profiled name: mean/median/first of per-run totals, runs assigned by the model_run time windows."""
     events = json.loads(path.read_text())
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
+    runs = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") == "Session" and e["name"] == "model_run"
+    )
     per_run: dict[str, list[float]] = {}
     for event in events:
         if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
@@ -64,8 +72,11 @@ def expected_from_file(path: Path) -> dict[str, dict[str, float]]:
     result = {}
     for name, totals in per_run.items():
         used = totals[1:]
-        result[name] = {"latency_us": statistics.fmean(used), "latency_us_median": statistics.median(used),
-                        "latency_first_us": totals[0]}
+        result[name] = {
+            "latency_us": statistics.fmean(used),
+            "latency_us_median": statistics.median(used),
+            "latency_first_us": totals[0],
+        }
     return result
 
 
@@ -101,7 +112,11 @@ def test_named_nodes_map_with_mean_and_median_over_runs(profiles: dict[tuple[str
 def test_unnamed_nodes_use_ort_index_which_skips_constants(profiles: dict[tuple[str, str], Path]) -> None:
     path = profiles[("unnamed_nodes", "ORT_DISABLE_ALL")]
     model = load_model(ONNX / "unnamed_nodes.onnx")
-    events = [e for e in json.loads(path.read_text()) if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    events = [
+        e
+        for e in json.loads(path.read_text())
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
+    ]
     names = {e["name"][: -len("_kernel_time")]: e["args"] for e in events}
     assert set(names) == {"MatMul_0", "Add_1", "Relu_2", "Sigmoid_3", "Mul_4"}
     # the index is not the file position: the file starts with a Constant, so MatMul is node 1 there
@@ -127,10 +142,17 @@ def test_optimized_profiles_map_what_can_be_mapped(profiles: dict[tuple[str, str
         model = load_model(ONNX / f"{name}.onnx")
         aset = read_file(path, model)
         notes = merge([aset], model)
-        events = {e["name"][: -len("_kernel_time")]: e["args"] for e in json.loads(path.read_text())
-                  if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")}
-        mapped = {n for entry in notes.ops.values() for n in entry.values.get("ort_node", "").split(", ") if n}
-        mapped |= {model.graphs[k[1]].nodes[k[2]].name for k, e in notes.ops.items() if "ort_node" not in e.values}
+        events = {
+            e["name"][: -len("_kernel_time")]: e["args"]
+            for e in json.loads(path.read_text())
+            if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
+        }
+        mapped = {
+            n for entry in notes.ops.values() for n in entry.values.get("ort_node", "").split(", ") if n
+        }
+        mapped |= {
+            model.graphs[k[1]].nodes[k[2]].name for k, e in notes.ops.items() if "ort_node" not in e.values
+        }
         assert mapped | set(aset.unmatched) == set(events), name
         assert not mapped & set(aset.unmatched)
         node_names = {n.name for n in model.nodes() if n.name}
@@ -156,7 +178,9 @@ def test_fused_and_renamed_nodes(profiles: dict[tuple[str, str], Path]) -> None:
         assert ort_name.startswith(by_ort[ort_name] + "/")
 
     nchwc = merge([read_file(profiles[("tiny_cnn", "ORT_ENABLE_ALL")], model)], model)
-    renamed = {e.values["ort_node"]: model.main.nodes[k[2]] for k, e in nchwc.ops.items() if "ort_node" in e.values}
+    renamed = {
+        e.values["ort_node"]: model.main.nodes[k[2]] for k, e in nchwc.ops.items() if "ort_node" in e.values
+    }
     for ort_name, node in renamed.items():  # named after an output tensor: mapped to its producer
         assert any(ort_name.startswith(out.name) for out in node.outputs), (ort_name, node.name)
 
@@ -170,7 +194,9 @@ def test_loop_body_nodes_sum_per_run(profiles: dict[tuple[str, str], Path]) -> N
     entry = notes.ops[body.key]
     assert body.graph.index != 0
     assert entry.values["calls_per_run"] == 3
-    assert entry.values["latency_us"] == pytest.approx(expected["loop/body/accumulate"]["latency_us"], abs=1e-3)
+    assert entry.values["latency_us"] == pytest.approx(
+        expected["loop/body/accumulate"]["latency_us"], abs=1e-3
+    )
     then = node_by_name(model, "gate/then/double")
     assert notes.ops[then.key].values["latency_first_us"] == expected["gate/then/double"]["latency_first_us"]
 
@@ -183,18 +209,29 @@ def test_clashing_metrics_keep_their_source(profiles: dict[tuple[str, str], Path
     conv = notes.ops[node_by_name(model, "stem/conv").key]
     assert conv.values["generic.latency_us"] == 99.5
     assert conv.values["ort.latency_us"] == pytest.approx(
-        expected_from_file(profiles[("tiny_cnn", "ORT_DISABLE_ALL")])["stem/conv"]["latency_us"], abs=1e-3)
+        expected_from_file(profiles[("tiny_cnn", "ORT_DISABLE_ALL")])["stem/conv"]["latency_us"], abs=1e-3
+    )
     assert "latency_us" not in conv.values and conv.values["note"] == "hand"
     assert notes.metrics["ort.latency_us"].unit == "µs"
-    assert notes.ops[node_by_name(model, "stem/bn").key].values["latency_us_median"] > 0  # no clash, no prefix
+    assert (
+        notes.ops[node_by_name(model, "stem/bn").key].values["latency_us_median"] > 0
+    )  # no clash, no prefix
 
 
 def test_cli_coverage_line_and_colour_metric(profiles: dict[tuple[str, str], Path], tmp_path: Path) -> None:
     path = profiles[("tiny_transformer", "ORT_ENABLE_ALL")]
     model = load_model(ONNX / "tiny_transformer.onnx")
     aset = read_file(path, model)
-    run = run_cli("render", ONNX / "tiny_transformer.onnx", "-a", path, "--color-by", "latency_us",
-                  "-o", tmp_path / "t.svg")
+    run = run_cli(
+        "render",
+        ONNX / "tiny_transformer.onnx",
+        "-a",
+        path,
+        "--color-by",
+        "latency_us",
+        "-o",
+        tmp_path / "t.svg",
+    )
     assert run.returncode == 0, run.stderr
     matched = len({r.key for r, _ in aset.operators})
     total = matched + len(aset.unmatched)
@@ -219,7 +256,9 @@ def test_malformed_profiles_give_one_line(profiles: dict[tuple[str, str], Path],
     with pytest.raises(AnnotationError, match=r"broken\.json:6: invalid JSON"):
         read_file(broken, model)
     bad_dur = tmp_path / "dur.json"
-    bad_dur.write_text('[\n{"cat" : "Node","ph" : "X","name" :"stem/conv_kernel_time","dur" : "x","ts" : 1}\n]\n')
+    bad_dur.write_text(
+        '[\n{"cat" : "Node","ph" : "X","name" :"stem/conv_kernel_time","dur" : "x","ts" : 1}\n]\n'
+    )
     with pytest.raises(AnnotationError, match=r"dur\.json:2: .*non-numeric 'dur'"):
         read_file(bad_dur, model)
     error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "-a", broken, "-o", tmp_path / "x.svg"))
@@ -239,12 +278,18 @@ def test_a_million_events_stream(tmp_path: Path) -> None:
         for run in range(n_runs):
             start = ts
             for i, name in enumerate(names):
-                f.write(f'{{"cat" : "Node","pid" :1,"tid" :1,"dur" :{i + run % 7},"ts" :{ts},"ph" : "X",'
-                        f'"name" :"{name}_kernel_time","args" : {{"op_name" : "X"}}}},\n')
+                f.write(
+                    f'{{"cat" : "Node","pid" :1,"tid" :1,"dur" :{i + run % 7},"ts" :{ts},"ph" : "X",'
+                    f'"name" :"{name}_kernel_time","args" : {{"op_name" : "X"}}}},\n'
+                )
                 ts += 20
-            f.write(f'{{"cat" : "Session","pid" :1,"tid" :1,"dur" :{ts - start},"ts" :{start},"ph" : "X",'
-                    f'"name" :"model_run","args" : {{}}}},\n')
-        f.write('{"cat" : "Session","pid" :1,"tid" :1,"dur" :1,"ts" :0,"ph" : "X","name" :"end","args" : {}}\n]\n')
+            f.write(
+                f'{{"cat" : "Session","pid" :1,"tid" :1,"dur" :{ts - start},"ts" :{start},"ph" : "X",'
+                f'"name" :"model_run","args" : {{}}}},\n'
+            )
+        f.write(
+            '{"cat" : "Session","pid" :1,"tid" :1,"dur" :1,"ts" :0,"ph" : "X","name" :"end","args" : {}}\n]\n'
+        )
     aset = read_file(path, model)
     conv = {r.key: e for r, e in aset.operators}[node_by_name(model, names[3]).key]
     runs = list(range(1, n_runs))

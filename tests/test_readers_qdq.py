@@ -21,7 +21,9 @@ FLOAT, QDQ = ONNX / "tiny_cnn.onnx", ONNX / "tiny_cnn_qdq_u8.onnx"
 
 
 def helper():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("ort_qdq_loss_to_json", ROOT / "samples/tools/ort_qdq_loss_to_json.py")
+    spec = importlib.util.spec_from_file_location(
+        "ort_qdq_loss_to_json", ROOT / "samples/tools/ort_qdq_loss_to_json.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -47,7 +49,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, Path]
     qdq_loss_debug.modify_model_output_intermediate_tensors(str(QDQ), str(folder / "q.onnx"))
     float_acts = qdq_loss_debug.collect_activations(str(folder / "f.onnx"), Reader())
     qdq_acts = qdq_loss_debug.collect_activations(str(folder / "q.onnx"), Reader())
-    activations = qdq_loss_debug.compute_activation_error(qdq_loss_debug.create_activation_matching(qdq_acts, float_acts))
+    activations = qdq_loss_debug.compute_activation_error(
+        qdq_loss_debug.create_activation_matching(qdq_acts, float_acts)
+    )
     weights = qdq_loss_debug.compute_weight_error(qdq_loss_debug.create_weight_matching(str(FLOAT), str(QDQ)))
     path = folder / "qdq_loss.json"
     path.write_text(json.dumps(helper().document(activations, weights, FLOAT.name, QDQ.name)))
@@ -63,10 +67,17 @@ def producers(model_path: Path) -> dict[str, str]:
 def weight_users(model_path: Path, weight: str) -> set[str]:
     """Nodes reading ``weight``, or reading the output of the DequantizeLinear of ``weight``_quantized."""
     proto = onnx.load(str(model_path))
-    dq_outputs = {node.output[0] for node in proto.graph.node
-                  if node.op_type == "DequantizeLinear" and node.input[0] in (weight, weight + "_quantized")}
+    dq_outputs = {
+        node.output[0]
+        for node in proto.graph.node
+        if node.op_type == "DequantizeLinear" and node.input[0] in (weight, weight + "_quantized")
+    }
     names = {weight} | dq_outputs
-    return {node.name for node in proto.graph.node if node.op_type != "DequantizeLinear" and set(node.input) & names}
+    return {
+        node.name
+        for node in proto.graph.node
+        if node.op_type != "DequantizeLinear" and set(node.input) & names
+    }
 
 
 @pytest.mark.parametrize("model_path", [FLOAT, QDQ])

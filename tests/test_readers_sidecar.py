@@ -27,7 +27,8 @@ def test_render_uses_sidecars_unless_told_not_to(tmp_path: Path) -> None:
     model = tmp_path / "net.onnx"
     shutil.copy(ONNX / "tiny_cnn.onnx", model)
     (tmp_path / "net.onnx.annotations.yaml").write_text(
-        "operators:\n  - {id: stem/conv, meta: {sidecar_metric: 41.5}}\n")
+        "operators:\n  - {id: stem/conv, meta: {sidecar_metric: 41.5}}\n"
+    )
     (tmp_path / "net.annotations.csv").write_text("id,other_metric\nhead/fc,7\n")
     out = tmp_path / "net.svg"
     run = run_cli("render", model, "--color-by", "sidecar_metric", "-o", out)

@@ -24,7 +24,7 @@ def csv_rows(path: Path) -> list[list[str]]:
         return list(csv.reader(f))
 
 
-# -- QuantizationDebugger ---------------------------------------------------------------------------------------
+# -- QuantizationDebugger ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("variant", ["int8", "float"])
@@ -35,7 +35,9 @@ def test_debugger_rows_map_by_tensor_name_and_op_type(variant: str) -> None:
     notes = load_annotations(path, model)
     header, *rows = csv_rows(path)
     assert notes.coverage[0].matched_ops == len(rows) and not notes.coverage[0].unmatched
-    by_type_and_error = {(model.main.nodes[k[2]].op_type, e.values["mean_squared_error"]) for k, e in notes.ops.items()}
+    by_type_and_error = {
+        (model.main.nodes[k[2]].op_type, e.values["mean_squared_error"]) for k, e in notes.ops.items()
+    }
     for row in rows:
         cells = dict(zip(header, row))
         assert (cells["op_name"], float(cells["mean_squared_error"])) in by_type_and_error
@@ -62,8 +64,12 @@ def test_debugger_fused_names_match_part_by_part(tmp_path: Path) -> None:
     text = (DEBUGGER / "layer_stats.csv").read_text()
     # keep only the second half of a ';'-joined name, as another converter version might
     edited = tmp_path / "stats.csv"
-    edited.write_text(text.replace("tiny_keras_1/stem_conv_1/Relu;tiny_keras_1/stem_conv_1/convolution",
-                                   "tiny_keras_1/stem_conv_1/convolution"))
+    edited.write_text(
+        text.replace(
+            "tiny_keras_1/stem_conv_1/Relu;tiny_keras_1/stem_conv_1/convolution",
+            "tiny_keras_1/stem_conv_1/convolution",
+        )
+    )
     notes = load_annotations(edited, model)
     conv = next(n for n in model.main.nodes if n.op_type == "CONV_2D")
     assert conv.key in notes.ops and not notes.coverage[0].unmatched
@@ -76,11 +82,13 @@ def test_debugger_malformed_and_unmatched(tmp_path: Path) -> None:
     with pytest.raises(AnnotationError, match=r"bad\.csv:2: 4 cells but 6 columns"):
         read_file(bad, model)
     other = tmp_path / "other.csv"
-    other.write_text("op_name,tensor_idx,mean_error,scale,zero_point,tensor_name\nADD,3,0.1,0.5,0,not/there\n")
+    other.write_text(
+        "op_name,tensor_idx,mean_error,scale,zero_point,tensor_name\nADD,3,0.1,0.5,0,not/there\n"
+    )
     assert load_annotations(other, model).coverage[0].unmatched == ["ADD not/there"]
 
 
-# -- benchmark_model --------------------------------------------------------------------------------------------
+# -- benchmark_model -----------------------------------------------------------------------------------------
 
 
 def text_rows(path: Path) -> list[tuple[str, list[str], str]]:
@@ -106,7 +114,9 @@ def test_benchmark_text_with_delegate() -> None:
     aset = read_file(path, model)
     notes = load_annotations(path, model)
     rows = text_rows(path)
-    delegated = [name for _, _, name in rows if name.startswith("Delegate/") or not re.match(r"^\[.*\]:\d+$", name)]
+    delegated = [
+        name for _, _, name in rows if name.startswith("Delegate/") or not re.match(r"^\[.*\]:\d+$", name)
+    ]
     kernel = [name for node_type, _, name in rows if node_type == "TfLiteXNNPackDelegate"]
     assert set(aset.unmatched) == set(delegated) | set(kernel)
     assert notes.coverage[0].matched_ops == len(rows) - len(aset.unmatched) == 3
@@ -129,10 +139,15 @@ def test_benchmark_csv_mode_has_commas_in_types_and_tabs_in_names() -> None:
     model = load_model(DEBUGGER / "tiny_keras_float.tflite")
     aset = read_file(path, model)
     assert "Delegate/Convolution (NHWC, F32) IGEMM:0" in aset.unmatched
-    text_mode = {r.key: e.values for r, e in read_file(BENCH / "tiny_keras_float.xnnpack.txt", model).operators}
+    text_mode = {
+        r.key: e.values for r, e in read_file(BENCH / "tiny_keras_float.xnnpack.txt", model).operators
+    }
     csv_mode = {r.key: e.values for r, e in aset.operators}
     assert text_mode.keys() == csv_mode.keys() and len(csv_mode) == 3
-    for key, values in csv_mode.items():  # the CSV keeps more digits; the text table rounds to 3 decimals of ms
+    for (
+        key,
+        values,
+    ) in csv_mode.items():  # the CSV keeps more digits; the text table rounds to 3 decimals of ms
         assert values["latency_us"] == pytest.approx(text_mode[key]["latency_us"], abs=0.5)
     line = next(ln for ln in path.read_text().splitlines() if ln.startswith("FULLY_CONNECTED"))
     fc = next(n for n in model.main.nodes if n.op_type == "FULLY_CONNECTED")
@@ -162,9 +177,22 @@ def test_benchmark_subgraph_banners(tmp_path: Path) -> None:
 
     header = "\t[node type]\t[first]\t[avg ms]\t[%]\t[cdf%]\t[mem KB]\t[times called]\t[Name]"
     banner = "============================== Run Order =============================="
-    text = "\n".join(["INFO: Operator-wise Profiling Info for Regular Benchmark Runs:", "Primary graph profile:",
-                      banner, header, row(main, 0.25), "", "Subgraph (index: 1) profile:", banner, header,
-                      row(sub, 0.5), row(main, 0.75), ""])
+    text = "\n".join(
+        [
+            "INFO: Operator-wise Profiling Info for Regular Benchmark Runs:",
+            "Primary graph profile:",
+            banner,
+            header,
+            row(main, 0.25),
+            "",
+            "Subgraph (index: 1) profile:",
+            banner,
+            header,
+            row(sub, 0.5),
+            row(main, 0.75),
+            "",
+        ]
+    )
     path = tmp_path / "sub.txt"
     path.write_text(text)
     aset = read_file(path, model)
@@ -183,8 +211,12 @@ def test_benchmark_malformed_gives_one_line(tmp_path: Path) -> None:
     with pytest.raises(AnnotationError, match=rf"bad\.txt:{at + 1}: "):
         read_file(bad, model)
     empty = tmp_path / "none.txt"
-    empty.write_text("INFO: Profiling Info for Benchmark Initialization:\n============================== Run Order ===\n")
+    empty.write_text(
+        "INFO: Profiling Info for Benchmark Initialization:\n============================== Run Order ===\n"
+    )
     with pytest.raises(AnnotationError, match="no 'Operator-wise Profiling Info"):
         read_file(empty, model)
-    error = one_line_error(run_cli("render", DEBUGGER / "tiny_keras_float.tflite", "-a", bad, "-o", tmp_path / "x.svg"))
+    error = one_line_error(
+        run_cli("render", DEBUGGER / "tiny_keras_float.tflite", "-a", bad, "-o", tmp_path / "x.svg")
+    )
     assert f"bad.txt:{at + 1}" in error

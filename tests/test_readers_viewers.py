@@ -22,11 +22,17 @@ def test_model_explorer_graph_keyed_by_node_id_and_tensor_name(tmp_path: Path) -
     model = load_model(TFLITE / "okay_nabu.tflite")
     main, noop = model.graphs
     tensor = next(v.name for v in noop.nodes[4].outputs if v.name)
-    path = write(tmp_path / "nd.json", {
-        "main": {"results": {"3": {"value": 1.5, "bgColor": "#00ff00"}, "999": {"value": 1}}, "name": "latency"},
-        "NoOp": {"results": {tensor: {"value": 7, "textColor": "white"}, "2": {"value": "slow"}}},
-        "elsewhere": {"results": {"1": {"value": 2}}},
-    })
+    path = write(
+        tmp_path / "nd.json",
+        {
+            "main": {
+                "results": {"3": {"value": 1.5, "bgColor": "#00ff00"}, "999": {"value": 1}},
+                "name": "latency",
+            },
+            "NoOp": {"results": {tensor: {"value": 7, "textColor": "white"}, "2": {"value": "slow"}}},
+            "elsewhere": {"results": {"1": {"value": 2}}},
+        },
+    )
     assert model_explorer.match(path, path.read_text())
     notes = load_annotations(path, model)
     assert notes.ops[main.nodes[3].key].values == {"latency": 1.5}
@@ -39,9 +45,18 @@ def test_model_explorer_graph_keyed_by_node_id_and_tensor_name(tmp_path: Path) -
 
 def test_model_explorer_bare_form_on_onnx(tmp_path: Path) -> None:
     model = load_model(ONNX / "tiny_cnn.onnx")
-    path = write(tmp_path / "bare.json", {"results": {"stem/conv": {"value": 3}, "head/fc_out": {"value": 4},
-                                                      "0:1": {"value": 5}, "2": {"value": 6}},
-                                          "gradient": [{"stop": 0, "bgColor": "#ffffff"}, {"stop": 1, "bgColor": "red"}]})
+    path = write(
+        tmp_path / "bare.json",
+        {
+            "results": {
+                "stem/conv": {"value": 3},
+                "head/fc_out": {"value": 4},
+                "0:1": {"value": 5},
+                "2": {"value": 6},
+            },
+            "gradient": [{"stop": 0, "bgColor": "#ffffff"}, {"stop": 1, "bgColor": "red"}],
+        },
+    )
     notes = load_annotations(path, model)
     by_name = {model.main.nodes[k[2]].name: e.values["value"] for k, e in notes.ops.items()}
     assert by_name == {"stem/conv": 3, "head/fc": 4, "stem/relu": 6}
@@ -61,13 +76,19 @@ def test_model_explorer_malformed(tmp_path: Path) -> None:
 
 def test_netron_attachment_targets_and_identifiers(tmp_path: Path) -> None:
     model = load_model(ONNX / "tiny_cnn.onnx")
-    doc = {"signature": "netron:attachment",
-           "metadata": [{"kind": "node", "target": "stem/conv", "name": "note", "value": "hot\nspot"},
-                        {"kind": "model", "target": "", "name": "device", "value": "cpu"}],
-           "metrics": [{"kind": "node", "target": "stem/conv", "name": "latency", "value": 4.5},
-                       {"kind": "node", "target": "head/fc_out", "name": "latency", "value": 1},
-                       {"kind": "value", "target": "stem/conv_out", "name": "bytes", "value": 65536},
-                       {"kind": "node", "target": "ghost", "name": "latency", "value": 2}]}
+    doc = {
+        "signature": "netron:attachment",
+        "metadata": [
+            {"kind": "node", "target": "stem/conv", "name": "note", "value": "hot\nspot"},
+            {"kind": "model", "target": "", "name": "device", "value": "cpu"},
+        ],
+        "metrics": [
+            {"kind": "node", "target": "stem/conv", "name": "latency", "value": 4.5},
+            {"kind": "node", "target": "head/fc_out", "name": "latency", "value": 1},
+            {"kind": "value", "target": "stem/conv_out", "name": "bytes", "value": 65536},
+            {"kind": "node", "target": "ghost", "name": "latency", "value": 2},
+        ],
+    }
     path = write(tmp_path / "a.json", doc)
     assert netron_attachment.match(path, path.read_text())
     notes = load_annotations(path, model)
@@ -79,14 +100,25 @@ def test_netron_attachment_targets_and_identifiers(tmp_path: Path) -> None:
     assert notes.coverage[0].unmatched == ["node ghost"]
 
     tfl = load_model(TFLITE / "face_detection_short_range.tflite")
-    ids = write(tmp_path / "t.json", {"signature": "netron:attachment", "metrics": [
-        {"kind": "node", "identifier": "5", "name": "ms", "value": 1.25},
-        {"kind": "tensor", "identifier": 7, "name": "zeros", "value": 0.5}]})
+    ids = write(
+        tmp_path / "t.json",
+        {
+            "signature": "netron:attachment",
+            "metrics": [
+                {"kind": "node", "identifier": "5", "name": "ms", "value": 1.25},
+                {"kind": "tensor", "identifier": 7, "name": "zeros", "value": 0.5},
+            ],
+        },
+    )
     tnotes = load_annotations(ids, tfl)
-    assert tnotes.ops[("op", 0, 5)].values == {"ms": 1.25} and tnotes.tensors[("t", 0, 7)].values == {"zeros": 0.5}
+    assert tnotes.ops[("op", 0, 5)].values == {"ms": 1.25} and tnotes.tensors[("t", 0, 7)].values == {
+        "zeros": 0.5
+    }
 
 
 def test_netron_malformed_is_one_line(tmp_path: Path) -> None:
-    path = write(tmp_path / "n.json", {"signature": "netron:attachment", "metrics": [{"kind": "op", "name": "x"}]})
+    path = write(
+        tmp_path / "n.json", {"signature": "netron:attachment", "metrics": [{"kind": "op", "name": "x"}]}
+    )
     error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "-a", path, "-o", tmp_path / "x.svg"))
     assert "n.json: metrics[0]: kind must be one of" in error

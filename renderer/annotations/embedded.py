@@ -92,7 +92,9 @@ def _stored_document(model: Model) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise AnnotationError(f"{model.path}: metadata {ENTRY!r}: invalid JSON at line {e.lineno} ({e.msg})") from None
+        raise AnnotationError(
+            f"{model.path}: metadata {ENTRY!r}: invalid JSON at line {e.lineno} ({e.msg})"
+        ) from None
     except RecursionError:
         raise AnnotationError(f"{model.path}: metadata {ENTRY!r}: invalid JSON (nested too deeply)") from None
 
@@ -135,7 +137,9 @@ def _from_document(document: Any, model: Model, result: AnnotationSet, where: st
         raise AnnotationError(f"{where}: expected a JSON object")
     version = document.get("version", FORMAT_VERSION)
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise AnnotationError(f"{where}: version {version!r} is newer than this annograph reads ({FORMAT_VERSION})")
+        raise AnnotationError(
+            f"{where}: version {version!r} is newer than this annograph reads ({FORMAT_VERSION})"
+        )
     graph = document.get("graph") or {}
     if not isinstance(graph, dict):
         raise AnnotationError(f"{where}: 'graph' must be an object")
@@ -166,8 +170,12 @@ def _from_document(document: Any, model: Model, result: AnnotationSet, where: st
             if isinstance(name, str) and isinstance(info, dict):
                 hib = info.get("higher_is_better")
                 result.metrics[name] = MetricInfo(
-                    name, NAME, str(info.get("unit") or "")[:20], hib if isinstance(hib, bool) else None,
-                    str(info.get("description") or "")[:300])
+                    name,
+                    NAME,
+                    str(info.get("unit") or "")[:20],
+                    hib if isinstance(hib, bool) else None,
+                    str(info.get("description") or "")[:300],
+                )
 
 
 def _is_index(value: Any) -> bool:
@@ -193,14 +201,26 @@ def document(annotations: Annotations, model: Model) -> dict[str, Any]:
     """The ``annograph.annotations`` JSON object for merged ``annotations`` on ``model``."""
     from .. import __version__
 
-    doc: dict[str, Any] = {"format": ENTRY, "version": FORMAT_VERSION, "generator": f"annograph {__version__}"}
+    doc: dict[str, Any] = {
+        "format": ENTRY,
+        "version": FORMAT_VERSION,
+        "generator": f"annograph {__version__}",
+    }
     graph = annotations.graph
     if graph.values or graph.style:
-        doc["graph"] = {"values": _plain(graph.values), **({"style": dict(graph.style)} if graph.style else {})}
+        doc["graph"] = {
+            "values": _plain(graph.values),
+            **({"style": dict(graph.style)} if graph.style else {}),
+        }
     ops = []
     for (_, s, n), entry in sorted(annotations.ops.items()):
         node = model.graphs[s].nodes[n]
-        item: dict[str, Any] = {"subgraph": s, "operator": n, "name": node.display_name, "values": _plain(entry.values)}
+        item: dict[str, Any] = {
+            "subgraph": s,
+            "operator": n,
+            "name": node.display_name,
+            "values": _plain(entry.values),
+        }
         if entry.style:
             item["style"] = dict(entry.style)
         ops.append(item)
@@ -215,8 +235,12 @@ def document(annotations: Annotations, model: Model) -> dict[str, Any]:
     doc["tensors"] = tensors
     metrics = {}
     for name, info in annotations.metrics.items():
-        described = {"unit": info.unit, "higher_is_better": info.higher_is_better, "description": info.description,
-                     "source": info.source}
+        described = {
+            "unit": info.unit,
+            "higher_is_better": info.higher_is_better,
+            "description": info.description,
+            "source": info.source,
+        }
         metrics[name] = {k: v for k, v in described.items() if v not in ("", None)}
     doc["metrics"] = metrics
     return doc

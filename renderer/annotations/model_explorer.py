@@ -41,8 +41,12 @@ _METRIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\- ]{0,60}$")
 
 
 def match(path: Path, head: str) -> bool:
-    return (head.lstrip().startswith("{") and _RESULTS.search(head) is not None
-            and _GENERIC.match(head) is None and "netron:attachment" not in head)
+    return (
+        head.lstrip().startswith("{")
+        and _RESULTS.search(head) is not None
+        and _GENERIC.match(head) is None
+        and "netron:attachment" not in head
+    )
 
 
 def read(path: Path, model: Model) -> AnnotationSet:
@@ -54,16 +58,22 @@ def read(path: Path, model: Model) -> AnnotationSet:
     else:
         graphs = list(data.items())
         if not graphs or not all(isinstance(body, dict) and "results" in body for _, body in graphs):
-            raise AnnotationError(f"{path}: expected 'results', or graph ids mapping to objects with 'results'")
+            raise AnnotationError(
+                f"{path}: expected 'results', or graph ids mapping to objects with 'results'"
+            )
     result = AnnotationSet(source=NAME, path=str(path))
     for graph_id, body in graphs:
-        metric = body.get("name") if isinstance(body.get("name"), str) and _METRIC.match(body["name"]) else "value"
+        metric = (
+            body.get("name") if isinstance(body.get("name"), str) and _METRIC.match(body["name"]) else "value"
+        )
         where = f"{path}: graph {graph_id!r}" if graph_id is not None else str(path)
         results = body.get("results")
         if not isinstance(results, dict):
             raise AnnotationError(f"{where}: 'results' must map node ids to results")
         graph = _graph(model, graph_id)
-        info = result.metrics.setdefault(metric, MetricInfo(metric, NAME, "", None, "Model Explorer node data"))
+        info = result.metrics.setdefault(
+            metric, MetricInfo(metric, NAME, "", None, "Model Explorer node data")
+        )
         _colouring(where, body, info)
         for key, item in results.items():
             entry = _entry(where, key, item, metric)
@@ -121,13 +131,21 @@ def _colouring(where: str, body: dict[str, Any], info: MetricInfo) -> None:
         raise AnnotationError(f"{where}: 'gradient' and 'thresholds' must be lists")
     stops = []
     for item in gradient:
-        if isinstance(item, dict) and isinstance(item.get("stop"), (int, float)) and isinstance(item.get("bgColor"), str):
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get("stop"), (int, float))
+            and isinstance(item.get("bgColor"), str)
+        ):
             color = normalize_color(item["bgColor"])
             if color is not None:
                 stops.append((float(item["stop"]), color))
     bounds = []
     for item in thresholds:
-        if isinstance(item, dict) and isinstance(item.get("value"), (int, float)) and isinstance(item.get("bgColor"), str):
+        if (
+            isinstance(item, dict)
+            and isinstance(item.get("value"), (int, float))
+            and isinstance(item.get("bgColor"), str)
+        ):
             color = normalize_color(item["bgColor"])
             if color is not None:
                 bounds.append((float(item["value"]), color))
@@ -138,8 +156,13 @@ def _colouring(where: str, body: dict[str, Any], info: MetricInfo) -> None:
         info.thresholds = sorted(bounds)  # type: ignore[attr-defined]
 
 
-def color_for(value: float, low: float, high: float, gradient: list[tuple[float, str]],
-              thresholds: list[tuple[float, str]]) -> str | None:
+def color_for(
+    value: float,
+    low: float,
+    high: float,
+    gradient: list[tuple[float, str]],
+    thresholds: list[tuple[float, str]],
+) -> str | None:
     """Model Explorer's fill for ``value``: the gradient (which wins) at its position between ``low`` and
     ``high``, else the colour of the first threshold ``value`` does not exceed; None when neither applies."""
     if gradient:

@@ -25,7 +25,7 @@ from .lookup import ModelLookup, load_json, node_ref, value_ref
 from .model import AnnotationSet, Entry, Ref
 
 NAME = "netron"
-DESCRIPTION = "Netron attachment JSON (\"signature\": \"netron:attachment\")"
+DESCRIPTION = 'Netron attachment JSON ("signature": "netron:attachment")'
 SIGNATURE = "netron:attachment"
 
 _KINDS = ("model", "graph", "node", "value", "tensor")
@@ -38,7 +38,7 @@ def match(path: Path, head: str) -> bool:
 def read(path: Path, model: Model) -> AnnotationSet:
     data = load_json(path)
     if not isinstance(data, dict) or data.get("signature") != SIGNATURE:
-        raise AnnotationError(f"{path}: not a Netron attachment (needs \"signature\": \"{SIGNATURE}\")")
+        raise AnnotationError(f'{path}: not a Netron attachment (needs "signature": "{SIGNATURE}")')
     result = AnnotationSet(source=NAME, path=str(path))
     lookup = ModelLookup.build(model)
     entries: dict[Ref, Entry] = {}

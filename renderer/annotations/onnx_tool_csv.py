@@ -52,13 +52,17 @@ def read(path: Path, model: Model) -> AnnotationSet:
                 raise AnnotationError(f"{path}: empty file")
             columns = _columns(header)
             if columns[:2] != ["Name", "Type"]:
-                raise AnnotationError(f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(header[:3])[:60]})")
+                raise AnnotationError(
+                    f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(header[:3])[:60]})"
+                )
             for row in reader:
                 line = reader.line_num
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) != len(columns):
-                    raise AnnotationError(f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header")
+                    raise AnnotationError(
+                        f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header"
+                    )
                 name, op_type = row[0].strip(), row[1].strip()
                 is_total = name == "Total" and op_type == "_"
                 node = None if is_total else _find(lookup, main, name, op_type)
@@ -103,6 +107,10 @@ def _find(lookup: ModelLookup, main: list[Node], name: str, op_type: str) -> Nod
     unnamed = _UNNAMED.match(name)
     if unnamed:
         index = int(unnamed.group("index"))
-        if index < len(main) and not main[index].name and main[index].op_type == unnamed.group("op") == op_type:
+        if (
+            index < len(main)
+            and not main[index].name
+            and main[index].op_type == unnamed.group("op") == op_type
+        ):
             return main[index]
     return None

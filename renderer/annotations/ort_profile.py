@@ -13,7 +13,7 @@ The file is a JSON array of Chrome-trace events, one per line. The ones used her
 Aggregation: per run, the durations of one node are summed (a Loop body runs several times per run); over
 runs, ``latency_us`` is the mean and ``latency_us_median`` the median, leaving out the first run (warm-up)
 when there are several; ``latency_first_us`` is the first run. Without ``model_run`` events every event counts
-as one run.
+as one run (the k-th event of a node belongs to run k).
 
 With graph optimizations on, ORT fuses and renames nodes. Mapping, in order: the node name; ``OpType_N`` by
 ORT's index (op type must agree); a name built from an output tensor (``stem/relu_out_nchwc`` → the producer
@@ -46,21 +46,41 @@ _FUSION = re.compile(r"^(?P<base>.*?)/[A-Za-z0-9_]*(?:Fusion|Fuse|Fused)[A-Za-z0
 _SIZE_ARGS = ("output_size", "activation_size", "parameter_size")
 
 METRICS = {
-    "latency_us": MetricInfo("latency_us", NAME, "µs", False,
-                             "ONNX Runtime kernel time per run, mean over runs (first run left out when several)"),
-    "latency_us_median": MetricInfo("latency_us_median", NAME, "µs", False,
-                                    "ONNX Runtime kernel time per run, median (first run left out when several)"),
-    "latency_first_us": MetricInfo("latency_first_us", NAME, "µs", False, "ONNX Runtime kernel time in the first run"),
+    "latency_us": MetricInfo(
+        "latency_us",
+        NAME,
+        "µs",
+        False,
+        "ONNX Runtime kernel time per run, mean over runs (first run left out when several)",
+    ),
+    "latency_us_median": MetricInfo(
+        "latency_us_median",
+        NAME,
+        "µs",
+        False,
+        "ONNX Runtime kernel time per run, median (first run left out when several)",
+    ),
+    "latency_first_us": MetricInfo(
+        "latency_first_us", NAME, "µs", False, "ONNX Runtime kernel time in the first run"
+    ),
     "output_size": MetricInfo("output_size", NAME, "B", None, "bytes of the node's outputs (ORT)"),
-    "activation_size": MetricInfo("activation_size", NAME, "B", None, "bytes of the node's non-constant inputs (ORT)"),
-    "parameter_size": MetricInfo("parameter_size", NAME, "B", None, "bytes of the node's constant inputs (ORT)"),
+    "activation_size": MetricInfo(
+        "activation_size", NAME, "B", None, "bytes of the node's non-constant inputs (ORT)"
+    ),
+    "parameter_size": MetricInfo(
+        "parameter_size", NAME, "B", None, "bytes of the node's constant inputs (ORT)"
+    ),
 }
 
 
 def match(path: Path, head: str) -> bool:
     text = head.lstrip()
-    return (text.startswith("[") and '"cat"' in head and '"ph"' in head
-            and (_KERNEL in head or '"session_initialization"' in head or '"model_loading' in head))
+    return (
+        text.startswith("[")
+        and '"cat"' in head
+        and '"ph"' in head
+        and (_KERNEL in head or '"session_initialization"' in head or '"model_loading' in head)
+    )
 
 
 class _Profile:
@@ -208,7 +228,9 @@ def _used_runs(values: list[float]) -> list[float]:
     return values[1:] if len(values) > 1 else values
 
 
-def _entry(node: Node, names: list[str], series: dict[str, list[float | None]], profile: _Profile, n_runs: int) -> Entry:
+def _entry(
+    node: Node, names: list[str], series: dict[str, list[float | None]], profile: _Profile, n_runs: int
+) -> Entry:
     per_run: list[float] = []
     for i in range(n_runs):
         parts = [series[n][i] for n in names if series[n][i] is not None]
@@ -294,8 +316,11 @@ class _Mapper:
         return None
 
     def _by_ort_index(self, op_type: str, index: int) -> Node | None:
-        found = [table[index] for table in self.ort_index.values()
-                 if index in table and not table[index].name and table[index].op_type == op_type]
+        found = [
+            table[index]
+            for table in self.ort_index.values()
+            if index in table and not table[index].name and table[index].op_type == op_type
+        ]
         return found[0] if len(found) == 1 else None
 
 

@@ -40,14 +40,29 @@ FORMAT_MARKER = "onnxruntime.quantization.qdq_loss_debug"
 FUZZ_MODEL = "samples/onnx/tiny_cnn_qdq_u8.onnx"
 
 METRICS = {
-    "qdq_err": MetricInfo("qdq_err", NAME, "dB", True,
-                          "SQNR of an activation across its Q/DQ pair (ORT qdq_loss_debug); higher is better"),
-    "xmodel_err": MetricInfo("xmodel_err", NAME, "dB", True,
-                             "SQNR of the QDQ model's activation against the float model's; higher is better"),
+    "qdq_err": MetricInfo(
+        "qdq_err",
+        NAME,
+        "dB",
+        True,
+        "SQNR of an activation across its Q/DQ pair (ORT qdq_loss_debug); higher is better",
+    ),
+    "xmodel_err": MetricInfo(
+        "xmodel_err",
+        NAME,
+        "dB",
+        True,
+        "SQNR of the QDQ model's activation against the float model's; higher is better",
+    ),
     "activation_err": MetricInfo("activation_err", NAME, "dB", True, "activation error (ORT qdq_loss_debug)"),
-    "weight_err": MetricInfo("weight_err", NAME, "dB", True,
-                             "SQNR of the dequantized weights against the float weights (lowest of the "
-                             "operator's weights); higher is better"),
+    "weight_err": MetricInfo(
+        "weight_err",
+        NAME,
+        "dB",
+        True,
+        "SQNR of the dequantized weights against the float weights (lowest of the "
+        "operator's weights); higher is better",
+    ),
 }
 _QUANT_SUFFIX = "_quantized"
 _FIRST_KEY = re.compile(r'^\s*\{\s*"(?:activations|weights)"\s*:\s*\{')
@@ -60,7 +75,9 @@ def match(path: Path, head: str) -> bool:
 def read(path: Path, model: Model) -> AnnotationSet:
     data = load_json(path)
     if not isinstance(data, dict) or not ({"activations", "weights"} & data.keys()):
-        raise AnnotationError(f"{path}: expected an object with 'activations' and/or 'weights' (qdq_loss_debug results)")
+        raise AnnotationError(
+            f"{path}: expected an object with 'activations' and/or 'weights' (qdq_loss_debug results)"
+        )
     result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
     for key in ("float_model", "qdq_model"):
         if isinstance(data.get(key), str):
@@ -82,12 +99,17 @@ def _activations(path: Path, items: Any, lookup: ModelLookup, result: Annotation
         raise AnnotationError(f"{path}: 'activations' must map tensor names to results")
     for name, body in items.items():
         if isinstance(body, dict):
-            values = {k: _sqnr(path, f"activations[{name!r}].{k}", v) for k, v in body.items()
-                      if k in ("qdq_err", "xmodel_err")}
+            values = {
+                k: _sqnr(path, f"activations[{name!r}].{k}", v)
+                for k, v in body.items()
+                if k in ("qdq_err", "xmodel_err")
+            }
             unknown = [k for k in body if k not in ("qdq_err", "xmodel_err")]
             if unknown:
-                raise AnnotationError(f"{path}: activations[{name!r}] has an unknown key {unknown[0]!r} "
-                                      "(expected qdq_err, xmodel_err)")
+                raise AnnotationError(
+                    f"{path}: activations[{name!r}] has an unknown key {unknown[0]!r} "
+                    "(expected qdq_err, xmodel_err)"
+                )
         else:
             values = {"activation_err": _sqnr(path, f"activations[{name!r}]", body)}
         value = lookup.value(name)

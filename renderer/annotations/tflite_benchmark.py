@@ -64,14 +64,20 @@ METRICS = {
     "latency_first_us": MetricInfo("latency_first_us", NAME, "µs", False, "TFLite benchmark_model first run"),
     "start_us": MetricInfo("start_us", NAME, "µs", None, "average start time within a run (benchmark_model)"),
     "percent": MetricInfo("percent", NAME, "%", False, "share of the subgraph's run time (benchmark_model)"),
-    "cdf_percent": MetricInfo("cdf_percent", NAME, "%", None, "cumulative share in run order (benchmark_model)"),
+    "cdf_percent": MetricInfo(
+        "cdf_percent", NAME, "%", None, "cumulative share in run order (benchmark_model)"
+    ),
     "memory_kb": MetricInfo("memory_kb", NAME, "KB", False, "memory allocated by the node (benchmark_model)"),
     "times_called": MetricInfo("times_called", NAME, "", None, "calls per run (benchmark_model)"),
 }
 
+
 def match(path: Path, head: str) -> bool:
-    return REGULAR in head or (INIT in head and "Run Order" in head) or (
-        "Run Order" in head and ("[node type]" in head or "node type, " in head))
+    return (
+        REGULAR in head
+        or (INIT in head and "Run Order" in head)
+        or ("Run Order" in head and ("[node type]" in head or "node type, " in head))
+    )
 
 
 def _strip_prefix(line: str) -> str:
@@ -108,7 +114,11 @@ class _Table:
             cells = line.strip().split(", ")
             if len(cells) < k + 2:
                 return None
-            return ", ".join(cells[: -(k + 1)]).strip(), cells[-(k + 1):-1], cells[-1].replace("\t", ",").strip()
+            return (
+                ", ".join(cells[: -(k + 1)]).strip(),
+                cells[-(k + 1) : -1],
+                cells[-1].replace("\t", ",").strip(),
+            )
         cells = [c.strip() for c in line.strip().split("\t")]
         if len(cells) >= k + 2:
             return cells[0], cells[1 : k + 1], "\t".join(cells[k + 1 :]).strip()
@@ -158,7 +168,9 @@ def read(path: Path, model: Model) -> AnnotationSet:
                 try:
                     table = _Table.parse_header(text)
                 except ValueError as e:
-                    raise AnnotationError(f"{path}:{number_}: unknown column {str(e)[:40]!r} in the Run Order header") from None
+                    raise AnnotationError(
+                        f"{path}:{number_}: unknown column {str(e)[:40]!r} in the Run Order header"
+                    ) from None
                 if table is None:
                     raise AnnotationError(f"{path}:{number_}: expected the Run Order header after its banner")
                 continue
@@ -213,7 +225,9 @@ class _Mapper:
         if index < len(graph.nodes):
             node = graph.nodes[index]
             names = [v.name for v in node.outputs]
-            if node.op_type == op_type and (names == outputs or not outputs or outputs == ["Unknown"] * len(outputs)):
+            if node.op_type == op_type and (
+                names == outputs or not outputs or outputs == ["Unknown"] * len(outputs)
+            ):
                 return node
         for tensor in outputs[:1]:
             producer = self.lookup.producer(tensor, graph=subgraph)

@@ -94,7 +94,9 @@ def read(path: Path, model: Model) -> AnnotationSet:
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) != len(columns):
-                    raise AnnotationError(f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header")
+                    raise AnnotationError(
+                        f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header"
+                    )
                 op_name, tensor_name = row[0].strip(), row[-1].strip()
                 node = tensors.find(tensor_name, op_name)
                 if node is None:
@@ -121,8 +123,13 @@ def read(path: Path, model: Model) -> AnnotationSet:
         if column in ("scale", "zero_point"):
             continue
         lower = column in _ERRORS or "error" in column
-        result.metrics[column] = MetricInfo(column, NAME, "", False if lower else None,
-                                            _ERRORS.get(column, f"{column} (QuantizationDebugger)"))
+        result.metrics[column] = MetricInfo(
+            column,
+            NAME,
+            "",
+            False if lower else None,
+            _ERRORS.get(column, f"{column} (QuantizationDebugger)"),
+        )
     return result
 
 

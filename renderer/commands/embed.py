@@ -23,8 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="the annotated copy")
     add_annotation_arguments(parser)
-    parser.add_argument("--no-sidecar", action="store_true",
-                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+    parser.add_argument(
+        "--no-sidecar",
+        action="store_true",
+        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
@@ -38,13 +41,17 @@ def run(args: argparse.Namespace) -> int:
         raise AnnographError(f"{output}: write the annotated copy to a new file, not over the model")
     model, annotations = load_annotated(args, embedded=False)
     if not annotations.ops and not annotations.tensors and not annotations.graph.values:
-        raise AnnographError("nothing to embed: the annotation files match no operator or tensor of the model")
+        raise AnnographError(
+            "nothing to embed: the annotation files match no operator or tensor of the model"
+        )
     if model.format == "onnx":
         from ..exporters.embed_onnx import embed
     elif model.format == "tflite":
         from ..exporters.embed_tflite import embed
     else:
-        raise AnnographError(f"{source}: embedding is supported for ONNX and TFLite models, not {model.format}")
+        raise AnnographError(
+            f"{source}: embedding is supported for ONNX and TFLite models, not {model.format}"
+        )
     counts = embed(model, annotations, output)
     if not args.quiet:
         stored = ", ".join(f"{n} {what}" for what, n in counts.items())

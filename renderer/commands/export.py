@@ -22,12 +22,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("--to", required=True, choices=FORMATS, help="output format")
-    parser.add_argument("-o", "--output", metavar="PATH", help="output file (default MODEL.<format>.json/.csv)")
-    parser.add_argument("--metric", help="model-explorer: the operator metric to export (default: the first one)")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH",
+        help="output file (default beside the model: NAME.model-explorer.json, NAME.netron.json, "
+        "NAME.export.csv or NAME.export.json)",
+    )
+    parser.add_argument(
+        "--metric", help="model-explorer: the operator metric to export (default: the first one)"
+    )
     parser.add_argument("--cmap", metavar="NAME", help="model-explorer: colour map for the gradient")
     add_annotation_arguments(parser)
-    parser.add_argument("--no-sidecar", action="store_true",
-                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+    parser.add_argument(
+        "--no-sidecar",
+        action="store_true",
+        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
@@ -46,12 +55,25 @@ def load_annotated(args: argparse.Namespace, embedded: bool = True) -> tuple[Any
         for path in found:
             warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
         files = found + files
-    annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
-                                   extra=from_model(model) if embedded else [])
+    annotations = load_annotations(
+        files,
+        model,
+        fmt=args.annotations_format,
+        strict=args.strict,
+        extra=from_model(model) if embedded else [],
+    )
     for coverage in annotations.coverage:
         if coverage.unmatched or (not args.quiet and (coverage.total_ops or coverage.matched_tensors)):
             warn(coverage.line())
     return model, annotations
+
+
+def default_output(model: str, fmt: str, extension: str) -> str:
+    """``net.onnx`` → ``net.model-explorer.json``, ``net.netron.json``, ``net.export.csv``, ``net.export.json``
+    (not ``net.annotations.*``, which would be picked up as a sidecar next time)."""
+    path = Path(model)
+    tag = "export" if fmt in ("csv", "json") else fmt
+    return str(path.with_name(f"{path.stem}.{tag}{extension}"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     model, annotations = load_annotated(args)
     module = exporter(args.to)
-    output = args.output or str(Path(args.model).with_name(f"{Path(args.model).name}.{args.to}{module.EXTENSION}"))
+    output = args.output or default_output(args.model, args.to, module.EXTENSION)
     result = module.export(model, annotations, ExportOptions(metric=args.metric, cmap=args.cmap))
     for note in result.notes:
         warn(note)

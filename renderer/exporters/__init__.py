@@ -49,4 +49,6 @@ def exporter(name: str) -> ModuleType:
     for module in exporter_modules():
         if module.NAME == name:
             return module
-    raise AnnographError(f"unknown export format {name!r} (use one of {', '.join(m.NAME for m in exporter_modules())})")
+    raise AnnographError(
+        f"unknown export format {name!r} (use one of {', '.join(m.NAME for m in exporter_modules())})"
+    )

@@ -35,10 +35,14 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     except Exception as e:  # noqa: BLE001 - protobuf decode errors have no common base class
         raise LoaderError(f"{source}: cannot load the ONNX model again ({type(e).__name__})") from None
     if _uses_external_data(proto) and output.resolve().parent != source.resolve().parent:
-        raise AnnographError(f"{source}: the model keeps weights in external data files; write the annotated copy "
-                             f"into the same folder ({source.parent}) so its references still resolve")
+        raise AnnographError(
+            f"{source}: the model keeps weights in external data files; write the annotated copy "
+            f"into the same folder ({source.parent}) so its references still resolve"
+        )
     graphs = _graphs_in_info_order(proto)
-    if len(graphs) != len(model.graphs) or any(len(g.node) != len(m.nodes) for g, m in zip(graphs, model.graphs)):
+    if len(graphs) != len(model.graphs) or any(
+        len(g.node) != len(m.nodes) for g, m in zip(graphs, model.graphs)
+    ):
         raise AnnographError(f"{source}: the file's graphs do not match the loaded model (changed on disk?)")
 
     previous = _previous_keys(proto)
@@ -64,7 +68,11 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     except ValueError as e:  # protobuf refuses messages over 2 GiB
         raise AnnographError(f"{source}: cannot serialize the annotated model ({e})") from None
     write_bytes(output, data)
-    return {"operators": len(doc["operators"]), "tensors": len(doc["tensors"]), "graph values": len(graph_values)}
+    return {
+        "operators": len(doc["operators"]),
+        "tensors": len(doc["tensors"]),
+        "graph values": len(graph_values),
+    }
 
 
 def _uses_external_data(proto: Any) -> bool:

@@ -193,8 +193,11 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     doc = document(annotations, model)
     payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     write_bytes(output, with_metadata(data, ENTRY, payload, source))
-    return {"operators": len(doc["operators"]), "tensors": len(doc["tensors"]),
-            "graph values": len(doc.get("graph", {}).get("values", {}))}
+    return {
+        "operators": len(doc["operators"]),
+        "tensors": len(doc["tensors"]),
+        "graph values": len(doc.get("graph", {}).get("values", {})),
+    }
 
 
 def with_metadata(data: bytes, name: str, payload: bytes, path: Path = Path("model.tflite")) -> bytes:
@@ -205,7 +208,9 @@ def with_metadata(data: bytes, name: str, payload: bytes, path: Path = Path("mod
     root = reader.u32(0)
     fields = reader.fields(root)
     if any(fields[N_FIELDS:]):
-        raise AnnographError(f"{path}: the Model table has fields newer than schema version 3; not editing it")
+        raise AnnographError(
+            f"{path}: the Model table has fields newer than schema version 3; not editing it"
+        )
     fields += [0] * (N_FIELDS - len(fields))
     if not fields[BUFFERS]:
         raise LoaderError(f"{path}: corrupt TFLite file (no buffers vector)")
@@ -234,8 +239,16 @@ def with_metadata(data: bytes, name: str, payload: bytes, path: Path = Path("mod
     return bytes(out)
 
 
-def _build(reader: _Reader, fields: list[int], buffers: list[int], metadata: list[int], reuse: int | None,
-           name: str, payload: bytes, shift: int) -> tuple[bytes, int]:
+def _build(
+    reader: _Reader,
+    fields: list[int],
+    buffers: list[int],
+    metadata: list[int],
+    reuse: int | None,
+    name: str,
+    payload: bytes,
+    shift: int,
+) -> tuple[bytes, int]:
     """The inserted block for a given shift of the original bytes, and the new Model table's position."""
     block = _Block(start=8)
 

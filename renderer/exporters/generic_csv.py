@@ -42,8 +42,14 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["id", "kind", *value_columns, *[f"style.{s}" for s in style_columns]])
     for ident, kind, entry in rows:
-        writer.writerow([ident, kind, *[_cell(entry.values.get(c)) for c in value_columns],
-                         *[entry.style.get(s, "") for s in style_columns]])
+        writer.writerow(
+            [
+                ident,
+                kind,
+                *[_cell(entry.values.get(c)) for c in value_columns],
+                *[entry.style.get(s, "") for s in style_columns],
+            ]
+        )
     return ExportResult(out.getvalue(), notes)
 
 

@@ -29,8 +29,10 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
         if graph.style:
             body["style"] = dict(graph.style)
         doc["graph"] = body
-    for section, entries, name_of in (("operators", annotations.ops, ids.operator),
-                                      ("tensors", annotations.tensors, ids.tensor)):
+    for section, entries, name_of in (
+        ("operators", annotations.ops, ids.operator),
+        ("tensors", annotations.tensors, ids.tensor),
+    ):
         items = []
         for key, entry in sorted(entries.items()):
             item: dict[str, Any] = {"id": name_of(key), "meta": plain(entry.values)}
@@ -58,5 +60,7 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     notes = []
     entries = [annotations.graph, *annotations.ops.values(), *annotations.tensors.values()]
     if any("line" in e.values for e in entries):
-        notes.append("values named 'line' are read back as source line numbers by the generic reader; rename them")
+        notes.append(
+            "values named 'line' are read back as source line numbers by the generic reader; rename them"
+        )
     return ExportResult(json.dumps(document(model, annotations), indent=1, ensure_ascii=False) + "\n", notes)

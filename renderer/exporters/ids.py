@@ -41,4 +41,6 @@ class StableIds:
                 return ident
         except Unresolved:
             pass
-        raise AnnographError(f"element {key[1]}:{key[2]} has no id that resolves back to it (a name shadows its index)")
+        raise AnnographError(
+            f"element {key[1]}:{key[2]} has no id that resolves back to it (a name shadows its index)"
+        )

@@ -40,8 +40,10 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     elif available:
         metric = available[0]
         if len(available) > 1:
-            notes.append(f"exported metric {metric!r}; others available with --metric: {', '.join(available[1:6])}"
-                         + (", …" if len(available) > 6 else ""))
+            notes.append(
+                f"exported metric {metric!r}; others available with --metric: {', '.join(available[1:6])}"
+                + (", …" if len(available) > 6 else "")
+            )
     else:
         raise MetricError("no numeric operator values to export to Model Explorer")
 
@@ -68,8 +70,10 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
         per_graph.setdefault(s, {})[key] = result
         values.append(number)
     if skipped:
-        notes.append(f"{skipped} operators without a named output left out (Model Explorer keys ONNX results by "
-                     "output tensor name)")
+        notes.append(
+            f"{skipped} operators without a named output left out (Model Explorer keys ONNX results by "
+            "output tensor name)"
+        )
     gradient = _gradient(values, metric, annotations, options.cmap)
     bodies = {s: _body(results, metric, gradient) for s, results in per_graph.items()}
     if model.format == "onnx" and len(bodies) <= 1:
@@ -81,9 +85,16 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
 
 def _body(results: dict[str, Any], metric: str, gradient: list[dict[str, Any]]) -> dict[str, Any]:
     """A GraphNodeData object with every field node_data_builder writes, in its order and with its defaults."""
-    return {"results": results, "name": metric, "thresholds": [], "gradient": gradient,
-            "hideInAggregatedStatsTable": False, "hideInChildrenStatsTable": False,
-            "showExpandedSummaryOnGroupNode": False, "showLabelCountColumnsInChildrenStatsTable": False}
+    return {
+        "results": results,
+        "name": metric,
+        "thresholds": [],
+        "gradient": gradient,
+        "hideInAggregatedStatsTable": False,
+        "hideInChildrenStatsTable": False,
+        "showExpandedSummaryOnGroupNode": False,
+        "showLabelCountColumnsInChildrenStatsTable": False,
+    }
 
 
 def _numeric_metrics(annotations: Annotations) -> list[str]:
@@ -100,7 +111,9 @@ def _graph_id(model: Model, index: int) -> str:
     return name or ("main" if index == 0 else f"subgraph_{index}")
 
 
-def _gradient(values: list[float], metric: str, annotations: Annotations, cmap: str | None) -> list[dict[str, Any]]:
+def _gradient(
+    values: list[float], metric: str, annotations: Annotations, cmap: str | None
+) -> list[dict[str, Any]]:
     from ..colors import Scale
 
     info = annotations.metrics.get(metric)

@@ -43,8 +43,13 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
             if metric_value(value) is not None and not isinstance(value, str):
                 metrics.append({**item, "value": value})
             else:
-                metadata.append({**item, "value": value if isinstance(value, str) else json.dumps(value),
-                                 "type": "string"})
+                metadata.append(
+                    {
+                        **item,
+                        "value": value if isinstance(value, str) else json.dumps(value),
+                        "type": "string",
+                    }
+                )
 
     add("model", {"target": ""}, annotations.graph.values)
     for kind, entries in (("node", annotations.ops), ("value", annotations.tensors)):
@@ -62,9 +67,13 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
                 where = {"target": element.name.split("\n", 1)[0]}
             add(kind, where, entry.values)
     if skipped["unnamed"]:
-        notes.append(f"{skipped['unnamed']} unnamed ONNX elements left out (Netron can only target nodes by name)")
+        notes.append(
+            f"{skipped['unnamed']} unnamed ONNX elements left out (Netron can only target nodes by name)"
+        )
     if skipped["subgraph"]:
-        notes.append(f"{skipped['subgraph']} elements outside TFLite subgraph 0 left out (Netron's identifiers "
-                     "are per subgraph)")
+        notes.append(
+            f"{skipped['subgraph']} elements outside TFLite subgraph 0 left out (Netron's identifiers "
+            "are per subgraph)"
+        )
     doc = {"signature": SIGNATURE, "metadata": metadata, "metrics": metrics}
     return ExportResult(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", notes)

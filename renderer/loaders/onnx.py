@@ -279,7 +279,6 @@ class _Builder:
         base_dir, path = self.base_dir, self.path
 
         def read() -> Any:
-            from onnx import numpy_helper
             from onnx.external_data_helper import load_external_data_for_tensor
 
             if external:
@@ -287,12 +286,23 @@ class _Builder:
                 copy.CopyFrom(tp)
                 try:
                     load_external_data_for_tensor(copy, base_dir)
-                except (OSError, ValueError) as e:
+                except Exception as e:  # OSError, ValueError, onnx's ValidationError (e.g. a path leaving the folder)
                     raise LoaderError(
-                        f"{path}: external data file {location!r} for tensor {_text(tp.name)!r} cannot be read ({e})"
+                        f"{path}: external data file {location!r} for tensor {_text(tp.name)!r} cannot be read "
+                        f"({_first_line(e)})"
                     ) from None
-                return numpy_helper.to_array(copy)
-            return numpy_helper.to_array(tp)
+                return _to_array(copy)
+            return _to_array(tp)
+
+        def _to_array(proto: onnx.TensorProto) -> Any:
+            from onnx import numpy_helper
+
+            try:
+                return numpy_helper.to_array(proto)
+            except Exception as e:  # data that does not match its declared type and shape
+                raise LoaderError(
+                    f"{path}: tensor {_text(tp.name)!r} holds invalid data ({type(e).__name__}: {_first_line(e)})"
+                ) from None
 
         return ir.Tensor(dtype=dtype, shape=shape, reader=read, location=location)
 

@@ -437,7 +437,8 @@ class _Builder:
         node.attributes["op_version"] = version
         node.defaults.add("op_version")
         for name, value in node.attributes.items():
-            if value in ("", "NONE") or name.endswith("_bytes") and value == 0 or name.startswith("dilation") and value == 1:
+            if value in ("", "NONE") or name.endswith("_bytes") and value == 0 or name.startswith("dilation") and value == 1 \
+                    or name == "pot_scale_int16" and value is True:
                 node.defaults.add(name)
         self.link_subgraphs(node, where)
 

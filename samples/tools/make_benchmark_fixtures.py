@@ -49,7 +49,9 @@ class Run:
     def __init__(self) -> None:
         self.rows: list[tuple[str, str, float, float, float, int]] = []
 
-    def add(self, node_type: str, name: str, first: float, avg: float, mem: float = 0.0, calls: int = 1) -> None:
+    def add(
+        self, node_type: str, name: str, first: float, avg: float, mem: float = 0.0, calls: int = 1
+    ) -> None:
         self.rows.append((node_type, name, first, avg, mem, calls))
 
     def total(self) -> float:
@@ -57,9 +59,17 @@ class Run:
 
     def text(self, title: str, start_column: bool, order: list[int]) -> list[str]:
         header = BANNER + f" {title} " + BANNER
-        cells = field("[node type]", 24) + (field("[start]", 17) if start_column else "") + field("[first]", 9) \
-            + field("[avg ms]", 9) + field("[%]", 8) + field("[cdf%]", 8) + field("[mem KB]", 10) \
-            + field("[times called]", 9) + "\t[Name]"
+        cells = (
+            field("[node type]", 24)
+            + (field("[start]", 17) if start_column else "")
+            + field("[first]", 9)
+            + field("[avg ms]", 9)
+            + field("[%]", 8)
+            + field("[cdf%]", 8)
+            + field("[mem KB]", 10)
+            + field("[times called]", 9)
+            + "\t[Name]"
+        )
         lines = [header, cells]
         total, cdf, start = self.total(), 0.0, 0.0
         starts = []
@@ -70,21 +80,47 @@ class Run:
             node_type, name, first, avg, mem, calls = self.rows[i]
             share = avg * calls * 100.0 / total
             cdf += share
-            line = field(node_type, 24) + (field(starts[i], 17) if start_column else "") + field(first, 9) \
-                + field(avg, 9) + field(share, 7) + "%" + field(cdf, 7) + "%" + field(mem, 10) + field(calls, 9) \
-                + "\t" + name
+            line = (
+                field(node_type, 24)
+                + (field(starts[i], 17) if start_column else "")
+                + field(first, 9)
+                + field(avg, 9)
+                + field(share, 7)
+                + "%"
+                + field(cdf, 7)
+                + "%"
+                + field(mem, 10)
+                + field(calls, 9)
+                + "\t"
+                + name
+            )
             lines.append(line)
         return lines + [""]
 
     def csv(self, title: str, order: list[int]) -> list[str]:
-        lines = [BANNER + f" {title} " + BANNER, "node type, first, avg_ms, %, cdf%, mem KB, times called, name"]
+        lines = [
+            BANNER + f" {title} " + BANNER,
+            "node type, first, avg_ms, %, cdf%, mem KB, times called, name",
+        ]
         total, cdf = self.total(), 0.0
         for i in order:
             node_type, name, first, avg, mem, calls = self.rows[i]
             share = avg * calls * 100.0 / total
             cdf += share
-            lines.append(", ".join([node_type, csv_number(first), csv_number(avg), csv_number(share) + "%",
-                                    csv_number(cdf) + "%", csv_number(mem), str(calls), name.replace(",", "\t")]))
+            lines.append(
+                ", ".join(
+                    [
+                        node_type,
+                        csv_number(first),
+                        csv_number(avg),
+                        csv_number(share) + "%",
+                        csv_number(cdf) + "%",
+                        csv_number(mem),
+                        str(calls),
+                        name.replace(",", "\t"),
+                    ]
+                )
+            )
         return lines + [""]
 
     def by_time(self) -> list[int]:
@@ -103,26 +139,50 @@ class Run:
         if csv_mode:
             lines.append("node type, count, avg_ms, avg %, cdf %, mem KB, times called")
         else:
-            lines.append(field("[Node type]", 24) + field("[count]", 9) + field("[avg ms]", 10) + field("[avg %]", 11)
-                         + field("[cdf %]", 11) + field("[mem KB]", 10) + field("[times called]", 10))
+            lines.append(
+                field("[Node type]", 24)
+                + field("[count]", 9)
+                + field("[avg ms]", 10)
+                + field("[avg %]", 11)
+                + field("[cdf %]", 11)
+                + field("[mem KB]", 10)
+                + field("[times called]", 10)
+            )
         cdf = 0.0
         for node_type, (count, ms, mem, calls) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
             share = ms * 100.0 / total
             cdf += share
             if csv_mode:
-                lines.append(f"{node_type}, {count}, {csv_number(ms)}, {csv_number(share)}%, {csv_number(cdf)}%, "
-                             f"{csv_number(mem)}, {calls}")
+                lines.append(
+                    f"{node_type}, {count}, {csv_number(ms)}, {csv_number(share)}%, {csv_number(cdf)}%, "
+                    f"{csv_number(mem)}, {calls}"
+                )
             else:
-                lines.append(field(node_type, 24) + field(count, 9) + field(ms, 10) + field(share, 10) + "%"
-                             + field(cdf, 10) + "%" + field(mem, 10) + field(calls, 9))
+                lines.append(
+                    field(node_type, 24)
+                    + field(count, 9)
+                    + field(ms, 10)
+                    + field(share, 10)
+                    + "%"
+                    + field(cdf, 10)
+                    + "%"
+                    + field(mem, 10)
+                    + field(calls, 9)
+                )
         return lines + [""]
 
 
 def summary(runs: int, total_ms: float, count_nodes: int) -> list[str]:
     avg = int(total_ms * 1000)
-    return [f"Timings (microseconds): count={runs} first={int(avg * 1.6)} curr={avg} min={int(avg * 0.9)} "
-            f"max={int(avg * 1.7)} avg={avg} std={max(1, avg // 20)}",
-            "Memory (bytes): count=0", f"{count_nodes} nodes observed", ""]
+    return [
+        (
+            f"Timings (microseconds): count={runs} first={int(avg * 1.6)} curr={avg} min={int(avg * 0.9)} "
+            f"max={int(avg * 1.7)} avg={avg} std={max(1, avg // 20)}"
+        ),
+        "Memory (bytes): count=0",
+        f"{count_nodes} nodes observed",
+        "",
+    ]
 
 
 def init_section(csv_mode: bool) -> list[str]:
@@ -141,8 +201,12 @@ def tiny_keras_run(rng: random.Random) -> Run:
     model = load_model(ROOT / "tests/fixtures/tflite_debugger/tiny_keras_float.tflite")
     nodes = model.main.nodes
     run = Run()
-    kinds = {"CONV_2D": "Convolution (NHWC, F32) IGEMM", "DEPTHWISE_CONV_2D": "Convolution (NHWC, F32) DWConv",
-             "ADD": "Add (ND, F32)", "MAX_POOL_2D": "Max Pooling (NHWC, F32)"}
+    kinds = {
+        "CONV_2D": "Convolution (NHWC, F32) IGEMM",
+        "DEPTHWISE_CONV_2D": "Convolution (NHWC, F32) DWConv",
+        "ADD": "Add (ND, F32)",
+        "MAX_POOL_2D": "Max Pooling (NHWC, F32)",
+    }
     for node in nodes[:5]:
         avg = round(rng.uniform(0.004, 0.060), 6)
         run.add(kinds[node.op_type], f"Delegate/{kinds[node.op_type]}:{node.index}", round(avg * 1.8, 6), avg)
@@ -158,28 +222,49 @@ def tiny_keras_run(rng: random.Random) -> Run:
 def write_tiny_keras(rng: random.Random) -> None:
     run = tiny_keras_run(rng)
     order = list(range(len(run.rows)))
-    text = ["INFO: STARTING!", "INFO: Log parameter values verbosely: [0]", "INFO: Num runs: [50]",
-            "INFO: Graph: [tiny_keras_float.tflite]", "INFO: Enable op profiling: [1]",
-            "INFO: Loaded model tiny_keras_float.tflite", "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
-            "INFO: The input model file size (MB): 0.00458",
-            "INFO: Initialized session in 4.6ms.",
-            ("INFO: Running benchmark for at least 1 iterations and at least 0.5 seconds but terminate if exceeding "
-             "150 seconds."),
-            "INFO: count=1411 first=412 curr=301 min=270 max=1390 avg=322.5 std=61 p5=285 median=311 p95=398",
-            ("INFO: Running benchmark for at least 50 iterations and at least 1 seconds but terminate if exceeding "
-             "150 seconds."),
-            "INFO: count=3112 first=330 curr=296 min=268 max=880 avg=310.2 std=37 p5=281 median=303 p95=366",
-            ("INFO: Inference timings in us: Init: 4612, First inference: 412, Warmup (avg): 322.5, "
-             "Inference (avg): 310.2"),
-            "INFO: " + init_section(False)[0], *init_section(False)[1:],
-            "INFO: Operator-wise Profiling Info for Regular Benchmark Runs:",
-            *run.text("Run Order", False, order), *run.text("Top by Computation Time", False, run.by_time()),
-            f"Number of nodes executed: {len(run.rows)}", *run.by_type(False), *summary(3112, run.total(), len(run.rows))]
+    text = [
+        "INFO: STARTING!",
+        "INFO: Log parameter values verbosely: [0]",
+        "INFO: Num runs: [50]",
+        "INFO: Graph: [tiny_keras_float.tflite]",
+        "INFO: Enable op profiling: [1]",
+        "INFO: Loaded model tiny_keras_float.tflite",
+        "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",
+        "INFO: The input model file size (MB): 0.00458",
+        "INFO: Initialized session in 4.6ms.",
+        (
+            "INFO: Running benchmark for at least 1 iterations and at least 0.5 seconds but terminate if exceeding "
+            "150 seconds."
+        ),
+        "INFO: count=1411 first=412 curr=301 min=270 max=1390 avg=322.5 std=61 p5=285 median=311 p95=398",
+        (
+            "INFO: Running benchmark for at least 50 iterations and at least 1 seconds but terminate if exceeding "
+            "150 seconds."
+        ),
+        "INFO: count=3112 first=330 curr=296 min=268 max=880 avg=310.2 std=37 p5=281 median=303 p95=366",
+        (
+            "INFO: Inference timings in us: Init: 4612, First inference: 412, Warmup (avg): 322.5, "
+            "Inference (avg): 310.2"
+        ),
+        "INFO: " + init_section(False)[0],
+        *init_section(False)[1:],
+        "INFO: Operator-wise Profiling Info for Regular Benchmark Runs:",
+        *run.text("Run Order", False, order),
+        *run.text("Top by Computation Time", False, run.by_time()),
+        f"Number of nodes executed: {len(run.rows)}",
+        *run.by_type(False),
+        *summary(3112, run.total(), len(run.rows)),
+    ]
     (OUT / "tiny_keras_float.xnnpack.txt").write_text("\n".join(text) + "\n")
-    csv_lines = [*init_section(True), "Operator-wise Profiling Info for Regular Benchmark Runs:",
-                 *run.csv("Run Order", order), *run.csv("Top by Computation Time", run.by_time()),
-                 f"Number of nodes executed: {len(run.rows)}", *run.by_type(True),
-                 *summary(3112, run.total(), len(run.rows))]
+    csv_lines = [
+        *init_section(True),
+        "Operator-wise Profiling Info for Regular Benchmark Runs:",
+        *run.csv("Run Order", order),
+        *run.csv("Top by Computation Time", run.by_time()),
+        f"Number of nodes executed: {len(run.rows)}",
+        *run.by_type(True),
+        *summary(3112, run.total(), len(run.rows)),
+    ]
     (OUT / "tiny_keras_float.xnnpack.csv").write_text("\n".join(csv_lines) + "\n")
 
 
@@ -191,12 +276,20 @@ def write_face_detection(rng: random.Random) -> None:
         avg = round(rng.uniform(0.001, 0.020) * weight, 6)
         run.add(node.op_type, name_of([v.name for v in node.outputs], node.index), round(avg * 1.5, 6), avg)
     order = list(range(len(run.rows)))
-    text = ["STARTING!", "Num runs: [50]", "Graph: [face_detection_short_range.tflite]", "Use xnnpack: [0]",
-            "Enable op profiling: [1]",
-            "Average inference timings in us: Warmup: 3140.5, Init: 1250, Inference: 2904.11",
-            "Operator-wise Profiling Info for Regular Benchmark Runs:",
-            *run.text("Run Order", True, order), *run.text("Top by Computation Time", True, run.by_time()[:10]),
-            f"Number of nodes executed: {len(run.rows)}", *run.by_type(False), *summary(50, run.total(), len(run.rows))]
+    text = [
+        "STARTING!",
+        "Num runs: [50]",
+        "Graph: [face_detection_short_range.tflite]",
+        "Use xnnpack: [0]",
+        "Enable op profiling: [1]",
+        "Average inference timings in us: Warmup: 3140.5, Init: 1250, Inference: 2904.11",
+        "Operator-wise Profiling Info for Regular Benchmark Runs:",
+        *run.text("Run Order", True, order),
+        *run.text("Top by Computation Time", True, run.by_time()[:10]),
+        f"Number of nodes executed: {len(run.rows)}",
+        *run.by_type(False),
+        *summary(50, run.total(), len(run.rows)),
+    ]
     (OUT / "face_detection.cpu.txt").write_text("\n".join(text) + "\n")
 
 

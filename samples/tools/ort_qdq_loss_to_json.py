@@ -25,15 +25,21 @@ from typing import Any
 FORMAT = "onnxruntime.quantization.qdq_loss_debug"
 
 
-def document(activation_errors: dict[str, dict[str, float]], weight_errors: dict[str, float],
-             float_model: str | None = None, qdq_model: str | None = None) -> dict[str, Any]:
+def document(
+    activation_errors: dict[str, dict[str, float]],
+    weight_errors: dict[str, float],
+    float_model: str | None = None,
+    qdq_model: str | None = None,
+) -> dict[str, Any]:
     """The JSON object for annograph from ``compute_activation_error`` / ``compute_weight_error`` results."""
     doc: dict[str, Any] = {"format": FORMAT}
     if float_model:
         doc["float_model"] = float_model
     if qdq_model:
         doc["qdq_model"] = qdq_model
-    doc["activations"] = {name: {k: float(v) for k, v in errs.items()} for name, errs in activation_errors.items()}
+    doc["activations"] = {
+        name: {k: float(v) for k, v in errs.items()} for name, errs in activation_errors.items()
+    }
     doc["weights"] = {name: float(v) for name, v in weight_errors.items()}
     return doc
 
@@ -45,8 +51,13 @@ def _feeds(model_path: str, samples: int, seed: int, npz: list[str]) -> list[dic
     if npz:
         return [dict(np.load(path)) for path in npz]
     session = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
-    types = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
-             "tensor(int64)": np.int64, "tensor(int32)": np.int32}
+    types = {
+        "tensor(float)": np.float32,
+        "tensor(float16)": np.float16,
+        "tensor(double)": np.float64,
+        "tensor(int64)": np.int64,
+        "tensor(int32)": np.int32,
+    }
     rng = np.random.default_rng(seed)
     feeds = []
     for _ in range(samples):
@@ -61,7 +72,9 @@ def _feeds(model_path: str, samples: int, seed: int, npz: list[str]) -> list[dic
     return feeds
 
 
-def run(float_model: str, qdq_model: str, samples: int = 4, seed: int = 0, npz: list[str] | None = None) -> dict[str, Any]:
+def run(
+    float_model: str, qdq_model: str, samples: int = 4, seed: int = 0, npz: list[str] | None = None
+) -> dict[str, Any]:
     """Augment both models, run them on the same inputs, and return the JSON object."""
     from onnxruntime.quantization import CalibrationDataReader, qdq_loss_debug
 
@@ -82,7 +95,9 @@ def run(float_model: str, qdq_model: str, samples: int = 4, seed: int = 0, npz: 
         qdq_acts = qdq_loss_debug.collect_activations(qdq_aug, Reader())
     matching = qdq_loss_debug.create_activation_matching(qdq_acts, float_acts)
     activation_errors = qdq_loss_debug.compute_activation_error(matching)
-    weight_errors = qdq_loss_debug.compute_weight_error(qdq_loss_debug.create_weight_matching(float_model, qdq_model))
+    weight_errors = qdq_loss_debug.compute_weight_error(
+        qdq_loss_debug.create_weight_matching(float_model, qdq_model)
+    )
     return document(activation_errors, weight_errors, Path(float_model).name, Path(qdq_model).name)
 
 
