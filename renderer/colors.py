@@ -108,13 +108,17 @@ class Scale:
     vmax: float = 1.0
     center: float | None = None
     sorted_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    thresholds: list[tuple[float, str]] | None = None
     _cmap: Colormap | None = None
 
     @classmethod
     def fit(
         cls, values: list[float], cmap: str | None = None, norm: str = "linear", vmin: float | None = None,
-        vmax: float | None = None, center: float | None = None,
+        vmax: float | None = None, center: float | None = None, stops: list[tuple[float, str]] | None = None,
+        thresholds: list[tuple[float, str]] | None = None,
     ) -> Scale:
+        """Fit to ``values``. ``stops`` (position, colour) make a colour map of their own; ``thresholds``
+        (upper bound, colour) colour each value by the first bound it does not exceed, as Model Explorer does."""
         if norm not in NORMS:
             raise MetricError(f"unknown norm {norm!r} (use one of {', '.join(NORMS)})")
         data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
@@ -129,6 +133,21 @@ class Scale:
         if center is not None and not low <= center <= high:
             low, high = min(low, center), max(high, center)
         name = cmap or (DEFAULT_DIVERGING_CMAP if center is not None else DEFAULT_CMAP)
+        if stops:
+            from matplotlib.colors import LinearSegmentedColormap
+
+            ordered = sorted((min(max(p, 0.0), 1.0), c) for p, c in stops)
+            if ordered[0][0] > 0:
+                ordered.insert(0, (0.0, ordered[0][1]))
+            if ordered[-1][0] < 1:
+                ordered.append((1.0, ordered[-1][1]))
+            scale = cls("source gradient", norm, low, high, center, np.sort(data))
+            scale._cmap = LinearSegmentedColormap.from_list("source", ordered, N=256)
+            return scale
+        if thresholds:
+            scale = cls("source thresholds", "linear", low, high, None, np.sort(data), sorted(thresholds))
+            scale._cmap = get_cmap(DEFAULT_CMAP)
+            return scale
         scale = cls(name, norm, low, high, center, np.sort(data))
         scale._cmap = get_cmap(name)
         return scale
@@ -158,11 +177,15 @@ class Scale:
         """``#rrggbb`` for ``value``; NA_COLOR for None/NaN."""
         if value is None or not math.isfinite(value):
             return NA_COLOR
+        if self.thresholds:
+            return next((color for bound, color in self.thresholds if value <= bound), NA_COLOR)
         assert self._cmap is not None
         return to_hex(self._cmap(self.position(value)))
 
     def ticks(self, count: int = 5) -> list[float]:
         """Values to label along the colour bar, evenly spaced in the norm's own terms."""
+        if self.thresholds:
+            return [bound for bound, _ in self.thresholds]
         if self.norm == "quantile" and self.sorted_values.size:
             qs = np.linspace(0, 1, count)
             return [float(np.quantile(self.sorted_values, q)) for q in qs]
@@ -184,6 +207,8 @@ class Scale:
 
     def gradient(self, steps: int = 24, floor: float = 0.0) -> list[str]:
         """Colours along the bar from vmin to vmax (the map from ``floor`` on)."""
+        if self.thresholds:
+            return [color for _, color in self.thresholds for _ in range(max(1, steps // len(self.thresholds)))]
         return [self.color_at(floor + (1 - floor) * i / (steps - 1)) for i in range(steps)]
 
 

@@ -64,5 +64,9 @@ def build(
     info = annotations.metrics.get(metric) or MetricInfo(metric)
     if cmap is None and info.higher_is_better:
         cmap = "traffic_r"  # red where the value is low (bad)
-    scale = Scale.fit(list(values.values()), cmap=cmap, norm=norm, vmin=vmin, vmax=vmax, center=center)
+    if cmap is None and (info.gradient or info.thresholds):
+        scale = Scale.fit(list(values.values()), norm=norm, vmin=vmin, vmax=vmax, stops=info.gradient,
+                          thresholds=info.thresholds)
+    else:
+        scale = Scale.fit(list(values.values()), cmap=cmap, norm=norm, vmin=vmin, vmax=vmax, center=center)
     return Heatmap(metric, info, values, scale)

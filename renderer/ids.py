@@ -18,6 +18,9 @@ from .ir import Model
 
 ElementKey = tuple[str, int, int]
 
+SUGGEST_BUDGET = 100
+SUGGEST_CHARS = 200
+
 _INDEX = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(\d+)\s*$")
 
 
@@ -33,6 +36,7 @@ class IdIndex:
     op_names: dict[str, list[ElementKey]] = field(default_factory=dict)
     op_outputs: dict[str, list[ElementKey]] = field(default_factory=dict)
     tensor_names: dict[str, list[ElementKey]] = field(default_factory=dict)
+    suggested: dict[tuple[str, str, int], list[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, model: Model) -> IdIndex:
@@ -84,9 +88,25 @@ class IdIndex:
         return (kind, graph_index, item)
 
     def suggest(self, ident: str, kind: str, n: int = 2) -> list[str]:
-        """Close names for an unmatched id."""
-        pool = list(self.op_names) + list(self.op_outputs) if kind == "op" else list(self.tensor_names)
-        return difflib.get_close_matches(ident, pool, n=n, cutoff=0.6)
+        """Close names for an unmatched id.
+
+        Each call compares ``ident`` with every name of the model, so the answers are cached, names are
+        compared by their first ``SUGGEST_CHARS`` characters, and only the first ``SUGGEST_BUDGET`` distinct
+        ids get suggestions (a million-row file of unknown ids must not cost a million scans of the model).
+        """
+        key = (ident, kind, n)
+        cached = self.suggested.get(key)
+        if cached is not None:
+            return cached
+        if len(self.suggested) >= SUGGEST_BUDGET:
+            return []
+        names = list(self.op_names) + list(self.op_outputs) if kind == "op" else list(self.tensor_names)
+        short: dict[str, str] = {}
+        for name in names:
+            short.setdefault(name[:SUGGEST_CHARS], name)
+        found = difflib.get_close_matches(ident[:SUGGEST_CHARS], list(short), n=n, cutoff=0.6)
+        self.suggested[key] = [short[f] for f in found]
+        return self.suggested[key]
 
 
 def _keys_text(keys: list[ElementKey]) -> str:

@@ -398,3 +398,14 @@ def test_help_is_instant_and_imports_nothing_heavy() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent)
     assert "HEAVY []" in done.stdout, done.stdout + done.stderr
+
+
+def test_source_gradient_and_thresholds_colour_when_no_cmap_is_given() -> None:
+    from renderer.colors import Scale
+
+    graded = Scale.fit([0.0, 10.0], stops=[(0.0, "#000000"), (1.0, "#ffffff")])
+    assert graded.color(0.0) == "#000000" and graded.color(10.0) == "#ffffff"
+    assert graded.color(5.0) in ("#7f7f7f", "#808080")
+    stepped = Scale.fit([1.0, 5.0, 50.0], thresholds=[(2.0, "#00ff00"), (10.0, "#ff0000")])
+    assert [stepped.color(v) for v in (1.0, 5.0, 50.0)] == ["#00ff00", "#ff0000", "#e6e6e6"]
+    assert stepped.ticks() == [2.0, 10.0]

@@ -154,5 +154,6 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
                         info.unit = base.unit or info.unit
                         info.higher_is_better = base.higher_is_better
                         info.description = base.description
+                        info.gradient, info.thresholds = base.gradient, base.thresholds
                     result.metrics[name] = info
     return result

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import AnnotationError
 from ..ir import Model
-from .model import AnnotationSet, Entry
+from .model import AnnotationSet, Entry, Ref
 from .style import validate_style
 
 NAME = "generic"
@@ -155,7 +155,7 @@ def _read_document(path: Path, data: Any, result: AnnotationSet) -> None:
         if not isinstance(graph, dict):
             raise AnnotationError(f"{path}: 'graph' must be a mapping")
         result.graph = _entry(path, graph, "graph", allow_title=True)
-    for section, target in (("operators", result.operators), ("tensors", result.tensors)):
+    for section, target in (("operators", _Rows(result.operators)), ("tensors", _Rows(result.tensors))):
         items = data.get(section)
         if items is None:
             continue
@@ -164,15 +164,35 @@ def _read_document(path: Path, data: Any, result: AnnotationSet) -> None:
             for ident, body in pairs:
                 if not isinstance(body, dict):
                     raise AnnotationError(f"{path}: {section}[{ident!r}] must be a mapping")
-                target.append((_ident(path, ident, body), _entry(path, body, section)))
+                target.add(_ident(path, ident, body), _entry(path, body, section))
         elif isinstance(items, list):
             for position, body in enumerate(items):
                 if not isinstance(body, dict) or "id" not in body:
                     where = _where(path, body, f"{section}[{position}]")
                     raise AnnotationError(f"{where}: each entry needs an 'id'")
-                target.append((_ident(path, body["id"], body), _entry(path, body, section)))
+                target.add(_ident(path, body["id"], body), _entry(path, body, section))
         else:
             raise AnnotationError(f"{path}: '{section}' must be a list or a mapping")
+
+
+class _Rows:
+    """One section's entries in order of first appearance. A repeated id merges into its first entry, later
+    values winning as they would in the merge, so memory grows with the distinct ids, not with the rows (a
+    profile of many runs repeats every id)."""
+
+    def __init__(self, target: list[tuple[str | Ref, Entry]]) -> None:
+        self.target = target
+        self.by_id: dict[str, Entry] = {}
+
+    def add(self, ident: str, entry: Entry) -> Entry:
+        """Add a row; return the entry that holds it (the first one for its id)."""
+        first = self.by_id.get(ident)
+        if first is None:
+            self.by_id[ident] = entry
+            self.target.append((ident, entry))
+            return entry
+        first.update(entry)
+        return first
 
 
 def _where(path: Path, body: Any, fallback: str) -> str:
@@ -280,35 +300,40 @@ def _read_csv(path: Path, text: str, result: AnnotationSet) -> None:
         raise AnnotationError(f"{path}:1: CSV needs an 'id' column (found: {', '.join(columns[:8])})")
     id_col = lowered.index("id")
     kind_col = lowered.index("kind") if "kind" in lowered else None
+    # Column roles worked out once, not per row: (position, value name) and (position, style attribute).
+    value_cols = [(i, c) for i, (c, low) in enumerate(zip(columns, lowered))
+                  if low not in ("id", "kind") and not low.startswith("style.")]
+    style_cols = [(i, c[6:]) for i, (c, low) in enumerate(zip(columns, lowered)) if low.startswith("style.")]
+    width = len(columns)
+    operators, tensors = _Rows(result.operators), _Rows(result.tensors)
     try:
         for row in reader:
             line = reader.line_num
-            if not any(cell.strip() for cell in row):
+            if not "".join(row).strip():
                 continue
-            if len(row) > len(columns):
-                raise AnnotationError(f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header")
+            if len(row) > width:
+                raise AnnotationError(f"{path}:{line}: {len(row)} cells but {width} columns in the header")
             entry = Entry(line=line)
-            style: dict[str, str] = {}
-            for col, cell in zip(columns, row):
-                cell = cell.strip()
-                low = col.lower()
-                if not cell or low in ("id", "kind"):
-                    continue
-                if low.startswith("style."):
-                    style[col[6:]] = cell
-                else:
-                    entry.values[col] = cell
-            entry.style = validate_style(style, f"{path}:{line}")
+            n = len(row)
+            for i, name in value_cols:
+                if i < n:
+                    cell = row[i].strip()
+                    if cell:
+                        entry.values[name] = cell
+            if style_cols:
+                style = {name: row[i].strip() for i, name in style_cols if i < n and row[i].strip()}
+                if style:
+                    entry.style = validate_style(style, f"{path}:{line}")
             kind = row[kind_col].strip().lower() if kind_col is not None and kind_col < len(row) else ""
             ident = row[id_col].strip() if id_col < len(row) else ""
             if kind in ("", "operator", "op", "node"):
                 if not ident:
                     raise AnnotationError(f"{path}:{line}: empty id")
-                result.operators.append((ident, entry))
+                operators.add(ident, entry)
             elif kind in ("tensor", "value", "edge"):
                 if not ident:
                     raise AnnotationError(f"{path}:{line}: empty id")
-                result.tensors.append((ident, entry))
+                tensors.add(ident, entry)
             elif kind == "graph":
                 result.graph.update(entry)
             else:
@@ -336,6 +361,7 @@ def _pairs(text: str, where: str) -> dict[str, str]:
 def _read_netron_text(path: Path, text: str, result: AnnotationSet) -> None:
     current: Entry | None = None
     current_kind = ""
+    operators, tensors = _Rows(result.operators), _Rows(result.tensors)
     for number, raw in enumerate(_lines(text), start=1):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
@@ -356,7 +382,7 @@ def _read_netron_text(path: Path, text: str, result: AnnotationSet) -> None:
             continue
         if field == "id":
             current, current_kind = Entry(line=number), kind
-            (result.operators if kind == "operator" else result.tensors).append((value, current))
+            current = (operators if kind == "operator" else tensors).add(value, current)
             continue
         if current is None or kind != current_kind:
             raise AnnotationError(f"{where}: {kind}_{field} before any {kind}_id")

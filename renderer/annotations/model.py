@@ -59,6 +59,8 @@ class MetricInfo:
         unit: a unit parsed from "13 ms"-like values or declared by the reader.
         higher_is_better: True for metrics like SQNR, shown in the legend; None when unknown.
         description: one line for the legend and reports.
+        gradient: colour stops (position 0..1, #rrggbb) the source asks for, used when no --cmap is given.
+        thresholds: (upper bound, #rrggbb) pairs the source asks for, used when no --cmap is given.
     """
 
     name: str
@@ -66,6 +68,8 @@ class MetricInfo:
     unit: str = ""
     higher_is_better: bool | None = None
     description: str = ""
+    gradient: list[tuple[float, str]] | None = None
+    thresholds: list[tuple[float, str]] | None = None
 
 
 @dataclass(slots=True)

@@ -93,7 +93,8 @@ def _render_one(model_path: str, outputs: list[str], options, args: argparse.Nam
     annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
                                    extra=from_model(model))
     for coverage in annotations.coverage:
-        if coverage.unmatched or not args.quiet:
+        has_rows = coverage.total_ops or coverage.matched_tensors or coverage.unmatched
+        if coverage.unmatched or (has_rows and not args.quiet):
             warn(coverage.line())
     render(model, annotations, options, output=list(outputs))
 
