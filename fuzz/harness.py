@@ -114,7 +114,14 @@ _ONNX_INTS = (-1, 0, 1, 2, 3, 7, 25, 99, 2**31 - 1, 2**40, -(2**62))
 
 
 def onnx_edit(data: bytes, rng: random.Random, blob: bytes = b"") -> bytes:
-    """1–3 random edits of a parsed ONNX model (unchanged ``data`` when it is not one)."""
+    """1–3 random edits of a parsed ONNX model (unchanged ``data`` when it is not one, or an edit is refused)."""
+    try:
+        return _onnx_edit(data, rng, blob)
+    except Exception:  # protobuf refusing a value (an enum out of range…): keep the input as it was
+        return data
+
+
+def _onnx_edit(data: bytes, rng: random.Random, blob: bytes) -> bytes:
     import onnx
 
     from renderer.loaders import onnx as onnx_loader
@@ -151,7 +158,7 @@ def onnx_edit(data: bytes, rng: random.Random, blob: bytes = b"") -> bytes:
             if node.attribute and rng.random() < 0.5:
                 attr = rng.choice(node.attribute)
                 if rng.random() < 0.5:
-                    attr.type = rng.randrange(16)
+                    attr.type = rng.randrange(15)  # every AttributeType, mostly not the one the value has
                 else:
                     node.attribute.remove(attr)
             else:
@@ -483,7 +490,13 @@ def worker(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     out = sys.stdout
     for index in range(args.start, args.inputs, args.jobs):
-        target, name, data = make_input(all_targets, str(args.seed), index)
+        try:
+            target, name, data = make_input(all_targets, str(args.seed), index)
+        except Exception:  # a bug of the harness, not of annograph: report it and go on
+            out.write(json.dumps({"end": index, "target": "harness", "outcome": "harness-error",
+                                  "message": traceback.format_exc()[-2000:]}) + "\n")
+            out.flush()
+            continue
         path = folder / name
         path.write_bytes(data)
         out.write(json.dumps({"begin": index, "target": target.name, "path": str(path)}) + "\n")
@@ -504,6 +517,7 @@ def _module_of(target: Target) -> ModuleType:
 class Worker:
     slot: int
     start: int
+    last: int = -1
     process: subprocess.Popen | None = None
     buffer: bytes = b""
     current: dict | None = None
@@ -561,7 +575,14 @@ def coordinate(args: argparse.Namespace) -> int:
                     counts[(w.current["target"], "FAIL")] += 1
                     done += 1
                     record_failure(w, w.current, f"worker died (exit status {code}) while running this input")
-                    w.start = w.current["begin"] + args.jobs
+                    w.last = w.current["begin"]
+                    w.start = w.last + args.jobs
+                    spawn(w)
+                elif code != 0 and w.last + args.jobs < args.inputs:  # died between inputs: a harness bug
+                    counts[("harness", "worker-died")] += 1
+                    print(f"worker {w.slot} exited with status {code} after input {w.last}; restarting", flush=True)
+                    w.start = max(w.last + args.jobs, w.start)
+                    w.last = w.start - args.jobs  # so a worker that dies at once cannot loop for ever
                     spawn(w)
                 else:
                     w.process = None
@@ -575,6 +596,7 @@ def coordinate(args: argparse.Namespace) -> int:
                     continue
                 counts[(entry["target"], entry["outcome"])] += 1
                 done += 1
+                w.last = entry["end"]
                 if entry["outcome"] == "FAIL":
                     record_failure(w, w.current or entry, entry["message"])
                 w.current = None
@@ -604,6 +626,10 @@ def coordinate(args: argparse.Namespace) -> int:
     print(json.dumps(summary, indent=1))
     print(f"{done} inputs in {elapsed / 60:.1f} min ({done / max(elapsed, 1e-9):.0f}/s), {failed} failures "
           f"of {len(failures)} kinds")
+    harness_problems = sum(n for (t, _), n in counts.items() if t == "harness")
+    if done < args.inputs or harness_problems:
+        print(f"harness problems: {args.inputs - done} inputs not run, {harness_problems} harness errors")
+        return 2
     return 1 if failures else 0
 
 

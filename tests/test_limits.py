@@ -1,0 +1,348 @@
+"""Limits and clear errors: every CLI error path ends in one ``annograph: error:`` line and a non-zero exit, never
+a traceback; Graphviz's --timeout; the tensor-size cap on weight statistics; big and hostile annotation files
+read in bounded time and memory; unknown formats, versions and missing files named."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import payloads as P
+from conftest import ONNX, ROOT, TFLITE, Run, run_cli
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def _tflite_version_offset(data: bytes) -> int:
+    """Byte offset of Model.version (table field 0) in a TFLite flatbuffer, found through its vtable."""
+    table = int.from_bytes(data[0:4], "little")
+    vtable = table - int.from_bytes(data[table:table + 4], "little", signed=True)
+    field = int.from_bytes(data[vtable + 4:vtable + 6], "little")
+    assert field, "the sample stores its schema version"
+    return table + field
+
+
+def _onnx_with(path: Path, **changes: int) -> Path:
+    import onnx
+
+    model = onnx.load(str(ONNX / "tiny_cnn.onnx"))
+    if "ir_version" in changes:
+        model.ir_version = changes["ir_version"]
+    if "opset" in changes:
+        model.opset_import[0].version = changes["opset"]
+    onnx.save(model, str(path))
+    return path
+
+
+@dataclass
+class Case:
+    args: list[str]
+    fragment: str
+    env: dict[str, str] | None = None
+
+
+def _cases(folder: Path) -> dict[str, Case]:
+    """Every bad input or environment a user can hit, with a piece of the message that must name it."""
+    files = {
+        "empty.onnx": b"",
+        "picture.bin": PNG,
+        "picture.onnx": PNG,
+        "picture.tflite": PNG,
+        "truncated.onnx": (ONNX / "tiny_cnn.onnx").read_bytes()[:700],
+        "truncated.tflite": (TFLITE / "okay_nabu.tflite").read_bytes()[:3000],
+        "bad.json": b'{"operators": [\n  {"id": "stem/conv",\n   "meta": {latency: 1}}]}\n',
+        "bad.yaml": b"operators:\n  - id: [unclosed\n",
+        "noid.csv": b"name,latency\nstem/conv,1\n",
+        "bad.txt": b"operator_id: 0\nthis is not a key value line\n",
+        "top.yaml": b"layers:\n  - id: 0\n",
+        "style.yaml": b'operators:\n  - id: 0\n    style: {fillcolor: "url(javascript:alert(1))"}\n',
+        "unmatched.yaml": b"operators:\n  - id: no/such/op\n    meta: {x: 1}\n",
+        "binary.yaml": b"\x00\x01\x02 not text",
+        "latin1.csv": "id,note\n0,caf\xe9\n".encode("latin-1"),
+        "deep.json": b'{"operators": [{"id": 0, "meta": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}]}",
+        "wide.csv": b"id,note\n0," + b"x" * 200_000 + b"\n",
+    }
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    _onnx_with(folder / "ir99.onnx", ir_version=99)
+    _onnx_with(folder / "opset99.onnx", opset=99)
+    nabu = bytearray((TFLITE / "okay_nabu.tflite").read_bytes())
+    offset = _tflite_version_offset(bytes(nabu))
+    nabu[offset:offset + 4] = (99).to_bytes(4, "little")
+    (folder / "schema99.tflite").write_bytes(bytes(nabu))
+    (folder / "empty-bin").mkdir()
+    f, model = str(folder), str(ONNX / "tiny_cnn.onnx")
+    out = ["-o", f"{f}/out.svg"]
+
+    def render(*args: str, env: dict[str, str] | None = None, fragment: str) -> Case:
+        return Case(["render", *args, "-q", "--no-sidecar"] + (out if "-o" not in args else []), fragment, env)
+
+    return {
+        "missing model": render(f"{f}/nope.onnx", fragment="nope.onnx: no such file"),
+        "folder as model": render(f, fragment="is a directory"),
+        "empty model": render(f"{f}/empty.onnx", fragment="empty.onnx: empty file"),
+        "unknown format": render(f"{f}/picture.bin", fragment="picture.bin: unknown model format"),
+        "png named .onnx": render(f"{f}/picture.onnx", fragment="picture.onnx: not a valid ONNX model"),
+        "png named .tflite": render(f"{f}/picture.tflite", fragment="picture.tflite: not a TFLite model"),
+        "truncated onnx": render(f"{f}/truncated.onnx", fragment="truncated.onnx: not a valid ONNX model"),
+        "truncated tflite": render(f"{f}/truncated.tflite", fragment="truncated.tflite: not a valid TFLite model"),
+        "onnx ir version": render(f"{f}/ir99.onnx", fragment="IR version 99"),
+        "onnx opset": render(f"{f}/opset99.onnx", fragment="opset 99"),
+        "tflite schema": render(f"{f}/schema99.tflite", fragment="schema version 99"),
+        "json syntax": render(model, "-a", f"{f}/bad.json", fragment="bad.json:3: invalid JSON"),
+        "yaml syntax": render(model, "-a", f"{f}/bad.yaml", fragment="bad.yaml:"),
+        "csv without id": render(model, "-a", f"{f}/noid.csv", fragment="noid.csv:1: CSV needs an 'id' column"),
+        "text syntax": render(model, "-a", f"{f}/bad.txt", fragment="bad.txt:2:"),
+        "unknown top-level key": render(model, "-a", f"{f}/top.yaml", fragment="unknown top-level key 'layers'"),
+        "hostile style": render(model, "-a", f"{f}/style.yaml", fragment="style.yaml:2: style fillcolor"),
+        "binary annotations": render(model, "-a", f"{f}/binary.yaml", fragment="binary.yaml: binary file"),
+        "not utf-8": render(model, "-a", f"{f}/latin1.csv", fragment="latin1.csv:2: not UTF-8"),
+        "nested too deep": render(model, "-a", f"{f}/deep.json", fragment="deep.json"),
+        "field too wide": render(model, "-a", f"{f}/wide.csv", fragment="wide.csv:"),
+        "missing annotations": render(model, "-a", f"{f}/nope.yaml", fragment="nope.yaml: no such file"),
+        "unknown reader": render(model, "-a", f"{f}/bad.txt", "--annotations-format", "nope",
+                                 fragment="unknown annotation format 'nope'"),
+        "strict unmatched": render(model, "-a", f"{f}/unmatched.yaml", "--strict", fragment="no/such/op"),
+        "unknown metric": render(model, "--color-by", "no_such_metric", fragment="no_such_metric"),
+        "unknown extension": render(model, "-o", f"{f}/out.xyz", fragment="unknown output extension '.xyz'"),
+        "unknown format list": render(model, "-o", f"{f}/", "--format", "svg,xyz", fragment="--format 'xyz'"),
+        "bad dim": render(model, "--dim", "batch", fragment="--dim 'batch'"),
+        "several models, one file": render(model, model, fragment="several models need a folder output"),
+        "output folder missing": render(model, "-o", f"{f}/missing/out.svg", fragment="does not exist"),
+        "no dot program": render(model, env={"PATH": f"{f}/empty-bin"}, fragment="install Graphviz"),
+        "graphviz timeout": render(str(ONNX / "light_resnet50.onnx"), "--timeout", "0.01",
+                                   fragment="did not finish within 0.01 s"),
+        "info missing": Case(["info", f"{f}/nope.tflite"], "nope.tflite: no such file"),
+        "info corrupt": Case(["info", f"{f}/truncated.tflite"], "truncated.tflite: not a valid TFLite model"),
+    }
+
+
+@pytest.fixture(scope="module")
+def error_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    return tmp_path_factory.mktemp("errors")
+
+
+@pytest.fixture(scope="module")
+def error_runs(error_folder: Path) -> dict[str, tuple[Case, Run, float]]:
+    """Every case run once, four CLI processes at a time."""
+    cases = _cases(error_folder)
+
+    def run(item: tuple[str, Case]) -> tuple[str, tuple[Case, Run, float]]:
+        name, case = item
+        started = time.monotonic()
+        result = run_cli(*case.args, env=case.env, timeout=300)
+        return name, (case, result, time.monotonic() - started)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(run, cases.items()))
+
+
+def _case_names() -> list[str]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return list(_cases(Path(tmp)))
+
+
+@pytest.mark.parametrize("name", _case_names())
+def test_cli_error_is_one_line(name: str, error_runs) -> None:  # type: ignore[no-untyped-def]
+    case, run, _ = error_runs[name]
+    assert run.returncode == 1, (run.returncode, run.stderr)
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("annograph: error: "), run.stderr
+    assert case.fragment in lines[0], (case.fragment, lines[0])
+
+
+def test_graphviz_timeout_stops_early(error_runs) -> None:  # type: ignore[no-untyped-def]
+    """A tiny --timeout on a 415-operator model: the run ends long before the layout would."""
+    _, run, seconds = error_runs["graphviz timeout"]
+    assert run.returncode == 1
+    assert seconds < 30, seconds
+
+
+def test_no_output_left_by_any_failure(error_runs, error_folder: Path) -> None:  # type: ignore[no-untyped-def]
+    assert len(error_runs) > 30
+    assert not (error_folder / "out.svg").exists()
+    assert not [p for p in error_folder.rglob("*.tmp")]
+
+
+@pytest.mark.parametrize("command", __import__("renderer.cli", fromlist=["COMMANDS"]).COMMANDS)
+def test_every_command_names_a_missing_model(command: str, tmp_path: Path) -> None:
+    """Registry-driven: each sub-command given a model that does not exist."""
+    run = run_cli(command, tmp_path / "nope.onnx")
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    if run.returncode == 1:  # 2 is argparse saying more arguments are needed
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("annograph: error:") and "nope.onnx" in lines[0], run.stderr
+
+
+# ---- weights: external data, the statistics cap -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def external_model(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """tiny_cnn saved with its weights in tiny_cnn.weights, which is then deleted."""
+    import onnx
+
+    folder = tmp_path_factory.mktemp("external")
+    path = folder / "tiny_cnn.onnx"
+    onnx.save(onnx.load(str(ONNX / "tiny_cnn.onnx")), str(path), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="tiny_cnn.weights", size_threshold=0)
+    (folder / "tiny_cnn.weights").unlink()
+    return path
+
+
+def test_missing_external_data_is_named_when_weights_are_read(external_model: Path) -> None:
+    from renderer.errors import LoaderError
+    from renderer.loaders import load_model
+
+    model = load_model(external_model)  # the weights are not needed to load
+    weights = [v.initializer for v in model.values() if v.initializer is not None and v.initializer.location]
+    assert weights and all(t.location == "tiny_cnn.weights" for t in weights)
+    with pytest.raises(LoaderError, match=r"tiny_cnn\.onnx: external data file 'tiny_cnn\.weights'") as caught:
+        weights[0].numpy()
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_external_data_does_not_stop_a_plain_render(external_model: Path, tmp_path: Path) -> None:
+    run = run_cli("render", external_model, "-o", tmp_path / "out.svg", "-q", "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    P.check_svg((tmp_path / "out.svg").read_bytes())
+
+
+def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> None:
+    """A location that climbs out of the model's folder is never followed."""
+    import onnx
+
+    from renderer.errors import LoaderError
+    from renderer.loaders import load_model
+
+    model = onnx.load(str(ONNX / "tiny_cnn.onnx"))
+    tensor = model.graph.initializer[0]
+    tensor.ClearField("raw_data")
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "../../../../../../etc/passwd"
+    path = tmp_path / "escape.onnx"
+    onnx.save(model, str(path))
+    loaded = load_model(path)
+    value = next(v for v in loaded.values() if v.name == tensor.name)
+    with pytest.raises(LoaderError, match="escape.onnx: external data file"):
+        value.initializer.numpy()  # type: ignore[union-attr]
+
+
+def _statistics() -> list[str]:
+    from renderer import metrics
+
+    names = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
+    return [n for n in names if n.startswith(("weight_", "value_"))]
+
+
+def test_max_tensor_elements_flag_exists() -> None:
+    run = run_cli("render", "--help")
+    assert run.returncode == 0 and "--max-tensor-elements" in run.stdout
+
+
+@pytest.mark.skipif(not _statistics(), reason="no weight-statistic metrics registered")
+def test_tensor_statistics_are_capped() -> None:
+    """Statistics over weights larger than the cap are skipped with a note, never computed."""
+    from renderer import metrics
+    from renderer.loaders import load_model
+
+    model = load_model(ONNX / "tiny_cnn.onnx")
+    names = set(_statistics())
+    full, _ = metrics.compute(model, names, set(), max_tensor_elements=10**9, progress=False)
+    capped, _ = metrics.compute(model, names, set(), max_tensor_elements=16, progress=False)
+    checked = 0
+    for key, values in full.items():
+        node = model.graphs[key[1]].nodes[key[2]]
+        largest = max((v.initializer.size for _, v in node.constant_inputs()), default=0)  # type: ignore[union-attr]
+        for name, value in values.items():
+            if isinstance(value, float) and largest > 16:
+                shown = capped[key][name]
+                assert isinstance(shown, str) and "limit" in shown, (node.name, name, shown)
+                checked += 1
+    assert checked, "tiny_cnn has weights over 16 elements with statistics"
+
+
+# ---- big and hostile annotation files ---------------------------------------------------------------------------
+
+
+def _child_measure(code: str, limit_mb: int = 2048, timeout: float = 120) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Run ``code`` in a fresh interpreter under an address-space limit: (seconds, peak RSS MiB, result)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mb * 2**20, limit_mb * 2**20))
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
+                          preexec_fn=limit, timeout=timeout)
+    seconds = time.monotonic() - started
+    peak = float(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else -1.0
+    return seconds, peak, done
+
+
+_READ = """
+import resource, sys
+from renderer.annotations import load_annotations
+from renderer.loaders import load_model
+model = load_model({model!r})
+result = load_annotations([{path!r}], model)
+assert result.ops, "nothing matched"
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+@pytest.mark.slow
+def test_large_csv_in_bounded_time_and_memory(tmp_path: Path) -> None:
+    """200,000 rows (benchmarks/bench_annotations.py measures 1,000,000): seconds, and memory that grows with
+    the distinct ids rather than with the rows."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_annotations import ids_for, write_file
+
+    ids = ids_for(ONNX / "tiny_cnn.onnx")
+    peaks = {}
+    for rows in (20_000, 200_000):
+        path = tmp_path / f"rows{rows}.csv"
+        write_file(path, rows, "csv", ids)
+        seconds, peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)))
+        assert done.returncode == 0, done.stderr[-2000:]
+        peaks[rows] = peak
+        assert seconds < 90, f"{rows} rows took {seconds:.1f} s"
+    # the 200k-row file is 5 MiB more text; a reader that kept every row would need over 100 MiB more
+    assert peaks[200_000] - peaks[20_000] < 60, peaks
+
+
+def test_yaml_alias_bomb_is_cheap(tmp_path: Path) -> None:
+    """A "billion laughs" YAML: 9 levels of 10 aliases. The values are shown cut short, never expanded."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("operators:\n  - id: stem/conv\n    meta:\n" + "".join(f"      {ln}\n" for ln in lines),
+                    encoding="utf-8")
+    seconds, peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)),
+                                         limit_mb=2048, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert seconds < 30 and peak < 500, (seconds, peak)
+
+
+def test_nested_values_are_cut_not_expanded(tmp_path: Path) -> None:
+    from renderer.annotations import generic
+
+    path = tmp_path / "nested.json"
+    path.write_text('{"operators": [{"id": 0, "meta": {"big": [' + ",".join(["[1, 2, 3]"] * 100_000) + "]}}]}",
+                    encoding="utf-8")
+    result = generic.read(path)
+    shown = result.operators[0][1].values["big"]
+    assert isinstance(shown, str) and len(shown) <= generic.NESTED_TEXT_LIMIT and shown.endswith("…")
+    assert shown.startswith("[[1, 2, 3], [1, 2, 3]")
