@@ -221,9 +221,9 @@ def format_number(value: float) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     magnitude = abs(value)
-    for threshold, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e4, "k")):
+    for threshold, unit, suffix in ((1e12, 1e12, "T"), (1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
         if magnitude >= threshold:
-            return f"{value / threshold:.3g}{suffix}"
+            return f"{value / unit:.3g}{suffix}"
     if magnitude < 1e-3:
         return f"{value:.2e}"
     return f"{value:.4g}"

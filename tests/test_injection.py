@@ -262,11 +262,15 @@ def test_graphviz_exit_status_1_is_an_error() -> None:
 # ---- terminal output --------------------------------------------------------------------------------------
 
 
+INFO_SHAPES = "commands/info.py prints value.type (symbolic dims from the file) without escape.clean: reported"
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
-@pytest.mark.parametrize("payload", [P.payload("controls"), P.payload("rtl-override"), P.payload("newlines")],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("payload", [
+    pytest.param(P.payload("controls"), marks=pytest.mark.xfail(strict=True, reason=INFO_SHAPES)),
+    pytest.param(P.payload("rtl-override"), marks=pytest.mark.xfail(strict=True, reason=INFO_SHAPES)),
+    P.payload("newlines"),
+], ids=lambda p: p.name)
 def test_info_prints_no_control_characters(payload: P.Payload, tmp_path: Path) -> None:
     """``annograph info`` writes names to a terminal: no escape sequences, bidi overrides or extra lines."""
     path = P.hostile_onnx(payload.text, tmp_path / "hostile.onnx")
@@ -274,3 +278,60 @@ def test_info_prints_no_control_characters(payload: P.Payload, tmp_path: Path) -
     assert run.returncode == 0, run.stderr
     bad = _TERMINAL_UNSAFE.search(run.stdout)
     assert bad is None, f"{bad.group()!r} in: {run.stdout[max(bad.start() - 60, 0):bad.end() + 20]!r}"  # type: ignore[union-attr]
+
+
+# ---- exporters (annotations out to other viewers) ---------------------------------------------------------
+
+
+def _exporters() -> list:  # type: ignore[type-arg]
+    try:
+        from renderer.exporters import exporter_modules
+    except ImportError:
+        return []
+    return exporter_modules()
+
+
+CSV_NUL = "exporters/generic_csv.py writes NUL characters raw; our reader then refuses the file as binary: reported"
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=CSV_NUL)) if p.name == "controls" else p
+    for p in P.PAYLOADS
+], ids=[p.name for p in P.PAYLOADS])
+def test_exported_files_parse_and_read_back(payload: P.Payload, tmp_path: Path) -> None:
+    """Every registered exporter writes hostile names and values as data its format can parse (JSON, CSV),
+    and our own readers take the file back without any error but ours."""
+    import csv
+    import io
+    import json
+
+    from renderer.annotations import read_file
+    from renderer.errors import AnnographError
+    from renderer.loaders import load_model
+
+    modules = _exporters()
+    if not modules:
+        pytest.skip("no exporters registered")
+    from renderer.exporters import ExportOptions
+
+    model = load_model(P.hostile_onnx(payload.text, tmp_path / "hostile.onnx"))
+    annotations = hostile_annotations(payload.text, model, tmp_path, ids=["0", "0:1"])
+    for module in modules:
+        try:
+            result = module.export(model, annotations, ExportOptions(metric="latency_ms"))
+        except AnnographError as e:  # a format that cannot express this input may say so, in one line
+            assert "\n" not in str(e), str(e)
+            continue
+        text = result.text
+        assert "\x00" not in text, module.NAME
+        if module.EXTENSION == ".json":
+            json.loads(text)
+        elif module.EXTENSION == ".csv":
+            rows = list(csv.reader(io.StringIO(text, newline="")))
+            assert rows and all(len(r) == len(rows[0]) for r in rows), module.NAME
+        path = tmp_path / f"exported-{module.NAME}{module.EXTENSION}"
+        path.write_text(text, encoding="utf-8")
+        try:
+            read_file(path, model)
+        except AnnographError as e:
+            assert "\n" not in str(e) and path.name in str(e), str(e)

@@ -96,14 +96,63 @@ def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
 
 
 def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """Fill value_info by onnx shape inference, run on a copy without the weights' bytes.
+
+    Inference needs the weights' dims, not their values (data propagation only reads small shape tensors),
+    and serialising megabytes of weights into it is most of a load's time; the inferred value_info is then
+    copied back graph by graph.
+    """
     import onnx
 
-    if proto.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
+    light = onnx.ModelProto()
+    light.CopyFrom(proto) if proto.ByteSize() < _SMALL_MODEL_BYTES else _copy_without_weights(proto, light)
+    if light.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
         return proto
     try:
-        return onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
     except Exception:
         return proto  # shapes stay as the file has them; metrics report n/a where they are missing
+    for original, result in zip(_graphs(proto.graph), _graphs(inferred.graph)):
+        if len(result.value_info) > len(original.value_info):
+            del original.value_info[:]
+            original.value_info.extend(result.value_info)
+        for target, source in zip(original.output, result.output):
+            if not target.type.HasField("tensor_type") and source.type.HasField("tensor_type"):
+                target.type.CopyFrom(source.type)
+    return proto
+
+
+_SMALL_MODEL_BYTES = 1 << 20
+_WEIGHT_BYTES = 1024
+
+
+def _copy_without_weights(proto: onnx.ModelProto, light: onnx.ModelProto) -> None:
+    """``light`` = ``proto`` with the raw bytes of every large initializer and Constant tensor left out."""
+    stripped: list[tuple[onnx.TensorProto, bytes]] = []
+    for graph in _graphs(proto.graph):
+        tensors = list(graph.initializer) + [a.t for n in graph.node if n.op_type == "Constant"
+                                             for a in n.attribute if a.HasField("t")]
+        for tensor in tensors:
+            if len(tensor.raw_data) > _WEIGHT_BYTES:
+                stripped.append((tensor, tensor.raw_data))
+                tensor.ClearField("raw_data")
+    try:
+        light.CopyFrom(proto)
+    finally:
+        for tensor, raw in stripped:
+            tensor.raw_data = raw
+
+
+def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+    """``graph`` and every subgraph in it, depth-first in node and attribute order."""
+    found = [graph]
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                found.extend(_graphs(attr.g))
+            for sub in attr.graphs:
+                found.extend(_graphs(sub))
+    return found
 
 
 class _Builder:

@@ -20,7 +20,7 @@ MACs, Softmax              3 per element (exp, sum, divide)            36 per el
 MACs, BatchNormalization   1 per element (inference: folded x·a + b)   31 per element
 MACs, LayerNormalization   5 per element                               7 per element + 29 per normalized row
 MACs, GlobalAveragePool    one add per input + one divide per output   one add per input + 4 per output
-MACs, ConvTranspose        input elements × (weights / input channels)  output elements × weights / in channels
+MACs, ConvTranspose        inputs × (weights / input channels)         outputs × (weights / input channels)
 MACs, LSTM / GRU           gates' MACs + 13 (LSTM) / 11 (GRU) per      same gate MACs, transcendental-weighted
                            hidden unit and step                        elementwise part
 params, shared weight      counted at every op that reads it           counted at the first reader only

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..ir import Value
-from .formulas import NotCountable, prod
+from .formulas import MALFORMED, NotCountable, malformed, prod
 from .opview import label
 from .weights import ZeroPoint, numeric
 
@@ -132,12 +132,13 @@ def _one(request: Request, limit: int, bar: Any) -> Result:
     try:
         array = read_array(value)
         prepared = {key: _prepare(zp, array) for key, zp in request.zero_points.items()}
-    except NotCountable as e:
+        stats, equal = _reduce(array, prepared, want_stats, bar)
+    except (NotCountable, *MALFORMED) as e:
+        reason = str(e) if isinstance(e, NotCountable) else malformed(e)
         if want_stats:
-            result.stats = str(e)
-        result.equal = dict.fromkeys(request.zero_points, str(e))
+            result.stats = reason
+        result.equal = dict.fromkeys(request.zero_points, reason)
         return result
-    stats, equal = _reduce(array, prepared, want_stats, bar)
     if want_stats:
         result.stats = stats
     result.equal = equal  # type: ignore[assignment]

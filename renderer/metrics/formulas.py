@@ -24,6 +24,14 @@ class NotCountable(Exception):
     """The op's cost cannot be computed; the message is the reason shown as ``n/a (reason)``."""
 
 
+MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError)
+"""What a formula raises on shapes or attributes that contradict each other (hostile or corrupt files)."""
+
+
+def malformed(error: Exception) -> str:
+    return f"shapes or attributes do not fit the op ({type(error).__name__})"
+
+
 @dataclass(frozen=True, slots=True)
 class Cost:
     """MACs of one op.

@@ -22,8 +22,11 @@ def static_shape(value: Value) -> tuple[int, ...]:
             return tuple(value.initializer.shape)
         raise NotCountable(f"unknown shape of {label(value)}")
     shape = t.shape
-    if all(type(d) is int and d >= 0 for d in shape):
-        return shape  # type: ignore[return-value]
+    try:
+        if not shape or min(shape) >= 0:  # type: ignore[type-var]
+            return shape  # type: ignore[return-value]
+    except TypeError:  # a symbolic (str) or unknown (None) dim among the ints
+        pass
     for dim in shape:
         if isinstance(dim, str):
             if dim.startswith("unk__"):  # named by shape inference, not by the file: cannot be pinned by name

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..ir import Model, Node, Value
 from . import onnx_ops, tflite_ops
-from .formulas import Cost, NotCountable, prod
+from .formulas import MALFORMED, Cost, NotCountable, malformed, prod
 from .opview import Op, label, static_shape
 from .tensors import DTYPE_BITS
 from .weights import Source, is_transparent, trace
@@ -46,8 +46,15 @@ class OpProfile:
     params: int = 0
     weight_bytes: int = 0
 
+    _cheap: dict[str, Any] | None = None
+
     def cheap_metrics(self) -> dict[str, Any]:
         """params, weight_bytes, output_bytes, macs, flops, intensity (numbers, or "n/a (reason)")."""
+        if self._cheap is None:
+            self._cheap = self._compute_cheap()
+        return dict(self._cheap)
+
+    def _compute_cheap(self) -> dict[str, Any]:
         values: dict[str, Any] = {"params": self.params, "weight_bytes": self.weight_bytes,
                                   "output_bytes": _shown(self.output_bytes)}
         if isinstance(self.cost, str):
@@ -93,23 +100,33 @@ def value_bytes(value: Value) -> int:
     return (prod(shape) * bits + 7) // 8
 
 
-def _sum_bytes(values: list[Value]) -> int | str:
+def _sum_bytes(values: list[Value], sizes: dict[int, int | str]) -> int | str:
+    """Total bytes of ``values`` (or the first reason one is unknown); ``sizes`` memoizes per value."""
     total = 0
     for value in values:
-        try:
-            total += value_bytes(value)
-        except NotCountable as e:
-            return str(e)
+        size = sizes.get(id(value))
+        if size is None:
+            try:
+                size = value_bytes(value)
+            except NotCountable as e:
+                size = str(e)
+            sizes[id(value)] = size
+        if isinstance(size, str):
+            return size
+        total += size
     return total
 
 
-def profile_node(node: Node, fmt: str) -> OpProfile:
+def profile_node(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) -> OpProfile:
+    """The cheap pass over one operator of a model in format ``fmt``; ``sizes`` memoizes activation bytes."""
     table = tflite_ops if fmt == "tflite" else onnx_ops
     op = Op(node)
     try:
         cost: Cost | str = table.cost(op)
     except NotCountable as e:
         cost = str(e)
+    except MALFORMED as e:
+        cost = malformed(e)
     transparent = is_transparent(node)
     constants: dict[int, Value] = {}
     activations: dict[int, Value] = {}
@@ -130,9 +147,11 @@ def profile_node(node: Node, fmt: str) -> OpProfile:
             source = trace(node.inputs[slot])
             if source is not None and (explicit is not None or _weight_like(source.value)):
                 weights.append((slot, source, explicit))
+    sizes = {} if sizes is None else sizes
     outputs = [v for v in node.outputs if v.consumers or v.is_output or _known(v)]
     stored = list(constants.values())
-    return OpProfile(node, cost, stored, _sum_bytes(list(activations.values())), _sum_bytes(outputs), weights,
+    return OpProfile(node, cost, stored, _sum_bytes(list(activations.values()), sizes), _sum_bytes(outputs, sizes),
+                     weights,
                      params=sum(prod(v.initializer.shape) for v in stored),  # type: ignore[union-attr]
                      weight_bytes=sum(constant_bytes(v) for v in stored))
 
@@ -163,7 +182,8 @@ class ModelProfile:
 
     @classmethod
     def build(cls, model: Model) -> ModelProfile:
-        ops = {node.key: profile_node(node, model.format) for graph in model.graphs for node in graph.nodes}
+        sizes: dict[int, int | str] = {}
+        ops = {node.key: profile_node(node, model.format, sizes) for graph in model.graphs for node in graph.nodes}
         return cls(model, ops)
 
     def constants(self) -> list[Value]:

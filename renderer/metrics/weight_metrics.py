@@ -11,7 +11,7 @@ from typing import Any
 
 from ..ir import Value
 from . import data
-from .formulas import Cost, NotCountable
+from .formulas import MALFORMED, Cost, NotCountable, malformed
 from .profile import ModelProfile, OpProfile, na
 from .weights import zero_point
 
@@ -52,6 +52,8 @@ def compute(profile: ModelProfile, op_names: set[str], tensor_names: set[str], l
                 req.zero_points.setdefault(zkey, zp)  # type: ignore[arg-type]
             except NotCountable as e:
                 zkey = str(e)
+            except MALFORMED as e:
+                zkey = malformed(e)
             if (id(source.value), zkey) not in seen:
                 seen.add((id(source.value), zkey))
                 uses.setdefault(key, []).append((source.value, zkey))
