@@ -99,13 +99,12 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     """Fill value_info by onnx shape inference, run on a copy without the weights' bytes.
 
     Inference needs the weights' dims, not their values (data propagation only reads small shape tensors),
-    and serialising megabytes of weights into it is most of a load's time; the inferred value_info is then
+    and copying megabytes of weights into it is most of a load's time; the inferred value_info is then
     copied back graph by graph.
     """
     import onnx
 
-    light = onnx.ModelProto()
-    light.CopyFrom(proto) if proto.ByteSize() < _SMALL_MODEL_BYTES else _copy_without_weights(proto, light)
+    light = _without_weights(proto)
     if light.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
         return proto
     try:
@@ -122,25 +121,36 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     return proto
 
 
-_SMALL_MODEL_BYTES = 1 << 20
 _WEIGHT_BYTES = 1024
 
 
-def _copy_without_weights(proto: onnx.ModelProto, light: onnx.ModelProto) -> None:
-    """``light`` = ``proto`` with the raw bytes of every large initializer and Constant tensor left out."""
-    stripped: list[tuple[onnx.TensorProto, bytes]] = []
-    for graph in _graphs(proto.graph):
-        tensors = list(graph.initializer) + [a.t for n in graph.node if n.op_type == "Constant"
-                                             for a in n.attribute if a.HasField("t")]
-        for tensor in tensors:
-            if len(tensor.raw_data) > _WEIGHT_BYTES:
-                stripped.append((tensor, tensor.raw_data))
-                tensor.ClearField("raw_data")
-    try:
-        light.CopyFrom(proto)
-    finally:
-        for tensor, raw in stripped:
-            tensor.raw_data = raw
+def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``proto`` whose main-graph initializers over 1 KiB keep name, type and dims but no data."""
+    import onnx
+
+    light = onnx.ModelProto()
+    _copy_fields(proto, light, skip="graph")
+    _copy_fields(proto.graph, light.graph, skip="initializer")
+    for tensor in proto.graph.initializer:
+        stub = light.graph.initializer.add()
+        if len(tensor.raw_data) > _WEIGHT_BYTES:
+            stub.name, stub.data_type = tensor.name, tensor.data_type
+            stub.dims.extend(tensor.dims)
+        else:
+            stub.CopyFrom(tensor)
+    return light
+
+
+def _copy_fields(source: Any, target: Any, skip: str) -> None:
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        if field.is_repeated:
+            getattr(target, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
 
 
 def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
