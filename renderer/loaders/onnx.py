@@ -153,6 +153,22 @@ def _copy_fields(source: Any, target: Any, skip: str) -> None:
             setattr(target, field.name, value)
 
 
+_PLAIN_DTYPES = frozenset({"float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                           "int64", "uint64", "bool"})
+
+
+def _raw_view(proto: onnx.TensorProto, dtype: str, shape: tuple[int, ...]) -> Any:
+    """A read-only numpy view over little-endian ``raw_data`` of a plain dtype (no copy); None otherwise."""
+    import sys
+
+    import numpy as np
+
+    if dtype not in _PLAIN_DTYPES or not proto.raw_data or sys.byteorder != "little":
+        return None
+    array = np.frombuffer(proto.raw_data, dtype=np.dtype(dtype))
+    return array.reshape(shape)
+
+
 def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
     """``graph`` and every subgraph in it, depth-first in node and attribute order."""
     found = [graph]
@@ -357,7 +373,8 @@ class _Builder:
             from onnx import numpy_helper
 
             try:
-                return numpy_helper.to_array(proto)
+                fast = _raw_view(proto, dtype, shape)
+                return fast if fast is not None else numpy_helper.to_array(proto)
             except Exception as e:  # data that does not match its declared type and shape
                 raise LoaderError(
                     f"{path}: tensor {_text(tp.name)!r} holds invalid data ({type(e).__name__}: {_first_line(e)})"
