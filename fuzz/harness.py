@@ -414,18 +414,27 @@ class Hang(BaseException):
 
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise Hang in the main thread after ``seconds`` (checked between Python bytecodes)."""
+    """Raise Hang in the main thread after ``seconds`` (checked between Python bytecodes).
+
+    A timer already running (pytest-timeout's, say) is put back afterwards with the time it had left.
+    """
 
     def alarm(signum: int, frame: object) -> None:
         raise Hang(f"still running after {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    if outer_delay and outer_delay < seconds:  # the outer deadline comes first: keep it
+        signal.setitimer(signal.ITIMER_REAL, outer_delay)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_delay:
+            left = max(outer_delay - (time.monotonic() - started), 0.001)
+            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
 
 def check(target: Target, path: Path, timeout: float) -> tuple[str, str]:

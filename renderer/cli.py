@@ -46,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except AnnographError as e:
-        print(f"annograph: error: {e}", file=sys.stderr)
+        from .escape import clean
+
+        # one line whatever the message carries (a file name with a newline, control characters)
+        print(f"annograph: error: {clean(str(e), 2000)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("annograph: interrupted", file=sys.stderr)

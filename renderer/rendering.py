@@ -96,8 +96,7 @@ def render(
     outputs = output if isinstance(output, list) else [output]
     svg_cache: dict[str, bytes] = {}
     produced = [(path, _produce(scene, source, output_format(path, fmt), svg_cache)) for path in outputs]
-    for path, data in produced:
-        atomic.write_bytes(path, data)
+    atomic.write_all(produced)
     return produced[-1][1]
 
 

@@ -76,7 +76,7 @@ def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
         "metric_unit": heat.info.unit if heat else "",
         "rows": rows[:limit],
         "row_count": len(rows),
-        "coverage": [c.line() for c in annotations.coverage],
+        "coverage": [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched],
     }
 
 

@@ -164,7 +164,6 @@ def test_output_folder_missing(tmp_path: Path) -> None:
     assert "does not exist" in line
 
 
-@pytest.mark.xfail(strict=True, reason="rendering.render writes outputs one by one (reported: use atomic.write_all)")
 def test_one_unwritable_output_of_several_changes_none(tmp_path: Path) -> None:
     """``-o a.svg -o missing/a.png``: the second cannot be written, so the first must not be replaced either."""
     files = existing_outputs(tmp_path)

@@ -120,3 +120,29 @@ def test_foreign_exception_is_a_failure(tmp_path: Path) -> None:
     assert harness.check(harness.Target("a", [], ours), path, 5)[0] == "error"
     assert harness.check(harness.Target("b", [], nameless), path, 5)[0] == "FAIL"
     assert harness.check(harness.Target("c", [], theirs), path, 5)[0] == "FAIL"
+
+
+def test_time_guard_gives_back_an_outer_timer() -> None:
+    """pytest-timeout (signal method) arms SIGALRM too: the guard must hand its timer back, not cancel it."""
+    import signal
+
+    saved_handler = signal.getsignal(signal.SIGALRM)
+    saved_delay, saved_interval = signal.getitimer(signal.ITIMER_REAL)
+    fired: list[int] = []
+
+    def outer(*_: object) -> None:
+        fired.append(1)
+
+    signal.signal(signal.SIGALRM, outer)
+    signal.setitimer(signal.ITIMER_REAL, 30)
+    try:
+        with harness.time_limit(5):
+            pass
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < left <= 30 and not fired
+        assert signal.getsignal(signal.SIGALRM) is outer
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, saved_handler)
+        if saved_delay:
+            signal.setitimer(signal.ITIMER_REAL, saved_delay, saved_interval)

@@ -262,13 +262,12 @@ def test_graphviz_exit_status_1_is_an_error() -> None:
 # ---- terminal output --------------------------------------------------------------------------------------
 
 
-INFO_SHAPES = "commands/info.py prints value.type (symbolic dims from the file) without escape.clean: reported"
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 @pytest.mark.parametrize("payload", [
-    pytest.param(P.payload("controls"), marks=pytest.mark.xfail(strict=True, reason=INFO_SHAPES)),
-    pytest.param(P.payload("rtl-override"), marks=pytest.mark.xfail(strict=True, reason=INFO_SHAPES)),
+    P.payload("controls"),
+    P.payload("rtl-override"),
     P.payload("newlines"),
 ], ids=lambda p: p.name)
 def test_info_prints_no_control_characters(payload: P.Payload, tmp_path: Path) -> None:
@@ -291,11 +290,10 @@ def _exporters() -> list:  # type: ignore[type-arg]
     return exporter_modules()
 
 
-CSV_NUL = "exporters/generic_csv.py writes NUL characters raw; our reader then refuses the file as binary: reported"
 
 
 @pytest.mark.parametrize("payload", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=CSV_NUL)) if p.name == "controls" else p
+    p
     for p in P.PAYLOADS
 ], ids=[p.name for p in P.PAYLOADS])
 def test_exported_files_parse_and_read_back(payload: P.Payload, tmp_path: Path) -> None:

@@ -346,3 +346,10 @@ def test_nested_values_are_cut_not_expanded(tmp_path: Path) -> None:
     shown = result.operators[0][1].values["big"]
     assert isinstance(shown, str) and len(shown) <= generic.NESTED_TEXT_LIMIT and shown.endswith("…")
     assert shown.startswith("[[1, 2, 3], [1, 2, 3]")
+
+
+def test_file_name_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad\nname.onnx"
+    path.write_bytes(b"not a model")
+    run = run_cli("render", path, "-o", tmp_path / "out.svg")
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr

@@ -19,7 +19,7 @@ from renderer.errors import LoaderError
 from renderer.loaders import tflite as loader
 
 
-def options(node) -> dict:  # type: ignore[no-untyped-def]
+def decoded_options(node) -> dict:  # type: ignore[no-untyped-def]
     """The decoded builtin options, without the op version the loader adds."""
     return {k: v for k, v in node.attributes.items() if k != "op_version"}
 
@@ -149,7 +149,7 @@ def test_face_conv_attributes_match_raw(face):
     assert depthwise.attributes["padding"] in ("SAME", "VALID")
     pool = next(n for n in face.main.nodes if n.op_type == "MAX_POOL_2D")
     assert {"filter_width", "filter_height", "stride_w", "stride_h", "padding"} <= pool.attributes.keys()
-    assert all(options(n) == {} for n in face.main.nodes if n.op_type in ("DEQUANTIZE", "RELU"))
+    assert all(decoded_options(n) == {} for n in face.main.nodes if n.op_type in ("DEQUANTIZE", "RELU"))
 
 
 def test_face_constants_are_lazy_views_of_the_file(face):
@@ -207,7 +207,7 @@ def test_nabu_call_once_links_subgraph(nabu):
     main, init = nabu.graphs
     call = main.nodes[0]
     assert call.op_type == "CALL_ONCE" and call.category == "control"
-    assert options(call) == {"init_subgraph_index": 1}
+    assert decoded_options(call) == {"init_subgraph_index": 1}
     assert call.attributes["op_version"] >= 1 and "op_version" in call.defaults
     assert call.subgraphs == [init]
     assert init.parent is call
@@ -483,12 +483,12 @@ def test_synthetic_model(tmp_path):
     main, then_graph, else_graph = model.graphs
     assert [g.name for g in model.graphs] == ["main", "then", "else"]
     add, if_node, custom = main.nodes
-    assert add.op_type == "ADD" and options(add) == {"fused_activation_function": "RELU6", "pot_scale_int16": True}
-    assert options(if_node) == {"then_subgraph_index": 1, "else_subgraph_index": 2}
+    assert add.op_type == "ADD" and decoded_options(add) == {"fused_activation_function": "RELU6", "pot_scale_int16": True}
+    assert decoded_options(if_node) == {"then_subgraph_index": 1, "else_subgraph_index": 2}
     assert if_node.subgraphs == [then_graph, else_graph]
     assert then_graph.parent is if_node and else_graph.parent is if_node and main.parent is None
     assert custom.op_type == "MyCustomOp" and custom.domain == "custom" and custom.category == "other"
-    assert options(custom) == {"custom_options_bytes": 3}
+    assert decoded_options(custom) == {"custom_options_bytes": 3}
     assert custom.inputs[1] is None and [v.name for v in custom.inputs if v] == ["sum", "words", "nibbles"]
     assert [n.index for n in main.values[2].consumers] == [1, 2]
     assert main.values[2].producer is add

@@ -297,7 +297,8 @@ def _read_csv(path: Path, text: str, result: AnnotationSet) -> None:
     columns = [h.strip() for h in header]
     lowered = [c.lower() for c in columns]
     if "id" not in lowered:
-        raise AnnotationError(f"{path}:1: CSV needs an 'id' column (found: {', '.join(columns[:8])})")
+        found = ", ".join(repr(c[:30]) for c in columns[:8])
+        raise AnnotationError(f"{path}:1: CSV needs an 'id' column (found: {found})")
     id_col = lowered.index("id")
     kind_col = lowered.index("kind") if "kind" in lowered else None
     # Column roles worked out once, not per row: (position, value name) and (position, style attribute).

@@ -48,7 +48,8 @@ def validate_style(style: dict[str, object], where: str) -> dict[str, str]:
         key = str(raw_key).strip().lower()
         value = str(raw_value).strip()
         if key not in ALLOWED:
-            raise AnnotationError(f"{where}: style attribute {key!r} is not supported (use one of {', '.join(sorted(ALLOWED))})")
+            raise AnnotationError(
+                f"{where}: style attribute {key[:40]!r} is not supported (use one of {', '.join(sorted(ALLOWED))})")
         if key in COLOR_ATTRS:
             color = normalize_color(value)
             if color is None:

@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         out.write("  tensors (id  name  type  role)\n")
         for value in graph.values:
             role = "input" if value.is_input else "output" if value.is_output else "constant" if value.is_constant else ""
-            quant = f"  {value.quantization}" if value.quantization is not None else ""
-            out.write(f"  {graph.index}:{value.index}  {clean(value.name, 120) or '-'}  {value.type or '?'}  "
+            quant = f"  {clean(value.quantization, 120)}" if value.quantization is not None else ""
+            out.write(f"  {graph.index}:{value.index}  {clean(value.name, 120) or '-'}  {clean(value.type or '?', 120)}  "
                       f"{role}{quant}\n")
     return 0
 

@@ -40,17 +40,22 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     value_columns = [c for c in value_columns if c not in clashing]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["id", "kind", *value_columns, *[f"style.{s}" for s in style_columns]])
+    writer.writerow([_no_nul(c) for c in ["id", "kind", *value_columns, *[f"style.{s}" for s in style_columns]]])
     for ident, kind, entry in rows:
         writer.writerow(
             [
-                ident,
+                _no_nul(ident),
                 kind,
-                *[_cell(entry.values.get(c)) for c in value_columns],
+                *[_no_nul(_cell(entry.values.get(c))) for c in value_columns],
                 *[entry.style.get(s, "") for s in style_columns],
             ]
         )
     return ExportResult(out.getvalue(), notes)
+
+
+def _no_nul(text: str) -> str:
+    """A NUL would make the file binary to every CSV reader (ours included): write it as the text ``\\x00``."""
+    return text.replace("\x00", "\\x00")
 
 
 def _cell(value: Any) -> str:

@@ -104,10 +104,10 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     """
     import onnx
 
-    light = _without_weights(proto)
-    if light.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
-        return proto
-    try:
+    try:  # best effort: strings protobuf holds as bytes (invalid UTF-8) cannot even be copied
+        light = _without_weights(proto)
+        if light.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
+            return proto
         inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
     except Exception:
         return proto  # shapes stay as the file has them; metrics report n/a where they are missing
