@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..errors import AnnographError
 
@@ -27,7 +28,37 @@ def add_annotation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                         help="pin a symbolic dimension (repeatable), e.g. --dim batch=1")
+    parser.add_argument("--no-sidecar", action="store_true",
+                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
 def warn(message: str) -> None:
     print(f"annograph: {message}", file=sys.stderr)
+
+
+def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True) -> tuple[Any, Any]:
+    """The model and its merged annotations: the model's own (when ``embedded``), sidecars, then ``-a`` files.
+
+    Prints one coverage line per source that has rows (unmatched ids always, the rest unless ``--quiet``).
+    """
+    from ..annotations import load_annotations
+    from ..annotations.embedded import from_model
+    from ..annotations.sidecar import sidecars
+    from ..loaders import load_model
+
+    model_path = model_path or args.model
+    model = load_model(model_path, dims=parse_dims(args.dim))
+    files = list(args.annotations)
+    if not args.no_sidecar:
+        found = [str(p) for p in sidecars(model_path) if str(p) not in files]
+        for path in found:
+            warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
+        files = found + files
+    annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
+                                   extra=from_model(model) if embedded else [])
+    for coverage in annotations.coverage:
+        has_rows = coverage.total_ops or coverage.matched_tensors or coverage.unmatched
+        if coverage.unmatched or (has_rows and not args.quiet):
+            warn(coverage.line())
+    return model, annotations

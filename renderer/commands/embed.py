@@ -23,12 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="the annotated copy")
     add_annotation_arguments(parser)
-    parser.add_argument(
-        "--no-sidecar",
-        action="store_true",
-        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model",
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,40 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cmap", metavar="NAME", help="model-explorer: colour map for the gradient")
     add_annotation_arguments(parser)
-    parser.add_argument(
-        "--no-sidecar",
-        action="store_true",
-        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model",
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
 def load_annotated(args: argparse.Namespace, embedded: bool = True) -> tuple[Any, Any]:
-    """The model and its merged annotations: sidecars, the model's own (when ``embedded``), then ``-a`` files."""
-    from ..annotations import load_annotations
-    from ..annotations.embedded import from_model
-    from ..annotations.sidecar import sidecars
-    from ..loaders import load_model
-    from .common import parse_dims, warn
+    from .common import load_annotated as load
 
-    model = load_model(args.model, dims=parse_dims(args.dim))
-    files = list(args.annotations)
-    if not args.no_sidecar:
-        found = [str(p) for p in sidecars(args.model) if str(p) not in files]
-        for path in found:
-            warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
-        files = found + files
-    annotations = load_annotations(
-        files,
-        model,
-        fmt=args.annotations_format,
-        strict=args.strict,
-        extra=from_model(model) if embedded else [],
-    )
-    for coverage in annotations.coverage:
-        if coverage.unmatched or (not args.quiet and (coverage.total_ops or coverage.matched_tensors)):
-            warn(coverage.line())
-    return model, annotations
+    return load(args, embedded=embedded)
 
 
 def default_output(model: str, fmt: str, extension: str) -> str:

@@ -22,9 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output file (repeatable), or a folder ending in / for a batch; default MODEL.svg")
     parser.add_argument("--format", metavar="LIST", help="formats for folder output, e.g. svg,png (default svg)")
     add_annotation_arguments(parser)
-    parser.add_argument("--no-sidecar", action="store_true",
-                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
     look = parser.add_argument_group("colour")
     look.add_argument("--color-by", "--colour-by", metavar="METRIC", help="operator metric filling the boxes")
     look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
@@ -75,27 +72,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
-    from ..annotations import load_annotations
-    from ..loaders import load_model
     from ..rendering import render
-    from .common import warn
+    from .common import load_annotated
 
-    from ..annotations.embedded import from_model
-    from ..annotations.sidecar import sidecars
-
-    model = load_model(model_path, dims=options.dims)
-    files = list(args.annotations)
-    if not args.no_sidecar:
-        found = [str(p) for p in sidecars(model_path) if str(p) not in files]
-        for path in found:
-            warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
-        files = found + files
-    annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
-                                   extra=from_model(model))
-    for coverage in annotations.coverage:
-        has_rows = coverage.total_ops or coverage.matched_tensors or coverage.unmatched
-        if coverage.unmatched or (has_rows and not args.quiet):
-            warn(coverage.line())
+    model, annotations = load_annotated(args, model_path)
     render(model, annotations, options, output=list(outputs))
 
 
