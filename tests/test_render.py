@@ -409,3 +409,23 @@ def test_source_gradient_and_thresholds_colour_when_no_cmap_is_given() -> None:
     stepped = Scale.fit([1.0, 5.0, 50.0], thresholds=[(2.0, "#00ff00"), (10.0, "#ff0000")])
     assert [stepped.color(v) for v in (1.0, 5.0, 50.0)] == ["#00ff00", "#ff0000", "#e6e6e6"]
     assert stepped.ticks() == [2.0, 10.0]
+
+
+def test_onnx_value_metadata_props_become_tensor_annotations(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    out_info = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    entry = out_info.metadata_props.add()
+    entry.key, entry.value = "arena offset", "0x400"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [out_info])
+    path = tmp_path / "vm.onnx"
+    onnx.save(helper.make_model(graph), path)
+    svg = tmp_path / "vm.svg"
+    assert run_cli("render", path, "-o", svg).returncode == 0
+    model = renderer.load_model(path)
+    y = next(v for v in model.values() if v.name == "y")
+    assert y.metadata == {"arena offset": "0x400"}
+    edge = svg_groups(parse_svg(svg), "tensor")[y.element_id]
+    assert "arena offset: 0x400" in tooltip_of(edge)

@@ -210,12 +210,16 @@ class _Builder:
     def _graph(self, gp: onnx.GraphProto, parent: ir.Node | None, scope: list[dict[str, ir.Value]]) -> ir.Graph:
         graph = self.model.add_graph(_text(gp.name), parent)
         names: dict[str, ir.Value] = {}
-        shapes = {_text(vi.name): vi.type for vi in list(gp.value_info) + list(gp.input) + list(gp.output)}
+        infos = list(gp.value_info) + list(gp.input) + list(gp.output)
+        shapes = {_text(vi.name): vi.type for vi in infos}
+        value_metadata = {_text(vi.name): {_text(p.key): _text(p.value) for p in vi.metadata_props}
+                          for vi in infos if len(getattr(vi, "metadata_props", ()))}
 
         def local(name: str) -> ir.Value:
             value = names.get(name)
             if value is None:
                 value = graph.add_value(name, type=self._type(shapes.get(name)))
+                value.metadata = dict(value_metadata.get(name, {}))
                 names[name] = value
             return value
 
