@@ -265,11 +265,8 @@ def test_graphviz_exit_status_1_is_an_error() -> None:
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
-@pytest.mark.parametrize("payload", [
-    P.payload("controls"),
-    P.payload("rtl-override"),
-    P.payload("newlines"),
-], ids=lambda p: p.name)
+@pytest.mark.parametrize("payload", [P.payload("controls"), P.payload("rtl-override"), P.payload("newlines")],
+                         ids=lambda p: p.name)
 def test_info_prints_no_control_characters(payload: P.Payload, tmp_path: Path) -> None:
     """``annograph info`` writes names to a terminal: no escape sequences, bidi overrides or extra lines."""
     path = P.hostile_onnx(payload.text, tmp_path / "hostile.onnx")
@@ -290,12 +287,7 @@ def _exporters() -> list:  # type: ignore[type-arg]
     return exporter_modules()
 
 
-
-
-@pytest.mark.parametrize("payload", [
-    p
-    for p in P.PAYLOADS
-], ids=[p.name for p in P.PAYLOADS])
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
 def test_exported_files_parse_and_read_back(payload: P.Payload, tmp_path: Path) -> None:
     """Every registered exporter writes hostile names and values as data its format can parse (JSON, CSV),
     and our own readers take the file back without any error but ours."""
@@ -333,3 +325,30 @@ def test_exported_files_parse_and_read_back(payload: P.Payload, tmp_path: Path) 
             read_file(path, model)
         except AnnographError as e:
             assert "\n" not in str(e) and path.name in str(e), str(e)
+
+
+@pytest.mark.xfail(strict=True, reason="dot.py passes the subgraph link's tooltip through escape.attr (a label rule) "
+                                       "instead of escape.tooltip: reported")
+def test_subgraph_link_tooltip_is_literal(tmp_path: Path) -> None:
+    """An operator type (free text in a custom domain) that runs a subgraph names it in the link's tooltip."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from renderer.loaders import load_model
+    from renderer.options import RenderOptions
+
+    op_type = r"\N\G\L<b>"
+    body = helper.make_graph([helper.make_node("Identity", ["a"], ["b"], name="inner")], "body",
+                             [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1])],
+                             [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])])
+    node = helper.make_node(op_type, ["x"], ["y"], name="outer", domain="hostile", body=body)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("hostile", 1)])
+    onnx.save(model, str(tmp_path / "link.onnx"))
+    outputs = render_all(load_model(tmp_path / "link.onnx"), None, RenderOptions(), tmp_path, ["svg"])
+    root = P.check_svg(outputs["svg"])
+    links = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if (g.get("id") or "").startswith("link-")]
+    assert links, "no subgraph link drawn"
+    titles = [v for e in links[0].iter() for n, v in e.attrib.items() if n.endswith("}title")]
+    assert any(t.startswith(f"{op_type} runs graph") for t in titles), titles

@@ -353,3 +353,17 @@ def test_file_name_with_a_newline_stays_one_line(tmp_path: Path) -> None:
     path.write_bytes(b"not a model")
     run = run_cli("render", path, "-o", tmp_path / "out.svg")
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_oversized_yaml_is_refused_with_advice(tmp_path: Path) -> None:
+    """PyYAML holds a whole document (~80 bytes a character): past the cap the answer is one line, at once."""
+    from renderer.annotations import generic
+    from renderer.errors import AnnotationError
+
+    path = tmp_path / "huge.yaml"
+    row = '  - id: "stem/conv"\n    meta: {latency_ms: 1.5}\n'
+    path.write_text("operators:\n" + row * (generic.YAML_MAX_CHARS // len(row) + 1), encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(AnnotationError, match="huge.yaml: .* write files this big as CSV or JSON") as caught:
+        generic.read(path)
+    assert time.monotonic() - started < 5 and "\n" not in str(caught.value)

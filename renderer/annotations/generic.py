@@ -43,6 +43,9 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Nested values are shown as compact JSON text cut at this many characters. The cut also bounds the work:
 # YAML aliases can make a small file describe a structure of billions of elements ("billion laughs").
 NESTED_TEXT_LIMIT = 4096
+# PyYAML composes the whole document before constructing it: 100,000 rows (6 MiB) take ~20 s and ~500 MiB.
+# Bigger YAML is refused with a pointer to CSV/JSON, which read a million rows in seconds.
+YAML_MAX_CHARS = 10 * 2**20
 
 
 def match(path: Path, head: str) -> bool:
@@ -118,6 +121,12 @@ def _parse_json(path: Path, text: str) -> Any:
 
 
 def _parse_yaml(path: Path, text: str) -> Any:
+    if len(text) > YAML_MAX_CHARS:
+        raise AnnotationError(
+            f"{path}: {len(text) / 2**20:.0f} MiB of YAML is more than annograph reads as YAML "
+            f"({YAML_MAX_CHARS // 2**20} MiB: PyYAML holds the whole document, ~80 bytes per character); "
+            "write files this big as CSV or JSON"
+        )
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
