@@ -124,7 +124,7 @@ class _Emitter:
         container.edge(
             _op_name(node), target, lhead=f"cluster_{sub.index}", style="dashed", color="#8c8c8c",
             arrowhead="odot", id=f"link-{node.graph.index}-{node.index}-{sub.index}",
-            tooltip=escape.attr(f"{node.op_type} runs graph {sub.index}"),
+            tooltip=escape.tooltip([f"{node.op_type} runs graph {sub.index}"]),
         )
 
     def _any_drawn_node(self, graph: Graph) -> str | None:

@@ -40,6 +40,9 @@ def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
     if len(qualified) == 1:
         return qualified[0]
     what = "operator" if kind == "op" else "tensor"
+    reasons = [e.values[name] for e in entries.values() if isinstance(e.values.get(name), str)]
+    if reasons:  # the metric exists but no element has a number for it (n/a, skipped, unreadable weights)
+        raise MetricError(f"{what} metric {name!r} has no numeric value on any {what}: {reasons[0]}")
     if len(qualified) > 1:
         raise MetricError(f"metric {name!r} is provided by several sources; use one of: {', '.join(qualified)}")
     if not available:

@@ -54,12 +54,13 @@ def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
         rows.append({
             "id": f"{node.graph.index}:{node.index}",
             "element_id": node.element_id,
-            "type": node.op_type,
-            "name": node.display_name,
+            "type": escape.clean(node.op_type, 60),
+            "name": escape.clean(node.display_name, 120),
             "fill": heat.color(node.key) if heat else "",
             "metric": format_number(number) if number is not None else ("n/a" if heat else ""),
             "sort": number if number is not None else float("-inf"),
-            "values": [(k, v if isinstance(v, str) else format_number(m) if (m := metric_value(v)) is not None else str(v))
+            "values": [(escape.clean(k, 60), escape.clean(v if isinstance(v, str) else format_number(m)
+                                                             if (m := metric_value(v)) is not None else v, 120))
                        for k, v in values.items()][:6],
         })
     if heat:
@@ -67,16 +68,18 @@ def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
     graph_values = dict(annotations.graph.values)
     title = scene.options.title or graph_values.pop("title", None) or model.path.replace("\\", "/").rsplit("/", 1)[-1]
     return {
-        "title": str(title),
-        "model": {"format": model.format, "version": model.version, "producer": model.producer,
-                  "path": model.path.replace("\\", "/").rsplit("/", 1)[-1]},
+        "title": escape.clean(title, 200),
+        "model": {"format": model.format, "version": escape.clean(model.version, 200),
+                  "producer": escape.clean(model.producer, 200),
+                  "path": escape.clean(model.path.replace("\\", "/").rsplit("/", 1)[-1], 200)},
         "totals": list(scene.totals.items()),
-        "graph_meta": [(str(k), str(v)) for k, v in graph_values.items()],
+        "graph_meta": [(escape.clean(k, 80), escape.clean(v, 300)) for k, v in graph_values.items()],
         "metric": metric,
         "metric_unit": heat.info.unit if heat else "",
         "rows": rows[:limit],
         "row_count": len(rows),
-        "coverage": [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched],
+        "coverage": [escape.clean(c.line(), 1000) for c in annotations.coverage
+                     if c.total_ops or c.matched_tensors or c.unmatched],
     }
 
 

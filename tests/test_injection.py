@@ -327,8 +327,6 @@ def test_exported_files_parse_and_read_back(payload: P.Payload, tmp_path: Path) 
             assert "\n" not in str(e) and path.name in str(e), str(e)
 
 
-@pytest.mark.xfail(strict=True, reason="dot.py passes the subgraph link's tooltip through escape.attr (a label rule) "
-                                       "instead of escape.tooltip: reported")
 def test_subgraph_link_tooltip_is_literal(tmp_path: Path) -> None:
     """An operator type (free text in a custom domain) that runs a subgraph names it in the link's tooltip."""
     import onnx

@@ -429,3 +429,10 @@ def test_onnx_value_metadata_props_become_tensor_annotations(tmp_path: Path) -> 
     assert y.metadata == {"arena offset": "0x400"}
     edge = svg_groups(parse_svg(svg), "tensor")[y.element_id]
     assert "arena offset: 0x400" in tooltip_of(edge)
+
+
+def test_a_metric_with_no_numbers_says_why(tmp_path: Path) -> None:
+    run = run_cli("render", TINY_CNN, "--color-by", "weight_max", "--max-tensor-elements", "1",
+                  "-o", tmp_path / "x.svg", "--no-sidecar")
+    line = one_line_error(run)
+    assert "'weight_max' has no numeric value" in line and "skipped" in line

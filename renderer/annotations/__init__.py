@@ -110,7 +110,7 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
                         raise AnnotationError(f"{aset.path}{line}: {e}") from None
                     label = ident if isinstance(ident, str) else str(ident)
                     unmatched.append(label)
-                    if len(suggestions) < 5:
+                    if len(unmatched) - len(aset.unmatched) <= 5:  # only the ids the coverage line shows
                         hint = index.suggest(label, kind)
                         if hint:
                             suggestions[label] = hint
