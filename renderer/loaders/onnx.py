@@ -10,6 +10,7 @@ when a metric needs them.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,11 +122,11 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     return proto
 
 
-_WEIGHT_BYTES = 1024
+_WEIGHT_ELEMENTS = 1024
 
 
 def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``proto`` whose main-graph initializers over 1 KiB keep name, type and dims but no data."""
+    """A copy of ``proto`` whose large main-graph initializers keep name, type and dims but no data."""
     import onnx
 
     light = onnx.ModelProto()
@@ -133,7 +134,8 @@ def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
     _copy_fields(proto.graph, light.graph, skip="initializer")
     for tensor in proto.graph.initializer:
         stub = light.graph.initializer.add()
-        if len(tensor.raw_data) > _WEIGHT_BYTES:
+        # judged by dims: reading raw_data to measure it would copy every weight
+        if tensor.HasField("raw_data") and math.prod(tensor.dims) > _WEIGHT_ELEMENTS:
             stub.name, stub.data_type = tensor.name, tensor.data_type
             stub.dims.extend(tensor.dims)
         else:
