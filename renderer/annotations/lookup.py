@@ -140,3 +140,14 @@ def number(text: str) -> float | int | None:
     except ValueError:
         return None
     return result if math.isfinite(result) else None
+
+
+def unique_columns(header: list[str]) -> list[str]:
+    """CSV header cells stripped (BOM too), repeated names numbered: ``a, a`` → ``a, a_2``."""
+    seen: dict[str, int] = {}
+    columns = []
+    for raw in header:
+        name = raw.strip().lstrip("\ufeff")
+        seen[name] = seen.get(name, 0) + 1
+        columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return columns

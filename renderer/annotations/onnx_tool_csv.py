@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import AnnotationError
 from ..ir import Model, Node
-from .lookup import ModelLookup, node_ref, number, open_text
+from .lookup import ModelLookup, node_ref, number, open_text, unique_columns
 from .model import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
@@ -50,7 +50,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
             header = next(reader, None)
             if header is None:
                 raise AnnotationError(f"{path}: empty file")
-            columns = _columns(header)
+            columns = unique_columns(header)
             if columns[:2] != ["Name", "Type"]:
                 raise AnnotationError(
                     f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(header[:3])[:60]})"
@@ -88,16 +88,6 @@ def read(path: Path, model: Model) -> AnnotationSet:
         unit, text = _INFO.get(column, ("%" if column.endswith("Percent") else "", f"{column} (onnx-tool)"))
         result.metrics[column] = MetricInfo(column, NAME, unit, None, text)
     return result
-
-
-def _columns(header: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    columns = []
-    for raw in header:
-        name = raw.strip().lstrip("\ufeff")
-        seen[name] = seen.get(name, 0) + 1
-        columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return columns
 
 
 def _find(lookup: ModelLookup, main: list[Node], name: str, op_type: str) -> Node | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .lookup import node_ref, number, open_text, value_ref
+from .lookup import node_ref, number, open_text, value_ref, unique_columns
 from .model import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
@@ -85,7 +85,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
             header = next(reader, None)
             if header is None:
                 raise AnnotationError(f"{path}: empty file")
-            columns = _columns(header)
+            columns = unique_columns(header)
             if columns[:2] != ["op_name", "tensor_idx"] or columns[-1] != "tensor_name":
                 raise AnnotationError(f"{path}:1: expected a header op_name,tensor_idx,…,tensor_name")
             metric_columns = columns[2:-1]
@@ -133,11 +133,3 @@ def read(path: Path, model: Model) -> AnnotationSet:
     return result
 
 
-def _columns(header: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    columns = []
-    for raw in header:
-        name = raw.strip().lstrip("\ufeff")
-        seen[name] = seen.get(name, 0) + 1
-        columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return columns
