@@ -7,6 +7,15 @@ class AnnographError(Exception):
     """Base class: a problem with the user's input or environment, shown as one line."""
 
 
+def unreadable(path: object, e: OSError, kind: str) -> str:
+    """The one-line message for a file that cannot be opened; ``kind`` is what it should have been."""
+    if isinstance(e, FileNotFoundError):
+        return f"{path}: no such file"
+    if isinstance(e, IsADirectoryError):
+        return f"{path}: is a directory, not {kind}"
+    return f"{path}: cannot read ({e.strerror})"
+
+
 class LoaderError(AnnographError):
     """A model file is missing, of an unknown format, or corrupt."""
 

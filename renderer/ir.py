@@ -273,6 +273,8 @@ class Model:
     metadata: dict[str, str] = field(default_factory=dict)
     signatures: dict[str, dict[str, Any]] = field(default_factory=dict)
     opsets: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """What the loader wants the user told (one line each), e.g. how ``--dim`` could be applied."""
     raw: Any = None
     """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""
 

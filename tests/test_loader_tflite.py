@@ -519,6 +519,85 @@ def test_dims_batch_replaces_dynamic_first_dim(tmp_path):
     assert loader.load(path, dims={"seq": 3}).main.values[0].type.shape == (1, 4)
 
 
+def build_dynamic_sequence_model(custom_last: bool = False) -> bytes:
+    """tokens[-1, -1, 16] → FULLY_CONNECTED (keep_num_dims) → [-1, -1, 32] → TRANSPOSE(0, 2, 1) → [-1, 32, -1].
+
+    The transpose moves the sequence axis, so pinning each tensor's -1 axes by position gets its output wrong;
+    LiteRT's own shape propagation gets it right. ``custom_last`` swaps the transpose for a custom op LiteRT
+    cannot prepare."""
+    T = tflite.TensorType
+    b = flatbuffers.Builder(4096)
+    codes = [_opcode(b, tflite.BuiltinOperator.FULLY_CONNECTED),
+             _opcode(b, tflite.BuiltinOperator.CUSTOM, "Mystery") if custom_last
+             else _opcode(b, tflite.BuiltinOperator.TRANSPOSE)]
+    weights = np.arange(32 * 16, dtype=np.float32).reshape(32, 16) / 512
+    buffers = [_buffer(b, None), _buffer(b, weights.tobytes()), _buffer(b, np.array([0, 2, 1], "<i4").tobytes())]
+    tensors = [
+        _tensor(b, "tokens", [1, 1, 16], T.FLOAT32, signature=[-1, -1, 16]),
+        _tensor(b, "dense/w", [32, 16], T.FLOAT32, buffer=1),
+        _tensor(b, "dense", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
+        _tensor(b, "perm", [3], T.INT32, buffer=2),
+        _tensor(b, "swapped", [1, 32, 1], T.FLOAT32, signature=[-1, 32, -1]),
+    ]
+    tflite.FullyConnectedOptionsStart(b)
+    tflite.FullyConnectedOptionsAddKeepNumDims(b, True)
+    fc_options = tflite.FullyConnectedOptionsEnd(b)
+    tflite.TransposeOptionsStart(b)
+    transpose_options = tflite.TransposeOptionsEnd(b)
+    ops = [
+        _operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, fc_options),
+        _operator(b, 1, [2, 3], [4], custom=b"") if custom_last
+        else _operator(b, 1, [2, 3], [4], tflite.BuiltinOptions.TransposeOptions, transpose_options),
+    ]
+    return _finish(b, codes, [_subgraph(b, "main", tensors, ops, [0], [4])], buffers)
+
+
+def _finish(b: flatbuffers.Builder, codes: list[int], graphs: list[int], buffers: list[int]) -> bytes:
+    """A version-3 model of these operator codes, subgraphs and buffers, with the TFL3 identifier."""
+    codes_off, graphs_off, buffers_off = _offset_vector(b, codes), _offset_vector(b, graphs), _offset_vector(b, buffers)
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, codes_off)
+    tflite.ModelAddSubgraphs(b, graphs_off)
+    tflite.ModelAddBuffers(b, buffers_off)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_dims_pin_any_axis_and_litert_propagates_them(tmp_path):
+    from renderer import metrics
+
+    path = write(tmp_path, build_dynamic_sequence_model())
+    model = loader.load(path, dims={"batch": 2, "axis1": 128})
+    shapes = {v.name: v.type.shape for v in model.main.values}
+    assert shapes == {"tokens": (2, 128, 16), "dense/w": (32, 16), "dense": (2, 128, 32), "perm": (3,),
+                      "swapped": (2, 32, 128)}  # by position, "swapped" would be (2, 32, 1)
+    assert model.main.values[4].type.shape_signature == (-1, 32, -1)
+    assert model.notes == []
+    ops, _ = metrics.compute(model, {"macs", "output_bytes"}, set(), progress=False)
+    assert ops[("op", 0, 0)]["macs"] == 2 * 128 * 16 * 32  # FULLY_CONNECTED, no bias
+    assert ops[("op", 0, 1)]["output_bytes"] == 2 * 32 * 128 * 4  # TRANSPOSE
+    assert loader.load(path, dims={"axis0": 2, "axis1": 128}).main.values[4].type.shape == (2, 32, 128)
+    unpinned = loader.load(path)
+    assert unpinned.main.values[4].type.shape == (1, 32, 1) and unpinned.notes == []
+
+
+def test_dims_fall_back_to_positions_with_a_note_when_litert_cannot_prepare(tmp_path):
+    path = write(tmp_path, build_dynamic_sequence_model(custom_last=True))
+    model = loader.load(path, dims={"batch": 2, "axis1": 128})
+    shapes = {v.name: v.type.shape for v in model.main.values}
+    assert shapes["tokens"] == (2, 128, 16) and shapes["dense"] == (2, 128, 32)
+    assert shapes["swapped"] == (2, 32, 1)  # only each tensor's own -1 axes, by position
+    (note,) = model.notes
+    assert str(path) in note and "by position" in note and "LiteRT cannot" in note
+
+    from conftest import run_cli
+
+    run = run_cli("info", path, "--dim", "batch=2", "--dim", "axis1=128")
+    assert run.returncode == 0
+    assert [ln for ln in run.stderr.splitlines() if ln.startswith("annograph: ")] == [f"annograph: {note}"]
+
+
 def test_unknown_tensor_type_loads(tmp_path):
     model = loader.load(write(tmp_path, build_model(cond_dtype=99)))
     assert model.main.values[3].type.dtype == "unknown_type_99"
@@ -549,14 +628,7 @@ def test_shared_offsets_do_not_hang(tmp_path):
     tensor = _tensor(b, "t", [1], tflite.TensorType.FLOAT32)
     op = _operator(b, 0, [0] * 50_000, [0])
     graph = _subgraph(b, "g", [tensor], [op] * 50_000, [0], [0])
-    codes, graphs, buffers = _offset_vector(b, [_opcode(b, 0)]), _offset_vector(b, [graph]), _offset_vector(b, [])
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, codes)
-    tflite.ModelAddSubgraphs(b, graphs)
-    tflite.ModelAddBuffers(b, buffers)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    path = write(tmp_path, bytes(b.Output()))
+    path = write(tmp_path, _finish(b, [_opcode(b, 0)], [graph], []))
     start = time.monotonic()
     with pytest.raises(LoaderError, match="more entries than it can hold"):
         loader.load(path)

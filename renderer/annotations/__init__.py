@@ -15,7 +15,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import AnnotationError
+from ..errors import AnnotationError, unreadable
 from ..ids import IdIndex, Unresolved
 from ..ir import Model
 from .model import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
@@ -48,12 +48,8 @@ def _head(path: Path) -> str:
     try:
         with open(path, "rb") as f:
             return f.read(HEAD_CHARS).decode("utf-8-sig", "replace")
-    except FileNotFoundError:
-        raise AnnotationError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise AnnotationError(f"{path}: is a directory, not an annotation file") from None
     except OSError as e:
-        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+        raise AnnotationError(unreadable(path, e, "an annotation file")) from None
 
 
 def read_file(path: str | Path, model: Model, fmt: str | None = None) -> AnnotationSet:

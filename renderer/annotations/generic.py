@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnotationError
+from ..errors import AnnotationError, unreadable
 from ..ir import Model
 from .model import AnnotationSet, Entry, Ref
 from .style import validate_style
@@ -70,10 +70,8 @@ def read_text(path: Path) -> str:
     """The file as text (UTF-8, BOM allowed), or an AnnotationError naming it."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise AnnotationError(f"{path}: no such file") from None
     except OSError as e:
-        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+        raise AnnotationError(unreadable(path, e, "an annotation file")) from None
     if b"\x00" in data[:4096]:
         raise AnnotationError(f"{path}: binary file, not an annotation file")
     try:
@@ -149,6 +147,9 @@ def _parse_yaml(path: Path, text: str) -> Any:
         raise AnnotationError(f"{path}{line}: invalid YAML ({e.problem or e.context})") from None
     except (yaml.YAMLError, RecursionError) as e:
         raise AnnotationError(f"{path}: invalid YAML ({str(e).splitlines()[0] if str(e) else 'error'})") from None
+    except (ValueError, TypeError, OverflowError) as e:  # an explicit tag (!!float, !!int, !!binary…) that fails
+        raise AnnotationError(f"{path}: invalid YAML (a tagged value cannot be converted: {str(e).splitlines()[0] if str(e) else type(e).__name__})") \
+            from None
 
 
 def _read_document(path: Path, data: Any, result: AnnotationSet) -> None:

@@ -26,15 +26,32 @@ def add_annotation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--annotations-format", metavar="NAME",
                         help="read every -a file with this reader instead of detecting it")
     parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
-    parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
-                        help="pin a symbolic dimension (repeatable), e.g. --dim batch=1")
+    add_dim_argument(parser)
     parser.add_argument("--no-sidecar", action="store_true",
                         help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
 def warn(message: str) -> None:
-    print(f"annograph: {message}", file=sys.stderr)
+    from ..escape import clean
+
+    print(f"annograph: {clean(message, 2000)}", file=sys.stderr)
+
+
+def add_dim_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                        help="pin a dynamic dimension (repeatable): an ONNX dim name (--dim batch=1 --dim seq=128) "
+                             "or a TFLite axis (--dim axis1=128; batch is axis0)")
+
+
+def load_noted(path: str, dim_args: list[str]) -> Any:
+    """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr."""
+    from ..loaders import load_model
+
+    model = load_model(path, dims=parse_dims(dim_args))
+    for note in model.notes:
+        warn(note)
+    return model
 
 
 def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True) -> tuple[Any, Any]:
@@ -45,10 +62,9 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
     from ..annotations import load_annotations
     from ..annotations.embedded import from_model
     from ..annotations.sidecar import sidecars
-    from ..loaders import load_model
 
     model_path = model_path or args.model
-    model = load_model(model_path, dims=parse_dims(args.dim))
+    model = load_noted(model_path, args.dim)
     files = list(args.annotations)
     if not args.no_sidecar:
         found = [str(p) for p in sidecars(model_path) if str(p) not in files]

@@ -6,22 +6,22 @@ import argparse
 import json
 import sys
 
+from .common import add_dim_argument
+
 HELP = "list every graph, operator and tensor of a model with its id, type and shapes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="ONNX or TFLite file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
-                        help="pin a symbolic dimension (repeatable), e.g. --dim batch=1")
+    add_dim_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..escape import clean
-    from ..loaders import load_model
-    from .common import parse_dims
+    from .common import load_noted
 
-    model = load_model(args.model, dims=parse_dims(args.dim))
+    model = load_noted(args.model, args.dim)
     if args.json:
         json.dump(_as_json(model), sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import add_dim_argument
+
 HELP = "compute parameters, MACs, memory, sparsity and weight statistics into a .json/.csv annotation file"
 
 EXAMPLES = """examples:
@@ -24,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="output file: .json, .csv or .tsv")
     parser.add_argument("--format", choices=("json", "csv", "tsv"), help="output format (default: from the extension)")
-    parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
-                        help="pin a symbolic dimension (repeatable), e.g. --dim batch=1")
+    add_dim_argument(parser)
     parser.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
                         help="skip weight statistics for tensors larger than N elements (default 50M)")
     parser.add_argument("--metrics", metavar="LIST",
@@ -36,10 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from ..errors import AnnographError
-    from ..loaders import load_model
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
-    from .common import parse_dims, warn
+    from .common import load_noted, warn
 
     fmt = export_format(args.output, args.format)
     if args.max_tensor_elements < 0:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             known = ", ".join([*OP_METRICS, *ALL_TENSOR_METRICS])
             raise AnnographError(f"--metrics: unknown metric {unknown[0]!r} (known: {known})")
         op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
-    model = load_model(args.model, dims=parse_dims(args.dim))
+    model = load_noted(args.model, args.dim)
     ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
     atomic.write_text(args.output, render(model, ops, tensors, fmt))
     if not args.quiet:

@@ -14,7 +14,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import LoaderError
+from ..errors import LoaderError, unreadable
 from ..ir import Model
 
 # Module names under renderer.loaders; the fuzz and injection tests iterate over this list.
@@ -32,12 +32,8 @@ def detect(path: Path) -> ModuleType:
     try:
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
-    except FileNotFoundError:
-        raise LoaderError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LoaderError(f"{path}: is a directory, not a model file") from None
     except OSError as e:
-        raise LoaderError(f"{path}: cannot read ({e.strerror})") from None
+        raise LoaderError(unreadable(path, e, "a model file")) from None
     if not head:
         raise LoaderError(f"{path}: empty file")
     modules = loader_modules()

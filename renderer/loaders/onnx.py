@@ -4,8 +4,10 @@ Graph numbering: the main graph is 0; subgraphs (If branches, Loop and Scan bodi
 follow depth-first in node order, then attribute order. A subgraph that reads a value of an enclosing graph
 refers to the outer ``ir.Value`` directly, so edges cross from the outer graph into the subgraph.
 
-External data is not read at load time: initializers are ``ir.Tensor`` objects whose reader loads the bytes
-when a metric needs them.
+Weights are not read at load time. The file is memory-mapped; the large ``raw_data`` of main-graph
+initializers is located in the protobuf wire format (``onnx_wire``) and left out of what protobuf parses, and
+their ``ir.Tensor`` readers return numpy views over the mapped bytes. External data is read when a metric
+first asks for it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError
+from . import onnx_wire
+from .mapped import map_file
 
 if TYPE_CHECKING:
     import onnx
@@ -50,8 +54,13 @@ def _dtype_names() -> dict[int, str]:
 def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     import onnx
 
+    buffer = map_file(path)
+    parts = onnx_wire.split(buffer)
     try:
-        proto = onnx.load(str(path), load_external_data=False)
+        if parts is not None:  # large weights stay in the mapped file; protobuf parses the rest
+            proto = onnx.load_model_from_string(parts.light)
+        else:
+            proto = onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-like errors, ValueError…
         raise LoaderError(f"{path}: not a valid ONNX model ({_first_line(e)})") from None
     if not proto.HasField("graph"):
@@ -68,8 +77,9 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     if dims:
         _pin_dims(proto.graph, dims)
     proto = _infer_shapes(proto)
+    weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     try:
-        return _Builder(path, proto).build()
+        return _Builder(path, proto, weights).build()
     except LoaderError:
         raise
     except Exception as e:
@@ -159,16 +169,19 @@ _PLAIN_DTYPES = frozenset({"float32", "float64", "float16", "int8", "uint8", "in
                            "int64", "uint64", "bool"})
 
 
-def _raw_view(proto: onnx.TensorProto, dtype: str, shape: tuple[int, ...]) -> Any:
-    """A read-only numpy view over little-endian ``raw_data`` of a plain dtype (no copy); None otherwise."""
+def _raw_view(raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+    """A read-only numpy view over little-endian raw bytes of a plain dtype (no copy); None otherwise."""
     import sys
 
     import numpy as np
 
-    if dtype not in _PLAIN_DTYPES or not proto.raw_data or sys.byteorder != "little":
+    if dtype not in _PLAIN_DTYPES or not len(raw) or sys.byteorder != "little":
         return None
-    array = np.frombuffer(proto.raw_data, dtype=np.dtype(dtype))
-    return array.reshape(shape)
+    return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)
+
+
+# where a stripped raw_data lies: (mapped file, offset, length)
+_Place = tuple[Any, int, int]
 
 
 def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
@@ -186,9 +199,10 @@ def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
 class _Builder:
     """Walks the proto once, creating graphs depth-first."""
 
-    def __init__(self, path: Path, proto: onnx.ModelProto) -> None:
+    def __init__(self, path: Path, proto: onnx.ModelProto, weights: dict[int, _Place]) -> None:
         self.path = path
         self.proto = proto
+        self.weights = weights  # main-graph initializer index → its raw_data in the mapped file
         self.base_dir = str(path.parent)
         self.dtypes = _dtype_names()
         self.model = ir.Model(format=FORMAT, path=str(path))
@@ -231,9 +245,9 @@ class _Builder:
                 value = local(_text(vi.name))
                 value.is_input = True
                 graph.inputs.append(value)
-        for tensor in gp.initializer:
+        for i, tensor in enumerate(gp.initializer):
             value = local(_text(tensor.name))
-            value.initializer = self._tensor(tensor)
+            value.initializer = self._tensor(tensor, self.weights.get(i) if parent is None else None)
             if value.type is None or value.type.shape is None:
                 value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
 
@@ -347,7 +361,7 @@ class _Builder:
                 shape.append(None)
         return ir.TensorType(dtype, tuple(shape))
 
-    def _tensor(self, tp: onnx.TensorProto) -> ir.Tensor:
+    def _tensor(self, tp: onnx.TensorProto, place: _Place | None = None) -> ir.Tensor:
         import onnx
 
         dtype = self.dtypes.get(tp.data_type, "undefined")
@@ -373,13 +387,27 @@ class _Builder:
                         f"({_first_line(e)})"
                     ) from None
                 return _to_array(copy)
+            if place is not None:
+                buffer, offset, length = place
+                raw = memoryview(buffer)[offset:offset + length]
+                try:
+                    fast = _raw_view(raw, dtype, shape)
+                except ValueError as e:
+                    raise LoaderError(f"{path}: tensor {_text(tp.name)!r} holds invalid data ({_first_line(e)})") \
+                        from None
+                if fast is not None:
+                    return fast
+                copy = onnx.TensorProto()  # a dtype numpy cannot view (float8, int4, big-endian host…)
+                copy.CopyFrom(tp)
+                copy.raw_data = bytes(raw)
+                return _to_array(copy)
             return _to_array(tp)
 
         def _to_array(proto: onnx.TensorProto) -> Any:
             from onnx import numpy_helper
 
             try:
-                fast = _raw_view(proto, dtype, shape)
+                fast = _raw_view(proto.raw_data, dtype, shape) if proto.HasField("raw_data") else None
                 return fast if fast is not None else numpy_helper.to_array(proto)
             except Exception as e:  # data that does not match its declared type and shape
                 raise LoaderError(

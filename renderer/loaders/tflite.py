@@ -18,8 +18,10 @@ is widened to float32 and ``string`` tensors decode to an object array of bytes.
 does not match its shape (sparse tensors, corrupt files) gets a flat 1-D tensor of whatever the buffer holds
 and a ``Value.metadata["data"]`` note.
 
-``dims``: only ``{"batch": N}`` is used. Where a tensor's ``shape_signature`` has -1 in dimension 0, the
-shape's first dimension becomes N (the signature keeps its -1). Other keys are ignored.
+``dims`` pins dynamic dimensions (-1 in ``shape_signature``) by position: ``axisK`` for axis K, ``batch`` for
+axis 0. The main graph's inputs are resized and LiteRT propagates the shapes through every operator
+(``litert_shapes``); where it cannot, each tensor's own -1 axes are pinned by position, and a note on the model
+says why. Signatures keep their -1. Other keys are ignored.
 
 ``Model.raw`` is ``(tflite.Model, buffer)``: the flatbuffer accessor and the mapped file bytes it reads.
 """
@@ -37,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError
+from . import litert_shapes
+from .mapped import map_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -108,30 +112,40 @@ def match(head: bytes) -> bool:
 
 def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file."""
-    buffer = _read_file(path)
+    buffer = map_file(path)
     if len(buffer) < 8 or buffer[4:8] != _IDENTIFIER:
         raise LoaderError(f"{path}: not a TFLite model (no TFL3 file identifier)")
     try:
-        return _Builder(path, buffer, dims or {}).build()
+        model = _Builder(path, buffer, dims or {}).build()
+        if dims:
+            _propagate_shapes(path, model, dims)
+        return model
     except LoaderError:
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
         raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
 
 
-def _read_file(path: Path) -> bytes | mmap.mmap:
-    try:
-        with open(path, "rb") as f:
-            try:
-                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):  # empty file, or a file system / special file that cannot be mapped
-                return f.read()
-    except FileNotFoundError:
-        raise LoaderError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LoaderError(f"{path}: is a directory, not a model file") from None
-    except OSError as e:
-        raise LoaderError(f"{path}: cannot read ({e.strerror})") from None
+def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None:
+    """Replace the position-pinned shapes of the main graph by LiteRT's, where the inputs have pinned axes."""
+    resized = {}
+    for value in model.main.inputs:
+        t = value.type
+        if t is None or t.shape is None or t.shape_signature is None:
+            continue
+        if any(size == -1 and litert_shapes.axis_value(dims, axis) is not None
+               for axis, size in enumerate(t.shape_signature)):
+            resized[value.index] = t.shape  # already pinned by position
+    if not resized:
+        return
+    shapes, reason = litert_shapes.propagate(path, resized)
+    if not shapes:
+        model.notes.append(f"{path}: --dim pinned each tensor's dynamic axes by position: {reason}")
+        return
+    for value in model.main.values:
+        shape = shapes.get(value.index)
+        if value.type is not None and shape is not None and value.initializer is None:
+            value.type = ir.TensorType(value.type.dtype, shape, value.type.shape_signature)
 
 
 def _describe(e: BaseException) -> str:
@@ -331,8 +345,8 @@ class _Builder:
         signature = tuple(self.array(tensor.ShapeSignatureAsNumpy(), f"{where} shape signature").tolist())
         if not signature or signature == shape:
             signature = None
-        elif "batch" in self.dims and len(shape) == len(signature) and signature[0] == -1:
-            shape = (int(self.dims["batch"]), *shape[1:])
+        else:
+            shape = litert_shapes.pin(shape, signature, self.dims)
         value = graph.add_value(
             _text(tensor.Name()),
             type=ir.TensorType(dtype=dtype, shape=shape, shape_signature=signature),

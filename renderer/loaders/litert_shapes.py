@@ -1,0 +1,110 @@
+"""Shapes of a TFLite model with its dynamic input dimensions pinned, propagated by LiteRT itself.
+
+TFLite files store each tensor's shape with dynamic dimensions written as 1 (``shape_signature`` keeps -1).
+Pinning ``--dim batch=2 --dim axis1=128`` on the inputs only helps the metrics if the operators' output
+shapes follow, and that needs each kernel's shape rules: the runtime's ``ResizeInputTensor`` +
+``AllocateTensors`` runs them. This is optional (``ai-edge-litert``, or the older ``tflite-runtime``); without
+it, or when the runtime cannot prepare the model (custom ops), the loader falls back to pinning every
+tensor's dynamic dimensions by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def axis_value(dims: Mapping[str, int], axis: int) -> int | None:
+    """The pinned size of dynamic axis ``axis``: ``axisK``, and ``batch`` for axis 0."""
+    value = dims.get(f"axis{axis}")
+    if value is None and axis == 0:
+        value = dims.get("batch")
+    return None if value is None else int(value)
+
+
+def pin(shape: Sequence[int], signature: Sequence[int] | None, dims: Mapping[str, int]) -> tuple[int, ...]:
+    """``shape`` with each -1 axis of ``signature`` that ``dims`` names replaced."""
+    if not dims or signature is None or len(signature) != len(shape):
+        return tuple(shape)
+    pinned = []
+    for axis, (size, declared) in enumerate(zip(shape, signature)):
+        value = axis_value(dims, axis) if declared == -1 else None
+        pinned.append(size if value is None else value)
+    return tuple(pinned)
+
+
+def _interpreter(path: Path):  # type: ignore[no-untyped-def]
+    try:
+        from ai_edge_litert import interpreter as litert
+    except ImportError:
+        try:
+            from tflite_runtime import interpreter as litert  # type: ignore[no-redef]
+        except ImportError:
+            return None, "no TFLite runtime installed (pip install ai-edge-litert)"
+    kind = getattr(litert, "OpResolverType", None)
+    options = {"experimental_op_resolver_type": kind.BUILTIN_WITHOUT_DEFAULT_DELEGATES} if kind else {}
+    try:  # no delegate: a delegated partition hides its inner tensors' shapes
+        return litert.Interpreter(model_path=str(path), **options), ""
+    except Exception as e:  # noqa: BLE001 (the runtime raises RuntimeError, ValueError… on what it cannot run)
+        return None, f"LiteRT cannot load the model ({_first_line(e)})"
+
+
+def propagate(path: Path, inputs: Mapping[int, tuple[int, ...]]) -> tuple[dict[int, tuple[int, ...]], str]:
+    """Resize main-graph input tensors (tensor index → new shape) and return every main-graph tensor's shape
+    after LiteRT prepared the model, or ``({}, reason)`` when it cannot.
+
+    The runtime runs in a child process: a model that passed our loader can still crash native kernel code,
+    and that must cost a note, not the whole command.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    request = json.dumps({"path": str(path), "inputs": {str(k): list(v) for k, v in inputs.items()}})
+    env = dict(os.environ)  # the child imports this package from where this process found it
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
+    try:
+        done = subprocess.run([sys.executable, "-m", __name__], input=request, capture_output=True, text=True,
+                              timeout=_TIMEOUT_SECONDS, env=env)
+    except subprocess.TimeoutExpired:
+        return {}, f"LiteRT took over {_TIMEOUT_SECONDS} s to prepare the model"
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {}, f"LiteRT failed on the model (exit status {done.returncode})"
+    if "error" in answer:
+        return {}, str(answer["error"])
+    return {int(k): tuple(int(x) for x in v) for k, v in answer["shapes"].items()}, ""
+
+
+_TIMEOUT_SECONDS = 120
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:200] if text else type(e).__name__
+
+
+def _child() -> None:
+    import json
+    import sys
+
+    request = json.loads(sys.stdin.read())
+    interpreter, reason = _interpreter(Path(request["path"]))
+    if interpreter is None:
+        print(json.dumps({"error": reason}))
+        return
+    try:
+        for index, shape in request["inputs"].items():
+            interpreter.resize_tensor_input(int(index), shape, strict=True)
+        interpreter.allocate_tensors()
+        details = interpreter.get_tensor_details()
+    except Exception as e:  # noqa: BLE001
+        print(json.dumps({"error": f"LiteRT cannot prepare the model with these shapes ({_first_line(e)})"}))
+        return
+    print(json.dumps({"shapes": {str(d["index"]): [int(x) for x in d["shape"]] for d in details}}))
+
+
+if __name__ == "__main__":
+    _child()

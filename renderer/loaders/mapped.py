@@ -1,0 +1,19 @@
+"""A model file as read-only bytes: memory-mapped where possible, so weights are views, not copies."""
+
+from __future__ import annotations
+
+import mmap
+from pathlib import Path
+
+from ..errors import LoaderError, unreadable
+
+
+def map_file(path: Path) -> bytes | mmap.mmap:
+    try:
+        with open(path, "rb") as f:
+            try:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # empty file, or a file system / special file that cannot be mapped
+                return f.read()
+    except OSError as e:
+        raise LoaderError(unreadable(path, e, "a model file")) from None
