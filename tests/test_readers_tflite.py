@@ -1,9 +1,11 @@
-"""TFLite tool outputs: QuantizationDebugger layer statistics (real TensorFlow output) and benchmark_model
-op profiles (hand-made to the documented layout, see tests/fixtures/README.md)."""
+"""TFLite tool outputs: QuantizationDebugger layer statistics (real TensorFlow output), benchmark_model op
+profiles (hand-made to the documented layout) and LiteRT op profiles (real ai-edge-litert output), see
+tests/fixtures/README.md."""
 
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -17,6 +19,11 @@ from renderer.loaders import load_model
 FIXTURES = ROOT / "tests" / "fixtures"
 DEBUGGER = FIXTURES / "tflite_debugger"
 BENCH = FIXTURES / "tflite_benchmark"
+REAL_MODELS = {
+    "face_detection": TFLITE / "face_detection_short_range.tflite",
+    "okay_nabu": TFLITE / "okay_nabu.tflite",
+    "tiny_keras_float": DEBUGGER / "tiny_keras_float.tflite",
+}
 
 
 def csv_rows(path: Path) -> list[list[str]]:
@@ -220,3 +227,125 @@ def test_benchmark_malformed_gives_one_line(tmp_path: Path) -> None:
         run_cli("render", DEBUGGER / "tiny_keras_float.tflite", "-a", bad, "-o", tmp_path / "x.svg")
     )
     assert f"bad.txt:{at + 1}" in error
+
+
+# -- LiteRT profile summary: real ai-edge-litert output (samples/tools/make_real_benchmark_fixtures.py) ------
+
+
+def litert_rows(path: Path) -> list[tuple[str, list[float], str, int]]:
+    """(type, [start, first, avg ms, %, cdf%, mem KB, times called], kind, index) of each Run Order row."""
+    rows, in_table = [], False
+    for line in path.read_text().splitlines():
+        if re.match(r"^=+ Run Order =+$", line):
+            in_table = True
+        elif in_table and not line.strip():
+            break
+        elif in_table and "[node type]" not in line:
+            *node_type, start, first, avg, share, cdf, mem, calls, name = line.split()
+            found = re.fullmatch(r"\[(Builtin|Delegate)\]:(\d+)", name)
+            assert found, line
+            kind, index = found.groups()
+            numbers = [float(c.rstrip("%")) for c in (start, first, avg, share, cdf, mem, calls)]
+            rows.append((" ".join(node_type), numbers, kind, int(index)))
+    return rows
+
+
+def check_values(values: dict[str, object], numbers: list[float]) -> None:
+    start, first, avg, share, cdf, mem, calls = numbers
+    assert values["start_us"] == pytest.approx(start * 1000)
+    assert values["latency_first_us"] == pytest.approx(first * 1000)
+    assert values["latency_us"] == pytest.approx(avg * 1000)
+    assert values["percent"] == pytest.approx(share) and values["cdf_percent"] == pytest.approx(cdf)
+    assert values["memory_kb"] == mem and values["times_called"] == calls
+
+
+def test_litert_real_files_and_their_versions() -> None:
+    versions = json.loads((BENCH / "versions.json").read_text())
+    assert versions["package"] == "ai-edge-litert" and versions["version"] == "2.3.0"
+    real = sorted(p.name for p in BENCH.glob("*.real.*.txt"))
+    assert real and sorted(versions["files"]) == real
+    for name, made in versions["files"].items():
+        text = (BENCH / name).read_text()
+        # LiteRT's summary: no benchmark_model section header, space-padded cells, and with XNNPack on, a
+        # Delegate Statistics table
+        assert text.startswith("=") and "Operator-wise" not in text and "\t" not in text
+        assert ("Delegate Statistics" in text) == name.endswith(".xnnpack.txt")
+        assert tflite_benchmark.match(BENCH / name, text[:4096])
+        assert ("kernel_mode" in made["options"]["xnnpack"]) == name.endswith(".builtin.txt")
+
+
+@pytest.mark.parametrize("stem", ["face_detection", "tiny_keras_float"])
+def test_litert_builtin_kernels_map_every_operator(stem: str) -> None:
+    path = BENCH / f"{stem}.real.builtin.txt"
+    model = load_model(REAL_MODELS[stem])
+    notes = load_annotations(path, model)
+    rows = litert_rows(path)
+    assert len(rows) == len(model.main.nodes) and all(kind == "Builtin" for _, _, kind, _ in rows)
+    assert notes.coverage[0].matched_ops == len(rows) and not notes.coverage[0].unmatched
+    for node_type, numbers, _, index in rows:
+        node = model.main.nodes[index]
+        assert node.op_type == node_type
+        check_values(notes.ops[node.key].values, numbers)
+        assert notes.ops[node.key].values["node_type"] == node_type
+
+
+def test_litert_subgraphs_share_one_table() -> None:
+    # okay_nabu: CALL_ONCE (operator 0) runs the 12-operator initialisation subgraph in the first run only;
+    # its rows follow CALL_ONCE's in the one Run Order table, with indices that restart at 0
+    path = BENCH / "okay_nabu.real.builtin.txt"
+    model = load_model(REAL_MODELS["okay_nabu"])
+    main, init = model.graphs
+    rows = litert_rows(path)
+    assert len(rows) == len(main.nodes) + len(init.nodes)
+    assert rows[0][0] == "CALL_ONCE" and [r[3] for r in rows[1 : 1 + len(init.nodes)]] == list(
+        range(len(init.nodes))
+    )
+    notes = load_annotations(path, model)
+    assert notes.coverage[0].matched_ops == len(rows) and not notes.coverage[0].unmatched
+    runs = json.loads((BENCH / "versions.json").read_text())["runs"]
+    for position, (node_type, numbers, _, index) in enumerate(rows):
+        graph = init if 1 <= position <= len(init.nodes) else main
+        node = graph.nodes[index]
+        assert node.op_type == node_type
+        # the initialisation subgraph ran once, the main graph in every run
+        assert numbers[-1] == (1 if graph is init else runs)
+        check_values(notes.ops[node.key].values, numbers)
+    # the same index and type in both graphs (VAR_HANDLE at 2, 4 and 6) went to the right graph each time
+    shared = [i for i in range(len(init.nodes)) if init.nodes[i].op_type == main.nodes[i].op_type]
+    assert shared and all(init.nodes[i].key in notes.ops and main.nodes[i].key in notes.ops for i in shared)
+
+
+@pytest.mark.parametrize("stem", ["face_detection", "okay_nabu", "tiny_keras_float"])
+def test_litert_xnnpack_delegate_rows_are_unmatched(stem: str) -> None:
+    path = BENCH / f"{stem}.real.xnnpack.txt"
+    model = load_model(REAL_MODELS[stem])
+    aset = read_file(path, model)
+    rows = litert_rows(path)
+    delegated = [f"{node_type}:{index}" for node_type, _, kind, index in rows if kind == "Delegate"]
+    assert delegated and all(r[0].startswith("Delegate/") for r in rows if r[2] == "Delegate")
+    assert aset.unmatched == delegated
+    # the delegate's kernel node has no row: only the operators XNNPack left to the built-in kernels are timed
+    builtin = [(node_type, numbers, index) for node_type, numbers, kind, index in rows if kind == "Builtin"]
+    mapped = {r.key: e.values for r, e in aset.operators}
+    assert len(mapped) == len(builtin)
+    for node_type, numbers, index in builtin:
+        node = model.main.nodes[index]
+        assert node.op_type == node_type
+        check_values(mapped[node.key], numbers)
+    if stem == "okay_nabu":
+        assert sorted(n for _, _, n in builtin) == [0, 25, 36, 46, 60]  # CALL_ONCE, 3 SPLIT_V, QUANTIZE
+
+
+def test_litert_summary_renders(tmp_path: Path) -> None:
+    done = run_cli(
+        "render",
+        REAL_MODELS["face_detection"],
+        "-a",
+        BENCH / "face_detection.real.builtin.txt",
+        "-o",
+        tmp_path / "x.svg",
+        "--color-by",
+        "latency_us",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "matched 164/164 operators" in done.stderr

@@ -1,4 +1,5 @@
-"""TFLite ``benchmark_model --enable_op_profiling=true`` output: the text tables and the ``csv`` output mode.
+"""TFLite ``benchmark_model --enable_op_profiling=true`` output: the text tables and the ``csv`` output mode;
+also LiteRT's own profile summary (``LiteRtGetProfileSummary``), which prints the same tables.
 
 The layout follows TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` and
 ``tensorflow/lite/profiling/profile_summarizer.cc`` / ``profile_summary_formatter.cc``:
@@ -17,6 +18,16 @@ The layout follows TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` and
 * Operator rows are named ``[<output tensor names>]:<node index>``; the node index is the operator index in
   the subgraph. ``Delegate/<name>:<n>`` rows and delegate kernel nodes (type ``TfLiteXNNPackDelegate``…) stand
   for work inside a delegate and have no operator of their own: they are reported as unmatched.
+
+LiteRT's profile summary (ai-edge-litert 2.3.0, real output in ``tests/fixtures/tflite_benchmark/*.real.*``)
+has no section header: the file starts at the ``Run Order`` banner, which is then read as the regular runs.
+Its cells are padded with spaces (no tabs), it always has ``[start]``, and it adds a ``Delegate Statistics``
+table (skipped). Operator rows are named ``[Builtin]:<node index>`` without tensor names, delegate operators
+``[Delegate]:<n>`` with the type ``Delegate/<name>`` (the delegate kernel node has no row), and all subgraphs
+share one table in run order: a subgraph called by an operator (``CALL_ONCE``, ``WHILE``…) follows that
+operator's row. Such a row is put in the subgraph whose operator at that index has its type, preferring the
+subgraph of the row before while the indices go up; delegate rows are reported as unmatched,
+as ``Delegate/<name>:<n>``.
 
 Mapping: the operator at the row's index when its op type agrees and its outputs are the named tensors;
 else the operator of that type producing the first named tensor. Values (per run): ``latency_us`` (the
@@ -43,6 +54,7 @@ INIT = "Profiling Info for Benchmark Initialization"
 _BANNER = re.compile(r"^=+ (?P<title>.+?) =+$")
 _SUBGRAPH = re.compile(r"^Subgraph \(index: (?P<index>\d+)\) (?:profile|summary):$")
 _ROW_NAME = re.compile(r"^\[(?P<outputs>.*)\]:(?P<index>\d+)$")
+_LITERT_NAME = re.compile(r"^\[(?P<kind>Builtin|Delegate)\]:(?P<index>\d+)$")
 _TIMINGS = re.compile(r"^Timings \(microseconds\): (?P<rest>.*)$")
 
 # header cell → our value name and the factor from the file's unit
@@ -134,6 +146,8 @@ def read(path: Path, model: Model) -> AnnotationSet:
     mapper = _Mapper(model)
     in_regular = False
     seen_regular = False
+    headed = False  # a section header seen; without one the tables are LiteRT's bare profile summary
+    banners = False  # per-subgraph banners seen; without them LiteRT's rows may come from any subgraph
     subgraph: int | None = 0
     table: _Table | None = None
     expect_header = False
@@ -142,18 +156,22 @@ def read(path: Path, model: Model) -> AnnotationSet:
             text = _strip_prefix(raw)
             if REGULAR in text:
                 in_regular, seen_regular, subgraph, table, expect_header = True, True, 0, None, False
+                headed = True
                 continue
             if INIT in text:
                 in_regular, table, expect_header = False, None, False
+                headed = True
                 continue
+            if not headed and not in_regular and _BANNER.match(text):
+                in_regular = seen_regular = True
             if not in_regular:
                 continue
             if text == "Primary graph profile:":
-                subgraph, table = 0, None
+                subgraph, table, banners = 0, None, True
                 continue
             sub = _SUBGRAPH.match(text)
             if sub:
-                subgraph, table = int(sub.group("index")), None
+                subgraph, table, banners = int(sub.group("index")), None, True
                 continue
             if text == "Delegate internal:":
                 subgraph, table = None, None
@@ -197,7 +215,17 @@ def read(path: Path, model: Model) -> AnnotationSet:
                     key, factor = field
                     entry.values[key] = round(value * factor, 6) if factor != 1.0 else value
             entry.values["node_type"] = node_type
-            node = mapper.find(subgraph, node_type, name)
+            litert = _LITERT_NAME.match(name)
+            if litert and litert.group("kind") == "Delegate":
+                node, name = None, f"{node_type}:{litert.group('index')}"
+            elif litert:
+                index = int(litert.group("index"))
+                node = None
+                if subgraph is not None:
+                    node = mapper.find_builtin(subgraph if banners else None, node_type, index)
+                name = f"{name} {node_type}"
+            else:
+                node = mapper.find(subgraph, node_type, name)
             if node is None:
                 result.unmatched.append(name if subgraph in (0, None) else f"{subgraph}:{name}")
             else:
@@ -211,6 +239,30 @@ class _Mapper:
     def __init__(self, model: Model) -> None:
         self.model = model
         self.lookup = ModelLookup.build(model)
+        self.current = 0  # subgraph of the last LiteRT row placed
+        self.last: dict[int, int] = {}  # highest node index placed per subgraph
+
+    def find_builtin(self, subgraph: int | None, node_type: str, index: int) -> Node | None:
+        """The operator of a LiteRT ``[Builtin]:<index>`` row: in ``subgraph``, or (None) in the subgraph
+        whose operator at ``index`` has the row's type, the current one first while its indices go up."""
+        graphs = self.model.graphs
+        if subgraph is not None:
+            found = [subgraph] if subgraph < len(graphs) else []
+        else:
+            found = list(range(len(graphs)))
+        found = [
+            g for g in found if index < len(graphs[g].nodes) and graphs[g].nodes[index].op_type == node_type
+        ]
+        if not found:
+            return None
+        rising = [g for g in found if index > self.last.get(g, -1)]
+        if self.current in rising:
+            chosen = self.current
+        else:
+            chosen = (rising or found)[0]
+        self.current = chosen
+        self.last[chosen] = max(index, self.last.get(chosen, -1))
+        return graphs[chosen].nodes[index]
 
     def find(self, subgraph: int | None, node_type: str, name: str) -> Node | None:
         if subgraph is None or subgraph >= len(self.model.graphs):

@@ -6,7 +6,9 @@ TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` (column widths, ``\\t`
 text mode, default stream formatting and ``%`` suffixes in CSV mode, commas in names turned into tabs) and
 ``tensorflow/lite/profiling/profile_summarizer.cc`` (``[output names]:<node index>`` names,
 ``Delegate/<name>:<n>`` rows, init and regular sections). Operator types, indices and tensor names come from
-the real models; the timings are made up from a fixed seed. Regenerate with::
+the real models; the timings are made up from a fixed seed. Real op profiles, in LiteRT's own layout, are
+made by ``make_real_benchmark_fixtures.py``; these files keep what only ``benchmark_model`` writes (tabs,
+tensor names in the row names, section headers, CSV mode). Regenerate with::
 
     PYTHONPATH=. python samples/tools/make_benchmark_fixtures.py
 
