@@ -74,6 +74,18 @@ def test_generic_round_trip_through_render(cnn_notes: Path, tmp_path: Path, fmt:
     assert run.returncode == 0, run.stderr
 
 
+def test_csv_cuts_text_no_csv_reader_could_read_back(tmp_path: Path) -> None:
+    notes = tmp_path / "long.json"
+    notes.write_text(json.dumps({"operators": [{"id": "stem/conv", "meta": {"latency_us": 3, "log": "x" * 150_000}}]}))
+    out = tmp_path / "export.csv"
+    run = run_cli("export", ONNX / "tiny_cnn.onnx", "-a", notes, "--to", "csv", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert "'log' cut to 100,000 characters" in run.stderr
+    again = load_annotations(out, load_model(ONNX / "tiny_cnn.onnx"))
+    (entry,) = again.ops.values()
+    assert entry.values["log"] == "x" * 99_999 + "…" and float(entry.values["latency_us"]) == 3
+
+
 def test_tflite_ids_round_trip(tmp_path: Path) -> None:
     model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
     original = load_annotations(DEBUGGER / "layer_stats.csv", model)

@@ -95,6 +95,25 @@ def test_tflite_fields(payload: P.Payload, tmp_path: Path) -> None:
     check_all(outputs, tmp_path, payload.text if payload.name in SHORT else None)
 
 
+def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> None:
+    """Each tool reader's ``FUZZ_INJECT`` file is detected as its own format and names an operator of the hostile
+    model (ONNX, or TFLite when the reader's FUZZ_MODEL is), so the injected strings really reach the outputs."""
+    from renderer.annotations import load_annotations
+    from renderer.loaders import load_model
+
+    text = "<b>x</b>"
+    models = {".onnx": load_model(P.hostile_onnx(text, tmp_path / "hostile.onnx"))}
+    (tmp_path / "hostile.tflite").write_bytes(P.hostile_tflite(text))
+    models[".tflite"] = load_model(tmp_path / "hostile.tflite")
+    readers = [m for m in P.reader_modules() if not P.is_fallback(m) and m.NAME != "tflite-benchmark"]
+    assert readers and not [m.NAME for m in readers if not callable(getattr(m, "FUZZ_INJECT", None))]
+    files = dict(P.injected_reader_files(text, tmp_path))
+    for module in readers:
+        annotations = load_annotations(files[module], models[P.reader_model(module).suffix])
+        assert [c.source for c in annotations.coverage] == [module.NAME], (module.NAME, annotations.coverage)
+        assert annotations.ops, f"{module.NAME}: the FUZZ_INJECT file matched no operator"
+
+
 @pytest.mark.parametrize("payload", P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("rtl-override")),
                          ids=lambda p: p.name)
 def test_title_and_annotations_through_the_command(payload: P.Payload, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ Items from ``metrics`` are numbers in practice and usable for colouring; ``metad
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,20 @@ DESCRIPTION = 'Netron attachment JSON ("signature": "netron:attachment")'
 SIGNATURE = "netron:attachment"
 
 _KINDS = ("model", "graph", "node", "value", "tensor")
+
+
+def _fuzz_inject(text: str) -> tuple[str, bytes]:
+    """Items of every kind with target, name and value ``text`` (a node and tensor of the hostile models)."""
+    items = [{"kind": kind, "target": "" if kind == "model" else text, "name": text, "value": text}
+             for kind in ("model", "graph", "node", "value")]
+    metrics = [{"kind": "node", "target": text, "name": "netron_ms", "value": 2.5},
+               {"kind": "node", "identifier": 1, "name": text, "value": 1.5},
+               {"kind": "tensor", "target": text, "name": text, "value": {text: [text]}}]
+    doc = {"signature": SIGNATURE, "metadata": items, "metrics": metrics}
+    return "attachment.json", json.dumps(doc, ensure_ascii=False).encode()
+
+
+FUZZ_INJECT = _fuzz_inject
 
 
 def match(path: Path, head: str) -> bool:
@@ -85,8 +100,6 @@ def _item(where: str, item: Any) -> tuple[str, str, Any, str]:
         raise AnnotationError(f"{where}: 'target' must be a string")
     value = item.get("value")
     if isinstance(value, (dict, list)):
-        import json
-
         value = json.dumps(value, ensure_ascii=False)[:1000]
     elif value is not None and not isinstance(value, (str, int, float, bool)):
         value = str(value)

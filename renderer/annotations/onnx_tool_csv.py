@@ -12,6 +12,7 @@ The file is streamed.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 
@@ -33,6 +34,20 @@ _INFO = {
     "MPercent": ("%", "share of the model's memory (onnx-tool)"),
     "PPercent": ("%", "share of the model's parameters (onnx-tool)"),
 }
+
+
+def _fuzz_inject(text: str) -> tuple[str, bytes]:
+    """A profile with a row named and typed ``text``, ``text`` as its shapes, and a Total row."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["Name", "Type", "Forward_MACs", "FPercent", "Memory", "MPercent", "Params", "PPercent",
+                     "InShape", "OutShape"])
+    writer.writerow([text, text, "100", "100.00%", "64", "100.00%", "4", "100.00%", text, text])
+    writer.writerow(["Total", "_", "100", "100%", "64", "100%", "4", "100%", "_", "_"])
+    return "onnx_tool.csv", out.getvalue().encode()
+
+
+FUZZ_INJECT = _fuzz_inject
 
 
 def match(path: Path, head: str) -> bool:
@@ -65,7 +80,9 @@ def read(path: Path, model: Model) -> AnnotationSet:
                     )
                 name, op_type = row[0].strip(), row[1].strip()
                 is_total = name == "Total" and op_type == "_"
-                node = None if is_total else _find(lookup, main, name, op_type)
+                node = None
+                if not is_total:  # the name as written first: a node name may begin or end with spaces
+                    node = _find(lookup, main, row[0], row[1]) or _find(lookup, main, name, op_type)
                 if node is None and not is_total:
                     result.unmatched.append(name or f"(row {line})")
                     continue

@@ -41,16 +41,23 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([_no_nul(c) for c in ["id", "kind", *value_columns, *[f"style.{s}" for s in style_columns]]])
+    cut: set[str] = set()
     for ident, kind, entry in rows:
-        writer.writerow(
-            [
-                _no_nul(ident),
-                kind,
-                *[_no_nul(_cell(entry.values.get(c))) for c in value_columns],
-                *[entry.style.get(s, "") for s in style_columns],
-            ]
-        )
+        cells = []
+        for column in value_columns:
+            text = _cell(entry.values.get(column))
+            if len(text) > MAX_CELL_CHARS:
+                text = text[:MAX_CELL_CHARS - 1] + "…"
+                cut.add(column)
+            cells.append(_no_nul(text))
+        writer.writerow([_no_nul(ident), kind, *cells, *[entry.style.get(s, "") for s in style_columns]])
+    notes += [f"value {c!r} cut to {MAX_CELL_CHARS:,} characters where longer, so that CSV readers can read it back"
+              for c in sorted(cut)]
     return ExportResult(out.getvalue(), notes)
+
+
+# Python's csv module (and with it our reader) refuses fields over 131,072 characters; stay well below.
+MAX_CELL_CHARS = 100_000
 
 
 def _no_nul(text: str) -> str:
