@@ -1,10 +1,11 @@
 """TFLite tool outputs: QuantizationDebugger layer statistics (real TensorFlow output), benchmark_model op
-profiles (hand-made to the documented layout) and LiteRT op profiles (real ai-edge-litert output), see
-tests/fixtures/README.md."""
+profiles (real output of a 2022 binary, plus hand-made files for the newer layout) and LiteRT op profiles
+(real ai-edge-litert output), see tests/fixtures/README.md."""
 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 from pathlib import Path
@@ -161,19 +162,6 @@ def test_benchmark_csv_mode_has_commas_in_types_and_tabs_in_names() -> None:
     assert csv_mode[fc.key]["latency_us"] == pytest.approx(float(line.split(", ")[2]) * 1000)
 
 
-def test_benchmark_old_layout_with_start_column_maps_every_operator() -> None:
-    path = BENCH / "face_detection.cpu.txt"
-    model = load_model(TFLITE / "face_detection_short_range.tflite")
-    notes = load_annotations(path, model)
-    assert notes.coverage[0].matched_ops == len(model.main.nodes) and not notes.coverage[0].unmatched
-    for node_type, numbers, name in text_rows(path):
-        node = model.main.nodes[int(name.rsplit(":", 1)[1])]
-        assert node.op_type == node_type
-        assert name == f"[{', '.join(v.name for v in node.outputs)}]:{node.index}"
-        assert notes.ops[node.key].values["start_us"] == pytest.approx(float(numbers[0]) * 1000)
-        assert notes.ops[node.key].values["latency_us"] == pytest.approx(float(numbers[2]) * 1000)
-
-
 def test_benchmark_subgraph_banners(tmp_path: Path) -> None:
     model = load_model(TFLITE / "okay_nabu.tflite")
     main, sub = model.graphs[0].nodes[5], model.graphs[1].nodes[2]
@@ -227,6 +215,133 @@ def test_benchmark_malformed_gives_one_line(tmp_path: Path) -> None:
         run_cli("render", DEBUGGER / "tiny_keras_float.tflite", "-a", bad, "-o", tmp_path / "x.svg")
     )
     assert f"bad.txt:{at + 1}" in error
+
+
+# -- benchmark_model: real output (samples/tools/make_benchmark_model_fixtures.py) --------------------------
+
+REAL_BMK = sorted(BENCH.glob("*.benchmark_model.*.txt")) + sorted(BENCH.glob("*.benchmark_model.*.csv"))
+KERNEL_164 = "[reshape, reshape_2, reshape_1, reshape_3]:164"
+# file → (operators matched, Run Order rows, unmatched rows). Without XNNPack every operator of the main
+# graph has a row (okay_nabu: its 61 main-graph operators; CALL_ONCE ran the 12-operator initialisation
+# subgraph in the warm-up run, so that subgraph is not in the regular runs' table). With XNNPack only the
+# delegate kernel node (numbered after the model's operators) and the operators left to the CPU have rows.
+BMK_COVERAGE = {
+    "face_detection.benchmark_model.cpu.txt": (164, 164, []),
+    "face_detection.benchmark_model.xnnpack.txt": (2, 3, [KERNEL_164]),
+    "face_detection.benchmark_model.xnnpack.csv": (2, 3, [KERNEL_164]),
+    "okay_nabu.benchmark_model.cpu.txt": (61, 61, []),
+    "okay_nabu.benchmark_model.cpu.csv": (61, 61, []),
+    "tiny_keras_float.benchmark_model.cpu.txt": (8, 8, []),
+    "tiny_keras_float.benchmark_model.cpu.csv": (8, 8, []),
+    "tiny_keras_float.benchmark_model.xnnpack.txt": (0, 1, ["[StatefulPartitionedCall_1:0]:8"]),
+}
+
+
+def run_order(path: Path) -> list[dict[str, str]]:
+    """The regular runs' Run Order rows as {column: cell}: text split on tabs, CSV read with the csv module
+    (whose names have their commas as tabs). Column names lower-cased, without brackets, ``_`` as a space."""
+    lines = path.read_text().splitlines()
+    at = lines.index("Operator-wise Profiling Info for Regular Benchmark Runs:")
+    assert re.fullmatch(r"=+ Run Order =+", lines[at + 1])
+    table = list(itertools.takewhile(bool, lines[at + 2 :]))
+    if path.suffix == ".csv":
+        cells = [[c.replace("\t", ",") for c in row] for row in csv.reader(table, skipinitialspace=True)]
+    else:
+        cells = [[c.strip() for c in line.split("\t")[1:]] for line in table]
+    header, *rows = cells
+    columns = [c.strip("[]").lower().replace("_", " ") for c in header]
+    assert all(len(row) == len(columns) for row in rows)
+    return [dict(zip(columns, row)) for row in rows]
+
+
+def row_name(name: str) -> tuple[list[str], int]:
+    found = re.fullmatch(r"\[(.*)\]:(\d+)", name)
+    assert found, name
+    return (found.group(1).split(", ") if found.group(1) else []), int(found.group(2))
+
+
+def test_benchmark_model_files_and_their_versions() -> None:
+    versions = json.loads((BENCH / "benchmark_model.versions.json").read_text())
+    assert versions["sha256"] == versions["sha256_expected"]
+    assert versions["source"]["commit"] == "7e46c97809b6a39382daf660651a5e7bd9e8b3a4"
+    found = sorted(p.name for p in REAL_BMK)
+    assert sorted(versions["files"]) == found == sorted(BMK_COVERAGE)
+    # the 2022 binary could not apply XNNPack to okay_nabu (it gives no reason): no such file
+    refused = versions["refused"]
+    assert list(refused) == ["okay_nabu.benchmark_model.xnnpack.txt"]
+    assert "Failed to apply XNNPACK delegate." in refused["okay_nabu.benchmark_model.xnnpack.txt"]["output"]
+    for name, made in versions["files"].items():
+        text = (BENCH / name).read_text()
+        if name.endswith(".txt"):
+            # stdout as printed: no log prefixes, tab-separated cells with the [start] column; stderr (the
+            # "INFO: Created TensorFlow Lite XNNPACK delegate" line) is not in the file
+            assert made["saved"] == "stdout" and text.startswith("STARTING!\n") and "INFO:" not in text
+            assert "\t          [start]\t" in text
+            assert ("Use xnnpack: [1]" in text) == (".xnnpack." in name)
+        else:
+            # the file --profiling_output_csv_file wrote: CSV layout with a start column
+            assert "node type, start, first, avg_ms, %, cdf%, mem KB, times called, name" in text
+        assert tflite_benchmark.match(BENCH / name, text[:4096])
+
+
+@pytest.mark.parametrize("path", REAL_BMK, ids=lambda p: p.name)
+def test_benchmark_model_rows_map_to_their_operators(path: Path) -> None:
+    model = load_model(REAL_MODELS[path.name.split(".")[0]])
+    nodes = model.main.nodes
+    aset = read_file(path, model)
+    notes = load_annotations(path, model)
+    rows = run_order(path)
+    kernel = [row["name"] for row in rows if row["node type"] == "TfLiteXNNPackDelegate"]
+    assert bool(kernel) == (".xnnpack." in path.name)
+    # the delegate kernel node has no operator in the model: reported as unmatched; no Delegate/ rows (this
+    # binary does not profile inside XNNPack)
+    assert aset.unmatched == kernel and not any(r["name"].startswith("Delegate/") for r in rows)
+    assert notes.coverage[0].matched_ops == len(rows) - len(kernel)
+    for row in rows:
+        outputs, index = row_name(row["name"])
+        if row["name"] in kernel:
+            assert index == len(nodes)  # numbered after the model's operators
+            continue
+        node = nodes[index]
+        assert node.op_type == row["node type"] and outputs == [v.name for v in node.outputs]
+        values = notes.ops[node.key].values
+        assert values["latency_us"] == pytest.approx(float(row["avg ms"]) * 1000)
+        assert values["latency_first_us"] == pytest.approx(float(row["first"]) * 1000)
+        assert values["start_us"] == pytest.approx(float(row["start"]) * 1000)
+        assert values["percent"] == pytest.approx(float(row["%"].rstrip("%")))
+        assert values["times_called"] == float(row["times called"])
+    text = path.read_text()
+    timings = re.findall(r"^Timings \(microseconds\): .* avg=([\d.e+-]+) ", text, re.M)
+    assert aset.graph.values["profile_avg_us"] == pytest.approx(float(timings[-1]))
+
+
+@pytest.mark.parametrize("name", sorted(BMK_COVERAGE))
+def test_benchmark_model_coverage(name: str) -> None:
+    matched, total, unmatched = BMK_COVERAGE[name]
+    model = load_model(REAL_MODELS[name.split(".")[0]])
+    notes = load_annotations(BENCH / name, model)
+    assert len(run_order(BENCH / name)) == total
+    assert notes.coverage[0].matched_ops == matched and notes.coverage[0].unmatched == unmatched
+    if name.startswith("face_detection.") and ".xnnpack." in name:
+        # XNNPack took every operator but the two CONCATENATIONs at the end, which ran on the CPU
+        concat = [model.main.nodes[162], model.main.nodes[163]]
+        assert [n.op_type for n in concat] == ["CONCATENATION"] * 2
+        assert {n.key for n in concat} == set(notes.ops)
+
+
+def test_benchmark_model_csv_renders(tmp_path: Path) -> None:
+    done = run_cli(
+        "render",
+        REAL_MODELS["face_detection"],
+        "-a",
+        BENCH / "face_detection.benchmark_model.xnnpack.csv",
+        "-o",
+        tmp_path / "x.svg",
+        "--color-by",
+        "latency_us",
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"matched 2/3 operators; 1 ids unmatched: {KERNEL_164}" in done.stderr
 
 
 # -- LiteRT profile summary: real ai-edge-litert output (samples/tools/make_real_benchmark_fixtures.py) ------

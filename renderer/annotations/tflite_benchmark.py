@@ -14,10 +14,19 @@ The layout follows TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` and
   [Name]`` (``[start]`` only in older versions; the header decides). Copies whose tabs became spaces are
   parsed too. CSV mode (``--op_profiling_output_mode=csv``) writes ``node type, first, avg_ms, %, cdf%,
   mem KB, times called, name`` joined by ``", "``, keeps the ``%`` suffixes, and turns commas inside the
-  name into tabs (the node type keeps its commas, so columns are counted from the right).
+  name into tabs (the node type keeps its commas, so columns are counted from the right). Older binaries
+  write the CSV to ``--profiling_output_csv_file=PATH`` with a ``start`` column after ``node type``; its
+  numbers have 6 significant digits (``9.75232e-05``), all kept.
 * Operator rows are named ``[<output tensor names>]:<node index>``; the node index is the operator index in
-  the subgraph. ``Delegate/<name>:<n>`` rows and delegate kernel nodes (type ``TfLiteXNNPackDelegate``…) stand
-  for work inside a delegate and have no operator of their own: they are reported as unmatched.
+  the subgraph. ``Delegate/<name>:<n>`` rows and delegate kernel nodes (type ``TfLiteXNNPackDelegate``…,
+  numbered after the model's operators and named by the delegated partition's outputs) stand for work inside
+  a delegate and have no operator of their own: they are reported as unmatched.
+
+Real output of a 2022 ``benchmark_model`` (text and ``--profiling_output_csv_file``, with ``[start]``, no log
+prefixes, tables on stdout, no ``Delegate/`` rows) is in
+``tests/fixtures/tflite_benchmark/*.benchmark_model.*``.
+The newer layout (no ``[start]``, ``INFO:`` prefixes, ``Delegate/`` rows, ``--op_profiling_output_mode=csv``)
+is only in hand-made files there.
 
 LiteRT's profile summary (ai-edge-litert 2.3.0, real output in ``tests/fixtures/tflite_benchmark/*.real.*``)
 has no section header: the file starts at the ``Run Order`` banner, which is then read as the regular runs.
@@ -141,6 +150,13 @@ class _Table:
         return found.group("type"), [found.group(i + 2) for i in range(k)], found.group("name").strip()
 
 
+def _scaled(value: float, factor: float) -> float:
+    """``value * factor`` without the float noise of the product (``0.0714706 µs``, not ``…60000000001``),
+    keeping every significant digit: the CSV writes 6 (``7.14706e-05`` ms), so rounding to decimals would cut
+    small values."""
+    return float(f"{value * factor:.12g}") if factor != 1.0 else value
+
+
 def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
     mapper = _Mapper(model)
@@ -213,7 +229,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
                     raise AnnotationError(f"{path}:{number_}: {cell[:20]!r} is not a number")
                 if field is not None:
                     key, factor = field
-                    entry.values[key] = round(value * factor, 6) if factor != 1.0 else value
+                    entry.values[key] = _scaled(value, factor)
             entry.values["node_type"] = node_type
             litert = _LITERT_NAME.match(name)
             if litert and litert.group("kind") == "Delegate":

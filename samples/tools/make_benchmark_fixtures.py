@@ -1,14 +1,18 @@
-"""Write the ``benchmark_model --enable_op_profiling`` fixtures under ``tests/fixtures/tflite_benchmark/``.
+"""Write the hand-made ``benchmark_model --enable_op_profiling`` fixtures in the NEWER layout, under
+``tests/fixtures/tflite_benchmark/``.
 
-These files are HAND-MADE, not tool output: TFLite's ``benchmark_model`` is a separate C++ binary that is not
-on PyPI and could not be built or downloaded where the fixtures were made. They follow the layout written by
-TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` (column widths, ``\\t`` separators, 3 decimals in
-text mode, default stream formatting and ``%`` suffixes in CSV mode, commas in names turned into tabs) and
+These files are HAND-MADE, not tool output. Real ``benchmark_model`` output, of a 2022 nightly binary, is made
+by ``make_benchmark_model_fixtures.py`` (``*.benchmark_model.*``: tab-separated tables with the ``[start]``
+column, no log prefixes, the CSV of ``--profiling_output_csv_file`` with a ``start`` column, no ``Delegate/``
+rows), and real LiteRT op profiles, in LiteRT's own layout, by ``make_real_benchmark_fixtures.py``. The files
+here keep what only newer ``benchmark_model`` versions write and no real file has: no ``[start]`` column,
+``INFO:`` log prefixes, ``Delegate/<XNNPack op>:<n>`` rows (op profiling inside XNNPack), and the
+``--op_profiling_output_mode=csv`` layout (no ``start`` column, node types with commas). They follow the layout
+of TensorFlow's ``tensorflow/core/util/stats_calculator.cc`` (column widths, ``\\t`` separators, 3 decimals
+in text mode, default stream formatting and ``%`` suffixes in CSV mode, commas in names turned into tabs) and
 ``tensorflow/lite/profiling/profile_summarizer.cc`` (``[output names]:<node index>`` names,
 ``Delegate/<name>:<n>`` rows, init and regular sections). Operator types, indices and tensor names come from
-the real models; the timings are made up from a fixed seed. Real op profiles, in LiteRT's own layout, are
-made by ``make_real_benchmark_fixtures.py``; these files keep what only ``benchmark_model`` writes (tabs,
-tensor names in the row names, section headers, CSV mode). Regenerate with::
+the real model; the timings are made up from a fixed seed. Regenerate with::
 
     PYTHONPATH=. python samples/tools/make_benchmark_fixtures.py
 
@@ -18,8 +22,9 @@ Files:
       ``TfLiteXNNPackDelegate`` kernel node), 5–7 on the CPU.
     * ``tiny_keras_float.xnnpack.csv``: the same run in ``--op_profiling_output_mode=csv`` (the node type
       ``Convolution (NHWC, F32) IGEMM`` keeps its comma, the name has it as a tab).
-    * ``face_detection.cpu.txt``: an older layout with the ``[start]`` column, XNNPack off, every operator of
-      ``samples/tflite/face_detection_short_range.tflite`` (164 rows).
+
+(``face_detection.cpu.txt``, an imitation of the older layout with ``[start]``, is gone: the real
+``face_detection.benchmark_model.cpu.txt`` has that layout.)
 """
 
 from __future__ import annotations
@@ -59,11 +64,11 @@ class Run:
     def total(self) -> float:
         return sum(r[3] * r[5] for r in self.rows)
 
-    def text(self, title: str, start_column: bool, order: list[int]) -> list[str]:
+    def text(self, title: str, order: list[int]) -> list[str]:
+        """The newer text layout, without the ``[start]`` column."""
         header = BANNER + f" {title} " + BANNER
         cells = (
             field("[node type]", 24)
-            + (field("[start]", 17) if start_column else "")
             + field("[first]", 9)
             + field("[avg ms]", 9)
             + field("[%]", 8)
@@ -73,18 +78,13 @@ class Run:
             + "\t[Name]"
         )
         lines = [header, cells]
-        total, cdf, start = self.total(), 0.0, 0.0
-        starts = []
-        for row in self.rows:
-            starts.append(start)
-            start += row[3]
+        total, cdf = self.total(), 0.0
         for i in order:
             node_type, name, first, avg, mem, calls = self.rows[i]
             share = avg * calls * 100.0 / total
             cdf += share
             line = (
                 field(node_type, 24)
-                + (field(starts[i], 17) if start_column else "")
                 + field(first, 9)
                 + field(avg, 9)
                 + field(share, 7)
@@ -191,7 +191,7 @@ def init_section(csv_mode: bool) -> list[str]:
     run = Run()
     run.add("ModifyGraphWithDelegate", "ModifyGraphWithDelegate/0", 4.127, 4.127, 2816.0)
     run.add("AllocateTensors", "AllocateTensors/0", 0.352, 0.184, 0.0, 2)
-    table = run.csv("Run Order", [0, 1]) if csv_mode else run.text("Run Order", False, [0, 1])
+    table = run.csv("Run Order", [0, 1]) if csv_mode else run.text("Run Order", [0, 1])
     return ["Profiling Info for Benchmark Initialization:", *table, *summary(1, 4.5, 2)]
 
 
@@ -251,8 +251,8 @@ def write_tiny_keras(rng: random.Random) -> None:
         "INFO: " + init_section(False)[0],
         *init_section(False)[1:],
         "INFO: Operator-wise Profiling Info for Regular Benchmark Runs:",
-        *run.text("Run Order", False, order),
-        *run.text("Top by Computation Time", False, run.by_time()),
+        *run.text("Run Order", order),
+        *run.text("Top by Computation Time", run.by_time()),
         f"Number of nodes executed: {len(run.rows)}",
         *run.by_type(False),
         *summary(3112, run.total(), len(run.rows)),
@@ -270,36 +270,10 @@ def write_tiny_keras(rng: random.Random) -> None:
     (OUT / "tiny_keras_float.xnnpack.csv").write_text("\n".join(csv_lines) + "\n")
 
 
-def write_face_detection(rng: random.Random) -> None:
-    model = load_model(ROOT / "samples/tflite/face_detection_short_range.tflite")
-    run = Run()
-    for node in model.main.nodes:
-        weight = 6.0 if node.op_type in ("CONV_2D", "DEPTHWISE_CONV_2D") else 1.0
-        avg = round(rng.uniform(0.001, 0.020) * weight, 6)
-        run.add(node.op_type, name_of([v.name for v in node.outputs], node.index), round(avg * 1.5, 6), avg)
-    order = list(range(len(run.rows)))
-    text = [
-        "STARTING!",
-        "Num runs: [50]",
-        "Graph: [face_detection_short_range.tflite]",
-        "Use xnnpack: [0]",
-        "Enable op profiling: [1]",
-        "Average inference timings in us: Warmup: 3140.5, Init: 1250, Inference: 2904.11",
-        "Operator-wise Profiling Info for Regular Benchmark Runs:",
-        *run.text("Run Order", True, order),
-        *run.text("Top by Computation Time", True, run.by_time()[:10]),
-        f"Number of nodes executed: {len(run.rows)}",
-        *run.by_type(False),
-        *summary(50, run.total(), len(run.rows)),
-    ]
-    (OUT / "face_detection.cpu.txt").write_text("\n".join(text) + "\n")
-
-
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     rng = random.Random(20240607)
     write_tiny_keras(rng)
-    write_face_detection(rng)
     for path in sorted(OUT.iterdir()):
         print(path.relative_to(ROOT), path.stat().st_size)
 
