@@ -105,7 +105,7 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
     models = {".onnx": load_model(P.hostile_onnx(text, tmp_path / "hostile.onnx"))}
     (tmp_path / "hostile.tflite").write_bytes(P.hostile_tflite(text))
     models[".tflite"] = load_model(tmp_path / "hostile.tflite")
-    readers = [m for m in P.reader_modules() if not P.is_fallback(m) and m.NAME != "tflite-benchmark"]
+    readers = [m for m in P.reader_modules() if not P.is_fallback(m)]
     assert readers and not [m.NAME for m in readers if not callable(getattr(m, "FUZZ_INJECT", None))]
     files = dict(P.injected_reader_files(text, tmp_path))
     for module in readers:
