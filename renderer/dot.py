@@ -29,6 +29,9 @@ LABEL_CHARS = 48
 DEFAULT_SHOWN_VALUES = 3
 EDGE_COLOR_FLOOR = 0.35
 HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
+# Ops that only widen a stored float16 weight to float32 (TFLite's DEQUANTIZE, ONNX's Cast): the weight's
+# storage format, not a step of the computation. Their boxes would be a third of a float16 TFLite model's.
+WIDENING_OPS = frozenset({"DEQUANTIZE", "Cast"})
 
 
 @dataclass(slots=True)
@@ -49,8 +52,33 @@ def emit(scene: Scene) -> str:
 
 
 def is_hidden(node: Node, show_constants: bool) -> bool:
-    """Constant producers are folded into their consumers' boxes unless constants are shown."""
-    return not show_constants and node.op_type in HIDDEN_PRODUCERS and all(v.is_constant for v in node.outputs)
+    """Constant producers, and ops widening a float16 weight, are folded into their consumers' boxes unless
+    constants are shown."""
+    if show_constants:
+        return False
+    if node.op_type in HIDDEN_PRODUCERS:
+        return all(v.is_constant for v in node.outputs)
+    return node.op_type in WIDENING_OPS and _widens_stored_weight(node)
+
+
+def _widens_stored_weight(node: Node) -> bool:
+    sources = [v for v in node.inputs if v is not None]
+    return (
+        len(sources) == 1 and sources[0].is_constant and _dtype(sources[0]) == "float16"
+        and bool(node.outputs) and all(_dtype(v) == "float32" and not v.is_output for v in node.outputs)
+    )
+
+
+def _dtype(value: Value) -> str | None:
+    return value.type.dtype if value.type is not None else None
+
+
+def folded_inputs(node: Node, show_constants: bool) -> list[tuple[int, Value]]:
+    """(slot, value) for the inputs drawn inside ``node``'s box: constants, and outputs of hidden ops."""
+    return [
+        (slot, v) for slot, v in enumerate(node.inputs)
+        if v is not None and (v.is_constant or (v.producer is not None and is_hidden(v.producer, show_constants)))
+    ]
 
 
 class _Emitter:
@@ -152,9 +180,10 @@ class _Emitter:
         ]
         if node.name:
             rows.append(_row(escape.html_text(node.name, LABEL_CHARS), ink, size=8))
-        for slot, value in node.constant_inputs()[:4]:
+        folded = folded_inputs(node, self.opts.show_constants)
+        for slot, value in folded[:4]:
             rows.append(_row(self._constant_text(node, slot, value), ink, size=8))
-        extra = len(node.constant_inputs()) - 4
+        extra = len(folded) - 4
         if extra > 0:
             rows.append(_row(f"+{extra} more constants", ink, size=8))
         for line in _attribute_lines(node, self.opts.max_attributes):
@@ -199,10 +228,16 @@ class _Emitter:
 
     def _constant_text(self, node: Node, slot: int, value: Value) -> str:
         name = node.input_names[slot] if slot < len(node.input_names) else _short(value.name) or f"in{slot}"
-        tensor = value.initializer
+        widened_from = None
+        if not value.is_constant and value.producer is not None:  # the output of a hidden widening op
+            widened_from = next(v for v in value.producer.inputs if v is not None)
+        stored = widened_from or value
+        tensor = stored.initializer
         shape = "×".join(str(d) for d in tensor.shape) if tensor and tensor.shape else "scalar"
-        dtype = tensor.dtype if tensor else (value.type.dtype if value.type else "?")
-        return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 12)}"
+        dtype = tensor.dtype if tensor else (stored.type.dtype if stored.type else "?")
+        if widened_from is not None:
+            dtype = f"{dtype}→{_dtype(value)}"
+        return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 20)}"
 
     def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
         lines = [f"{_type_text(node)}  (operator {node.graph.index}:{node.index}, {node.element_id})"]

@@ -56,11 +56,15 @@ def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
 def build(
     name: str, annotations: Annotations, kind: str, cmap: str | None, norm: str = "linear",
     vmin: float | None = None, vmax: float | None = None, center: float | None = None,
+    undrawn: frozenset[ElementKey] = frozenset(),
 ) -> Heatmap:
+    """The scale of metric ``name`` over the ``kind`` elements, fitted to the ones drawn (not ``undrawn``)."""
     metric = resolve_metric(name, annotations, kind)
     entries = annotations.ops if kind == "op" else annotations.tensors
     values: dict[ElementKey, float] = {}
     for key, entry in entries.items():
+        if key in undrawn:
+            continue
         number = metric_value(entry.values.get(metric))
         if number is not None:
             values[key] = number

@@ -40,8 +40,9 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     heatmap: Heatmap | None = None
     edge_map: Heatmap | None = None
     if options.color_by:
+        folded = frozenset(n.key for n in model.nodes() if dot.is_hidden(n, options.show_constants))
         heatmap = build(options.color_by, annotations, "op", options.cmap, options.norm, options.vmin, options.vmax,
-                        options.center)
+                        options.center, undrawn=folded)
     if options.edge_by:
         edge_map = build(options.edge_by, annotations, "t", options.edge_cmap or "ice", "linear")
     return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model))

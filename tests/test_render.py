@@ -318,6 +318,29 @@ def test_show_constants_draws_them(tmp_path: Path) -> None:
     assert 'id="const-0-1"' in cnn  # an initializer as its own node
 
 
+def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
+    """face_detection stores its weights as float16 behind 74 DEQUANTIZE ops: each is drawn inside the
+    operator that reads it (``float16→float32``), unless constants are shown; colours fit the drawn boxes."""
+    model = renderer.load_model(FACE)
+    widening = [n for n in model.main.nodes if n.op_type == "DEQUANTIZE"]
+    assert len(widening) == 74 and all(is_hidden(n, False) and not is_hidden(n, True) for n in widening)
+    out = tmp_path / "face.svg"
+    run = run_cli("render", FACE, "-o", out, "--no-sidecar", "--color-by", "macs")
+    assert run.returncode == 0, run.stderr
+    ops = svg_groups(parse_svg(out), "op")
+    assert len(ops) == 164 - 74 and not {n.element_id for n in widening} & set(ops)
+    conv = next(n for n in model.main.nodes if n.op_type == "CONV_2D")
+    filter_shape = "×".join(map(str, conv.inputs[1].producer.inputs[0].type.shape))
+    texts = " ".join(t.text or "" for t in ops[conv.element_id].iter(f"{SVG_NS}text"))
+    assert f"filter ⟨{filter_shape}⟩ float16→float32" in texts
+    scene = renderer.rendering.prepare(model, None, renderer.RenderOptions(color_by="macs"))
+    assert scene.heatmap is not None and not {n.key for n in widening} & set(scene.heatmap.values)
+
+    shown = tmp_path / "shown.svg"
+    assert run_cli("render", FACE, "-o", shown, "--no-sidecar", "--show-constants").returncode == 0
+    assert len(svg_groups(parse_svg(shown), "op")) == 164
+
+
 # -- bad input: one line, non-zero exit, no output left ---------------------------------------------------------
 
 
