@@ -147,9 +147,11 @@ def _parse_yaml(path: Path, text: str) -> Any:
         raise AnnotationError(f"{path}{line}: invalid YAML ({e.problem or e.context})") from None
     except (yaml.YAMLError, RecursionError) as e:
         raise AnnotationError(f"{path}: invalid YAML ({str(e).splitlines()[0] if str(e) else 'error'})") from None
-    except (ValueError, TypeError, OverflowError) as e:  # an explicit tag (!!float, !!int, !!binary…) that fails
-        raise AnnotationError(f"{path}: invalid YAML (a tagged value cannot be converted: {str(e).splitlines()[0] if str(e) else type(e).__name__})") \
-            from None
+    except AnnotationError:
+        raise
+    except Exception as e:  # noqa: BLE001  an explicit tag (!!float, !!int, !!binary…) PyYAML fails to convert
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise AnnotationError(f"{path}: invalid YAML (a tagged value cannot be converted: {reason})") from None
 
 
 def _read_document(path: Path, data: Any, result: AnnotationSet) -> None:
