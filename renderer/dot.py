@@ -10,6 +10,7 @@ All user text reaches the DOT only through ``renderer.escape``.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 
 import graphviz
@@ -26,6 +27,7 @@ BORDER_COLOR = "#5a5a5a"
 PLAIN_FILL = "#ffffff"
 EDGE_COLOR = "#606060"
 LABEL_CHARS = 48
+CAPTION_CHARS = 64
 DEFAULT_SHOWN_VALUES = 3
 EDGE_COLOR_FLOOR = 0.35
 HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
@@ -389,8 +391,6 @@ class _Emitter:
             notes.append("higher is better")
         elif heat.info.higher_is_better is False:
             notes.append("lower is better")
-        if heat.info.description:
-            notes.append(heat.info.description)
         floor = EDGE_COLOR_FLOOR if heat is self.scene.edge_map else 0.0
         gradient = scale.gradient(20, floor)
         cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="12" HEIGHT="14"> </TD>' for c in gradient)
@@ -406,10 +406,16 @@ class _Emitter:
             f'<TD ALIGN="LEFT"><FONT POINT-SIZE="8"> {missing} without a value</FONT></TD>'
             if missing else ""
         )
+        # the description is wrapped under the name, so a long one cannot widen the whole legend
+        described = ""
+        if heat.info.description:
+            lines = textwrap.wrap(escape.clean(heat.info.description, CAPTION_CHARS * 3), CAPTION_CHARS)
+            described = "".join(f'<BR ALIGN="LEFT"/>{escape.html_text(line, CAPTION_CHARS + 1)}' for line in lines)
         # the caption sits outside the bar's table so a long caption cannot stretch the bar's cells
         return (
-            f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10"><B>{escape.html_text(name, 60)}</B></FONT>'
-            f'<FONT POINT-SIZE="8" COLOR="#444444">  {escape.html_text(" · ".join(notes), 90)}</FONT></TD></TR>'
+            f'<TR><TD COLSPAN="2" ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="10"><B>{escape.html_text(name, 60)}</B>'
+            f'</FONT><FONT POINT-SIZE="8" COLOR="#444444">  {escape.html_text(" · ".join(notes), CAPTION_CHARS)}'
+            f'{described}</FONT></TD></TR>'
             f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
             f"<TR>{cells}{na}</TR><TR>{tick_cells}</TR></TABLE></TD></TR>"
         )
