@@ -251,6 +251,13 @@ class _Emitter:
                 lines.append(f"{slot}: {escape.clean(value.name, 80)} {value.type or ''}")
         for value in node.outputs:
             lines.append(f"→ {escape.clean(value.name, 80)} {value.type or ''}")
+        for _, value in folded_inputs(node, self.opts.show_constants):
+            producer = value.producer
+            folded_entry = self.scene.annotations.ops.get(producer.key) if producer is not None else None
+            if producer is not None and folded_entry is not None and folded_entry.values:
+                shown = ", ".join(f"{escape.clean(k, 40)} {escape.clean(_value_text(v), 40)}"
+                                  for k, v in list(folded_entry.values.items())[:6])
+                lines.append(f"folded {_type_text(producer)} {producer.graph.index}:{producer.index}: {shown}")
         for key, value in node.attributes.items():
             lines.append(f"{key} = {escape.clean(_value_text(value), 120)}")
         for key, value in node.metadata.items():
@@ -356,7 +363,11 @@ class _Emitter:
         if model.producer:
             subtitle += f" · {model.producer}"
         rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(subtitle, 100)}</FONT></TD></TR>')
-        meta = list(scene.totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
+        totals = dict(scene.totals)
+        folded = sum(1 for n in model.nodes() if is_hidden(n, self.opts.show_constants))
+        if folded and "operators" in totals:
+            totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
+        meta = list(totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
         for key, value in meta[:16]:
             rows.append(
                 f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'

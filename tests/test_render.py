@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
-    ONNX, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of,
+    ONNX, ROOT, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of,
 )
 
 import renderer
@@ -333,8 +333,21 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     filter_shape = "×".join(map(str, conv.inputs[1].producer.inputs[0].type.shape))
     texts = " ".join(t.text or "" for t in ops[conv.element_id].iter(f"{SVG_NS}text"))
     assert f"filter ⟨{filter_shape}⟩ float16→float32" in texts
-    scene = renderer.rendering.prepare(model, None, renderer.RenderOptions(color_by="macs"))
+    from renderer.rendering import prepare
+
+    scene = prepare(model, None, renderer.RenderOptions(color_by="macs"))
     assert scene.heatmap is not None and not {n.key for n in widening} & set(scene.heatmap.values)
+    legend_group = next(g for g in parse_svg(out).iter(f"{SVG_NS}g") if g.get("id") == "legend")
+    legend = " ".join(t.text or "" for t in legend_group.iter(f"{SVG_NS}text"))
+    assert "164 (74 folded into the boxes that read them)" in legend
+
+    # annotations of a folded op stay visible, in the tooltip of the box it is drawn in
+    profile = ROOT / "tests/fixtures/tflite_benchmark/face_detection.benchmark_model.cpu.txt"
+    annotated = tmp_path / "annotated.svg"
+    assert run_cli("render", FACE, "-a", profile, "-o", annotated, "--no-sidecar").returncode == 0
+    widen = conv.inputs[1].producer
+    tooltip = tooltip_of(svg_groups(parse_svg(annotated), "op")[conv.element_id])
+    assert f"folded DEQUANTIZE {widen.graph.index}:{widen.index}: " in tooltip and "latency_us" in tooltip
 
     shown = tmp_path / "shown.svg"
     assert run_cli("render", FACE, "-o", shown, "--no-sidecar", "--show-constants").returncode == 0
