@@ -344,7 +344,7 @@ def test_benchmark_model_csv_renders(tmp_path: Path) -> None:
     assert f"matched 2/3 operators; 1 ids unmatched: {KERNEL_164}" in done.stderr
 
 
-# -- LiteRT profile summary: real ai-edge-litert output (samples/tools/make_real_benchmark_fixtures.py) ------
+# -- LiteRT profile summary: real ai-edge-litert output (samples/tools/make_litert_profile_fixtures.py) ------
 
 
 def litert_rows(path: Path) -> list[tuple[str, list[float], str, int]]:
@@ -375,9 +375,9 @@ def check_values(values: dict[str, object], numbers: list[float]) -> None:
 
 
 def test_litert_real_files_and_their_versions() -> None:
-    versions = json.loads((BENCH / "versions.json").read_text())
+    versions = json.loads((BENCH / "litert_profile.versions.json").read_text())
     assert versions["package"] == "ai-edge-litert" and versions["version"] == "2.3.0"
-    real = sorted(p.name for p in BENCH.glob("*.real.*.txt"))
+    real = sorted(p.name for p in BENCH.glob("*.litert_profile.*.txt"))
     assert real and sorted(versions["files"]) == real
     for name, made in versions["files"].items():
         text = (BENCH / name).read_text()
@@ -391,7 +391,7 @@ def test_litert_real_files_and_their_versions() -> None:
 
 @pytest.mark.parametrize("stem", ["face_detection", "tiny_keras_float"])
 def test_litert_builtin_kernels_map_every_operator(stem: str) -> None:
-    path = BENCH / f"{stem}.real.builtin.txt"
+    path = BENCH / f"{stem}.litert_profile.builtin.txt"
     model = load_model(REAL_MODELS[stem])
     notes = load_annotations(path, model)
     rows = litert_rows(path)
@@ -407,7 +407,7 @@ def test_litert_builtin_kernels_map_every_operator(stem: str) -> None:
 def test_litert_subgraphs_share_one_table() -> None:
     # okay_nabu: CALL_ONCE (operator 0) runs the 12-operator initialisation subgraph in the first run only;
     # its rows follow CALL_ONCE's in the one Run Order table, with indices that restart at 0
-    path = BENCH / "okay_nabu.real.builtin.txt"
+    path = BENCH / "okay_nabu.litert_profile.builtin.txt"
     model = load_model(REAL_MODELS["okay_nabu"])
     main, init = model.graphs
     rows = litert_rows(path)
@@ -417,7 +417,7 @@ def test_litert_subgraphs_share_one_table() -> None:
     )
     notes = load_annotations(path, model)
     assert notes.coverage[0].matched_ops == len(rows) and not notes.coverage[0].unmatched
-    runs = json.loads((BENCH / "versions.json").read_text())["runs"]
+    runs = json.loads((BENCH / "litert_profile.versions.json").read_text())["runs"]
     for position, (node_type, numbers, _, index) in enumerate(rows):
         graph = init if 1 <= position <= len(init.nodes) else main
         node = graph.nodes[index]
@@ -432,7 +432,7 @@ def test_litert_subgraphs_share_one_table() -> None:
 
 @pytest.mark.parametrize("stem", ["face_detection", "okay_nabu", "tiny_keras_float"])
 def test_litert_xnnpack_delegate_rows_are_unmatched(stem: str) -> None:
-    path = BENCH / f"{stem}.real.xnnpack.txt"
+    path = BENCH / f"{stem}.litert_profile.xnnpack.txt"
     model = load_model(REAL_MODELS[stem])
     aset = read_file(path, model)
     rows = litert_rows(path)
@@ -456,7 +456,7 @@ def test_litert_summary_renders(tmp_path: Path) -> None:
         "render",
         REAL_MODELS["face_detection"],
         "-a",
-        BENCH / "face_detection.real.builtin.txt",
+        BENCH / "face_detection.litert_profile.builtin.txt",
         "-o",
         tmp_path / "x.svg",
         "--color-by",

@@ -28,7 +28,7 @@ prefixes, tables on stdout, no ``Delegate/`` rows) is in
 The newer layout (no ``[start]``, ``INFO:`` prefixes, ``Delegate/`` rows, ``--op_profiling_output_mode=csv``)
 is only in hand-made files there.
 
-LiteRT's profile summary (ai-edge-litert 2.3.0, real output in ``tests/fixtures/tflite_benchmark/*.real.*``)
+LiteRT's profile summary (ai-edge-litert 2.3.0, real output in ``tests/fixtures/tflite_benchmark/*.litert_profile.*``)
 has no section header: the file starts at the ``Run Order`` banner, which is then read as the regular runs.
 Its cells are padded with spaces (no tabs), it always has ``[start]``, and it adds a ``Delegate Statistics``
 table (skipped). Operator rows are named ``[Builtin]:<node index>`` without tensor names, delegate operators

@@ -1,4 +1,4 @@
-"""Write REAL op-profile fixtures under ``tests/fixtures/tflite_benchmark/`` (the ``*.real.*.txt`` files).
+"""Write REAL op-profile fixtures under ``tests/fixtures/tflite_benchmark/`` (the ``*.litert_profile.*.txt`` files).
 
 TFLite's ``benchmark_model`` binary is not on PyPI (``litert-cli`` downloads it from a bucket at run time,
 which is not reachable here). The PyPI wheel ``ai-edge-litert`` ships the LiteRT runtime ``libLiteRt.so``, and
@@ -16,11 +16,11 @@ that profiler, so this script calls the C API with ``ctypes``:
 The summary string is written as it comes (a final newline is added when missing). Inputs are random from a
 fixed seed; there is no warm-up, so the first profiled run is the model's first (``okay_nabu``'s ``CALL_ONCE``
 runs its initialisation subgraph then, which puts that subgraph's operators in the table). Timings depend on
-the machine. The versions and options used are written to ``versions.json`` in the same folder.
+the machine. The versions and options used are written to ``litert_profile.versions.json`` in the same folder.
 
 Regenerate (needs ``pip install ai-edge-litert==2.3.0``; other versions may write another layout)::
 
-    python samples/tools/make_real_benchmark_fixtures.py
+    python samples/tools/make_litert_profile_fixtures.py
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def main() -> None:
     files = {}
     for stem, model in MODELS.items():
         for suffix, kernel_mode in MODES.items():
-            name = f"{stem}.real.{suffix}.txt"
+            name = f"{stem}.litert_profile.{suffix}.txt"
             text = profile(rt, ROOT / model, kernel_mode, args.runs, args.seed)
             if "Run Order" not in text:
                 raise SystemExit(f"{name}: no Run Order table in the profile summary:\n{text[:500]}")
@@ -196,7 +196,7 @@ def main() -> None:
         "numpy": np.__version__,
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
-        "command": "python samples/tools/make_real_benchmark_fixtures.py"
+        "command": "python samples/tools/make_litert_profile_fixtures.py"
         + (f" --runs {args.runs}" if args.runs != 20 else "")
         + (f" --seed {args.seed}" if args.seed != 0 else ""),
         "runs": args.runs,
@@ -205,7 +205,7 @@ def main() -> None:
         "accelerator": "CPU",
         "files": files,
     }
-    (args.out_dir / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
+    (args.out_dir / "litert_profile.versions.json").write_text(json.dumps(versions, indent=2) + "\n")
     print(json.dumps({k: v for k, v in versions.items() if k != "files"}))
 
 
