@@ -142,8 +142,12 @@ def number(text: str) -> float | int | None:
     return result if math.isfinite(result) else None
 
 
-def unique_columns(header: list[str]) -> list[str]:
-    """CSV header cells stripped (BOM too), repeated names numbered: ``a, a`` → ``a, a_2``."""
+def read_header(reader: Any, path: Path) -> list[str]:
+    """The first row of a ``csv.reader`` as column names: cells stripped (BOM too), repeated names numbered
+    (``a, a`` → ``a, a_2``); an empty file is an AnnotationError."""
+    header = next(reader, None)
+    if header is None:
+        raise AnnotationError(f"{path}: empty file")
     seen: dict[str, int] = {}
     columns = []
     for raw in header:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import AnnotationError
 from ..ir import Model, Node
-from .lookup import ModelLookup, node_ref, number, open_text, unique_columns
+from .lookup import ModelLookup, node_ref, number, open_text, read_header
 from .model import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
@@ -62,13 +62,10 @@ def read(path: Path, model: Model) -> AnnotationSet:
     with open_text(path) as handle:
         reader = csv.reader(handle)
         try:
-            header = next(reader, None)
-            if header is None:
-                raise AnnotationError(f"{path}: empty file")
-            columns = unique_columns(header)
+            columns = read_header(reader, path)
             if columns[:2] != ["Name", "Type"]:
                 raise AnnotationError(
-                    f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(header[:3])[:60]})"
+                    f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(columns[:3])[:60]})"
                 )
             for row in reader:
                 line = reader.line_num

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .lookup import node_ref, number, open_text, value_ref, unique_columns
+from .lookup import node_ref, number, open_text, read_header, value_ref
 from .model import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
@@ -100,10 +100,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     with open_text(path) as handle:
         reader = csv.reader(handle)
         try:
-            header = next(reader, None)
-            if header is None:
-                raise AnnotationError(f"{path}: empty file")
-            columns = unique_columns(header)
+            columns = read_header(reader, path)
             if columns[:2] != ["op_name", "tensor_idx"] or columns[-1] != "tensor_name":
                 raise AnnotationError(f"{path}:1: expected a header op_name,tensor_idx,…,tensor_name")
             metric_columns = columns[2:-1]
