@@ -342,7 +342,7 @@ def _after_load(model) -> None:  # type: ignore[no-untyped-def]
     """What a render does with a freshly loaded model, short of Graphviz: ids, built-in metrics (one that
     reads the weights, with the tensor-size cap), the DOT."""
     from renderer import metrics
-    from renderer.ids import IdIndex
+    from renderer.id_rules import IdIndex
     from renderer.options import RenderOptions
     from renderer.rendering import to_dot
 

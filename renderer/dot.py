@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import graphviz
 
 from . import escape
-from .annotations.model import Annotations, Entry, metric_value
+from .annotations.records import Annotations, Entry, metric_value
 from .colors import NA_COLOR, category_colors, format_number, text_color
 from .heatmap import Heatmap
 from .ir import Graph, Model, Node, Value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from .annotations.model import Annotations, ElementKey, MetricInfo, metric_value
+from .annotations.records import Annotations, ElementKey, MetricInfo, metric_value
 from .colors import Scale
 from .errors import MetricError
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import atomic, dot, graphviz_run
 from .annotations import Annotations
-from .annotations.model import AnnotationSet
+from .annotations.records import AnnotationSet
 from .errors import RenderError
 from .heatmap import Heatmap, build
 from .ir import Model

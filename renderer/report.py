@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from . import escape
-from .annotations.model import metric_value
+from .annotations.records import metric_value
 from .colors import format_number
 from .dot import Scene, is_hidden
 from .errors import RenderError

@@ -12,9 +12,9 @@ import tflite
 from onnx import TensorProto, helper, numpy_helper
 
 from renderer import metrics
-from renderer.annotations.model import Annotations, Entry, metric_value
+from renderer.annotations.records import Annotations, Entry, metric_value
 from renderer.loaders import load_model
-from renderer.metrics.profile import peak_activation_bytes
+from renderer.metrics.op_costs import peak_activation_bytes
 from renderer.options import RenderOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,7 +305,7 @@ def test_totals_of_a_cnn() -> None:
     model = load_model(ONNX / "tiny_cnn.onnx")
     params = sum(int(np.prod(t.dims)) for t in raw.graph.initializer)
     text = metrics.totals(model)
-    figures = metrics.model_profile(model).totals()
+    figures = metrics.model_costs(model).totals()
     assert figures["params"] == params
     assert figures["macs"] == sum(v["macs"] for v in op_values(model, {"macs"}).values())
     assert text["parameters"] == metrics.format_count(params)

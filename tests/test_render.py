@@ -212,7 +212,7 @@ def test_json_yaml_csv_and_netron_text_agree(tmp_path: Path) -> None:
 
 def test_ids_by_name_output_tensor_and_index() -> None:
     model = renderer.load_model(ONNX / "unnamed_nodes.onnx")
-    from renderer.ids import IdIndex, Unresolved
+    from renderer.id_rules import IdIndex, Unresolved
 
     index = IdIndex.build(model)
     node = next(n for n in model.main.nodes if n.op_type != "Constant")
@@ -237,7 +237,7 @@ def test_name_wins_over_index(tmp_path: Path) -> None:
     )
     path = tmp_path / "n.onnx"
     onnx.save(helper.make_model(graph), path)
-    from renderer.ids import IdIndex
+    from renderer.id_rules import IdIndex
 
     index = IdIndex.build(renderer.load_model(path))
     assert index.operator("1") == ("op", 0, 0)  # the node named "1", not operator 1

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import AnnotationError, unreadable
-from ..ids import IdIndex, Unresolved
+from ..id_rules import IdIndex, Unresolved
 from ..ir import Model
-from .model import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
+from .records import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
 
 # The fuzz and injection tests iterate over this tuple, so every reader added here is covered.
 READERS: tuple[str, ...] = ("ort_profile", "tflite_benchmark", "tflite_quant_debug", "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic")

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import AnnotationError
 from ..ir import Model
-from .model import Annotations, AnnotationSet, Entry, MetricInfo, Ref
+from .records import Annotations, AnnotationSet, Entry, MetricInfo, Ref
 from .style import validate_style
 
 NAME = "embedded"

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import AnnotationError, unreadable
 from ..ir import Model
-from .model import AnnotationSet, Entry, Ref
+from .records import AnnotationSet, Entry, Ref
 from .style import validate_style
 
 NAME = "generic"

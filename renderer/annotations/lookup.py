@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .model import Ref
+from .records import Ref
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""

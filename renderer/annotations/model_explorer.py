@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import AnnotationError
 from ..ir import Graph, Model, Node
 from .lookup import load_json, node_ref
-from .model import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo
 from .style import normalize_color
 
 NAME = "model-explorer"

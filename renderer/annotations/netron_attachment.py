@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import AnnotationError
 from ..ir import Model
 from .lookup import ModelLookup, load_json, node_ref, value_ref
-from .model import AnnotationSet, Entry, Ref
+from .records import AnnotationSet, Entry, Ref
 
 NAME = "netron"
 DESCRIPTION = 'Netron attachment JSON ("signature": "netron:attachment")'

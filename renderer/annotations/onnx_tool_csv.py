@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..ir import Model, Node
 from .lookup import ModelLookup, node_ref, number, open_text, read_header
-from .model import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
 DESCRIPTION = "onnx-tool profile CSV (Name,Type,Forward_MACs,…,Params,…)"

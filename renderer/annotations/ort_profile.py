@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import AnnotationError
 from ..ir import Model, Node
 from .lookup import ModelLookup, load_json, node_ref, numbered_lines, open_text, ort_node_indices
-from .model import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"
 DESCRIPTION = "ONNX Runtime profile (SessionOptions.enable_profiling JSON trace)"

@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
 from .lookup import ModelLookup, load_json, node_ref, value_ref
-from .model import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "qdq-loss"
 DESCRIPTION = "ONNX Runtime qdq_loss_debug activation/weight SQNR saved as JSON"

@@ -52,7 +52,7 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..ir import Model, Node
 from .lookup import ModelLookup, node_ref, number, numbered_lines, open_text
-from .model import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-benchmark"
 DESCRIPTION = "TFLite benchmark_model --enable_op_profiling output (text tables or csv mode)"

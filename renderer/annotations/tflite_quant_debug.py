@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
 from .lookup import node_ref, number, open_text, read_header, value_ref
-from .model import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
 DESCRIPTION = "TFLite QuantizationDebugger layer statistics CSV (op_name,tensor_idx,…,tensor_name)"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..annotations.embedded import ENTRY, document
-from ..annotations.model import Annotations
+from ..annotations.records import Annotations
 from ..atomic import write_bytes
 from ..errors import AnnographError, LoaderError
 from ..ir import Model

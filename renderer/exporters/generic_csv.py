@@ -12,10 +12,10 @@ import io
 import math
 from typing import Any
 
-from ..annotations.model import Annotations, Entry
+from ..annotations.records import Annotations, Entry
 from ..ir import Model
 from . import ExportOptions, ExportResult
-from .ids import StableIds
+from .stable_ids import StableIds
 
 NAME = "csv"
 DESCRIPTION = "annograph's generic CSV (readable back with render -a)"

@@ -10,10 +10,10 @@ import json
 import math
 from typing import Any
 
-from ..annotations.model import Annotations
+from ..annotations.records import Annotations
 from ..ir import Model
 from . import ExportOptions, ExportResult
-from .ids import StableIds
+from .stable_ids import StableIds
 
 NAME = "json"
 DESCRIPTION = "annograph's generic JSON (readable back with render -a)"

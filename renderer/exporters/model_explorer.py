@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..annotations.model import Annotations, metric_value
+from ..annotations.records import Annotations, metric_value
 from ..errors import MetricError
 from ..ir import Model
 from . import ExportOptions, ExportResult

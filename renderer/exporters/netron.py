@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..annotations.model import Annotations, metric_value
+from ..annotations.records import Annotations, metric_value
 from ..ir import Model
 from . import ExportOptions, ExportResult
 from .generic_json import plain

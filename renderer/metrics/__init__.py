@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..annotations.model import Annotations, Entry, MetricInfo
+from ..annotations.records import Annotations, Entry, MetricInfo
 from ..ir import Model
 from ..options import RenderOptions
 
@@ -81,16 +81,16 @@ DEFAULT_MAX_TENSOR_ELEMENTS = 50_000_000
 _cache: list[tuple[Model, int, Any]] = []
 
 
-def model_profile(model: Model) -> Any:
+def model_costs(model: Model) -> Any:
     """The cheap per-op pass, computed once per model (the last model is remembered)."""
-    from .profile import ModelProfile
+    from .op_costs import ModelCosts
 
     count = sum(len(g.nodes) for g in model.graphs)
     if _cache and _cache[0][0] is model and _cache[0][1] == count:
         return _cache[0][2]
-    profile = ModelProfile.build(model)
-    _cache[:] = [(model, count, profile)]
-    return profile
+    costs = ModelCosts.build(model)
+    _cache[:] = [(model, count, costs)]
+    return costs
 
 
 def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[str] | None = None,
@@ -110,19 +110,19 @@ def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[st
 
     op_names = set(OP_METRICS) if op_names is None else op_names & set(OP_METRICS)
     tensor_names = set(ALL_TENSOR_METRICS) if tensor_names is None else tensor_names & set(ALL_TENSOR_METRICS)
-    profile = model_profile(model)
+    costs = model_costs(model)
     ops: dict[tuple[str, int, int], dict[str, Any]] = {}
     cheap = op_names & set(CHEAP_OP_METRICS)
     if cheap:
-        for key, prof in profile.ops.items():
-            ops[key] = {k: v for k, v in prof.cheap_metrics().items() if k in cheap}
+        for key, op in costs.ops.items():
+            ops[key] = {k: v for k, v in op.cheap_metrics().items() if k in cheap}
     tensors: dict[tuple[str, int, int], dict[str, Any]] = {}
     if tensor_names & set(TENSOR_METRICS):
         tensors = tensor_values(model, tensor_names & set(TENSOR_METRICS))
     expensive_ops = op_names & set(EXPENSIVE_OP_METRICS)
     expensive_tensors = tensor_names & set(EXPENSIVE_TENSOR_METRICS)
     if expensive_ops or expensive_tensors:
-        op_extra, tensor_extra = weight_compute(profile, expensive_ops, expensive_tensors, max_tensor_elements,
+        op_extra, tensor_extra = weight_compute(costs, expensive_ops, expensive_tensors, max_tensor_elements,
                                                 progress)
         for key, values in op_extra.items():
             ops.setdefault(key, {}).update(values)
@@ -165,7 +165,7 @@ def _merge(target: dict[tuple[str, int, int], Entry], computed: dict[tuple[str, 
 
 def totals(model: Model) -> dict[str, str]:
     """Model-wide figures shown in the picture's header (display strings)."""
-    figures = model_profile(model).totals()
+    figures = model_costs(model).totals()
     text = {"operators": f"{sum(len(g.nodes) for g in model.graphs):,}"}
     if len(model.graphs) > 1:
         text["graphs"] = str(len(model.graphs))

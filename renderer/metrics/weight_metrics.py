@@ -12,7 +12,7 @@ from typing import Any
 from ..ir import Value
 from . import data
 from .formulas import MALFORMED, Cost, NotCountable, malformed
-from .profile import ModelProfile, OpProfile, na
+from .op_costs import ModelCosts, OpCosts, na
 from .weights import zero_point
 
 OP_STAT_PREFIX = "weight_"
@@ -20,7 +20,7 @@ TENSOR_STAT_PREFIX = "value_"
 STAT_NAMES = ("min", "max", "mean", "std", "zero_fraction")
 
 
-def compute(profile: ModelProfile, op_names: set[str], tensor_names: set[str], limit: int,
+def compute(costs: ModelCosts, op_names: set[str], tensor_names: set[str], limit: int,
             progress: bool = True) -> tuple[dict[tuple[str, int, int], dict[str, Any]],
                                              dict[tuple[str, int, int], dict[str, Any]]]:
     """Values of the requested expensive metrics: (per op key, per tensor key)."""
@@ -36,18 +36,18 @@ def compute(profile: ModelProfile, op_names: set[str], tensor_names: set[str], l
         return found
 
     uses: dict[tuple[str, int, int], list[tuple[Value, tuple | str]]] = {}
-    for key, prof in profile.ops.items():
-        if not prof.weights or not (want_sparsity or want_op_stats):
+    for key, op in costs.ops.items():
+        if not op.weights or not (want_sparsity or want_op_stats):
             continue
         seen: set[tuple[int, tuple | str]] = set()
-        for _, source, explicit in prof.weights:
+        for _, source, explicit in op.weights:
             req = request(source.value)
             req.stats = req.stats or want_op_stats
             if not want_sparsity:
                 uses.setdefault(key, []).append((source.value, "unused"))
                 continue
             try:
-                zp = zero_point(prof.node, source, explicit)
+                zp = zero_point(op.node, source, explicit)
                 zkey: tuple | str = zp.key()
                 req.zero_points.setdefault(zkey, zp)  # type: ignore[arg-type]
             except NotCountable as e:
@@ -58,25 +58,25 @@ def compute(profile: ModelProfile, op_names: set[str], tensor_names: set[str], l
                 seen.add((id(source.value), zkey))
                 uses.setdefault(key, []).append((source.value, zkey))
     if want_tensor_stats:
-        for value in profile.constants():
+        for value in costs.constants():
             request(value).stats = True
 
     results = data.run(list(requests.values()), limit, progress)
     op_values: dict[tuple[str, int, int], dict[str, Any]] = {}
-    for key, prof in profile.ops.items():
+    for key, op in costs.ops.items():
         values: dict[str, Any] = {}
         op_uses = uses.get(key, [])
         sparsity = _sparsity(op_uses, results) if want_sparsity and op_uses else None
         if want_sparsity:
             if sparsity is not None:
                 values["sparsity"] = sparsity
-            values["effective_macs"] = _effective(prof, sparsity)
+            values["effective_macs"] = _effective(op, sparsity)
         if want_op_stats and op_uses:
             values.update(_merged_stats([v for v, _ in op_uses], results))
         op_values[key] = {k: v for k, v in values.items() if k in op_names}
     tensor_values: dict[tuple[str, int, int], dict[str, Any]] = {}
     if want_tensor_stats:
-        for value in profile.constants():
+        for value in costs.constants():
             result = results.get(id(value))
             stats = result.stats if result else None
             if isinstance(stats, data.Stats):
@@ -107,8 +107,8 @@ def _sparsity(uses: list[tuple[Value, tuple | str]], results: dict[int, data.Res
     return round(equal / count, 6) if count else na("empty weights")
 
 
-def _effective(prof: OpProfile, sparsity: float | str | None) -> int | str:
-    cost = prof.cost
+def _effective(op: OpCosts, sparsity: float | str | None) -> int | str:
+    cost = op.cost
     if not isinstance(cost, Cost):
         return na(cost)
     if sparsity is None:

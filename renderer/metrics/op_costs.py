@@ -23,7 +23,7 @@ from .weights import Source, is_transparent, trace
 
 
 @dataclass(slots=True)
-class OpProfile:
+class OpCosts:
     """What the cheap pass knows about one operator.
 
     Attributes:
@@ -117,7 +117,7 @@ def _sum_bytes(values: list[Value], sizes: dict[int, int | str]) -> int | str:
     return total
 
 
-def profile_node(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) -> OpProfile:
+def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) -> OpCosts:
     """The cheap pass over one operator of a model in format ``fmt``; ``sizes`` memoizes activation bytes."""
     table = tflite_ops if fmt == "tflite" else onnx_ops
     op = Op(node)
@@ -150,7 +150,7 @@ def profile_node(node: Node, fmt: str, sizes: dict[int, int | str] | None = None
     sizes = {} if sizes is None else sizes
     outputs = [v for v in node.outputs if v.consumers or v.is_output or _known(v)]
     stored = list(constants.values())
-    return OpProfile(node, cost, stored, _sum_bytes(list(activations.values()), sizes), _sum_bytes(outputs, sizes),
+    return OpCosts(node, cost, stored, _sum_bytes(list(activations.values()), sizes), _sum_bytes(outputs, sizes),
                      weights,
                      params=sum(prod(v.initializer.shape) for v in stored),  # type: ignore[union-attr]
                      weight_bytes=sum(constant_bytes(v) for v in stored))
@@ -174,16 +174,16 @@ def _known(value: Value) -> bool:
 
 
 @dataclass(slots=True)
-class ModelProfile:
+class ModelCosts:
     """The cheap pass over every operator of every graph."""
 
     model: Model
-    ops: dict[tuple[str, int, int], OpProfile]
+    ops: dict[tuple[str, int, int], OpCosts]
 
     @classmethod
-    def build(cls, model: Model) -> ModelProfile:
+    def build(cls, model: Model) -> ModelCosts:
         sizes: dict[int, int | str] = {}
-        ops = {node.key: profile_node(node, model.format, sizes) for graph in model.graphs for node in graph.nodes}
+        ops = {node.key: op_costs(node, model.format, sizes) for graph in model.graphs for node in graph.nodes}
         return cls(model, ops)
 
     def constants(self) -> list[Value]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import AnnographError
-from ..ids import IdIndex, Unresolved
+from ..id_rules import IdIndex, Unresolved
 from ..ir import Model
 
 ElementKey = tuple[str, int, int]

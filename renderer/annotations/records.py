@@ -1,8 +1,8 @@
 """What annotation readers produce, and the merged result the renderer reads.
 
 A reader turns one file into an ``AnnotationSet``: entries keyed by ids as the file writes them (strings,
-resolved later by ``renderer.ids``) or by ``Ref`` when the reader already knows the element (a profile that
-names ORT's node index, say). ``resolve.merge`` matches ids to the model and merges several sets into one
+resolved later by ``renderer.id_rules``) or by ``Ref`` when the reader already knows the element (a profile that
+names ORT's node index, say). ``renderer.annotations.merge`` matches ids to the model and merges several sets into one
 ``Annotations``.
 """
 
