@@ -208,10 +208,6 @@ class Node:
                 return out.name
         return f"{self.op_type}#{self.index}"
 
-    def constant_inputs(self) -> list[tuple[int, Value]]:
-        """(slot, value) for inputs holding constant data (weights, biases, shapes)."""
-        return [(i, v) for i, v in enumerate(self.inputs) if v is not None and v.is_constant]
-
 
 @dataclass(slots=True, eq=False)
 class Graph:

@@ -138,9 +138,6 @@ class Annotations:
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
     coverage: list[Coverage] = field(default_factory=list)
 
-    def entry(self, key: ElementKey) -> Entry | None:
-        return (self.ops if key[0] == "op" else self.tensors).get(key)
-
 
 _NUMBER_WITH_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]*[A-Za-zµ%]?)\s*$")
 
