@@ -18,6 +18,7 @@ import graphviz
 from . import escape
 from .annotations.records import Annotations, Entry, metric_value
 from .colors import NA_COLOR, category_colors, format_number, text_color
+from .folding import Folding
 from .heatmap import Heatmap
 from .ir import Graph, Model, Node, Value
 from .options import RenderOptions
@@ -30,10 +31,6 @@ LABEL_CHARS = 48
 CAPTION_CHARS = 64
 DEFAULT_SHOWN_VALUES = 3
 EDGE_COLOR_FLOOR = 0.35
-HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
-# Ops that only widen a stored float16 weight to float32 (TFLite's DEQUANTIZE, ONNX's Cast): the weight's
-# storage format, not a step of the computation. Their boxes would be a third of a float16 TFLite model's.
-WIDENING_OPS = frozenset({"DEQUANTIZE", "Cast"})
 
 
 @dataclass(slots=True)
@@ -46,6 +43,7 @@ class Scene:
     heatmap: Heatmap | None = None
     edge_map: Heatmap | None = None
     totals: dict[str, str] = field(default_factory=dict)
+    folding: Folding = field(default_factory=lambda: Folding(frozenset()))
 
 
 def emit(scene: Scene) -> str:
@@ -53,41 +51,12 @@ def emit(scene: Scene) -> str:
     return _Emitter(scene).run()
 
 
-def is_hidden(node: Node, show_constants: bool) -> bool:
-    """Constant producers, and ops widening a float16 weight, are folded into their consumers' boxes unless
-    constants are shown."""
-    if show_constants:
-        return False
-    if node.op_type in HIDDEN_PRODUCERS:
-        return all(v.is_constant for v in node.outputs)
-    return node.op_type in WIDENING_OPS and _widens_stored_weight(node)
-
-
-def _widens_stored_weight(node: Node) -> bool:
-    sources = [v for v in node.inputs if v is not None]
-    return (
-        len(sources) == 1 and sources[0].is_constant and _dtype(sources[0]) == "float16"
-        and bool(node.outputs) and all(_dtype(v) == "float32" and not v.is_output for v in node.outputs)
-    )
-
-
-def _dtype(value: Value) -> str | None:
-    return value.type.dtype if value.type is not None else None
-
-
-def folded_inputs(node: Node, show_constants: bool) -> list[tuple[int, Value]]:
-    """(slot, value) for the inputs drawn inside ``node``'s box: constants, and outputs of hidden ops."""
-    return [
-        (slot, v) for slot, v in enumerate(node.inputs)
-        if v is not None and (v.is_constant or (v.producer is not None and is_hidden(v.producer, show_constants)))
-    ]
-
-
 class _Emitter:
     def __init__(self, scene: Scene) -> None:
         self.scene = scene
         self.model = scene.model
         self.opts = scene.options
+        self.folding = scene.folding
         self.cat_colors = category_colors()
         self.drawn_graphs: set[int] = set()
         self.edge_count: dict[int, int] = {}
@@ -117,7 +86,7 @@ class _Emitter:
         for value in graph.inputs:
             self._io_node(container, value, "input")
         for node in graph.nodes:
-            if is_hidden(node, self.opts.show_constants):
+            if self.folding.is_hidden(node):
                 continue
             self._op_node(container, node)
             for sub in node.subgraphs:
@@ -161,7 +130,7 @@ class _Emitter:
         if graph.inputs:
             return _io_name(graph.inputs[0])
         for node in graph.nodes:
-            if not is_hidden(node, self.opts.show_constants):
+            if not self.folding.is_hidden(node):
                 return _op_name(node)
         if graph.outputs:
             return _io_name(graph.outputs[0])
@@ -182,7 +151,7 @@ class _Emitter:
         ]
         if node.name:
             rows.append(_row(escape.html_text(node.name, LABEL_CHARS), ink, size=8))
-        folded = folded_inputs(node, self.opts.show_constants)
+        folded = self.folding.folded_inputs(node)
         for slot, value in folded[:4]:
             rows.append(_row(self._constant_text(node, slot, value), ink, size=8))
         extra = len(folded) - 4
@@ -238,7 +207,7 @@ class _Emitter:
         shape = "×".join(str(d) for d in tensor.shape) if tensor and tensor.shape else "scalar"
         dtype = tensor.dtype if tensor else (stored.type.dtype if stored.type else "?")
         if widened_from is not None:
-            dtype = f"{dtype}→{_dtype(value)}"
+            dtype = f"{dtype}→{value.type.dtype if value.type else '?'}"
         return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 20)}"
 
     def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
@@ -251,7 +220,7 @@ class _Emitter:
                 lines.append(f"{slot}: {escape.clean(value.name, 80)} {value.type or ''}")
         for value in node.outputs:
             lines.append(f"→ {escape.clean(value.name, 80)} {value.type or ''}")
-        for _, value in folded_inputs(node, self.opts.show_constants):
+        for _, value in self.folding.folded_inputs(node):
             producer = value.producer
             folded_entry = self.scene.annotations.ops.get(producer.key) if producer is not None else None
             if producer is not None and folded_entry is not None and folded_entry.values:
@@ -295,9 +264,8 @@ class _Emitter:
     def _edges(self, container: graphviz.Digraph, value: Value) -> None:
         show_constants = self.opts.show_constants
         producer = value.producer
-        if producer is not None and is_hidden(producer, show_constants):
-            if not show_constants:
-                return
+        if producer is not None and self.folding.is_hidden(producer):
+            return
         if producer is not None:
             source = _op_name(producer)
         elif value.is_input:
@@ -308,7 +276,7 @@ class _Emitter:
             source = _const_name(value)
         else:
             return  # produced in no graph we draw (dangling reference)
-        targets = [_op_name(c) for c in _unique(value.consumers) if not is_hidden(c, show_constants)]
+        targets = [_op_name(c) for c in _unique(value.consumers) if self.folding.is_drawn(c)]
         if value.is_output and value.graph.outputs and any(v is value for v in value.graph.outputs):
             targets.append(_io_name(value, "output"))
         if not targets:
@@ -364,7 +332,7 @@ class _Emitter:
             subtitle += f" · {model.producer}"
         rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(subtitle, 100)}</FONT></TD></TR>')
         totals = dict(scene.totals)
-        folded = sum(1 for n in model.nodes() if is_hidden(n, self.opts.show_constants))
+        folded = sum(1 for n in model.nodes() if self.folding.is_hidden(n))
         if folded and "operators" in totals:
             totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
         meta = list(totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
@@ -376,7 +344,7 @@ class _Emitter:
         for heat, what in ((scene.heatmap, "box fill"), (scene.edge_map, "edge width and colour")):
             if heat is not None:
                 rows.append(self._colorbar(heat, what))
-        categories = sorted({n.category for n in model.nodes() if not is_hidden(n, self.opts.show_constants)})
+        categories = sorted({n.category for n in model.nodes() if not self.folding.is_hidden(n)})
         if categories:
             cells = "".join(
                 f'<TD BGCOLOR="{self.cat_colors.get(c, self.cat_colors["other"])}">'
@@ -435,7 +403,7 @@ class _Emitter:
 def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:
     """Drawn elements of the heatmap's kind that have no value."""
     if heat is emitter.scene.heatmap:
-        return [n for n in emitter.model.nodes() if not is_hidden(n, emitter.opts.show_constants) and n.key not in heat.values]
+        return [n for n in emitter.model.nodes() if emitter.folding.is_drawn(n) and n.key not in heat.values]
     return []
 
 

@@ -8,6 +8,7 @@ from . import atomic, dot, graphviz_run
 from .annotations import Annotations
 from .annotations.records import AnnotationSet
 from .errors import RenderError
+from .folding import fold
 from .heatmap import Heatmap, build
 from .ir import Model
 from .options import RenderOptions
@@ -39,13 +40,13 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     annotations = builtin.augment(model, annotations, wanted, options)
     heatmap: Heatmap | None = None
     edge_map: Heatmap | None = None
+    folding = fold(model, options.show_constants)
     if options.color_by:
-        folded = frozenset(n.key for n in model.nodes() if dot.is_hidden(n, options.show_constants))
         heatmap = build(options.color_by, annotations, "op", options.cmap, options.norm, options.vmin, options.vmax,
-                        options.center, undrawn=folded)
+                        options.center, undrawn=folding.hidden)
     if options.edge_by:
         edge_map = build(options.edge_by, annotations, "t", options.edge_cmap or "ice", "linear")
-    return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model))
+    return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model), folding)
 
 
 def to_dot(model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None) -> str:

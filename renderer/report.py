@@ -13,7 +13,7 @@ from typing import Any
 from . import escape
 from .annotations.records import metric_value
 from .colors import format_number
-from .dot import Scene, is_hidden
+from .dot import Scene
 from .errors import RenderError
 from .resources import folder
 
@@ -46,7 +46,7 @@ def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
     metric = heat.metric if heat else None
     rows = []
     for node in model.nodes():
-        if is_hidden(node, scene.options.show_constants):
+        if scene.folding.is_hidden(node):
             continue
         entry = annotations.ops.get(node.key)
         values = entry.values if entry else {}

@@ -15,7 +15,7 @@ from conftest import (
 
 import renderer
 from renderer.colors import get_cmap, text_color, to_hex, contrast_ratio
-from renderer.dot import is_hidden
+from renderer.folding import fold
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
 FACE = TFLITE / "face_detection_short_range.tflite"
@@ -23,7 +23,8 @@ NABU = TFLITE / "okay_nabu.tflite"
 
 
 def drawn_ops(model: renderer.ir.Model) -> list:  # type: ignore[name-defined]
-    return [n for n in model.nodes() if not is_hidden(n, False)]
+    folding = fold(model)
+    return [n for n in model.nodes() if folding.is_drawn(n)]
 
 
 def write(path: Path, text: str) -> Path:
@@ -323,7 +324,7 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     operator that reads it (``float16→float32``), unless constants are shown; colours fit the drawn boxes."""
     model = renderer.load_model(FACE)
     widening = [n for n in model.main.nodes if n.op_type == "DEQUANTIZE"]
-    assert len(widening) == 74 and all(is_hidden(n, False) and not is_hidden(n, True) for n in widening)
+    assert len(widening) == 74 and all(fold(model).is_hidden(n) and not fold(model, True).is_hidden(n) for n in widening)
     out = tmp_path / "face.svg"
     run = run_cli("render", FACE, "-o", out, "--no-sidecar", "--color-by", "macs")
     assert run.returncode == 0, run.stderr
