@@ -1,9 +1,9 @@
 """Mutation fuzzing of every model loader and annotation reader, driven by the registries.
 
 Targets are built from ``renderer.loaders.LOADERS`` and ``renderer.annotations.READERS``, seeded with the
-files ``tests/payloads.py`` finds (samples, fixtures, each module's ``FUZZ_SEEDS``). One input is a seed with
-1–4 random mutations (bit flips, interesting bytes and integers, inserted dictionary tokens, deleted,
-duplicated or spliced ranges, truncation). Each input is written to a file with the seed's name and given
+files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``). One input
+is a seed with 1–4 random mutations (bit flips, interesting bytes and integers, inserted dictionary tokens,
+deleted, duplicated or spliced ranges, truncation). Each input is written to a file with the seed's name and given
 to the target, which then also runs what a render would run on the result (the IR index, the DOT emitter,
 a heatmap over the first metric).
 

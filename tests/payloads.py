@@ -8,21 +8,9 @@ without editing the tests:
 
 Seed files for fuzzing are found, not listed: every file under ``samples/`` and ``tests/fixtures/`` that a
 loader recognises (by ``match`` on its first bytes, or by extension), and for each annotation reader the files
-that ``read_file`` would hand to it. Modules may add seeds of their own through optional hooks:
-
-``FUZZ_SEEDS`` (loader or reader module)
-    Either a sequence of paths relative to the repository root (glob patterns allowed), or a callable taking
-    no arguments that returns ``(file name, bytes)`` pairs. Use it when the samples do not show your format
-    or the interesting corners of it.
-
-``FUZZ_MODEL`` (reader module)
-    Path, relative to the repository root, of the sample model that your seed files refer to (their ids,
-    node names). Default: ``samples/onnx/tiny_cnn.onnx``.
-
-``FUZZ_INJECT`` (reader module)
-    A callable ``(text: str) -> (file name, bytes)`` returning a file in your format that carries ``text`` in
-    every field a user could control (ids, names, keys, values). The injection tests render it and check the
-    outputs. Readers without the hook are only fuzzed; the generic syntaxes are injected here directly.
+that ``read_file`` would hand to it. What else the tests need per module (extra seeds, the model a reader's
+seeds refer to, the reader's injection file) is in ``tests/registry.py``, which has an entry for every
+registered loader and reader.
 
 A reader whose ``match`` accepts anything (the ``generic`` fallback) gets the annotation files that no earlier
 reader claims, plus the generated files of ``annotation_seed_files``; a reader that finds no seeds at all is
@@ -44,10 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import registry
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 FIXTURES = ROOT / "tests" / "fixtures"
-DEFAULT_READER_MODEL = SAMPLES / "onnx" / "tiny_cnn.onnx"
 NABU = SAMPLES / "tflite" / "okay_nabu.tflite"
 SEED_DIRS = (SAMPLES, FIXTURES)
 NOT_SEEDS = {".md", ".py", ".pyc"}
@@ -170,9 +159,9 @@ def _candidate_files() -> list[Path]:
 
 
 def _hook_seeds(module: ModuleType) -> list[Seed]:
-    hook = getattr(module, "FUZZ_SEEDS", None)
-    if hook is None:
-        return []
+    """The extra seeds ``tests/registry.py`` gives ``module``."""
+    entry = registry.loader(module) if module.__name__.startswith("renderer.loaders.") else registry.reader(module)
+    hook = entry.seeds
     if callable(hook):
         return [Seed(str(name), bytes(data)) for name, data in hook()]
     seeds = []
@@ -183,7 +172,7 @@ def _hook_seeds(module: ModuleType) -> list[Seed]:
 
 
 def loader_seeds(module: ModuleType) -> list[Seed]:
-    """Sample and fixture files ``module`` recognises, plus its ``FUZZ_SEEDS``."""
+    """Sample and fixture files ``module`` recognises, plus its extra seeds from the registry."""
     seeds = []
     for path in _candidate_files():
         with open(path, "rb") as f:
@@ -199,11 +188,12 @@ def is_fallback(module: ModuleType) -> bool:
 
 
 def reader_model(module: ModuleType) -> Path:
-    return ROOT / getattr(module, "FUZZ_MODEL", DEFAULT_READER_MODEL.relative_to(ROOT))
+    """The sample model ``module``'s seed and injection files refer to."""
+    return ROOT / registry.reader(module).model
 
 
 def reader_seeds(module: ModuleType) -> list[Seed]:
-    """The files ``read_file`` would hand to ``module``, its ``FUZZ_SEEDS``, and generated ones when that is
+    """The files ``read_file`` would hand to ``module``, its extra seeds, and generated ones when that is
     all there is (see the module docstring)."""
     from renderer.annotations import HEAD_CHARS
 
@@ -538,10 +528,10 @@ def annotation_file(text: str, syntax: str, folder: Path, ids: Iterable[str] = (
 
 
 def injected_reader_files(text: str, folder: Path) -> list[tuple[ModuleType, Path]]:
-    """Files from every reader's ``FUZZ_INJECT`` hook, written into ``folder``."""
+    """The injection file of every reader that has one in the registry, written into ``folder``."""
     found = []
     for module in reader_modules():
-        hook = getattr(module, "FUZZ_INJECT", None)
+        hook = registry.reader(module).inject
         if hook is None:
             continue
         name, data = hook(text)

@@ -3,7 +3,7 @@
 Each payload of ``tests/payloads.py`` is put into every string field of an ONNX model (built with
 onnx.helper), of a TFLite model (built with the flatbuffers builder, and patched into the real
 okay_nabu.tflite), into annotation ids, keys, values, graph title and meta in every generic syntax and in
-the files of any reader with a ``FUZZ_INJECT`` hook, and into ``--title``. The outputs are then parsed:
+the injection file of every reader in ``tests/registry.py``, and into ``--title``. The outputs are then parsed:
 SVG with defusedxml, HTML with html.parser, DOT by the real ``dot``, Markdown by its table structure, and
 must carry no script, event handler, foreign object or javascript:/data: link, while short payloads show
 up as literal text.
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import payloads as P
+import registry
 from conftest import ONNX, one_line_error, run_cli
 
 FORMATS = P.output_formats()
@@ -96,8 +97,9 @@ def test_tflite_fields(payload: P.Payload, tmp_path: Path) -> None:
 
 
 def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> None:
-    """Each tool reader's ``FUZZ_INJECT`` file is detected as its own format and names an operator of the hostile
-    model (ONNX, or TFLite when the reader's FUZZ_MODEL is), so the injected strings really reach the outputs."""
+    """Each tool reader's injection file (``tests/registry.py``) is detected as its own format and names an
+    operator of the hostile model (ONNX, or TFLite when the reader's registry model is), so the injected strings
+    really reach the outputs."""
     from renderer.annotations import load_annotations
     from renderer.loaders import load_model
 
@@ -106,12 +108,12 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
     (tmp_path / "hostile.tflite").write_bytes(P.hostile_tflite(text))
     models[".tflite"] = load_model(tmp_path / "hostile.tflite")
     readers = [m for m in P.reader_modules() if not P.is_fallback(m)]
-    assert readers and not [m.NAME for m in readers if not callable(getattr(m, "FUZZ_INJECT", None))]
+    assert readers and not [m.NAME for m in readers if not callable(registry.reader(m).inject)]
     files = dict(P.injected_reader_files(text, tmp_path))
     for module in readers:
         annotations = load_annotations(files[module], models[P.reader_model(module).suffix])
         assert [c.source for c in annotations.coverage] == [module.NAME], (module.NAME, annotations.coverage)
-        assert annotations.ops, f"{module.NAME}: the FUZZ_INJECT file matched no operator"
+        assert annotations.ops, f"{module.NAME}: the injection file matched no operator"
 
 
 @pytest.mark.parametrize("payload", P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("rtl-override")),

@@ -21,7 +21,6 @@ where the annotation model has room for them (``MetricInfo.gradient`` / ``Metric
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -34,19 +33,6 @@ from .style import normalize_color
 
 NAME = "model-explorer"
 DESCRIPTION = "Model Explorer node data JSON (graph-keyed or bare, results by node id or output tensor)"
-FUZZ_MODEL = "samples/tflite/face_detection_short_range.tflite"
-
-
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """Node data for graph ``text`` (after a graph "main", so that ``match`` sees "results" in the head):
-    metric ``text``, result keys, a string value and colours ``text``."""
-    body = {"results": {text: {"value": 1.5, "bgColor": text, "textColor": text}, "1": {"value": text}},
-            "name": text, "thresholds": [{"value": 1, "bgColor": text}],
-            "gradient": [{"stop": 0, "bgColor": text}]}
-    return "node_data.json", json.dumps({"main": body, text: body}, ensure_ascii=False).encode()
-
-
-FUZZ_INJECT = _fuzz_inject
 
 _RESULTS = re.compile(r'"results"\s*:\s*\{')
 _GENERIC = re.compile(r'^\s*\{\s*"(?:graph|operators|tensors)"\s*:')

@@ -32,20 +32,6 @@ SIGNATURE = "netron:attachment"
 _KINDS = ("model", "graph", "node", "value", "tensor")
 
 
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """Items of every kind with target, name and value ``text`` (a node and tensor of the hostile models)."""
-    items = [{"kind": kind, "target": "" if kind == "model" else text, "name": text, "value": text}
-             for kind in ("model", "graph", "node", "value")]
-    metrics = [{"kind": "node", "target": text, "name": "netron_ms", "value": 2.5},
-               {"kind": "node", "identifier": 1, "name": text, "value": 1.5},
-               {"kind": "tensor", "target": text, "name": text, "value": {text: [text]}}]
-    doc = {"signature": SIGNATURE, "metadata": items, "metrics": metrics}
-    return "attachment.json", json.dumps(doc, ensure_ascii=False).encode()
-
-
-FUZZ_INJECT = _fuzz_inject
-
-
 def match(path: Path, head: str) -> bool:
     return head.lstrip().startswith("{") and SIGNATURE in head
 

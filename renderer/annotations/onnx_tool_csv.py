@@ -12,7 +12,6 @@ The file is streamed.
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
@@ -34,20 +33,6 @@ _INFO = {
     "MPercent": ("%", "share of the model's memory (onnx-tool)"),
     "PPercent": ("%", "share of the model's parameters (onnx-tool)"),
 }
-
-
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """A profile with a row named and typed ``text``, ``text`` as its shapes, and a Total row."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["Name", "Type", "Forward_MACs", "FPercent", "Memory", "MPercent", "Params", "PPercent",
-                     "InShape", "OutShape"])
-    writer.writerow([text, text, "100", "100.00%", "64", "100.00%", "4", "100.00%", text, text])
-    writer.writerow(["Total", "_", "100", "100%", "64", "100%", "4", "100%", "_", "_"])
-    return "onnx_tool.csv", out.getvalue().encode()
-
-
-FUZZ_INJECT = _fuzz_inject
 
 
 def match(path: Path, head: str) -> bool:

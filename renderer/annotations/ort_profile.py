@@ -38,22 +38,6 @@ from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"
 DESCRIPTION = "ONNX Runtime profile (SessionOptions.enable_profiling JSON trace)"
-FUZZ_MODEL = "samples/onnx/tiny_cnn.onnx"
-
-
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """A one-event-per-line profile: a kernel event of node ``text``, ``text`` in its args; one run."""
-    args = {"op_name": text, "provider": text, "node_index": "0", "output_size": "16",
-            "activation_size": "16", "parameter_size": "0", "output_type_shape": [{text: [1, 4]}]}
-    common = {"pid": 1, "tid": 1, "ts": 1, "ph": "X"}
-    events = [{**common, "cat": "Session", "name": "session_initialization", "dur": 100, "args": {}},
-              {**common, "cat": "Node", "name": f"{text}_kernel_time", "dur": 5, "args": args},
-              {**common, "cat": "Session", "name": "model_run", "dur": 10, "args": {}}]
-    lines = ",\n".join(json.dumps(event, ensure_ascii=False) for event in events)
-    return "ort_profile.json", f"[\n{lines}\n]\n".encode()
-
-
-FUZZ_INJECT = _fuzz_inject
 
 _KERNEL = "_kernel_time"
 _UNNAMED = re.compile(r"^(?P<op>[A-Za-z][A-Za-z0-9]*)_(?P<index>\d+)$")

@@ -25,7 +25,6 @@ DequantizeLinear's output keeps ``<name>``). An operator reading several weights
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -38,18 +37,6 @@ from .records import AnnotationSet, Entry, MetricInfo
 NAME = "qdq-loss"
 DESCRIPTION = "ONNX Runtime qdq_loss_debug activation/weight SQNR saved as JSON"
 FORMAT_MARKER = "onnxruntime.quantization.qdq_loss_debug"
-FUZZ_MODEL = "samples/onnx/tiny_cnn_qdq_u8.onnx"
-
-
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """Results for activation ``text`` and weight ``text·w`` (the hostile models' names), models ``text``."""
-    doc = {"format": FORMAT_MARKER, "float_model": text, "qdq_model": text,
-           "activations": {text: {"qdq_err": 30.5, "xmodel_err": 28.0}, text + "·out": 12.0},
-           "weights": {text + "·w": 40.0}}
-    return "qdq_loss.json", json.dumps(doc, ensure_ascii=False).encode()
-
-
-FUZZ_INJECT = _fuzz_inject
 
 METRICS = {
     "qdq_err": MetricInfo(

@@ -56,27 +56,9 @@ from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-benchmark"
 DESCRIPTION = "TFLite benchmark_model --enable_op_profiling output (text tables or csv mode)"
-FUZZ_MODEL = "tests/fixtures/tflite_debugger/tiny_keras_float.tflite"
 
 REGULAR = "Operator-wise Profiling Info for Regular Benchmark Runs"
 INIT = "Profiling Info for Benchmark Initialization"
-
-
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """Regular-run rows naming ``text`` as an output tensor and as a custom op's type (the hostile TFLite
-    model's operators 0 and 2). The tables are tab- and line-based, as benchmark_model writes them: tabs and
-    line breaks in ``text`` become spaces, as no real row could hold them."""
-    flat = " ".join(text.replace("\t", " ").splitlines()) or "Custom"
-    header = "\t".join(["[node type]", "[start]", "[first]", "[avg ms]", "[%]", "[cdf%]", "[mem KB]",
-                        "[times called]", "[Name]"])
-    rows = [["RELU", "0.000", "0.010", "0.010", "50.000%", "50.000%", "0.000", "1", f"[{flat}]:0"],
-            [flat, "0.010", "0.010", "0.010", "50.000%", "100.000%", "0.000", "1", f"[{flat}·out]:2"]]
-    lines = [f"{REGULAR}:", "============================== Run Order ==============================",
-             "\t" + header, *["\t" + "\t".join(row) for row in rows], ""]
-    return "benchmark.txt", "\n".join(lines).encode()
-
-
-FUZZ_INJECT = _fuzz_inject
 _BANNER = re.compile(r"^=+ (?P<title>.+?) =+$")
 _SUBGRAPH = re.compile(r"^Subgraph \(index: (?P<index>\d+)\) (?:profile|summary):$")
 _ROW_NAME = re.compile(r"^\[(?P<outputs>.*)\]:(?P<index>\d+)$")

@@ -17,7 +17,6 @@ and on its output tensor; the file is streamed.
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 from ..errors import AnnotationError
@@ -27,24 +26,6 @@ from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
 DESCRIPTION = "TFLite QuantizationDebugger layer statistics CSV (op_name,tensor_idx,…,tensor_name)"
-FUZZ_MODEL = "tests/fixtures/tflite_debugger/tiny_keras_int8.tflite"
-
-
-def _fuzz_inject(text: str) -> tuple[str, bytes]:
-    """Rows with op type and tensor name ``text`` (the second names the hostile models' custom operator's
-    output), ``text`` as a value and as a direct-compare metric's name (one line of at most 200 characters:
-    ``match`` must see the whole header in the file's first 4 KiB)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    metric = " ".join(text.splitlines())[:200] or "x"
-    writer.writerow(["op_name", "tensor_idx", "num_elements", "stddev", "mean_error", "max_abs_error",
-                     "mean_squared_error", metric, "scale", "zero_point", "tensor_name"])
-    writer.writerow([text, "1", "4", "0.1", "0.01", "0.2", "0.001", text, "0.5", "0", text])
-    writer.writerow([text, "4", "4", "0.1", "0.01", "0.2", "0.001", "1.5", "0.5", "0", text + "·out"])
-    return "layer_stats.csv", out.getvalue().encode()
-
-
-FUZZ_INJECT = _fuzz_inject
 
 _ERRORS = {
     "mean_error": "mean of (float − dequantized) over the layer's output (QuantizationDebugger)",

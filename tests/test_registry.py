@@ -1,0 +1,34 @@
+"""The test registry (``tests/registry.py``) covers every module in the package registries, and no hook is left
+in a shipped module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import payloads as P
+import registry
+from payloads import ROOT
+
+
+def test_every_loader_and_reader_has_a_registry_entry() -> None:
+    loaders = {registry.registry_name(m) for m in P.loader_modules()}
+    readers = {registry.registry_name(m) for m in P.reader_modules()}
+    assert loaders and readers
+    assert loaders == set(registry.LOADERS), "tests/registry.py LOADERS must list exactly the package's loaders"
+    assert readers == set(registry.READERS), "tests/registry.py READERS must list exactly the package's readers"
+
+
+def test_registry_models_exist_and_every_tool_reader_can_be_injected() -> None:
+    for name, entry in registry.READERS.items():
+        assert (ROOT / entry.model).is_file(), (name, entry.model)
+    fallback = [registry.registry_name(m) for m in P.reader_modules() if P.is_fallback(m)]
+    assert fallback == ["generic"]
+    missing = [name for name, entry in registry.READERS.items() if entry.inject is None and name not in fallback]
+    assert not missing, f"readers without an injection file in tests/registry.py: {missing}"
+
+
+def test_no_test_hooks_in_shipped_modules() -> None:
+    hooks = ("FUZZ_MODEL", "FUZZ_INJECT", "FUZZ_SEEDS", "_fuzz_inject")
+    found = [f"{path.relative_to(ROOT)}: {hook}" for path in sorted((ROOT / "renderer").rglob("*.py"))
+             for hook in hooks if hook in path.read_text(encoding="utf-8")]
+    assert not found, found
