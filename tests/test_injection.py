@@ -208,9 +208,54 @@ def test_tflite_sample_with_patched_names(payload: P.Payload, tmp_path: Path) ->
 # ---- the escaping rules, against the real Graphviz ----------------------------------------------------------
 
 
-def test_escape_rules_show_every_payload_literally_in_dot_output(tmp_path: Path) -> None:
-    """html_text, attr and tooltip, as the real ``dot`` reads them: the SVG shows exactly ``escape.clean``'s
-    text, whatever backslashes, entities, quotes or markup the input holds."""
+# (name, input, text shown in a label, hover text of a two-line tooltip of the input twice), written out by
+# hand: the expected text must not come from the functions under test.
+ESCAPE_CASES = [
+    ("plain", "conv1/Relu:0", "conv1/Relu:0", "conv1/Relu:0\nconv1/Relu:0"),
+    ("markup", '<b onclick="x">&amp;</b>', '<b onclick="x">&amp;</b>',
+     '<b onclick="x">&amp;</b>\n<b onclick="x">&amp;</b>'),
+    ("escstring", r"\N \G \L \\ \n", r"\N \G \L \\ \n", "\\N \\G \\L \\\\ \\n\n\\N \\G \\L \\\\ \\n"),
+    ("quotes", "say \"hi\" 'x'", "say \"hi\" 'x'", "say \"hi\" 'x'\nsay \"hi\" 'x'"),
+    ("controls", "a\x00b\x1bc\x7fd\x85e", r"a\x00b\x1bc\x7fd\x85e",
+     "a\\x00b\\x1bc\\x7fd\\x85e\na\\x00b\\x1bc\\x7fd\\x85e"),
+    ("bidi", "ab\u202ecd\u200be\ufeff", "ab<U+202E>cd<U+200B>e<U+FEFF>",
+     "ab<U+202E>cd<U+200B>e<U+FEFF>\nab<U+202E>cd<U+200B>e<U+FEFF>"),
+    ("tab-newline", "a\tb\nc\r\nd", "a b c d", "a b\nc\nd\na b\nc\nd"),
+    ("surrogate", "x\ud800y", "x\ufffdy", "x\ufffdy\nx\ufffdy"),
+    ("unicode", "名前 ☃ é", "名前 ☃ é", "名前 ☃ é\n名前 ☃ é"),
+    ("long", "x" * 450, "x" * 399 + "…", "x" * 450 + "\n" + "x" * 450),
+]
+
+
+@pytest.mark.parametrize("case", ESCAPE_CASES, ids=[c[0] for c in ESCAPE_CASES])
+def test_escape_rules_show_text_as_written_in_dot_output(case: tuple[str, str, str, str]) -> None:
+    """html_text, attr and tooltip, as the real ``dot`` reads them, against texts written out here."""
+    import graphviz
+
+    from renderer import escape
+
+    _, text, shown, hover = case
+    one_line = re.sub(r"[\r\n]+", " ", text)  # a plain label breaks lines at newlines, on purpose
+    dot = graphviz.Digraph("G")
+    dot.node("h", label=escape.html_label(f"<B>{escape.html_text(text, 400)}</B>"), shape="plain", id="h",
+             tooltip=escape.tooltip([text, text]))
+    dot.node("a", label=escape.attr(one_line, 400), id="a", tooltip=escape.tooltip(["x"]))
+    done = subprocess.run(["dot", "-Tsvg"], input=dot.source.encode(), capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[:500]
+    root = P.check_svg(done.stdout)
+    ns = "{http://www.w3.org/2000/svg}"
+    groups = {g.get("id"): g for g in root.iter(f"{ns}g")}
+    for key in ("h", "a"):
+        label = "".join(t.text or "" for t in groups[key].iter(f"{ns}text"))
+        assert _normal(label) == _normal(shown), (key, label, shown)
+    titles = [v for e in groups["h"].iter() for n, v in e.attrib.items() if n.endswith("}title")]
+    assert titles and titles[0].replace("\xa0", " ") == hover, (titles[:1], hover)  # runs of spaces: nbsp
+
+
+def test_escape_rules_keep_every_payload_as_clean_text_through_dot(tmp_path: Path) -> None:
+    """Every payload, through html_text, attr and tooltip and the real ``dot``: the SVG shows what
+    ``escape.clean`` makes of it, so the destinations add or lose nothing (``clean`` itself is checked
+    against written-out texts by the test above)."""
     import graphviz
 
     from renderer import escape
