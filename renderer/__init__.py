@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import AnnographError, AnnotationError, GraphvizNotFound, LoaderError, MetricError, RenderError
 from .options import RenderOptions
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "AnnographError", "AnnotationError", "GraphvizNotFound", "LoaderError", "MetricError", "RenderError",

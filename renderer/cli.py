@@ -22,7 +22,7 @@ graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annogr
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .version import __version__
 
     parser = argparse.ArgumentParser(
         prog="annograph",

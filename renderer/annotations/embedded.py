@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import AnnotationError
 from ..ir import Model
+from ..version import __version__
 from .records import Annotations, AnnotationSet, Entry, MetricInfo, Ref
 from .style import validate_style
 
@@ -199,8 +200,6 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
 
 def document(annotations: Annotations, model: Model) -> dict[str, Any]:
     """The ``annograph.annotations`` JSON object for merged ``annotations`` on ``model``."""
-    from .. import __version__
-
     doc: dict[str, Any] = {
         "format": ENTRY,
         "version": FORMAT_VERSION,

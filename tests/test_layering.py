@@ -1,0 +1,43 @@
+"""Imports run one way: no module of the package reaches back up into the package root (``renderer/__init__``),
+which would pull the public API, and through it rendering, into readers and loaders."""
+
+from __future__ import annotations
+
+import ast
+
+from payloads import ROOT
+
+PACKAGE = ROOT / "renderer"
+
+
+def _root_imports(source: str, module: str) -> list[str]:
+    """Names the code ``source`` of ``module`` (dotted) imports from the package root, not from its modules."""
+    parts = tuple(module.split("."))
+    package = parts[:-1] if parts[-1] != "__init__" else parts
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "renderer"]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            target = base + tuple(node.module.split(".")) if node.module else base
+            if target == ("renderer",):
+                found += [a.name for a in node.names
+                          if not (PACKAGE / f"{a.name}.py").is_file() and not (PACKAGE / a.name).is_dir()]
+    return found
+
+
+def test_no_module_imports_the_package_root() -> None:
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        if module != "renderer.__init__" and (names := _root_imports(path.read_text(encoding="utf-8"), module)):
+            offenders[module] = names
+    assert not offenders, offenders
+
+
+def test_the_check_sees_a_root_import() -> None:
+    source = "from .. import __version__\nfrom .. import ir\nfrom ..ir import Model\nimport renderer\n"
+    assert _root_imports(source, "renderer.annotations.embedded") == ["__version__", "renderer"]
+    assert _root_imports("from . import __version__\n", "renderer.cli") == ["__version__"]
+    assert _root_imports("from .version import __version__\n", "renderer.cli") == []
