@@ -1,0 +1,669 @@
+"""Operators gathered into a tree of groups, so a big model can be drawn as an overview and a page per group.
+
+Pure: IR in, group tree out (no Graphviz, no files). The rules, in the order ``group_model`` applies them:
+
+1. **Name scopes.** An operator's scope is, first found: torch dynamo's ``pkg.torch.onnx.name_scopes`` or
+   ``namespace`` node metadata; its node name split on ``/`` (the last component is the op itself, a leading
+   ``/`` is not a level); for nameless nodes (TFLite, some ONNX files) the first output's name, taking the
+   first of TFLite's ``;``-joined fused names. A graph uses names when at least ``SCOPED_SHARE`` of its drawn
+   operators have a scope; otherwise all its operators are placed flat and cut into stages (rule 5).
+2. **Subgraphs.** Every If/Loop/Scan body and TFLite subgraph is a group of kind ``graph``, placed beside the
+   operator that owns it (top-level TFLite subgraphs under the root).
+3. **Chains.** A scope group with no operators and one scope child becomes that child (label ``a/b``); a root
+   or subgraph holding only one scope takes that scope's content.
+4. **Tiny leaves.** A one-operator scope group is dissolved into its parent, and so is a leaf scope group of
+   at most ``INLINE_MAX`` operators when the parent's whole content fits one page (``max_items``): a page for
+   a Linear's MatMul + Add helps nobody, while ``embeddings`` (3 ops) stays a box on a 400-op overview.
+5. **Wide levels.** A group with more than ``max_items`` direct items (operators + child groups) is split,
+   never drawn as a strip. Only operators: cut them, in graph order, into contiguous ``stage`` groups of
+   ``max_items // 2`` to ``max_items`` operators at the narrowest points (fewest tensors crossing the cut).
+   Mixed: each run of two or more consecutive loose operators becomes one ``gathered`` group (``37 ops: Add,
+   Mul, …``); if still too wide, the items are cut into contiguous ``gathered`` runs the same way
+   (``14 groups: layers.12 … layers.25``). Repeated while a level is too wide, so stages nest into
+   super-stages.
+6. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
+7. **Repeats.** Consecutive sibling groups with the same structure (op types in graph order, and the internal
+   edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` the first.
+
+Deterministic: the tree depends only on the model and the arguments; paths are unique.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from renderer.ir import Graph, Model, Node
+
+SCOPED_SHARE = 0.5
+"""Least share of a graph's drawn operators with a scope for its names to be used. Measured on the samples:
+scoped files have 94-100 % (tiny_cnn_qdq 58/62, silero_vad bodies 51/53), flat or unnamed ones 0 %
+(light_resnet50, face_detection: Keras layer names without ``/``), so any value in between separates them."""
+
+INLINE_MAX = 3
+"""Leaf scope groups this small dissolve into a parent that fits one page (a Linear is 2 ops, a GELU 5)."""
+
+NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+NAMESPACE_KEY = "namespace"
+MAX_SCOPE_DEPTH = 32
+"""Scope components beyond this are ignored (a hostile name must not make the tree arbitrarily deep)."""
+_MAX_METADATA_CHARS = 20_000
+
+KINDS = ("root", "scope", "graph", "stage", "gathered")
+
+
+@dataclass(slots=True, eq=False)
+class Group:
+    """A box of the overview: operators and child groups.
+
+    Attributes:
+        label: what the box shows: the scope (``layers.0``, ``encoder/layers.0`` for a collapsed chain),
+            ``graph 3: body``, ``stage 4 (ops 120–181)``, ``14 groups: layers.12 … layers.25``.
+        path: unique ``/``-joined path from the root ("" for the root). Scope groups add their scope
+            components; other kinds add ``#graph3``, ``#stage2``, ``#gathered1`` (a scope component
+            starting with ``#`` is written ``##…``).
+        kind: ``root`` | ``scope`` | ``graph`` | ``stage`` | ``gathered`` (see the module docstring).
+        nodes: operators placed directly here, in graph order.
+        children: child groups in graph order (by their first operator).
+        parent: the enclosing group, None for the root.
+        repeat: N > 1 on the first of N consecutive structurally identical siblings.
+        twin_of: on the others of such a run, the first one.
+        scope: for ``scope`` groups, the full scope they stand for; for ``root``/``graph``, the scope
+            whose content they took (rule 3), else ().
+        graph: the graph whose operators this group holds (directly or below, subgraphs aside).
+
+    The tree is read-only once ``group_model`` returns (``members`` and ``size`` are cached).
+    """
+
+    label: str
+    path: str
+    kind: str
+    nodes: list[Node] = field(default_factory=list, repr=False)
+    children: list[Group] = field(default_factory=list, repr=False)
+    parent: Group | None = field(default=None, repr=False)
+    repeat: int = 1
+    twin_of: Group | None = field(default=None, repr=False)
+    scope: tuple[str, ...] = ()
+    graph: Graph | None = field(default=None, repr=False)
+    _parts: tuple[str, ...] = field(default=(), repr=False)
+    _order: dict[Node, int] | None = field(default=None, repr=False)
+    _members: list[Node] | None = field(default=None, repr=False)
+
+    def members(self) -> Iterator[Node]:
+        """Every operator in this group and below, in graph order (a subgraph's right after its owner)."""
+        if self._members is None:
+            self._members = _collect(self, self._order or {})
+        return iter(self._members)
+
+    @property
+    def size(self) -> int:
+        """How many operators are in this group and below."""
+        if self._members is None:
+            self._members = _collect(self, self._order or {})
+        return len(self._members)
+
+    @property
+    def items(self) -> int:
+        """Direct items: operators plus child groups (what one page of this group shows)."""
+        return len(self.nodes) + len(self.children)
+
+    def walk(self) -> Iterator[Group]:
+        """This group and every group below it, parents before children, in order."""
+        stack = [self]
+        while stack:
+            group = stack.pop()
+            yield group
+            stack.extend(reversed(group.children))
+
+    @property
+    def depth(self) -> int:
+        depth, group = 0, self.parent
+        while group is not None:
+            depth, group = depth + 1, group.parent
+        return depth
+
+
+def group_model(model: Model, drawn: Callable[[Node], bool], max_items: int = 60,
+                max_depth: int | None = None) -> Group:
+    """Group the drawn operators of ``model`` (rules in the module docstring).
+
+    Args:
+        model: the loaded model.
+        drawn: whether an operator is drawn; undrawn ones (folded constants) are in no group.
+        max_items: most direct items (operators + child groups) of any group above ``max_depth``.
+        max_depth: groups deeper than this are merged into their ancestor at this depth (0: everything in the
+            root), which then holds all their operators directly, however many.
+
+    Returns:
+        The root group. Every drawn operator is in exactly one group's ``nodes``.
+    """
+    if max_items < 2:
+        raise ValueError(f"max_items must be at least 2, not {max_items}")
+    if max_depth is not None and max_depth < 0:
+        raise ValueError(f"max_depth must be 0 or more, not {max_depth}")
+    return _Builder(model, drawn, max_items).build(max_depth)
+
+
+def repeated_runs(group: Group) -> list[list[Group]]:
+    """Runs of two or more consecutive children of ``group`` that are structurally identical."""
+    runs: list[list[Group]] = []
+    for child in group.children:
+        if child.twin_of is not None and runs and runs[-1][0] is child.twin_of:
+            runs[-1].append(child)
+        elif child.repeat > 1:
+            runs.append([child])
+    return runs
+
+
+# -- scopes -------------------------------------------------------------------------------------------------
+
+_QUOTED = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
+
+
+def scope_of(node: Node) -> tuple[str, ...]:
+    """The name scope of ``node``: the components before its own name, outermost first (() when none)."""
+    return _ScopeReader().scope(node)
+
+
+class _ScopeReader:
+    """``scope_of`` with memos keyed by the part of the text that decides the scope (names share prefixes)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def scope(self, node: Node) -> tuple[str, ...]:
+        meta = node.metadata
+        if meta:
+            text = meta.get(NAME_SCOPES_KEY)
+            if text:  # the last entry is the node's own name: the text before the last comma decides
+                scope = self._memo(("n", text.rpartition(",")[0]), text, _from_name_scopes)
+                if scope:
+                    return scope
+            text = meta.get(NAMESPACE_KEY)
+            if text:
+                scope = self._memo(("s", text), text, _from_namespace)
+                if scope:
+                    return scope
+        name = node.name
+        if not name:
+            name = next((v.name for v in node.outputs if v.name), "").split(";", 1)[0]
+        head = name.rstrip("/").rpartition("/")[0]
+        return self._memo(("p", head), head, _split_path) if head else ()
+
+    def _memo(self, key: tuple[str, str], text: str,
+              parse: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
+        scope = self.memo.get(key)
+        if scope is None:
+            scope = self.memo[key] = parse(text)
+        return scope
+
+
+def _split_path(head: str) -> tuple[str, ...]:
+    return tuple(c for c in head.split("/") if c)[:MAX_SCOPE_DEPTH]
+
+
+def _from_name_scopes(text: str) -> tuple[str, ...]:
+    """``"['', 'encoder', 'encoder.layers.0', 'node_name']"``: module paths from the root, then the node."""
+    if not text or len(text) > _MAX_METADATA_CHARS:
+        return ()
+    if "\\" in text:
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return ()
+        if not isinstance(parsed, list) or not all(isinstance(s, str) for s in parsed):
+            return ()
+        entries: list[str] = parsed
+    else:
+        if not (text.startswith("[") and text.endswith("]")):
+            return ()
+        entries = [a or b for a, b in _QUOTED.findall(text)]
+    return _relative(entries[:-1])
+
+
+def _from_namespace(text: str) -> tuple[str, ...]:
+    """``": pkg.Model/enc: pkg.Encoder/node_name: aten.op"`` (torch ≥ 2.5), or the older ``"enc/enc.x"``."""
+    if not text or len(text) > _MAX_METADATA_CHARS:
+        return ()
+    parts = text.split("/")
+    if any(": " in p for p in parts):
+        return _relative([p.split(": ", 1)[0] for p in parts[:-1]])
+    return _relative(parts)
+
+
+def _relative(paths: list[str]) -> tuple[str, ...]:
+    """Module paths (``encoder``, ``encoder.layers.0``) as one component per module (``encoder``,
+    ``layers.0``)."""
+    out: list[str] = []
+    previous = ""
+    for path in paths:
+        path = path.strip()
+        if not path or path == previous:
+            continue
+        if previous and path.startswith(previous + "."):
+            out.append(path[len(previous) + 1:])
+        else:
+            out.append(path)
+        previous = path
+    return tuple(c.replace("/", "∕") for c in out)[:MAX_SCOPE_DEPTH]
+
+
+# -- building -----------------------------------------------------------------------------------------------
+
+def _graph_order(model: Model) -> dict[Node, int]:
+    """Every operator's position in one order: graph order, a subgraph's operators right after its owner."""
+    owned: dict[Node, list[Graph]] = {}
+    for graph in model.graphs:
+        if graph.parent is not None:
+            owned.setdefault(graph.parent, []).append(graph)
+    if not owned:
+        return {node: i for i, node in enumerate(model.nodes())}
+    order: dict[Node, int] = {}
+    seen: set[int] = set()
+    for top in model.graphs:
+        if top.parent is not None and top.parent.graph in model.graphs:
+            continue
+        stack: list[Iterator[Node]] = [iter(top.nodes)]
+        seen.add(top.index)
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:
+                stack.pop()
+                continue
+            order.setdefault(node, len(order))
+            subs = [sub for sub in owned.get(node, ()) if sub.index not in seen]
+            seen.update(sub.index for sub in subs)
+            stack.extend(iter(sub.nodes) for sub in reversed(subs))  # the first subgraph is walked first
+    for graph in model.graphs:  # unreachable subgraphs (an owner cycle in a broken file)
+        for node in graph.nodes:
+            order.setdefault(node, len(order))
+    return order
+
+
+def _collect(group: Group, order: dict[Node, int]) -> list[Node]:
+    nodes = [n for g in group.walk() for n in g.nodes]
+    if order:
+        nodes.sort(key=order.__getitem__)
+    return nodes
+
+
+class _Builder:
+    def __init__(self, model: Model, drawn: Callable[[Node], bool], max_items: int) -> None:
+        self.model = model
+        self.drawn = drawn
+        self.max_items = max_items
+        self.order = _graph_order(model)
+        self.scopes = _ScopeReader()
+        self.placement: dict[Node, Group] = {}  # subgraph owner → the group its subgraphs go in
+        self.first_rank: dict[int, int] = {}  # id(group) → graph-order position of its first operator
+
+    def build(self, max_depth: int | None) -> Group:
+        model = self.model
+        root_label = model.main.name if model.graphs and model.main.name else Path(model.path).name or "model"
+        containers: dict[int, Group] = {}
+        for graph in model.graphs:
+            containers[graph.index] = self._graph_tree(graph, is_root=graph.index == 0)
+        if not model.graphs:
+            containers[0] = Group(root_label, "", "root")
+        root = containers[0]
+        root.label = root_label
+        for graph in model.graphs[1:]:
+            owner = graph.parent
+            host = self.placement.get(owner) if owner is not None else None
+            if host is None:
+                host = root
+            child = containers[graph.index]
+            child.parent = host
+            host.children.append(child)
+        self._prune_empty(root)
+        self._collapse_chains(root)
+        self._inline_tiny(root)
+        self._sort_children(root)
+        self._split_wide(root)
+        if max_depth is not None:
+            self._limit_depth(root, max_depth)
+        self._finish(root)
+        _mark_repeats(root)
+        return root
+
+    # -- one graph --------------------------------------------------------------------------------------
+
+    def _graph_tree(self, graph: Graph, is_root: bool) -> Group:
+        label = f"graph {graph.index}: {graph.name}" if graph.name else f"graph {graph.index}"
+        container = Group(label, "", "root" if is_root else "graph", graph=graph)
+        nodes = [n for n in graph.nodes if self.drawn(n)]
+        scopes = [self.scopes.scope(n) for n in nodes]
+        owners = [n for n in graph.nodes if n.subgraphs]
+        if not nodes or sum(1 for s in scopes if s) < SCOPED_SHARE * len(nodes):
+            container.nodes = nodes
+            for owner in owners:
+                self.placement[owner] = container
+            return container
+        by_scope: dict[tuple[str, ...], Group] = {(): container}
+
+        def group_for(scope: tuple[str, ...]) -> Group:
+            group = by_scope.get(scope)
+            if group is None:
+                parent = group_for(scope[:-1])
+                group = Group(scope[-1], "", "scope", parent=parent, scope=scope, graph=graph,
+                              _parts=(scope[-1],))
+                parent.children.append(group)
+                by_scope[scope] = group
+            return group
+
+        for node, scope in zip(nodes, scopes):
+            group_for(scope).nodes.append(node)
+        for owner in owners:
+            scope = self.scopes.scope(owner)
+            while scope not in by_scope:
+                scope = scope[:-1]
+            self.placement[owner] = by_scope[scope]
+        return container
+
+    # -- tree passes ------------------------------------------------------------------------------------
+
+    def _prune_empty(self, root: Group) -> None:
+        nonempty: dict[int, bool] = {}
+        for group in reversed(list(root.walk())):
+            group.children = [c for c in group.children if nonempty[id(c)]]
+            nonempty[id(group)] = bool(group.nodes or group.children)
+
+    def _collapse_chains(self, root: Group) -> None:
+        for group in root.walk():
+            while not group.nodes and len(group.children) == 1 and group.children[0].kind == "scope":
+                only = group.children[0]
+                if group.kind == "scope":
+                    group.label = f"{group.label}/{only.label}"
+                    group._parts = group._parts + only._parts
+                elif group.kind not in ("root", "graph"):
+                    break
+                group.scope = only.scope
+                group.nodes = only.nodes
+                group.children = only.children
+                for child in group.children:
+                    child.parent = group
+
+    def _inline_tiny(self, root: Group) -> None:
+        sizes: dict[int, int] = {}
+        for group in reversed(list(root.walk())):  # children before their parent
+            size = sizes[id(group)] = len(group.nodes) + sum(sizes[id(c)] for c in group.children)
+            kept: list[Group] = []
+            moved: list[Node] = []
+            items = group.items
+            for child in group.children:
+                small = child.kind == "scope" and not child.children and len(child.nodes) <= INLINE_MAX
+                fits = size <= self.max_items and items - 1 + len(child.nodes) <= self.max_items
+                if small and (len(child.nodes) == 1 or fits):
+                    moved.extend(child.nodes)
+                    items += len(child.nodes) - 1
+                else:
+                    kept.append(child)
+            if moved:
+                group.children = kept
+                group.nodes = sorted(group.nodes + moved, key=self.order.__getitem__)
+
+    def _first(self, group: Group) -> int:
+        return self.first_rank[id(group)]
+
+    def _sort_children(self, root: Group) -> None:
+        for group in reversed(list(root.walk())):
+            self._rank_group(group)
+
+    def _rank_group(self, group: Group) -> None:
+        group.children.sort(key=self._first)
+        ranks = [self.order[group.nodes[0]]] if group.nodes else []
+        if group.children:
+            ranks.append(self._first(group.children[0]))
+        self.first_rank[id(group)] = min(ranks) if ranks else -1
+
+    # -- wide levels ------------------------------------------------------------------------------------
+
+    def _split_wide(self, root: Group) -> None:
+        stack = [root]
+        while stack:
+            group = stack.pop()
+            gathered_loose = False
+            while group.items > self.max_items:
+                if all(c.kind in ("stage", "graph") for c in group.children):
+                    self._cut(group, self._items(group), "stage")
+                elif not gathered_loose and self._gather_loose(group):
+                    gathered_loose = True
+                else:
+                    gathered_loose = True
+                    self._cut(group, self._items(group), "gathered")
+            stack.extend(group.children)
+
+    def _items(self, group: Group) -> list[Node | Group]:
+        items: list[tuple[int, Node | Group]] = [(self.order[n], n) for n in group.nodes]
+        items += [(self._first(c), c) for c in group.children]
+        items.sort(key=lambda pair: pair[0])
+        return [item for _, item in items]
+
+    def _gather_loose(self, group: Group) -> bool:
+        """Wrap each run of two or more consecutive loose operators into one group; False if there is none."""
+        runs: list[list[Node]] = [[]]
+        for item in self._items(group):
+            if isinstance(item, Node):
+                runs[-1].append(item)
+            elif runs[-1]:
+                runs.append([])
+        runs = [r for r in runs if len(r) >= 2]
+        if not runs:
+            return False
+        for run in runs:
+            wrapper = Group(_ops_label(run), "", "gathered", nodes=run, parent=group, graph=group.graph)
+            self.first_rank[id(wrapper)] = self.order[run[0]]
+            group.children.append(wrapper)
+        taken = {id(n) for run in runs for n in run}
+        group.nodes = [n for n in group.nodes if id(n) not in taken]
+        group.children.sort(key=self._first)
+        return True
+
+    def _cut(self, group: Group, items: list[Node | Group], kind: str) -> None:
+        """Replace ``group``'s direct items by contiguous runs of them, cut at the narrowest points."""
+        runs = segment(_cut_widths(items, group, self.order), len(items), self.max_items)
+        new_children: list[Group] = []
+        for number, (start, end) in enumerate(runs, 1):
+            run = items[start:end]
+            nodes = [x for x in run if isinstance(x, Node)]
+            children = [x for x in run if isinstance(x, Group)]
+            if kind == "stage":
+                label = _stage_label(group, run, number, runs, start, end)
+            else:
+                label = _gathered_label(nodes, children)
+            wrapper = Group(label, "", kind, nodes=nodes, children=children, parent=group, graph=group.graph)
+            for child in children:
+                child.parent = wrapper
+            self._rank_group(wrapper)
+            new_children.append(wrapper)
+        group.nodes = []
+        group.children = new_children
+
+    # -- depth and final fields -------------------------------------------------------------------------
+
+    def _limit_depth(self, root: Group, max_depth: int) -> None:
+        stack = [(root, 0)]
+        while stack:
+            group, depth = stack.pop()
+            if depth >= max_depth:
+                if group.children:
+                    group.nodes = _collect(group, self.order)
+                    group.children = []
+                continue
+            stack.extend((c, depth + 1) for c in group.children)
+
+    def _finish(self, root: Group) -> None:
+        groups = list(root.walk())
+        rank = self.order.__getitem__
+        for group in reversed(groups):  # children first; sorting concatenated sorted runs is near linear
+            members = [*group.nodes]
+            for child in group.children:
+                members += child._members or ()
+            if group.children:
+                members.sort(key=rank)
+            group._members = members
+        for group in groups:
+            group._order = self.order
+            counts: Counter[str] = Counter()
+            for child in group.children:
+                child.parent = group
+                if child.kind == "scope":
+                    segment_text = "/".join("#" + p if p.startswith("#") else p for p in child._parts)
+                elif child.kind == "graph" and child.graph is not None:
+                    segment_text = f"#graph{child.graph.index}"
+                else:
+                    counts[child.kind] += 1
+                    segment_text = f"#{child.kind}{counts[child.kind]}"
+                child.path = f"{group.path}/{segment_text}" if group.path else segment_text
+
+
+# -- cutting a sequence -------------------------------------------------------------------------------------
+
+def segment(widths: list[int], n: int, max_items: int) -> list[tuple[int, int]]:
+    """Cut ``n`` items into contiguous runs ``[start, end)`` of ``max_items // 2`` to ``max_items`` items.
+
+    ``widths[c]`` is how many tensors cross the cut before item ``c``. Each cut, taken left to right, is the
+    narrowest within the allowed window, the later one on ties (fewer, fuller runs); the window keeps the
+    remainder at least ``max_items // 2`` long, so no run is tiny. O(n).
+    """
+    if n <= max_items:
+        return [(0, n)]
+    if max_items < 4:  # runs of one item would not shorten the level
+        return [(s, min(s + max_items, n)) for s in range(0, n, max_items)]
+    least = max(1, max_items // 2)
+    runs: list[tuple[int, int]] = []
+    start = 0
+    while n - start > max_items:
+        low, high = start + least, min(start + max_items, n - least)
+        cut = min(range(low, high + 1), key=lambda c: (widths[c], -c))
+        runs.append((start, cut))
+        start = cut
+    runs.append((start, n))
+    return runs
+
+
+def _cut_widths(items: list[Node | Group], owner: Group, order: dict[Node, int]) -> list[int]:
+    """How many tensors cross the cut before each item: produced in an earlier item, read in this one or later
+    (graph outputs count as read at the end). One sweep over a difference array."""
+    where: dict[Node, int] = {}
+    for i, item in enumerate(items):
+        if isinstance(item, Node):
+            where[item] = i
+        else:
+            for node in _collect(item, order):
+                where[node] = i
+    n = len(items)
+    diff = [0] * (n + 2)
+    for node, i in where.items():
+        for value in node.outputs:
+            last = n if value.is_output else i
+            for consumer in value.consumers:
+                j = where.get(consumer)
+                if j is not None and j > last:
+                    last = j
+            if last > i:
+                diff[i + 1] += 1
+                diff[last + 1] -= 1
+    widths = [0] * (n + 1)
+    running = 0
+    for c in range(n + 1):
+        running += diff[c]
+        widths[c] = running
+    return widths
+
+
+# -- labels -------------------------------------------------------------------------------------------------
+
+def _ops_label(nodes: list[Node]) -> str:
+    types = [t for t, _ in Counter(n.op_type for n in nodes).most_common()]
+    shown = ", ".join(types[:3]) + (", …" if len(types) > 3 else "")
+    return f"{len(nodes)} ops: {shown}"
+
+
+def _edge_name(item: Node | Group, last: bool) -> str:
+    while isinstance(item, Group) and item.kind in ("stage", "gathered") and (item.children or item.nodes):
+        inner: list = item.children or item.nodes
+        item = inner[-1] if last else inner[0]
+    return item.label if isinstance(item, Group) else item.op_type
+
+
+def _gathered_label(nodes: list[Node], children: list[Group]) -> str:
+    if not children:
+        return _ops_label(nodes)
+    first, last = _edge_name(children[0], False), _edge_name(children[-1], True)
+    span = first if len(children) == 1 else f"{first}, {last}" if len(children) == 2 else f"{first} … {last}"
+    count = f"{len(children)} group" + ("s" if len(children) > 1 else "")
+    if nodes:
+        count += f", {len(nodes)} op" + ("s" if len(nodes) > 1 else "")
+    return f"{count}: {span}"
+
+
+def _stage_label(group: Group, run: list[Node | Group], number: int, runs: list[tuple[int, int]],
+                 start: int, end: int) -> str:
+    own = [n for n in _nodes_of(run) if n.graph is group.graph] if group.graph is not None else []
+    ops = f" (ops {min(n.index for n in own)}–{max(n.index for n in own)})" if own else ""
+    if all(isinstance(x, Group) and x.kind == "stage" for x in run):  # stages of stages
+        return f"stages {start + 1}–{end}{ops}"
+    return f"stage {number}{ops}"
+
+
+def _nodes_of(items: Iterable[Node | Group]) -> Iterator[Node]:
+    for item in items:
+        if isinstance(item, Node):
+            yield item
+        else:
+            for group in item.walk():
+                yield from group.nodes
+
+
+# -- repeated blocks ----------------------------------------------------------------------------------------
+
+def _signature(group: Group) -> tuple:
+    """Op types in graph order, the edges between members (by local position and slot), and the tree shape."""
+    members = group._members if group._members is not None else list(group.members())
+    local = {node: i for i, node in enumerate(members)}
+    types = tuple((n.domain, n.op_type) for n in members)
+    edges = []
+    for i, node in enumerate(members):
+        for slot, value in enumerate(node.inputs):
+            j = local.get(value.producer) if value is not None else None  # type: ignore[arg-type]
+            if j is not None:
+                outputs = members[j].outputs
+                edges.append((i, slot, j, outputs.index(value) if len(outputs) > 1 else 0))
+    shape = (len(group.nodes), tuple((c.kind, c.size) for c in group.children))
+    return group.kind, shape, types, tuple(edges)
+
+
+def _mark_repeats(root: Group) -> None:
+    for group in root.walk():
+        if len(group.children) < 2:
+            continue
+        order = group._order or {}
+        ranked: list[tuple[int, Node | Group]] = [(order[n], n) for n in group.nodes]
+        ranked += [(order[next(c.members())], c) for c in group.children]
+        ranked.sort(key=lambda pair: pair[0])
+        items = [item for _, item in ranked]
+        signatures: dict[int, tuple] = {}
+
+        def signature(g: Group) -> tuple:
+            if id(g) not in signatures:
+                signatures[id(g)] = _signature(g)
+            return signatures[id(g)]
+
+        i = 0
+        while i < len(items):
+            head = items[i]
+            j = i + 1
+            if isinstance(head, Group):
+                while (j < len(items) and isinstance(items[j], Group) and items[j].size == head.size
+                       and signature(items[j]) == signature(head)):
+                    j += 1
+                if j - i > 1:
+                    head.repeat = j - i
+                    for twin in items[i + 1:j]:
+                        twin.twin_of = head
+            i = j
