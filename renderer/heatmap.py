@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import math
+import re
 from dataclasses import dataclass
 
 from .annotations.records import Annotations, ElementKey, MetricInfo, metric_value
@@ -27,13 +29,40 @@ class Heatmap:
     scale: Scale
 
     def color(self, key: ElementKey) -> str:
-        return self.scale.color(self.values.get(key))
+        value = self.values.get(key)
+        if value is not None and math.isinf(value):  # an exact match's SQNR: beyond the best end of the scale
+            return self.scale.color_at(1.0 if value > 0 else 0.0)
+        return self.scale.color(value)
+
+
+_INFINITE = re.compile(r"^\s*([-+]?)(?:inf|infinity|∞)(?:\s+[A-Za-zµ%/]+)?\s*$", re.IGNORECASE)
+
+
+def infinite_value(value: object) -> float | None:
+    """±inf for an "inf"-like text ("inf", "-inf", "inf dB", "∞"): how files write an infinite metric (the SQNR
+    of identical tensors), since JSON has no infinity; None otherwise.
+
+    >>> infinite_value("inf"), infinite_value("-inf dB"), infinite_value("info")
+    (inf, -inf, None)
+    """
+    if not isinstance(value, str):
+        return None
+    match = _INFINITE.match(value)
+    if match is None:
+        return None
+    return -math.inf if match.group(1) == "-" else math.inf
+
+
+def number_of(value: object) -> float | None:
+    """A metric's number, infinities included."""
+    number = metric_value(value)
+    return number if number is not None else infinite_value(value)
 
 
 def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
     """The metric key for ``name``: exact, or the single qualified ``source.name``; MetricError otherwise."""
     entries = annotations.ops if kind == "op" else annotations.tensors
-    available = sorted({k for e in entries.values() for k, v in e.values.items() if metric_value(v) is not None})
+    available = sorted({k for e in entries.values() for k, v in e.values.items() if number_of(v) is not None})
     if name in available:
         return name
     qualified = [m for m in available if m.endswith("." + name)]
@@ -65,7 +94,7 @@ def build(
     for key, entry in entries.items():
         if key in undrawn:
             continue
-        number = metric_value(entry.values.get(metric))
+        number = number_of(entry.values.get(metric))
         if number is not None:
             values[key] = number
     info = annotations.metrics.get(metric) or MetricInfo(metric)

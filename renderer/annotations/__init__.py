@@ -140,7 +140,8 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
             renamed = Entry({qualified(aset, k): v for k, v in entry.values.items()}, dict(entry.style), entry.line)
             target.update(renamed)
             for name, value in renamed.values.items():
-                if metric_value(value) is None:
+                declared = name.removeprefix(f"{aset.source}.") in aset.metrics  # says so even when "inf"
+                if metric_value(value) is None and not declared:
                     continue
                 info = result.metrics.get(name)
                 if info is None:

@@ -33,7 +33,8 @@ from typing import Any
 from ..errors import AnnotationError
 from ..ir import Model
 from ..version import __version__
-from .records import Annotations, AnnotationSet, Entry, MetricInfo, Ref
+from .metric_meta import read_metric_infos
+from .records import Annotations, AnnotationSet, Entry, Ref
 from .style import validate_style
 
 NAME = "embedded"
@@ -165,18 +166,7 @@ def _from_document(document: Any, model: Model, result: AnnotationSet, where: st
                 result.unmatched.append(f"{sub}:{index}")
                 continue
             target.append((Ref(kind, sub, index), _entry(item, item_where)))
-    metrics = document.get("metrics") or {}
-    if isinstance(metrics, dict):
-        for name, info in metrics.items():
-            if isinstance(name, str) and isinstance(info, dict):
-                hib = info.get("higher_is_better")
-                result.metrics[name] = MetricInfo(
-                    name,
-                    NAME,
-                    str(info.get("unit") or "")[:20],
-                    hib if isinstance(hib, bool) else None,
-                    str(info.get("description") or "")[:300],
-                )
+    result.metrics.update(read_metric_infos(document.get("metrics"), NAME, where, strict=False))
 
 
 def _is_index(value: Any) -> bool:

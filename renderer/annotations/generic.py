@@ -9,6 +9,8 @@ JSON / YAML::
         style: {fillcolor: "#ff0000"}
     tensors:
       - {id: 56, meta: {bytes: 4096}, style: {color: "#d62728", penwidth: 3}}
+    metrics:                        # optional: what is known of a metric (see metric_meta.py)
+      sqnr_db: {unit: dB, higher_is_better: true, description: "signal-to-quantization-noise ratio"}
 
 Keys of an entry other than ``id``/``meta``/``style`` are values too (``- {id: 14, latency_ms: 13}``).
 
@@ -31,6 +33,7 @@ from typing import Any
 
 from ..errors import AnnotationError, unreadable
 from ..ir import Model
+from .metric_meta import read_metric_infos
 from .records import AnnotationSet, Entry, Ref
 from .style import validate_style
 
@@ -159,9 +162,11 @@ def _read_document(path: Path, data: Any, result: AnnotationSet) -> None:
         return
     if not isinstance(data, dict):
         raise AnnotationError(f"{path}: expected a mapping with 'graph', 'operators' and/or 'tensors' at the top")
-    unknown = sorted(str(k) for k in data if k not in ("graph", "operators", "tensors", "line"))
+    unknown = sorted(str(k) for k in data if k not in ("graph", "operators", "tensors", "metrics", "line"))
     if unknown:
-        raise AnnotationError(f"{path}: unknown top-level key {unknown[0]!r} (expected graph, operators, tensors)")
+        raise AnnotationError(
+            f"{path}: unknown top-level key {unknown[0]!r} (expected graph, operators, tensors, metrics)")
+    result.metrics.update(read_metric_infos(data.get("metrics"), NAME, str(path)))
     graph = data.get("graph")
     if graph is not None:
         if not isinstance(graph, dict):

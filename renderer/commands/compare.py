@@ -1,0 +1,92 @@
+"""``annograph compare``: per-tensor error of a candidate against a reference, as an annotation file."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "measure a candidate model (or dump) against a reference, tensor by tensor, into an annotation file"
+
+EXAMPLES = """examples:
+  annograph compare model.onnx model.qdq.onnx --random-inputs 0 -o errors.json
+  annograph compare model.tflite model_int8.tflite --inputs inputs.npz -o errors.json
+  annograph compare --dumps reference.npz mine.npz --model model.onnx -o errors.json
+  annograph render model.qdq.onnx -a errors.json --color-by sqnr_db -o errors.svg
+
+Each tensor the reference computes is matched by name in the candidate (in a QDQ model, by the value its
+QuantizeLinear→DequantizeLinear pair hands on) and gets max_abs_error, mean_abs_error, rmse, rel_error, cosine
+and sqnr_db; so does the operator producing it. SQNR and cosine are higher-is-better (the file says so, and the
+legend shows it); an exact match has an SQNR of "inf". Dumps are .npz files keyed by tensor name, N or S:N."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .common import add_dim_argument
+
+    parser.epilog = EXAMPLES
+    parser.add_argument("models", nargs="*", metavar="REFERENCE CANDIDATE", help="two ONNX or two TFLite models")
+    parser.add_argument("-o", "--output", required=True, metavar="PATH", help="annotation file to write (.json)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--inputs", metavar="FILE.npz", help="model inputs, one array per input name")
+    source.add_argument("--random-inputs", type=int, default=0, metavar="SEED",
+                        help="random inputs from SEED (default 0): normal floats, integers in [0, 10)")
+    parser.add_argument("--dumps", nargs=2, metavar=("REFERENCE.npz", "CANDIDATE.npz"),
+                        help="compare two tensor dumps instead of running models (needs --model)")
+    parser.add_argument("--model", metavar="MODEL", help="the model the dumps' tensor ids refer to")
+    parser.add_argument("--save-dumps", nargs=2, metavar=("REFERENCE.npz", "CANDIDATE.npz"),
+                        help="also write the compared tensors, keyed by reference tensor name")
+    add_dim_argument(parser)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import atomic
+    from ..compare import compare_dumps, compare_models, document
+    from ..errors import AnnographError
+    from .common import load_noted, parse_dims, warn
+
+    if args.dumps:
+        if args.models:
+            raise AnnographError("give either two models or --dumps REFERENCE.npz CANDIDATE.npz --model MODEL")
+        if not args.model:
+            raise AnnographError("--dumps needs --model MODEL (the model the dumps' tensor ids refer to)")
+        comparison = compare_dumps(args.dumps[0], args.dumps[1], load_noted(args.model, args.dim))
+    else:
+        if len(args.models) != 2:
+            raise AnnographError("compare needs REFERENCE and CANDIDATE models (or --dumps … --model MODEL)")
+        comparison = compare_models(args.models[0], args.models[1], args.inputs, args.random_inputs,
+                                    parse_dims(args.dim))
+    text = json.dumps(document(comparison), indent=1, ensure_ascii=False) + "\n"
+    outputs = [(args.output, text.encode("utf-8"))]
+    if args.save_dumps:
+        outputs += [(path, _npz(arrays)) for path, arrays in zip(args.save_dumps, comparison.dumps)]
+    atomic.write_all(outputs)
+    if not args.quiet:
+        for note in comparison.notes:
+            warn(note)
+        _summary(comparison, args.output, warn)
+    return 0
+
+
+def _npz(arrays: dict) -> bytes:  # type: ignore[type-arg]
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _summary(comparison, output: str, warn) -> None:  # type: ignore[no-untyped-def]
+    compared = [r for r in comparison.results if r.metrics is not None]
+    problems = [r for r in comparison.results if r.metrics is None]
+    warn(f"compared {len(compared)} tensors of {comparison.candidate} with {comparison.reference}; wrote {output}")
+    if comparison.missing:
+        shown = ", ".join(comparison.missing[:5]) + (", …" if len(comparison.missing) > 5 else "")
+        warn(f"{len(comparison.missing)} reference tensors have no counterpart in the candidate: {shown}")
+    for result in problems[:5]:
+        name = comparison.model.graphs[result.key[1]].values[result.key[2]].name
+        warn(f"{name}: not compared, {result.problem}")
+    if len(problems) > 5:
+        warn(f"… {len(problems) - 5} more tensors not compared")

@@ -1,0 +1,33 @@
+"""``annograph compare``: the error of a candidate (a quantized model, another runtime's dump) against a reference,
+per tensor, as an annotation file.
+
+``core`` matches tensors and measures them, ``metrics`` holds the formulas, ``onnx_run`` / ``tflite_run`` run the
+models with every intermediate tensor kept, ``document`` writes the generic annotation format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import AnnographError
+from ..loaders import load_model
+from .core import Comparison, TensorResult, compare_dumps, compare_onnx, compare_tflite
+from .document import document
+from .metrics import METRICS, error_metrics
+
+
+def compare_models(reference: str | Path, candidate: str | Path, inputs: str | Path | None = None, seed: int = 0,
+                   dims: dict[str, int] | None = None) -> Comparison:
+    """Run ``reference`` and ``candidate`` (both ONNX, or both TFLite) on the same inputs and compare every
+    tensor the reference computes with its counterpart in the candidate."""
+    dims = dict(dims or {})
+    model = load_model(str(reference), dims=dims)
+    other = load_model(str(candidate), dims=dims)
+    if model.format != other.format:
+        raise AnnographError(f"{candidate}: a {other.format.upper()} model; {reference} is {model.format.upper()}: "
+                             "compare two models of one format, or dumps with --dumps")
+    run = compare_onnx if model.format == "onnx" else compare_tflite
+    return run(str(reference), str(candidate), model, str(inputs) if inputs else None, seed, dims)
+
+
+__all__ = ["METRICS", "Comparison", "TensorResult", "compare_dumps", "compare_models", "document", "error_metrics"]
