@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnographError
-from ..ids import IdIndex, Unresolved
+from ..id_rules import IdIndex, Unresolved
 from ..ir import Model
 from .inputs import InputSpec, load_feeds, random_feeds
 from .metrics import error_metrics

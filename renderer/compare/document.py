@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..colors import format_number
-from ..exporters.ids import StableIds
-from ..ids import IdIndex, Unresolved
+from ..exporters.stable_ids import StableIds
+from ..id_rules import IdIndex, Unresolved
 from .core import Comparison, TensorResult
 from .metrics import METRICS, json_value
 
