@@ -59,6 +59,20 @@ def number_of(value: object) -> float | None:
     return number if number is not None else infinite_value(value)
 
 
+def operator_metrics(annotations: Annotations) -> list[str]:
+    """Names of the metrics with a number on at least one operator, sorted; built-in ones left out."""
+    builtin = {name for name, info in annotations.metrics.items() if info.source == "builtin"}
+    return sorted({k for e in annotations.ops.values() for k, v in e.values.items()
+                   if k not in builtin and number_of(v) is not None})
+
+
+def sole_metric(annotations: Annotations) -> str | None:
+    """The metric to colour by when none is asked for: the only numeric operator metric the annotations
+    bring, or None when they bring none or several."""
+    names = operator_metrics(annotations)
+    return names[0] if len(names) == 1 else None
+
+
 def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
     """The metric key for ``name``: exact, or the single qualified ``source.name``; MetricError otherwise."""
     entries = annotations.ops if kind == "op" else annotations.tensors

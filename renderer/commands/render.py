@@ -76,7 +76,24 @@ def _render_one(model_path: str, outputs: list[str], options, args: argparse.Nam
     from .common import load_annotated
 
     model, annotations = load_annotated(args, model_path)
-    render(model, annotations, options, output=list(outputs))
+    render(model, annotations, default_color(options, annotations), output=list(outputs))
+
+
+def default_color(options, annotations):  # type: ignore[no-untyped-def]
+    """``options`` colouring by the annotations' only numeric operator metric when no --color-by was given
+    (said on stderr)."""
+    import dataclasses
+
+    from ..heatmap import sole_metric
+    from .common import warn
+
+    if options.color_by is not None:
+        return options
+    metric = sole_metric(annotations)
+    if metric is None:
+        return options
+    warn(f"colouring by {metric}, the only numeric operator metric of the annotations (--color-by to choose)")
+    return dataclasses.replace(options, color_by=metric)
 
 
 def _show(text: str | None) -> list[str] | None:
