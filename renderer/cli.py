@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from .errors import AnnographError
 
 # Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int.
-COMMANDS: tuple[str, ...] = ("info", "render", "metrics", "compare", "embed", "export")
+COMMANDS: tuple[str, ...] = ("info", "render", "batch", "metrics", "compare", "embed", "export")
 
 EPILOG = """ids: an operator is named by its node name, the name of one of its output tensors, N (operator N of
 graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""

@@ -362,14 +362,8 @@ class _Emitter:
 
     def _colorbar(self, heat: Heatmap, what: str) -> str:
         scale = heat.scale
-        name = heat.metric + (f" ({heat.info.unit})" if heat.info.unit else "")
-        notes = [what, f"{scale.norm} scale"]
-        if scale.center is not None:
-            notes.append(f"centred at {format_number(scale.center)}")
-        if heat.info.higher_is_better is True:
-            notes.append("higher is better")
-        elif heat.info.higher_is_better is False:
-            notes.append("lower is better")
+        name = heat.title()
+        notes = [what, *heat.notes()]
         floor = EDGE_COLOR_FLOOR if heat is self.scene.edge_map else 0.0
         gradient = scale.gradient(20, floor)
         cells = "".join(f'<TD BGCOLOR="{c}" WIDTH="12" HEIGHT="14"> </TD>' for c in gradient)

@@ -64,6 +64,16 @@ def html_text(value: Any, limit: int = 60) -> str:
     return html.escape(clean(value, limit), quote=True).replace("\\", "\\\\")
 
 
+def svg_text(value: Any, limit: int = 200) -> str:
+    """Text or an attribute value written straight into SVG (XML) by annograph itself, not through Graphviz:
+    one line, entities for ``& < > " '``, backslashes as they are.
+
+    >>> svg_text('<tspan x="1">&')
+    '&lt;tspan x=&quot;1&quot;&gt;&amp;'
+    """
+    return html.escape(clean(value, limit), quote=True)
+
+
 def attr(value: Any, limit: int = 200) -> NoHtml:
     """A plain label or other escString attribute: never read as HTML, backslash escapes disabled, newlines
     kept as ``\\n``. Not for tooltips (see ``tooltip``)."""

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from .annotations.records import Annotations, ElementKey, MetricInfo, metric_value
-from .colors import Scale
+from .colors import Scale, format_number
 from .errors import MetricError
 
 
@@ -27,6 +27,21 @@ class Heatmap:
     info: MetricInfo
     values: dict[ElementKey, float]
     scale: Scale
+
+    def title(self) -> str:
+        """The metric with its unit, as legends show it: ``sqnr_db (dB)``."""
+        return self.metric + (f" ({self.info.unit})" if self.info.unit else "")
+
+    def notes(self) -> list[str]:
+        """What a legend says of the scale: its norm, its centre, and which way is better when known."""
+        notes = [f"{self.scale.norm} scale"]
+        if self.scale.center is not None:
+            notes.append(f"centred at {format_number(self.scale.center)}")
+        if self.info.higher_is_better is True:
+            notes.append("higher is better")
+        elif self.info.higher_is_better is False:
+            notes.append("lower is better")
+        return notes
 
     def color(self, key: ElementKey) -> str:
         value = self.values.get(key)

@@ -40,6 +40,11 @@ def _environment():  # type: ignore[no-untyped-def]
     )
 
 
+def environment():  # type: ignore[no-untyped-def]
+    """The jinja2 environment of the templates in ``templates/`` (autoescaped for ``*.html.j2``)."""
+    return _environment()
+
+
 def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
     model, annotations = scene.model, scene.annotations
     heat = scene.heatmap

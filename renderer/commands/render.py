@@ -22,19 +22,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output file (repeatable), or a folder ending in / for a batch; default MODEL.svg")
     parser.add_argument("--format", metavar="LIST", help="formats for folder output, e.g. svg,png (default svg)")
     add_annotation_arguments(parser)
+    add_colour_arguments(parser, edges=True)
+    add_layout_arguments(parser, show=True)
+
+
+def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
+    """The colour options of ``render`` (and ``batch``, which colours no edges)."""
     look = parser.add_argument_group("colour")
-    look.add_argument("--color-by", "--colour-by", metavar="METRIC", help="operator metric filling the boxes")
+    if edges:
+        look.add_argument("--color-by", "--colour-by", metavar="METRIC", help="operator metric filling the boxes")
     look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
                       "matplotlib one; append _r to reverse")
     look.add_argument("--norm", choices=("linear", "log", "quantile"), default="linear")
     look.add_argument("--vmin", type=float, help="value at the low end of the colour map")
     look.add_argument("--vmax", type=float, help="value at the high end of the colour map")
     look.add_argument("--center", type=float, help="value at the middle of a diverging colour map")
-    look.add_argument("--edge-by", metavar="METRIC", help="tensor metric setting edge width and colour, e.g. bytes")
-    look.add_argument("--edge-cmap", metavar="NAME", help="colour map for --edge-by (default ice)")
+    if edges:
+        look.add_argument("--edge-by", metavar="METRIC", help="tensor metric setting edge width and colour, e.g. bytes")
+        look.add_argument("--edge-cmap", metavar="NAME", help="colour map for --edge-by (default ice)")
+
+
+def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
+    """The layout options of ``render`` (and ``batch``, whose boxes show the colour metric only)."""
     shape = parser.add_argument_group("layout")
-    shape.add_argument("--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' or "
-                       "'none' (default: the colour metric and three more)")
+    if show:
+        shape.add_argument("--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' or "
+                           "'none' (default: the colour metric and three more)")
     shape.add_argument("--show-constants", action="store_true", help="draw constants as nodes instead of folding them")
     shape.add_argument("--no-edge-labels", action="store_true", help="no shapes on edges")
     shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
@@ -44,17 +57,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--timeout", type=float, default=600.0, help="seconds Graphviz may run (default 600)")
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..errors import AnnographError
+def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """RenderOptions from the parsed colour and layout options (absent ones at their defaults)."""
     from ..options import RenderOptions
-    from .common import parse_dims, warn
+    from .common import parse_dims
 
-    options = RenderOptions(
-        color_by=args.color_by, cmap=args.cmap, norm=args.norm, vmin=args.vmin, vmax=args.vmax, center=args.center,
-        edge_by=args.edge_by, edge_cmap=args.edge_cmap, show=_show(args.show), show_constants=args.show_constants,
+    return RenderOptions(
+        color_by=getattr(args, "color_by", None), cmap=args.cmap, norm=args.norm, vmin=args.vmin, vmax=args.vmax,
+        center=args.center, edge_by=getattr(args, "edge_by", None), edge_cmap=getattr(args, "edge_cmap", None),
+        show=_show(getattr(args, "show", None)), show_constants=args.show_constants,
         edge_labels=not args.no_edge_labels, rankdir=args.rankdir, title=args.title, timeout=args.timeout,
         dims=parse_dims(args.dim), max_tensor_elements=args.max_tensor_elements,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import AnnographError
+    from .common import warn
+
+    options = render_options(args)
     jobs = _jobs(args)
     failures = 0
     for model_path, outputs in jobs:

@@ -54,7 +54,10 @@ class OnnxRun:
 
     def session(self) -> Any:
         if self._session is None:
-            import onnxruntime as ort
+            try:
+                import onnxruntime as ort
+            except ImportError:
+                raise AnnographError("comparing ONNX models needs onnxruntime: pip install 'annograph[ort]'") from None
 
             exposed = self.proto.__class__()
             exposed.CopyFrom(self.proto)
@@ -106,4 +109,4 @@ class OnnxRun:
 
 def _first_line(e: Exception) -> str:
     text = str(e).strip()
-    return text.splitlines()[-1][:300] if text else type(e).__name__
+    return text.splitlines()[0][:300] if text else type(e).__name__

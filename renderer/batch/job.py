@@ -1,0 +1,232 @@
+"""One model's share of a batch, as a pure function of its inputs: read the runs, lay the graph out once, and
+return every picture's bytes. Nothing is written here, so the same job gives the same bytes wherever it runs
+(this process, a local worker process, a Dask worker)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..annotations import Annotations, load_annotations
+from ..colors import NA_COLOR, format_number, text_color
+from ..errors import AnnographError, MetricError
+from ..folding import fold
+from ..heatmap import Heatmap, build, operator_metrics
+from ..options import RenderOptions
+from . import caption
+from .layout import Layout, lay_out
+
+ElementKey = tuple[str, int, int]
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+NAME_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ModelJob:
+    """Everything one model's pictures depend on.
+
+    Attributes:
+        model: the model file.
+        runs: annotation files, one picture set each.
+        metrics: metrics to colour by; empty means the runs' only numeric operator metric.
+        options: colour and layout options (color_by is set per picture).
+        prefix: output names start with this (the model's name when a batch has several models).
+        annotations_format / strict: as for ``render``.
+        shared_scale: one colour range per metric across all runs, instead of one per picture.
+    """
+
+    model: str
+    runs: tuple[str, ...]
+    metrics: tuple[str, ...] = ()
+    options: RenderOptions = field(default_factory=RenderOptions)
+    prefix: str = ""
+    annotations_format: str | None = None
+    strict: bool = False
+    shared_scale: bool = False
+
+
+@dataclass(slots=True)
+class Picture:
+    """One written picture, for the contact sheet.
+
+    Attributes:
+        file: the output file name (made of safe characters only).
+        run: the annotation file.
+        metric: the metric coloured by.
+        low / high: the colour range ("" when no value).
+        values / missing: drawn operators with and without a value.
+    """
+
+    file: str
+    run: str
+    metric: str
+    low: str
+    high: str
+    values: int
+    missing: int
+
+
+@dataclass(slots=True)
+class ModelResult:
+    """What a job returns: the files to write, the pictures they are, notes, or the error that stopped it."""
+
+    model: str
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    pictures: list[Picture] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def run_job(job: ModelJob) -> ModelResult:
+    """The job's pictures; a bad model or annotation file becomes ``error`` instead of an exception."""
+    try:
+        return _run(job)
+    except AnnographError as e:
+        return ModelResult(job.model, error=str(e))
+
+
+def _run(job: ModelJob) -> ModelResult:
+    from ..loaders import load_model
+
+    result = ModelResult(job.model)
+    if not job.runs:
+        raise AnnographError(f"{job.model}: no annotation files for this model")
+    model = load_model(job.model, dims=job.options.dims)
+    result.notes.extend(model.notes)
+    runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict)) for path in job.runs]
+    for _, notes in runs:
+        result.notes.extend(c.line() for c in notes.coverage if c.unmatched)
+    metrics = list(job.metrics) or _default_metrics(job, runs, result)
+    undrawn = fold(model, job.options.show_constants).hidden
+    drawn = [n.key for n in model.nodes() if n.key not in undrawn]
+    heatmaps = {(r, m): _heatmap(job, notes, m, undrawn, result, path)
+                for r, (path, notes) in enumerate(runs) for m in metrics}
+    if job.shared_scale:
+        heatmaps = _shared(job, runs, metrics, heatmaps, undrawn)
+    texts = {pair: {key: _value_text(heat, key) for key in drawn} for pair, heat in heatmaps.items()}
+    value_chars = max([3] + [len(t) for per_op in texts.values() for t in per_op.values()])
+    layout = lay_out(model, job.options, max(len(m) for m in metrics), value_chars)
+    names: set[str] = set()
+    for r, (path, notes) in enumerate(runs):
+        for m, metric in enumerate(metrics):
+            heat = heatmaps[(r, metric)]
+            name = _file_name(job.prefix, r, path, metric, names)
+            data = _picture(layout, heat, metric, notes, texts[(r, metric)], path, len(drawn))
+            result.files.append((name, data))
+            low, high = (format_number(heat.scale.vmin), format_number(heat.scale.vmax)) if heat and heat.values else ("", "")
+            valued = sum(1 for key in drawn if heat is not None and key in heat.values)
+            result.pictures.append(Picture(name, Path(path).name, metric, low, high, valued, len(drawn) - valued))
+    return result
+
+
+def _default_metrics(job: ModelJob, runs: list[tuple[str, Annotations]], result: ModelResult) -> list[str]:
+    found = sorted({m for _, notes in runs for m in operator_metrics(notes)})
+    if len(found) == 1:
+        result.notes.append(f"{job.model}: colouring by {found[0]}, the only numeric operator metric of the runs "
+                            "(--color-by to choose)")
+        return found
+    if not found:
+        raise MetricError(f"{job.model}: the annotation files give no numeric operator metric to colour by")
+    raise MetricError(f"{job.model}: the runs bring several metrics; choose with --color-by (e.g. "
+                      f"--color-by {','.join(found[:3])}); they are: {', '.join(found[:20])}")
+
+
+def _heatmap(job: ModelJob, notes: Annotations, metric: str, undrawn: frozenset[ElementKey], result: ModelResult,
+             path: str) -> Heatmap | None:
+    o = job.options
+    try:
+        return build(metric, notes, "op", o.cmap, o.norm, o.vmin, o.vmax, o.center, undrawn=undrawn)
+    except MetricError as e:
+        result.notes.append(f"{path}: {e}; its {metric} picture shows every operator as n/a")
+        return None
+
+
+def _shared(job: ModelJob, runs: list[tuple[str, Annotations]], metrics: list[str],
+            heatmaps: dict[tuple[int, str], Heatmap | None], undrawn: frozenset[ElementKey]) -> dict:
+    o = job.options
+    shared = dict(heatmaps)
+    for metric in metrics:
+        values = [v for r in range(len(runs)) if (h := heatmaps[(r, metric)]) is not None
+                  for v in h.values.values() if math.isfinite(v)]
+        if not values:
+            continue
+        low = o.vmin if o.vmin is not None else min(values)
+        high = o.vmax if o.vmax is not None else max(values)
+        for r, (_, notes) in enumerate(runs):
+            if heatmaps[(r, metric)] is not None:
+                shared[(r, metric)] = build(metric, notes, "op", o.cmap, o.norm, low, high, o.center, undrawn=undrawn)
+    return shared
+
+
+def _value_text(heat: Heatmap | None, key: ElementKey) -> str:
+    value = heat.values.get(key) if heat is not None else None
+    if value is None:
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return format_number(value)
+
+
+def _file_name(prefix: str, index: int, run: str, metric: str, taken: set[str]) -> str:
+    """``[prefix.]NNN_run.metric.svg`` in safe characters only (file names reach the contact sheet's links)."""
+    def safe(text: str) -> str:
+        return _UNSAFE_NAME.sub("_", text).strip("._-")[:NAME_CHARS] or "x"
+
+    stem = f"{index:03d}_{safe(Path(run).stem)}.{safe(metric)}"
+    name = f"{safe(prefix)}.{stem}.svg" if prefix else f"{stem}.svg"
+    base, n = name, 2
+    while name in taken:
+        name = base.removesuffix(".svg") + f"-{n}.svg"
+        n += 1
+    taken.add(name)
+    return name
+
+
+def _picture(layout: Layout, heat: Heatmap | None, metric: str, notes: Annotations, texts: dict[ElementKey, str],
+             run: str, drawn: int) -> bytes:
+    from .. import escape
+
+    fills: dict[ElementKey, str] = {}
+    for key in texts:
+        entry = notes.ops.get(key)
+        if entry is not None and "fillcolor" in entry.style:
+            fills[key] = entry.style["fillcolor"][:7]
+        else:
+            fills[key] = heat.color(key) if heat is not None else NA_COLOR
+    inks = {key: text_color(fill) for key, fill in fills.items()}
+    block = caption.svg(_caption(heat, metric, run, drawn), layout.width, layout.height)
+    key_text = escape.svg_text(metric, layout.key_chars)
+
+    def value_of(slot: tuple[str, ElementKey | None]) -> str:
+        kind, key = slot
+        if kind == "colorbar":
+            return block
+        assert key is not None
+        if kind == "fill":
+            return fills[key]
+        if kind == "ink":
+            return inks[key]
+        if kind == "key":
+            return key_text
+        if kind == "value":
+            return escape.svg_text(texts[key], layout.value_chars)
+        return escape.svg_text(f"{metric}: {texts[key]}", 200)  # the tooltip line
+
+    return layout.template.fill(value_of)
+
+
+def _caption(heat: Heatmap | None, metric: str, run: str, drawn: int) -> caption.Caption:
+    if heat is None:
+        return caption.Caption(metric, "no values", Path(run).name, (NA_COLOR,) * caption.CELLS,
+                               ("", "", "", "", ""), drawn)
+    scale = heat.scale
+    gradient = list(scale.gradient(caption.CELLS))[: caption.CELLS]
+    gradient += [gradient[-1] if gradient else NA_COLOR] * (caption.CELLS - len(gradient))
+    ticks = [format_number(t) for t in scale.ticks(5)] if heat.values else []
+    if len(ticks) != 5:
+        ticks = [ticks[0], "", "", "", ticks[-1]] if ticks else ["", "", "", "", ""]
+    missing = drawn - len(heat.values)
+    return caption.Caption(heat.title(), " · ".join(heat.notes()), Path(run).name, tuple(gradient), tuple(ticks),
+                           missing)

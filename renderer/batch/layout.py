@@ -1,0 +1,59 @@
+"""One Graphviz layout per model for a whole batch: every drawn box gets a value row of fixed width and a
+placeholder fill, so any picture of the batch is the same SVG with other fills and values."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .. import graphviz_run
+from ..annotations import Annotations
+from ..annotations.records import Entry
+from ..folding import fold
+from ..ir import Model
+from ..options import RenderOptions
+from ..rendering import to_dot
+from . import caption, svg_template
+
+SENTINEL_FILL = "#010203"
+"""Placeholder box fill: a colour no colour map produces, dark so the text on it is written with a fill."""
+KEY_CHAR = "W"
+VALUE_CHAR = "M"
+"""The widest capital letters: a placeholder of N of them is at least as wide as any N-character metric name
+(or number: digits, signs, 'e', 'k', 'M', 'inf', 'n/a'), so the real text always fits the laid-out box."""
+MAX_KEY_CHARS = 28
+
+
+@dataclass(slots=True)
+class Layout:
+    """A laid-out model ready to be recoloured.
+
+    Attributes:
+        template: the SVG cut at fills and values.
+        width / height: the canvas in points, caption included.
+        key_chars / value_chars: room in the value row for the metric name and the value.
+    """
+
+    template: svg_template.Template
+    width: float
+    height: float
+    key_chars: int
+    value_chars: int
+
+
+def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: int) -> Layout:
+    """Render ``model`` once with placeholders sized for the longest metric name and value of the batch."""
+    key_chars = max(1, min(key_chars, MAX_KEY_CHARS))
+    value_chars = max(3, value_chars)
+    key_text, value_text = KEY_CHAR * key_chars, VALUE_CHAR * value_chars
+    folding = fold(model, options.show_constants)
+    notes = Annotations()
+    for node in model.nodes():
+        if folding.is_drawn(node):
+            notes.ops[node.key] = Entry({key_text: value_text}, {"fillcolor": SENTINEL_FILL})
+    layout_options = dataclasses.replace(options, color_by=None, edge_by=None, show=[key_text])
+    svg = graphviz_run.run_dot(to_dot(model, notes, layout_options), "svg", timeout=options.timeout)
+    svg, width = svg_template.add_caption_space(svg, caption.HEIGHT, caption.MIN_WIDTH)
+    height = svg_template.canvas_height(svg)
+    template = svg_template.build(svg, SENTINEL_FILL, key_text, value_text)
+    return Layout(template, width, height, key_chars, value_chars)

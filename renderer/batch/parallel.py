@@ -1,0 +1,65 @@
+"""Running batch jobs: in this process, over local worker processes, or on an existing Dask cluster.
+
+Each job is a pure function of its ``ModelJob`` and returns bytes, so where it runs does not change what is
+written. Results come back in job order. A job that raises (a bug, or a worker lost more often than Dask
+retries) becomes an error result for its model; the others are unaffected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from ..errors import AnnographError
+from .job import ModelJob, ModelResult, run_job
+
+
+def local_workers(requested: int | None) -> int:
+    """``requested``, or the cores this process may use."""
+    if requested is not None:
+        if requested < 1:
+            raise AnnographError("--jobs must be 1 or more")
+        return requested
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_local(jobs: list[ModelJob], workers: int) -> Iterator[ModelResult]:
+    """Results in job order; several jobs run in worker processes (one job alone runs here)."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield run_job(job)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        futures = [pool.submit(run_job, job) for job in jobs]
+        for job, future in zip(jobs, futures):
+            yield _result(job, future)
+
+
+def run_dask(jobs: list[ModelJob], address: str) -> Iterator[ModelResult]:
+    """Results in job order from the Dask scheduler at ``address`` (a lost worker's task is re-run by Dask)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise AnnographError("--dask needs dask.distributed: pip install 'annograph[dask]'") from None
+    try:
+        client = Client(address, timeout="20s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise AnnographError(f"--dask {address}: cannot reach the scheduler ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    with client:
+        # pure=False: a job is cheap to describe but its files may change between two runs of one session
+        futures = client.map(run_job, jobs, pure=False, key=[f"annograph-batch-{i}" for i in range(len(jobs))])
+        for job, future in zip(jobs, futures):
+            yield _result(job, future)
+
+
+def _result(job: ModelJob, future) -> ModelResult:  # type: ignore[no-untyped-def]
+    try:
+        return future.result()
+    except Exception as e:  # noqa: BLE001  a bug, a crashed worker: this model fails, the batch goes on
+        first = str(e).splitlines()[0] if str(e) else ""
+        return ModelResult(job.model, error=f"{job.model}: failed in a worker: {type(e).__name__}: {first}")

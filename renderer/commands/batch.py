@@ -1,0 +1,106 @@
+"""``annograph batch``: one picture per annotation file × metric, every picture of a model from one layout."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from pathlib import Path
+
+HELP = "render many heatmaps of one or more models (one layout per model, identical geometry) into a folder"
+
+EXAMPLES = """examples:
+  annograph batch model.onnx -a 'runs/*.json' --color-by sqnr_db,max_abs_error -o out/
+  annograph batch a.onnx b.tflite -a 'nightly/{model}/*.json' -o out/ --jobs 2
+  annograph batch models/*.onnx -a 'runs/{model}/*.json' -o out/ --dask tcp://scheduler:8786
+
+Each model is laid out once; every picture is that layout with its own fills and values, so pictures of one
+model can be flipped through or diffed. -a takes files or glob patterns; {model} stands for a model's file name
+without its extension. out/index.html links every picture with its metric, range and annotation file. A model
+that fails is reported and the others are written (exit status 1)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .common import add_dim_argument
+    from .render import add_colour_arguments, add_layout_arguments
+
+    parser.epilog = EXAMPLES
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
+    parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE|GLOB",
+                        help="annotation file or pattern, one picture set per file (repeatable; {model} allowed)")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the pictures and index.html")
+    parser.add_argument("--color-by", "--colour-by", metavar="LIST",
+                        help="metrics to colour by, comma-separated (default: the runs' only numeric metric)")
+    parser.add_argument("--shared-scale", action="store_true",
+                        help="one colour range per metric across all runs of a model (default: one per picture)")
+    parser.add_argument("--annotations-format", metavar="NAME", help="read every -a file with this reader")
+    parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
+    add_dim_argument(parser)
+    work = parser.add_argument_group("where the work runs")
+    work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
+    work.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
+    add_colour_arguments(parser, edges=False)
+    add_layout_arguments(parser, show=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import atomic
+    from ..batch import ModelJob
+    from ..batch.contact_sheet import html
+    from ..batch.parallel import local_workers, run_dask, run_local
+    from ..errors import AnnographError
+    from .common import warn
+    from .render import render_options
+
+    options = render_options(args)
+    metrics = tuple(m.strip() for m in (args.color_by or "").split(",") if m.strip())
+    if not args.annotations:
+        raise AnnographError("batch needs annotation files: -a FILE or -a 'PATTERN*.json'")
+    folder = Path(args.output)
+    if folder.exists() and not folder.is_dir():
+        raise AnnographError(f"{folder}: not a folder")
+    several = len(args.models) > 1
+    stems = [Path(m).stem for m in args.models]
+    jobs = [
+        ModelJob(model, tuple(_expand(args.annotations, Path(model).stem)), metrics, options,
+                 prefix=_prefix(model, stems) if several else "", annotations_format=args.annotations_format,
+                 strict=args.strict, shared_scale=args.shared_scale)
+        for model in args.models
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    results = run_dask(jobs, args.dask) if args.dask else run_local(jobs, local_workers(args.jobs))
+    done, failed = [], 0
+    for result in results:
+        for note in result.notes:
+            warn(note)
+        if result.error is not None:
+            failed += 1
+            warn(f"error: {result.error}")
+        else:
+            atomic.write_all([(folder / name, data) for name, data in result.files])
+            if not args.quiet:
+                warn(f"{result.model}: {len(result.files)} pictures in {folder}")
+        done.append(result)
+    atomic.write_text(folder / "index.html", html(done, f"annograph batch: {len(jobs)} model{'s' if several else ''}"))
+    if failed:
+        warn(f"{failed} of {len(jobs)} models failed; the others were written")
+        return 1
+    return 0
+
+
+def _expand(patterns: list[str], stem: str) -> list[str]:
+    """Files for one model: each pattern with {model} replaced, glob patterns expanded in sorted order."""
+    files: list[str] = []
+    for pattern in patterns:
+        concrete = pattern.replace("{model}", stem)
+        if glob.has_magic(concrete):
+            files.extend(sorted(glob.glob(concrete)))
+        else:
+            files.append(concrete)
+    return list(dict.fromkeys(files))
+
+
+def _prefix(model: str, stems: list[str]) -> str:
+    """The model's name in output file names; the full path when two models share a file name."""
+    stem = Path(model).stem
+    return stem if stems.count(stem) == 1 else str(Path(model).with_suffix("")).replace("/", "_")
