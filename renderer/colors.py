@@ -110,6 +110,7 @@ class Scale:
     sorted_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     thresholds: list[tuple[float, str]] | None = None
     _cmap: Colormap | None = None
+    _hex: list[str] | None = None
 
     @classmethod
     def fit(
@@ -179,8 +180,7 @@ class Scale:
             return NA_COLOR
         if self.thresholds:
             return next((color for bound, color in self.thresholds if value <= bound), NA_COLOR)
-        assert self._cmap is not None
-        return to_hex(self._cmap(self.position(value)))
+        return self._lookup(self.position(value))
 
     def ticks(self, count: int = 5) -> list[float]:
         """Values to label along the colour bar, evenly spaced in the norm's own terms."""
@@ -202,8 +202,18 @@ class Scale:
 
     def color_at(self, position: float) -> str:
         """The colour at ``position`` (0..1) along the map."""
-        assert self._cmap is not None
-        return to_hex(self._cmap(min(max(position, 0.0), 1.0)))
+        return self._lookup(min(max(position, 0.0), 1.0))
+
+    def _lookup(self, position: float) -> str:
+        """``to_hex(cmap(position))`` for a position in 0..1, from the map's own table of N colours: a matplotlib
+        map picks entry ``int(position * N)`` (N-1 at 1.0) for a float, so this is the same colour without a
+        call into matplotlib per box (a batch colours tens of thousands)."""
+        if self._hex is None:
+            assert self._cmap is not None
+            self._hex = [to_hex(rgba) for rgba in self._cmap(np.arange(self._cmap.N))]
+        size = len(self._hex)
+        scaled = position * size
+        return self._hex[size - 1 if scaled >= size else int(scaled)]
 
     def gradient(self, steps: int = 24, floor: float = 0.0) -> list[str]:
         """Colours along the bar from vmin to vmax (the map from ``floor`` on)."""
