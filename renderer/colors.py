@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING
 
@@ -44,8 +44,10 @@ def category_colors() -> dict[str, str]:
     return {k: v for k, v in data.items() if k != "comment"}
 
 
+@cache
 def get_cmap(name: str) -> Colormap:
-    """A colour map by name: ours first (``heat``, ``heat_r``…), then matplotlib's (``viridis``, ``coolwarm``…)."""
+    """A colour map by name: ours first (``heat``, ``heat_r``…), then matplotlib's (``viridis``, ``coolwarm``…).
+    One object per name and process (never modified), so its table of hex colours is made once."""
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
 
@@ -81,6 +83,7 @@ def contrast_ratio(a: str, b: str) -> float:
     return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 
 
+@lru_cache(maxsize=4096)
 def text_color(fill: str) -> str:
     """Black or white, whichever reads better on ``fill`` (always ≥ 4.58:1, so WCAG AA for any fill).
 
@@ -210,7 +213,11 @@ class Scale:
         call into matplotlib per box (a batch colours tens of thousands)."""
         if self._hex is None:
             assert self._cmap is not None
-            self._hex = [to_hex(rgba) for rgba in self._cmap(np.arange(self._cmap.N))]
+            table = getattr(self._cmap, "annograph_hex", None)
+            if table is None:
+                table = [to_hex(rgba) for rgba in self._cmap(np.arange(self._cmap.N))]
+                self._cmap.annograph_hex = table  # type: ignore[attr-defined]
+            self._hex = table
         size = len(self._hex)
         scaled = position * size
         return self._hex[size - 1 if scaled >= size else int(scaled)]

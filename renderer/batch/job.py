@@ -188,33 +188,25 @@ def _picture(layout: Layout, heat: Heatmap | None, metric: str, notes: Annotatio
              run: str, drawn: int) -> bytes:
     from .. import escape
 
-    fills: dict[ElementKey, str] = {}
-    for key in texts:
+    fills: dict[ElementKey, bytes] = {}
+    inks: dict[ElementKey, bytes] = {}
+    values: dict[ElementKey, bytes] = {}
+    tips: dict[ElementKey, bytes] = {}
+    for key, text in texts.items():
         entry = notes.ops.get(key)
         if entry is not None and "fillcolor" in entry.style:
-            fills[key] = entry.style["fillcolor"][:7]
+            fill = entry.style["fillcolor"][:7]
         else:
-            fills[key] = heat.color(key) if heat is not None else NA_COLOR
-    inks = {key: text_color(fill) for key, fill in fills.items()}
+            fill = heat.color(key) if heat is not None else NA_COLOR
+        fills[key] = fill.encode()
+        inks[key] = text_color(fill).encode()
+        values[key] = escape.svg_text(text, layout.value_chars).encode()
+        tips[key] = escape.svg_text(f"{metric}: {text}", 200).encode()  # the tooltip's value line
     block = caption.svg(_caption(heat, metric, run, drawn), layout.width, layout.height)
-    key_text = escape.svg_text(metric, layout.key_chars)
-
-    def value_of(slot: tuple[str, ElementKey | None]) -> str:
-        kind, key = slot
-        if kind == "colorbar":
-            return block
-        assert key is not None
-        if kind == "fill":
-            return fills[key]
-        if kind == "ink":
-            return inks[key]
-        if kind == "key":
-            return key_text
-        if kind == "value":
-            return escape.svg_text(texts[key], layout.value_chars)
-        return escape.svg_text(f"{metric}: {texts[key]}", 200)  # the tooltip line
-
-    return layout.template.fill(value_of)
+    return layout.template.fill({
+        "fill": fills, "ink": inks, "value": values, "tip": tips,
+        "key": escape.svg_text(metric, layout.key_chars).encode(), "colorbar": block.encode(),
+    })
 
 
 def _caption(heat: Heatmap | None, metric: str, run: str, drawn: int) -> caption.Caption:

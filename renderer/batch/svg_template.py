@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import xml.parsers.expat
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import RenderError
@@ -35,10 +34,13 @@ class Template:
     parts: list[bytes]
     slots: list[Slot]
 
-    def fill(self, value_of: Callable[[Slot], str]) -> bytes:
+    def fill(self, tables: dict[str, bytes | dict[ElementKey, bytes]]) -> bytes:
+        """The picture: each slot replaced by ``tables[kind]`` (one text for every operator) or
+        ``tables[kind][operator]``."""
         out = [self.parts[0]]
-        for slot, part in zip(self.slots, self.parts[1:]):
-            out.append(value_of(slot).encode("utf-8"))
+        for (kind, key), part in zip(self.slots, self.parts[1:]):
+            table = tables[kind]
+            out.append(table if isinstance(table, bytes) else table[key])  # type: ignore[index]
             out.append(part)
         return b"".join(out)
 
