@@ -205,3 +205,19 @@ def test_several_metrics_need_color_by(tmp_path: Path) -> None:
     runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 1)
     run = run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", runs[0], "-o", tmp_path / "out")
     assert run.returncode == 1 and "--color-by" in run.stderr and "error, latency_us" in run.stderr
+
+
+def test_shared_scale_gives_every_run_one_range(tmp_path: Path) -> None:
+    write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 2)
+    pattern = str(tmp_path / "runs" / "*.csv")
+    batch(ONNX / "tiny_cnn.onnx", "-a", pattern, "--color-by", "latency_us", "-o", tmp_path / "own")
+    batch(ONNX / "tiny_cnn.onnx", "-a", pattern, "--color-by", "latency_us", "--shared-scale", "-o", tmp_path / "shared")
+
+    def ticks(path: Path) -> list[str]:
+        group = parse_svg(path).find(".//*[@id='batch-caption']")
+        return [t.text for t in group.iter(f"{SVG_NS}text")][-5:]
+
+    own = [ticks(p) for p in sorted((tmp_path / "own").glob("*.svg"))]
+    shared = [ticks(p) for p in sorted((tmp_path / "shared").glob("*.svg"))]
+    assert own[0] != own[1] and shared[0] == shared[1]
+    assert shared[0][0] == own[0][0] and shared[0][-1] == own[1][-1]  # run0 holds the lows, run1 the highs
