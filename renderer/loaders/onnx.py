@@ -76,6 +76,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
             raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
     if dims:
         _pin_dims(proto.graph, dims)
+        _drop_symbolic_shapes(proto.graph)
     proto = _infer_shapes(proto)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     try:
@@ -106,12 +107,44 @@ def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
                 dim.dim_value = dims[dim.dim_param]
 
 
+def _drop_symbolic_shapes(graph: onnx.GraphProto) -> None:
+    """Forget the file's shapes whose symbolic dims are not free input dims once some inputs are pinned, so
+    inference recomputes them from the inputs: derived dims that exporters wrote
+    (``floor(DynamicDimension.1/2 - 1/2) + 1``) would otherwise stay, as onnx keeps a name it is given where it
+    cannot prove a value. A dim named like an input dim still free (``seq``) is kept: it says what inference
+    may not be able to."""
+    free = {d.dim_param for vi in graph.input if vi.type.HasField("tensor_type")
+            for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")}
+
+    def stale(value: onnx.ValueInfoProto) -> bool:
+        return value.type.HasField("tensor_type") and any(
+            d.HasField("dim_param") and d.dim_param not in free for d in value.type.tensor_type.shape.dim)
+
+    for sub in _graphs(graph):
+        kept = [vi for vi in sub.value_info if not stale(vi)]
+        if len(kept) < len(sub.value_info):
+            del sub.value_info[:]
+            sub.value_info.extend(kept)
+        for value in sub.output:
+            if stale(value):
+                for dim in value.type.tensor_type.shape.dim:
+                    if dim.HasField("dim_param") and dim.dim_param not in free:
+                        dim.Clear()
+
+
+def _known_dims(tp: onnx.TypeProto) -> int:
+    """How much a type says: -1 without a tensor shape, else its number of dims with a value."""
+    if not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
+        return -1
+    return sum(1 for d in tp.tensor_type.shape.dim if d.HasField("dim_value"))
+
+
 def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     """Fill value_info by onnx shape inference, run on a copy without the weights' bytes.
 
     Inference needs the weights' dims, not their values (data propagation only reads small shape tensors),
     and copying megabytes of weights into it is most of a load's time; the inferred value_info is then
-    copied back graph by graph.
+    copied back graph by graph, wherever it knows more than the file.
     """
     import onnx
 
@@ -126,8 +159,16 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
         if len(result.value_info) > len(original.value_info):
             del original.value_info[:]
             original.value_info.extend(result.value_info)
+        elif len(result.value_info):
+            known = {vi.name: vi for vi in original.value_info}
+            for source in result.value_info:
+                target = known.get(source.name)
+                if target is None:
+                    original.value_info.add().CopyFrom(source)
+                elif _known_dims(source.type) > _known_dims(target.type):
+                    target.type.CopyFrom(source.type)
         for target, source in zip(original.output, result.output):
-            if not target.type.HasField("tensor_type") and source.type.HasField("tensor_type"):
+            if _known_dims(source.type) > _known_dims(target.type):
                 target.type.CopyFrom(source.type)
     return proto
 

@@ -1,5 +1,6 @@
 """Read access to one operator's shapes and attributes for the cost formulas, raising NotCountable with a
-reason users can act on ("unknown shape of X", "symbolic dim 'batch' in X; pin it with --dim batch=N")."""
+reason users can act on ("unknown shape of X", "symbolic dim 'batch' in X; pin it with --dim batch=N"; hints name
+only the model's input dims, see ``input_dims``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from ..ir import Node, Value
 from .formulas import NotCountable, prod
+from .input_dims import unpinned_reason
 from .weights import trace
 
 
@@ -27,13 +29,8 @@ def static_shape(value: Value) -> tuple[int, ...]:
             return shape  # type: ignore[return-value]
     except TypeError:  # a symbolic (str) or unknown (None) dim among the ints
         pass
-    for dim in shape:
-        if isinstance(dim, str):
-            if dim.startswith("unk__"):  # named by shape inference, not by the file: cannot be pinned by name
-                raise NotCountable(f"unknown dim in {label(value)}; pin the model's input dims with --dim NAME=N")
-            raise NotCountable(f"symbolic dim {dim!r} in {label(value)}; pin it with --dim {dim}=N")
-        if dim is None or dim < 0:
-            raise NotCountable(f"unknown shape of {label(value)}")
+    if any(not isinstance(dim, int) or dim < 0 for dim in shape):
+        raise NotCountable(unpinned_reason(value, label(value)))
     return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
 
 

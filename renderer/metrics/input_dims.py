@@ -1,0 +1,74 @@
+"""Which of the model's input dims a shape waits for, so every "pin it" hint names dims ``--dim`` can pin.
+
+Only the symbolic dims of the main graph's inputs can be pinned by name. Dims further down are either one of
+them carried through, a name shape inference made up (``unk__3``), or an expression an exporter wrote
+(``floor(DynamicDimension.1/2 - 1/2) + 1``): the hint names the input dims the expression mentions, else every
+input dim still free.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ir import Dim, Graph, Model, Value
+
+
+def top_graph(graph: Graph) -> Graph:
+    """The graph at the top of ``graph``'s chain of owners (itself for a main graph)."""
+    while graph.parent is not None:
+        graph = graph.parent.graph
+    return graph
+
+
+def free_input_dims(graph: Graph) -> list[str]:
+    """The symbolic dims of the inputs of ``graph``'s top graph, in input order, each once."""
+    names: list[str] = []
+    for value in top_graph(graph).inputs:
+        if value.type is not None and value.type.shape is not None:
+            names.extend(d for d in value.type.shape if isinstance(d, str) and d not in names)
+    return names
+
+
+def model_free_dims(model: Model) -> list[str]:
+    """The symbolic input dims of the model's main graph."""
+    return free_input_dims(model.main) if model.graphs else []
+
+
+def flags(names: list[str]) -> str:
+    """``--dim a=N --dim b=N``."""
+    return " ".join(f"--dim {name}=N" for name in names)
+
+
+def _mentioned(expression: str, names: list[str]) -> list[str]:
+    return [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", expression)]
+
+
+def _has_unnamed_input_dims(graph: Graph) -> bool:
+    return any(value.type is None or value.type.shape is None or any(d is None for d in value.type.shape)
+               for value in top_graph(graph).inputs)
+
+
+def unpinned_reason(value: Value, label: str) -> str:
+    """Why ``value``'s shape is not static, with the ``--dim`` flags that would fix it when any can."""
+    shape: tuple[Dim, ...] = value.type.shape if value.type and value.type.shape is not None else ()
+    free = free_input_dims(value.graph)
+    unknown = [d for d in shape if not isinstance(d, int) or d < 0]
+    needed: list[str] = []
+    for dim in unknown:
+        if isinstance(dim, str):
+            wanted = [dim] if dim in free else _mentioned(dim, free) or free
+        else:
+            wanted = free
+        needed.extend(n for n in wanted if n not in needed)
+    if not needed:
+        if _has_unnamed_input_dims(value.graph):
+            return f"unknown shape of {label} (the model's inputs have dims without a name, which --dim cannot pin)"
+        if any(isinstance(d, str) for d in unknown):
+            return f"shape of {label} is not known statically (it depends on values computed in the graph)"
+        return f"unknown shape of {label}"
+    advice = flags(needed)
+    if all(d in free for d in unknown):
+        plural = len(needed) > 1
+        names = ", ".join(repr(d) for d in needed)
+        return f"symbolic dim{'s' if plural else ''} {names} in {label}; pin {'them' if plural else 'it'} with {advice}"
+    return f"shape of {label} follows from the model's input dims; pin them with {advice}"
