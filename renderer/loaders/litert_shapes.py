@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+from . import isolated
 
 
 def axis_value(dims: Mapping[str, int], axis: int) -> int | None:
@@ -46,65 +49,36 @@ def _interpreter(path: Path):  # type: ignore[no-untyped-def]
     try:  # no delegate: a delegated partition hides its inner tensors' shapes
         return litert.Interpreter(model_path=str(path), **options), ""
     except Exception as e:  # noqa: BLE001 (the runtime raises RuntimeError, ValueError… on what it cannot run)
-        return None, f"LiteRT cannot load the model ({_first_line(e)})"
+        return None, f"LiteRT cannot load the model ({isolated.first_line(e)})"
 
 
 def propagate(path: Path, inputs: Mapping[int, tuple[int, ...]]) -> tuple[dict[int, tuple[int, ...]], str]:
     """Resize main-graph input tensors (tensor index → new shape) and return every main-graph tensor's shape
-    after LiteRT prepared the model, or ``({}, reason)`` when it cannot.
-
-    The runtime runs in a child process: a model that passed our loader can still crash native kernel code,
-    and that must cost a note, not the whole command.
-    """
-    import json
-    import os
-    import subprocess
-    import sys
-
-    request = json.dumps({"path": str(path), "inputs": {str(k): list(v) for k, v in inputs.items()}})
-    env = dict(os.environ)  # the child imports this package from where this process found it
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
-    try:
-        done = subprocess.run([sys.executable, "-m", __name__], input=request, capture_output=True, text=True,
-                              timeout=_TIMEOUT_SECONDS, env=env)
-    except subprocess.TimeoutExpired:
-        return {}, f"LiteRT took over {_TIMEOUT_SECONDS} s to prepare the model"
-    try:
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {}, f"LiteRT failed on the model (exit status {done.returncode})"
-    if "error" in answer:
-        return {}, str(answer["error"])
+    after LiteRT prepared the model, or ``({}, reason)`` when it cannot. LiteRT runs in a child process
+    (``isolated``)."""
+    request = {"path": str(path), "inputs": {str(k): list(v) for k, v in inputs.items()}}
+    answer, reason = isolated.run(__name__, request, "LiteRT", "to prepare the model", _TIMEOUT_SECONDS)
+    if reason:
+        return {}, reason
     return {int(k): tuple(int(x) for x in v) for k, v in answer["shapes"].items()}, ""
 
 
 _TIMEOUT_SECONDS = 120
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0][:200] if text else type(e).__name__
-
-
-def _child() -> None:
-    import json
-    import sys
-
-    request = json.loads(sys.stdin.read())
+def _prepare(request: dict[str, Any]) -> dict[str, Any]:
     interpreter, reason = _interpreter(Path(request["path"]))
     if interpreter is None:
-        print(json.dumps({"error": reason}))
-        return
+        return {"error": reason}
     try:
         for index, shape in request["inputs"].items():
             interpreter.resize_tensor_input(int(index), shape, strict=True)
         interpreter.allocate_tensors()
         details = interpreter.get_tensor_details()
     except Exception as e:  # noqa: BLE001
-        print(json.dumps({"error": f"LiteRT cannot prepare the model with these shapes ({_first_line(e)})"}))
-        return
-    print(json.dumps({"shapes": {str(d["index"]): [int(x) for x in d["shape"]] for d in details}}))
+        return {"error": f"LiteRT cannot prepare the model with these shapes ({isolated.first_line(e)})"}
+    return {"shapes": {str(d["index"]): [int(x) for x in d["shape"]] for d in details}}
 
 
 if __name__ == "__main__":
-    _child()
+    isolated.serve(_prepare)

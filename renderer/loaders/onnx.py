@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError
-from . import onnx_wire
+from . import onnx_wire, ort_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -78,13 +78,17 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         _pin_dims(proto.graph, dims)
         _drop_symbolic_shapes(proto.graph)
     proto = _infer_shapes(proto)
+    note = ort_shapes.fill(path, proto)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     try:
-        return _Builder(path, proto, weights).build()
+        model = _Builder(path, proto, weights).build()
     except LoaderError:
         raise
     except Exception as e:
         raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {_first_line(e)})") from None
+    if note:
+        model.notes.append(note)
+    return model
 
 
 def _text(value: str | bytes) -> str:
