@@ -10,7 +10,7 @@ Pure: IR in, group tree out (no Graphviz, no files). The rules, in the order ``g
 2. **Subgraphs.** Every If/Loop/Scan body and TFLite subgraph is a group of kind ``graph``, placed beside the
    operator that owns it (top-level TFLite subgraphs under the root).
 3. **Chains.** A scope group with no operators and one scope child becomes that child (label ``a/b``); a root
-   or subgraph holding only one scope takes that scope's content.
+   or subgraph with only one scope child takes that scope's content (its loose operators stay beside it).
 4. **Tiny leaves.** A one-operator scope group is dissolved into its parent, and so is a leaf scope group of
    at most ``INLINE_MAX`` operators when the parent's whole content fits one page (``max_items``): a page for
    a Linear's MatMul + Add helps nobody, while ``embeddings`` (3 ops) stays a box on a 400-op overview.
@@ -39,10 +39,12 @@ from pathlib import Path
 
 from renderer.ir import Graph, Model, Node
 
-SCOPED_SHARE = 0.5
+SCOPED_SHARE = 0.3
 """Least share of a graph's drawn operators with a scope for its names to be used. Measured on the samples:
 scoped files have 94-100 % (tiny_cnn_qdq 58/62, silero_vad bodies 51/53), flat or unnamed ones 0 %
-(light_resnet50, face_detection: Keras layer names without ``/``), so any value in between separates them."""
+(light_resnet50, face_detection: Keras layer names without ``/``). Set below the midpoint because the two
+mistakes cost differently: names used wrongly leave unscoped operators at the top, where runs of them are
+gathered and staged anyway; names ignored wrongly lose the whole hierarchy."""
 
 INLINE_MAX = 3
 """Leaf scope groups this small dissolve into a parent that fits one page (a Linear is 2 ops, a GELU 5)."""
@@ -374,18 +376,22 @@ class _Builder:
 
     def _collapse_chains(self, root: Group) -> None:
         for group in root.walk():
-            while not group.nodes and len(group.children) == 1 and group.children[0].kind == "scope":
-                only = group.children[0]
-                if group.kind == "scope":
+            if group.kind == "scope":
+                while not group.nodes and len(group.children) == 1 and group.children[0].kind == "scope":
+                    only = group.children[0]
                     group.label = f"{group.label}/{only.label}"
                     group._parts = group._parts + only._parts
-                elif group.kind not in ("root", "graph"):
-                    break
-                group.scope = only.scope
-                group.nodes = only.nodes
-                group.children = only.children
-                for child in group.children:
-                    child.parent = group
+                    group.scope, group.nodes, group.children = only.scope, only.nodes, only.children
+            elif group.kind in ("root", "graph"):  # one top scope (beside loose ops or bodies) is no level
+                while len(scoped := [c for c in group.children if c.kind == "scope"]) == 1:
+                    only = scoped[0]
+                    group.scope = only.scope
+                    group.nodes = sorted(group.nodes + only.nodes, key=self.order.__getitem__)
+                    group.children = [c for c in group.children if c is not only] + only.children
+                    if only.nodes:  # its operators are here now: a deeper scope would mix levels
+                        break
+            for child in group.children:
+                child.parent = group
 
     def _inline_tiny(self, root: Group) -> None:
         sizes: dict[int, int] = {}
@@ -527,19 +533,21 @@ def segment(widths: list[int], n: int, max_items: int) -> list[tuple[int, int]]:
     """Cut ``n`` items into contiguous runs ``[start, end)`` of ``max_items // 2`` to ``max_items`` items.
 
     ``widths[c]`` is how many tensors cross the cut before item ``c``. Each cut, taken left to right, is the
-    narrowest within the allowed window, the later one on ties (fewer, fuller runs); the window keeps the
-    remainder at least ``max_items // 2`` long, so no run is tiny. O(n).
+    narrowest within the allowed window; among equally narrow cuts, the one leaving a run closest to the even
+    share ``n / ceil(n / max_items)``. The window keeps the remainder at least ``max_items // 2`` long, so no
+    run is tiny. O(n).
     """
     if n <= max_items:
         return [(0, n)]
     if max_items < 4:  # runs of one item would not shorten the level
         return [(s, min(s + max_items, n)) for s in range(0, n, max_items)]
     least = max(1, max_items // 2)
+    share = n / -(-n // max_items)
     runs: list[tuple[int, int]] = []
     start = 0
     while n - start > max_items:
         low, high = start + least, min(start + max_items, n - least)
-        cut = min(range(low, high + 1), key=lambda c: (widths[c], -c))
+        cut = min(range(low, high + 1), key=lambda c: (widths[c], abs(c - start - share), -c))
         runs.append((start, cut))
         start = cut
     runs.append((start, n))

@@ -1,0 +1,79 @@
+"""Grouping a big model (renderer.grouping.group_model): time per operator from 2k to 20k operators.
+
+    python benchmarks/bench_grouping.py [--repeat 5] [--sizes 2000,5000,10000,20000]
+
+The models are the BERT-like encoder of samples/tools/make_transformer.py (34 drawn operators a layer),
+generated here with as many layers as each size needs and loaded with ``load_model``, in each naming:
+    * torch: TorchScript scoped names, grouped by scope (590 layer groups at 20k, gathered into runs);
+    * dynamo: flat names with ``pkg.torch.onnx.name_scopes`` metadata, the same tree from parsed metadata;
+    * flat: no scopes, cut into stages at the narrowest points, nested into super-stages.
+
+Timed, best of ``--repeat``, on the loaded model: ``fold(model)`` (the baseline: one cheap pass over every
+operator that every render already makes) and ``group_model(model, fold(model).is_drawn)``. Printed: both
+times, their ratio, and microseconds per drawn operator, whose flatness across sizes shows linear growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from renderer.folding import fold  # noqa: E402
+from renderer.grouping import group_model  # noqa: E402
+from renderer.loaders import load_model  # noqa: E402
+
+
+def generator():  # type: ignore[no-untyped-def]
+    path = ROOT / "samples/tools/make_transformer.py"
+    spec = importlib.util.spec_from_file_location("make_transformer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def best(repeat: int, run) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--sizes", default="2000,5000,10000,20000")
+    args = parser.parse_args()
+    import onnx
+
+    make = generator()
+    print(f"{'naming':8} {'ops':>7} {'fold s':>8} {'group s':>8} {'group/fold':>10} {'µs/op':>7}  tree")
+    with tempfile.TemporaryDirectory() as folder:
+        for size in (int(s) for s in args.sizes.split(",")):
+            layers = max(1, (size - 11) // 34)
+            for naming in ("torch", "dynamo", "flat"):
+                path = Path(folder) / f"{naming}_{size}.onnx"
+                onnx.save(make.transformer_model(layers, naming), str(path))
+                model = load_model(path)
+                baseline = best(args.repeat, lambda: fold(model))
+                drawn = fold(model).is_drawn
+                grouped = best(args.repeat, lambda: group_model(model, drawn))
+                root = group_model(model, drawn)
+                groups = sum(1 for _ in root.walk())
+                widest = max(g.items for g in root.walk())
+                print(f"{naming:8} {root.size:7d} {baseline:8.3f} {grouped:8.3f} {grouped / baseline:10.1f} "
+                      f"{grouped / root.size * 1e6:7.1f}  {groups} groups, widest level {widest} items")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
