@@ -22,8 +22,8 @@ Pure: IR in, group tree out (no Graphviz, no files). The rules, in the order ``g
    (``14 groups: layers.12 … layers.25``). Repeated while a level is too wide, so stages nest into
    super-stages.
 6. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
-7. **Repeats.** Consecutive sibling groups with the same structure (op types in graph order, and the internal
-   edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` the first.
+7. **Repeats.** Consecutive sibling scope or subgraph groups with the same structure (op types in graph order,
+   and the internal edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` it.
 
 Deterministic: the tree depends only on the model and the arguments; paths are unique.
 """
@@ -56,6 +56,8 @@ MAX_SCOPE_DEPTH = 32
 _MAX_METADATA_CHARS = 20_000
 
 KINDS = ("root", "scope", "graph", "stage", "gathered")
+TWIN_KINDS = frozenset({"scope", "graph"})
+"""Kinds that can be marked as repeats: named blocks and bodies, not the runs cut out of a level."""
 
 
 @dataclass(slots=True, eq=False)
@@ -634,7 +636,7 @@ def _signature(group: Group) -> tuple:
     """Op types in graph order, the edges between members (by local position and slot), and the tree shape."""
     members = group._members if group._members is not None else list(group.members())
     local = {node: i for i, node in enumerate(members)}
-    types = tuple((n.domain, n.op_type) for n in members)
+    types = tuple([f"{n.domain}:{n.op_type}" if n.domain else n.op_type for n in members])
     edges = []
     for i, node in enumerate(members):
         for slot, value in enumerate(node.inputs):
@@ -666,7 +668,7 @@ def _mark_repeats(root: Group) -> None:
         while i < len(items):
             head = items[i]
             j = i + 1
-            if isinstance(head, Group):
+            if isinstance(head, Group) and head.kind in TWIN_KINDS:
                 while (j < len(items) and isinstance(items[j], Group) and items[j].size == head.size
                        and signature(items[j]) == signature(head)):
                     j += 1
