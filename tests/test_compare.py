@@ -250,3 +250,31 @@ def test_generic_metrics_section(tmp_path: Path) -> None:
     path.write_text("operators:\n  - {id: 0, snr: 12.5}\nmetrics:\n  snr: {higher_is_better: maybe}\n")
     with pytest.raises(renderer.AnnographError, match="m.yaml.*higher_is_better"):
         load_annotations([path], model)
+
+
+def test_tflite_float_against_its_int8_version(tmp_path: Path) -> None:
+    """The QuantizationDebugger fixtures: one Keras model converted to float and to full-int8 TFLite."""
+    pytest.importorskip("ai_edge_litert", reason="the [litert] extra is not installed")
+    fixtures = Path(__file__).parent / "fixtures" / "tflite_debugger"
+    float_model, int8_model = fixtures / "tiny_keras_float.tflite", fixtures / "tiny_keras_int8.tflite"
+    doc = compare(float_model, int8_model, tmp_path / "int8.json")
+    tensors = by_id(doc, "tensors")
+    assert len(tensors) >= 6
+    for meta in tensors.values():  # int8 codes dequantized: errors small against the values, never zero
+        assert meta["max_abs_error"] > 0 and 15 < meta["sqnr_db"] < 80 and meta["cosine"] > 0.99
+    for model_path in (float_model, int8_model):
+        model = renderer.load_model(str(model_path))
+        notes = load_annotations([tmp_path / "int8.json"], model)
+        first_conv = next(n for n in model.main.nodes if n.op_type == "CONV_2D")
+        assert notes.ops[first_conv.key].values["sqnr_db"] == tensors[first_conv.outputs[0].name]["sqnr_db"]
+
+
+def test_export_keeps_the_metric_directions(tiny_qdq: Path, tmp_path: Path) -> None:
+    compare(ONNX / "tiny_cnn.onnx", tiny_qdq, tmp_path / "errors.json")
+    out = tmp_path / "again.json"
+    run = run_cli("export", tiny_qdq, "-a", tmp_path / "errors.json", "--to", "json", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert doc["metrics"]["sqnr_db"]["higher_is_better"] is True and doc["metrics"]["sqnr_db"]["unit"] == "dB"
+    notes = load_annotations([out], renderer.load_model(str(tiny_qdq)))
+    assert notes.metrics["sqnr_db"].higher_is_better is True and notes.metrics["rmse"].higher_is_better is False

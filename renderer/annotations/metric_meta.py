@@ -50,3 +50,9 @@ def read_metric_infos(section: Any, source: str, where: str, strict: bool = True
             better if isinstance(better, bool) else None, str(body.get("description") or "")[:DESCRIPTION_CHARS],
         )
     return infos
+
+
+def describe(info: MetricInfo) -> dict[str, Any]:
+    """The ``metrics`` section entry for ``info``: its unit, direction and description where known."""
+    return {k: v for k, v in (("unit", info.unit), ("higher_is_better", info.higher_is_better),
+                              ("description", info.description)) if v not in ("", None)}

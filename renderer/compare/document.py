@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..annotations.metric_meta import describe
 from ..colors import format_number
 from ..exporters.stable_ids import StableIds
 from ..id_rules import IdIndex, Unresolved
@@ -30,11 +31,7 @@ def document(comparison: Comparison) -> dict[str, Any]:
         meta["lowest SQNR"] = f"{format_number(worst.metrics['sqnr_db'])} dB at {ids.tensor(worst.key)}"  # type: ignore[index]
     doc: dict[str, Any] = {
         "graph": {"title": f"{meta['candidate']} against {meta['reference']}", "meta": meta},
-        "metrics": {
-            name: {k: v for k, v in (("unit", info.unit), ("higher_is_better", info.higher_is_better),
-                                     ("description", info.description)) if v not in ("", None)}
-            for name, info in METRICS.items()
-        },
+        "metrics": {name: describe(info) for name, info in METRICS.items()},
     }
     operators: list[dict[str, Any]] = []
     tensors: list[dict[str, Any]] = []

@@ -1,7 +1,7 @@
 """annograph's own JSON annotation format, ready for ``annograph render -a`` (see ``annotations/generic.py``).
 
 Ids are the operator's or tensor's name when that resolves back to the same element, else ``S:N``. Values keep
-their types; metric units and directions are not part of the generic format and are left out.
+their types; what is known of a metric (unit, higher_is_better, description) goes to the ``metrics`` section.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import math
 from typing import Any
 
+from ..annotations.metric_meta import describe
 from ..annotations.records import Annotations
 from ..ir import Model
 from . import ExportOptions, ExportResult
@@ -41,6 +42,14 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
             items.append(item)
         if items:
             doc[section] = items
+    shown = {k for e in (*annotations.ops.values(), *annotations.tensors.values()) for k in e.values}
+    metrics = {}
+    for name, info in sorted(annotations.metrics.items()):
+        described = describe(info)
+        if name in shown and described:
+            metrics[name] = described
+    if metrics:
+        doc["metrics"] = metrics
     return doc
 
 
