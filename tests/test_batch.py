@@ -221,3 +221,39 @@ def test_shared_scale_gives_every_run_one_range(tmp_path: Path) -> None:
     shared = [ticks(p) for p in sorted((tmp_path / "shared").glob("*.svg"))]
     assert own[0] != own[1] and shared[0] == shared[1]
     assert shared[0][0] == own[0][0] and shared[0][-1] == own[1][-1]  # run0 holds the lows, run1 the highs
+
+
+def test_a_worker_dying_mid_task_does_not_lose_its_model(tmp_path: Path) -> None:
+    """A Dask worker process killed while it renders a model: Dask re-runs the task on a live worker, and the
+    pictures are the bytes of the local run."""
+    import os
+    import signal
+    import threading
+    import time
+
+    distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
+    from renderer.batch import ModelJob
+    from renderer.batch.parallel import run_dask, run_local
+
+    runs = write_runs(ONNX / "light_resnet50.onnx", tmp_path / "runs", 12)
+    jobs = [ModelJob(str(ONNX / "light_resnet50.onnx"), tuple(map(str, runs)), ("latency_us",))]
+    [local] = list(run_local(jobs, 1))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        results: list = []
+        thread = threading.Thread(target=lambda: results.extend(run_dask(jobs, cluster.scheduler_address)))
+        with distributed.Client(cluster.scheduler_address) as watcher:
+            thread.start()
+            killed = None
+            deadline = time.monotonic() + 120
+            while killed is None and time.monotonic() < deadline and thread.is_alive():
+                busy = [w for w, keys in watcher.processing().items() if keys]
+                if busy:
+                    killed = busy[0]
+                    pid = watcher.run(os.getpid, workers=[killed])[killed]
+                    os.kill(pid, signal.SIGKILL)
+                time.sleep(0.05)
+            thread.join(300)
+    assert killed is not None, "the job finished before a worker could be killed"
+    [remote] = results
+    assert remote.error is None, remote.error
+    assert remote.files == local.files and len(remote.files) == 12
