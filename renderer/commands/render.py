@@ -97,7 +97,22 @@ def _render_one(model_path: str, outputs: list[str], options, args: argparse.Nam
     from .common import load_annotated
 
     model, annotations = load_annotated(args, model_path)
-    render(model, annotations, default_color(options, annotations), output=list(outputs))
+    options = default_color(options, annotations)
+    if options.color_by:
+        _say_what_to_pin(model, annotations, options.color_by)
+    render(model, annotations, options, output=list(outputs))
+
+
+def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[no-untyped-def]
+    """One line when the colour metric needs shapes that free input dims leave unknown."""
+    from ..annotations.records import metric_value
+    from ..metrics.input_dims import pin_advice
+    from .common import warn
+
+    given = {key for key, entry in annotations.ops.items() if metric_value(entry.values.get(metric)) is not None}
+    advice = pin_advice(model, metric, given)
+    if advice:
+        warn(advice)
 
 
 def default_color(options, annotations):  # type: ignore[no-untyped-def]

@@ -72,3 +72,26 @@ def unpinned_reason(value: Value, label: str) -> str:
         names = ", ".join(repr(d) for d in needed)
         return f"symbolic dim{'s' if plural else ''} {names} in {label}; pin {'them' if plural else 'it'} with {advice}"
     return f"shape of {label} follows from the model's input dims; pin them with {advice}"
+
+
+SHAPE_METRICS = frozenset({"macs", "flops", "intensity", "output_bytes", "effective_macs"})
+"""Built-in operator metrics that need the activations' shapes."""
+
+
+def pin_advice(model: Model, metric: str, given: set[tuple[str, int, int]] = frozenset()) -> str:  # type: ignore[assignment]
+    """One line naming the free input dims and the ``--dim`` flags to add, when ``metric`` needs shapes and some
+    operators (other than those in ``given``, which have a value from a file) go without it because of them;
+    "" otherwise."""
+    from . import model_costs
+
+    free = model_free_dims(model)
+    if metric not in SHAPE_METRICS or not free:
+        return ""
+    costs = model_costs(model).ops
+    waiting = sum(1 for key, op in costs.items()
+                  if key not in given and "--dim " in str(op.cheap_metrics().get("macs", "")))
+    if not waiting:
+        return ""
+    names = ", ".join(free)
+    return (f"{model.path}: {waiting} of {len(costs)} operators have no {metric} while the input dims {names} are "
+            f"free; add {flags(free)}")
