@@ -160,8 +160,8 @@ class Scale:
         """Where ``value`` falls on the colour map, 0..1 (clipped)."""
         low, high = self.vmin, self.vmax
         if self.norm == "quantile":
-            if self.sorted_values.size <= 1:
-                return 0.5
+            if self.sorted_values.size <= 1 or self.sorted_values[0] == self.sorted_values[-1]:
+                return 0.0  # one value: the low end, not the middle, which reads as "hot"
             rank = np.searchsorted(self.sorted_values, value, side="left")
             upper = np.searchsorted(self.sorted_values, value, side="right")
             return float(np.clip(((rank + upper - 1) / 2) / (self.sorted_values.size - 1), 0.0, 1.0))
@@ -173,9 +173,20 @@ class Scale:
             if value <= c:
                 return 0.5 if c == low else float(np.clip(0.5 * (value - low) / (c - low), 0.0, 0.5))
             return 0.5 if high == c else float(np.clip(0.5 + 0.5 * (value - c) / (high - c), 0.5, 1.0))
-        if high == low:
-            return 0.5
+        if high == low:  # one value (or --vmin = --vmax): the low end, not the middle, which reads as "hot"
+            return 0.0 if value <= low else 1.0
         return float(np.clip((value - low) / (high - low), 0.0, 1.0))
+
+    def single_value(self) -> float | None:
+        """The one value of the data when they hold a single value and the range is just it, else None.
+
+        >>> Scale.fit([0.0, 0.0]).single_value(), Scale.fit([0.0, 2.0]).single_value()
+        (0.0, None)
+        """
+        values = self.sorted_values
+        if self.thresholds or not values.size or self.vmin != self.vmax or values[0] != values[-1]:
+            return None
+        return float(values[0]) if float(values[0]) == self.vmin else None
 
     def color(self, value: float | None) -> str:
         """``#rrggbb`` for ``value``; NA_COLOR for None/NaN."""

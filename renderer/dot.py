@@ -373,6 +373,11 @@ class _Emitter:
             f'<FONT POINT-SIZE="8">{escape.html_text(format_number(t), 12)}</FONT></TD>'
             for i, t in enumerate(ticks)
         )
+        single = scale.single_value()
+        if single is not None:  # one swatch and the value, not a gradient no box uses
+            cells = (f'<TD BGCOLOR="{scale.color(single)}" WIDTH="24" HEIGHT="14"> </TD><TD ALIGN="LEFT">'
+                     f'<FONT POINT-SIZE="8"> {escape.html_text("all values " + format_number(single), 40)}</FONT></TD>')
+            tick_cells = ""
         missing = len(scene_values_missing(heat, self))
         na = (
             f'<TD WIDTH="6"> </TD><TD BGCOLOR="{NA_COLOR}" WIDTH="22"><FONT POINT-SIZE="8">n/a</FONT></TD>'
@@ -390,7 +395,7 @@ class _Emitter:
             f'</FONT><FONT POINT-SIZE="8" COLOR="#444444">  {escape.html_text(" · ".join(notes), CAPTION_CHARS)}'
             f'{described}</FONT></TD></TR>'
             f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
-            f"<TR>{cells}{na}</TR><TR>{tick_cells}</TR></TABLE></TD></TR>"
+            f"<TR>{cells}{na}</TR>{f'<TR>{tick_cells}</TR>' if tick_cells else ''}</TABLE></TD></TR>"
         )
 
 

@@ -9,6 +9,14 @@ from pathlib import Path
 import onnx
 import pytest
 from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups
+from onnx import TensorProto, helper
+
+from renderer.colors import Scale
+
+SVG_TEXT = "{http://www.w3.org/2000/svg}text"
+HEAT_LOW = "#fff7d6"  # first stop of colormaps/heat.json
+HEAT_MIDDLE = "#f5841e"  # the map at 0.5, what a one-value scale used to fill with
+HEAT_HIGH = "#662506"  # its last stop
 
 
 # ---- say once what to pin -------------------------------------------------------------------------------------
@@ -47,3 +55,43 @@ def test_colouring_by_a_shape_metric_says_once_which_dims_to_pin(case: str, tmp_
     assert run.returncode == 0 and _pin_lines(run.stderr) == [], run.stderr
     fills = {first_fill(g) for g in svg_groups(parse_svg(tmp_path / "pinned.svg"), "op").values()}
     assert "#e6e6e6" not in fills  # every box has its MACs
+
+
+# ---- a scale over one value -----------------------------------------------------------------------------------
+
+
+def _data_movement_model(tmp_path: Path) -> Path:
+    """Transpose → Reshape → Identity: every operator has 0 MACs."""
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [4, 6])
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["t"], name="transpose", perm=[1, 0]),
+         helper.make_node("Reshape", ["t", "shape"], ["r"], name="reshape"),
+         helper.make_node("Identity", ["r"], ["y"], name="identity")], "moves",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])], [shape])
+    path = tmp_path / "moves.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("norm", ["linear", "quantile"])
+def test_one_value_fills_the_low_end_and_the_legend_says_so(norm: str, tmp_path: Path) -> None:
+    out = tmp_path / "moves.svg"
+    run = run_cli("render", _data_movement_model(tmp_path), "--color-by", "macs", "--norm", norm, "-o", out)
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    fills = [first_fill(g) for g in svg_groups(root, "op").values()]
+    assert len(fills) == 3 and set(fills) == {HEAT_LOW}, fills  # was HEAT_MIDDLE
+    legend = next(g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id") == "legend")
+    texts = [(t.text or "").strip() for t in legend.iter(SVG_TEXT)]
+    assert "all values 0" in texts, texts
+    assert HEAT_HIGH not in {e.get("fill") for e in legend.iter()}  # no gradient bar the boxes do not use
+
+
+@pytest.mark.parametrize("norm", ["linear", "log", "quantile"])
+def test_a_one_value_scale_sits_at_the_low_end(norm: str) -> None:
+    scale = Scale.fit([5.0, 5.0, 5.0], norm=norm)
+    assert scale.position(5.0) == 0.0
+    assert scale.color(5.0) == HEAT_LOW
+    assert scale.single_value() == 5.0
+    assert Scale.fit([1.0, 5.0], norm=norm).single_value() is None

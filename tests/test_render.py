@@ -109,7 +109,7 @@ def test_own_colour_map_log_norm_and_centre() -> None:
     assert centred.position(-4.0) == 0.0 and centred.position(2.0) == 1.0
     quantile = Scale.fit([1, 2, 3, 1000], norm="quantile")
     assert quantile.position(3) == pytest.approx(2 / 3)
-    assert Scale.fit([5.0, 5.0]).position(5.0) == 0.5
+    assert Scale.fit([5.0, 5.0]).position(5.0) == 0.0  # one value: the low end
     assert Scale.fit([1.0]).color(None) == "#e6e6e6"
 
 
