@@ -35,7 +35,7 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     """Add built-in metrics that are asked for, fit the heatmaps, and return the scene to draw."""
     from . import metrics as builtin
 
-    annotations = annotations or Annotations()
+    annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
     wanted = {n for n in (options.color_by, options.edge_by) if n} | set(options.show or [])
     annotations = builtin.augment(model, annotations, wanted, options)
     heatmap: Heatmap | None = None

@@ -4,6 +4,8 @@ Python API merges the model's own and sidecar annotations as the CLI does, and r
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
 import onnx
@@ -11,6 +13,7 @@ import pytest
 from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups
 from onnx import TensorProto, helper
 
+import renderer
 from renderer.colors import Scale
 
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
@@ -95,3 +98,57 @@ def test_a_one_value_scale_sits_at_the_low_end(norm: str) -> None:
     assert scale.color(5.0) == HEAT_LOW
     assert scale.single_value() == 5.0
     assert Scale.fit([1.0, 5.0], norm=norm).single_value() is None
+
+
+# ---- the Python API does what the CLI does --------------------------------------------------------------------
+
+
+@pytest.fixture()
+def embedded(tmp_path: Path) -> Path:
+    """tiny_cnn with a latency for each of its 18 operators, written into the model by ``annograph embed``, and a
+    sidecar beside it giving a note to one of them."""
+    model = renderer.load_model(ONNX / "tiny_cnn.onnx")
+    notes = tmp_path / "notes.json"
+    notes.write_text(json.dumps({"operators": [{"id": n.name, "meta": {"latency_us": 10.0 + n.index}}
+                                               for n in model.main.nodes]}), encoding="utf-8")
+    out = tmp_path / "cnn.onnx"
+    run = run_cli("embed", ONNX / "tiny_cnn.onnx", "-a", notes, "-o", out)
+    assert run.returncode == 0, run.stderr
+    (tmp_path / "cnn.onnx.annotations.yaml").write_text("operators:\n  stem/conv: {owner: kernels team}\n",
+                                                        encoding="utf-8")
+    return out
+
+
+def test_load_annotations_merges_the_models_own_and_sidecars(embedded: Path) -> None:
+    model = renderer.load_model(embedded)
+    notes = renderer.load_annotations([], model)
+    latencies = [e.values["latency_us"] for e in notes.ops.values() if "latency_us" in e.values]
+    assert len(latencies) == 18
+    conv = next(n for n in model.main.nodes if n.name == "stem/conv")
+    assert notes.ops[conv.key].values["owner"] == "kernels team"
+    assert notes.sidecars == [str(embedded.parent / "cnn.onnx.annotations.yaml")]
+    alone = renderer.load_annotations([], model, sidecar=False, embedded=False)
+    assert alone.ops == {} and alone.sidecars == []
+    assert "owner" not in renderer.load_annotations([], model, sidecar=False).ops[conv.key].values
+
+
+def test_rendering_leaves_the_callers_annotations_alone(embedded: Path) -> None:
+    model = renderer.load_model(embedded)
+    notes = renderer.load_annotations([], model)
+    before = copy.deepcopy(notes)
+    options = renderer.RenderOptions(color_by="macs", show=["params", "sparsity"])
+    first = renderer.to_dot(model, notes, options)
+    assert notes == before
+    assert renderer.to_dot(model, notes, options) == first
+
+
+@pytest.mark.parametrize("fmt", ["svg", "md"])
+def test_the_api_and_the_cli_write_the_same_bytes(fmt: str, embedded: Path, tmp_path: Path) -> None:
+    cli_out, api_out = tmp_path / f"cli.{fmt}", tmp_path / f"api.{fmt}"
+    run = run_cli("render", embedded, "--color-by", "latency_us", "-o", cli_out)
+    assert run.returncode == 0, run.stderr
+    model = renderer.load_model(embedded)
+    renderer.render(model, renderer.load_annotations([], model), renderer.RenderOptions(color_by="latency_us"),
+                    output=api_out)
+    assert api_out.read_bytes() == cli_out.read_bytes()
+    assert b"kernels team" in api_out.read_bytes()

@@ -111,7 +111,7 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
     assert readers and not [m.NAME for m in readers if not callable(registry.reader(m).inject)]
     files = dict(P.injected_reader_files(text, tmp_path))
     for module in readers:
-        annotations = load_annotations(files[module], models[P.reader_model(module).suffix])
+        annotations = load_annotations(files[module], models[P.reader_model(module).suffix], embedded=False)
         assert [c.source for c in annotations.coverage] == [module.NAME], (module.NAME, annotations.coverage)
         assert annotations.ops, f"{module.NAME}: the injection file matched no operator"
 

@@ -66,21 +66,34 @@ def read_file(path: str | Path, model: Model, fmt: str | None = None) -> Annotat
 
 def load_annotations(
     paths: str | Path | list[str | Path], model: Model, fmt: str | None = None, strict: bool = False,
-    extra: list[AnnotationSet] | None = None,
+    extra: list[AnnotationSet] | None = None, sidecar: bool = True, embedded: bool = True,
 ) -> Annotations:
-    """Read annotation files and merge them onto ``model``.
+    """Read annotation files and merge them onto ``model``, with the model's own annotations and its sidecars,
+    as ``annograph render`` does.
 
     Args:
         paths: one file or several; later files win for the same value of the same source.
         model: the loaded model the ids refer to.
-        fmt: force a reader by NAME instead of detecting it.
+        fmt: force a reader by NAME instead of detecting it (sidecars included).
         strict: raise AnnotationError when an id matches nothing, instead of reporting it in coverage.
-        extra: sets already read (model-embedded annotations, built-in metrics), merged first.
+        extra: sets already read (built-in metrics, say), merged after the model's own annotations.
+        sidecar: also read ``MODEL.annotations.*`` / ``MODEL.onnx.annotations.*`` beside the model, before
+            ``paths`` (listed in the result's ``sidecars``).
+        embedded: also read the annotations stored in the model file (``annograph embed``, ONNX
+            ``metadata_props``), merged first.
     """
+    from .embedded import from_model
+    from .sidecar import sidecars
+
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    sets = list(extra or []) + [read_file(p, model, fmt) for p in paths]
-    return merge(sets, model, strict=strict)
+    files = [str(p) for p in paths]
+    found = [str(p) for p in sidecars(model.path) if str(p) not in files] if sidecar and model.path else []
+    own = from_model(model) if embedded else []
+    sets = own + list(extra or []) + [read_file(p, model, fmt) for p in found + files]
+    result = merge(sets, model, strict=strict)
+    result.sidecars = found
+    return result
 
 
 def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Annotations:
@@ -121,8 +134,9 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
         for name in aset.graph.values:
             sources_of.setdefault(name, set()).add(aset.source)
         total_ops = len(matched_ops) + len([u for u in unmatched])
-        result.coverage.append(Coverage(aset.source, aset.path, len(matched_ops), max(total_ops, len(matched_ops)),
-                                        matched_tensors, unmatched, suggestions))
+        if aset.operators or aset.tensors or unmatched:  # a set of graph values only (model metadata) matches no ids
+            result.coverage.append(Coverage(aset.source, aset.path, len(matched_ops),
+                                            max(total_ops, len(matched_ops)), matched_tensors, unmatched, suggestions))
         if strict and aset.unmatched:
             raise AnnotationError(f"{aset.path}: {len(aset.unmatched)} rows match no operator: {aset.unmatched[0]}")
         resolved.append((aset, items))

@@ -130,6 +130,7 @@ class Annotations:
         ops / tensors: element key → merged entry (value names already qualified where they clash).
         metrics: every metric name available → info.
         coverage: one per source set.
+        sidecars: the sidecar files found beside the model and read (``MODEL.annotations.*``).
     """
 
     graph: Entry = field(default_factory=Entry)
@@ -137,6 +138,17 @@ class Annotations:
     tensors: dict[ElementKey, Entry] = field(default_factory=dict)
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
     coverage: list[Coverage] = field(default_factory=list)
+    sidecars: list[str] = field(default_factory=list)
+
+    def copy(self) -> Annotations:
+        """A copy whose entries and metric table can change without touching this one (rendering adds its
+        computed metrics to a copy, never to the caller's annotations)."""
+        def entries(source: dict[ElementKey, Entry]) -> dict[ElementKey, Entry]:
+            return {key: Entry(dict(e.values), dict(e.style), e.line) for key, e in source.items()}
+
+        return Annotations(Entry(dict(self.graph.values), dict(self.graph.style), self.graph.line),
+                           entries(self.ops), entries(self.tensors), dict(self.metrics), list(self.coverage),
+                           list(self.sidecars))
 
 
 _NUMBER_WITH_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]*[A-Za-zµ%]?)\s*$")

@@ -55,24 +55,18 @@ def load_noted(path: str, dim_args: list[str]) -> Any:
 
 
 def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True) -> tuple[Any, Any]:
-    """The model and its merged annotations: the model's own (when ``embedded``), sidecars, then ``-a`` files.
+    """The model and its merged annotations (``renderer.load_annotations``): the model's own (when ``embedded``),
+    sidecars (unless ``--no-sidecar``), then ``-a`` files.
 
     Prints one coverage line per source that has rows (unmatched ids always, the rest unless ``--quiet``).
     """
     from ..annotations import load_annotations
-    from ..annotations.embedded import from_model
-    from ..annotations.sidecar import sidecars
 
-    model_path = model_path or args.model
-    model = load_noted(model_path, args.dim)
-    files = list(args.annotations)
-    if not args.no_sidecar:
-        found = [str(p) for p in sidecars(model_path) if str(p) not in files]
-        for path in found:
-            warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
-        files = found + files
-    annotations = load_annotations(files, model, fmt=args.annotations_format, strict=args.strict,
-                                   extra=from_model(model) if embedded else [])
+    model = load_noted(model_path or args.model, args.dim)
+    annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
+                                   sidecar=not args.no_sidecar, embedded=embedded)
+    for path in annotations.sidecars:
+        warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
     for coverage in annotations.coverage:
         has_rows = coverage.total_ops or coverage.matched_tensors or coverage.unmatched
         if coverage.unmatched or (has_rows and not args.quiet):
