@@ -16,6 +16,7 @@ import tts_transformer
 from renderer import metrics
 from renderer.loaders import load_model, ort_shapes
 
+SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "onnx"
 INPUT_DIMS = ("DynamicDimension.0", "DynamicDimension.1", "DynamicDimension.2")
 # (in channels, out channels) of the three stride-2 3×3 convolutions
 CONVS = ((3, 8), (8, 16), (16, 16))
@@ -132,6 +133,14 @@ def test_shapes_static_inference_cannot_reach_come_from_one_onnxruntime_run(
     assert model.main.outputs[1].type.shape == mel.shape
     fc1 = next(n for n in model.main.nodes if n.op_type == "MatMul" and n.inputs[1].name == "decoder/layer.0/fc1.weight")
     assert ops[fc1.key]["macs"] == mel.shape[1] * tts_transformer.HIDDEN * tts_transformer.FFN
+
+
+def test_no_run_for_outputs_nothing_reads() -> None:
+    """light_squeezenet's Dropout mask has no shape onnx can infer, and no reader: no onnxruntime run for it."""
+    model = load_model(SAMPLES / "light_squeezenet.onnx")
+    assert model.notes == []
+    dropout = next(n for n in model.main.nodes if n.op_type == "Dropout")
+    assert len(dropout.outputs) == 2 and not dropout.outputs[1].consumers
 
 
 def test_no_run_while_an_input_dim_is_free(tts: Path) -> None:

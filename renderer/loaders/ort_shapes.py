@@ -60,8 +60,9 @@ def fill(path: Path, proto: onnx.ModelProto) -> str:
             return ""
         inputs[vi.name] = dims
     types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+    used = _read(graph) | {o.name for o in graph.output}  # an output nothing reads (Dropout's mask) is not worth a run
     missing = [name for node in graph.node for name in node.output
-               if name and (name not in types or _static_dims(types[name]) is None)]
+               if name in used and (name not in types or _static_dims(types[name]) is None)]
     if not missing:
         return ""
     count = f"{len(missing)} tensors have" if len(missing) > 1 else "1 tensor has"
@@ -85,6 +86,17 @@ def fill(path: Path, proto: onnx.ModelProto) -> str:
     found = _write_shapes(graph, answer["shapes"])
     return (f"{path}: shapes of {found} of {len(missing)} tensors that static inference cannot reach were taken "
             "from one onnxruntime run on zero inputs")
+
+
+def _read(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name the nodes of ``graph`` and of its subgraphs read."""
+    names: set[str] = set()
+    for node in graph.node:
+        names.update(node.input)
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else attr.graphs:
+                names |= _read(sub)
+    return names
 
 
 def _model_bytes(path: Path, proto: onnx.ModelProto) -> int:
