@@ -18,7 +18,7 @@ import graphviz
 from . import escape
 from .annotations.records import Annotations, Entry, metric_value
 from .colors import NA_COLOR, category_colors, format_number, text_color
-from .folding import Folding
+from .folding import Folding, NodeKey
 from .heatmap import Heatmap
 from .ir import Graph, Model, Node, Value
 from .options import RenderOptions
@@ -30,6 +30,7 @@ EDGE_COLOR = "#606060"
 LABEL_CHARS = 48
 CAPTION_CHARS = 64
 DEFAULT_SHOWN_VALUES = 3
+FOLDED_OPS_LISTED = 12  # annotated folded ops listed in the tooltip of the box that reads them
 EDGE_COLOR_FLOOR = 0.35
 
 
@@ -156,7 +157,7 @@ class _Emitter:
             rows.append(_row(self._constant_text(node, slot, value), ink, size=8))
         extra = len(folded) - 4
         if extra > 0:
-            rows.append(_row(f"+{extra} more constants", ink, size=8))
+            rows.append(_row(f"+{extra} more folded inputs", ink, size=8))
         for line in _attribute_lines(node, self.opts.max_attributes):
             rows.append(_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
         for key, value in self._shown_values(entry):
@@ -198,17 +199,20 @@ class _Emitter:
         return [(k, entry.values[k]) for k in keys]
 
     def _constant_text(self, node: Node, slot: int, value: Value) -> str:
+        """``name ⟨shape⟩ dtype`` of a folded input: the stored tensor (``float16→float32`` when a folded op
+        only changes its storage), or the computed value's own type, marked ``(computed)``."""
         name = node.input_names[slot] if slot < len(node.input_names) else _short(value.name) or f"in{slot}"
-        widened_from = None
-        if not value.is_constant and value.producer is not None:  # the output of a hidden widening op
-            widened_from = next(v for v in value.producer.inputs if v is not None)
-        stored = widened_from or value
-        tensor = stored.initializer
-        shape = "×".join(str(d) for d in tensor.shape) if tensor and tensor.shape else "scalar"
-        dtype = tensor.dtype if tensor else (stored.type.dtype if stored.type else "?")
-        if widened_from is not None:
-            dtype = f"{dtype}→{value.type.dtype if value.type else '?'}"
-        return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 20)}"
+        stored = value if value.is_constant else self.folding.stored(value)
+        if stored is None:
+            shape = value.type.shape_text() if value.type is not None else "?"
+            dtype = f"{value.type.dtype if value.type else '?'} (computed)"
+        else:
+            tensor = stored.initializer
+            shape = "×".join(str(d) for d in tensor.shape) if tensor and tensor.shape else "scalar"
+            dtype = tensor.dtype if tensor else (stored.type.dtype if stored.type else "?")
+            if stored is not value and value.type is not None and value.type.dtype != dtype:
+                dtype = f"{dtype}→{value.type.dtype}"
+        return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 30)}"
 
     def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
         lines = [f"{_type_text(node)}  (operator {node.graph.index}:{node.index}, {node.element_id})"]
@@ -220,13 +224,7 @@ class _Emitter:
                 lines.append(f"{slot}: {escape.clean(value.name, 80)} {value.type or ''}")
         for value in node.outputs:
             lines.append(f"→ {escape.clean(value.name, 80)} {value.type or ''}")
-        for _, value in self.folding.folded_inputs(node):
-            producer = value.producer
-            folded_entry = self.scene.annotations.ops.get(producer.key) if producer is not None else None
-            if producer is not None and folded_entry is not None and folded_entry.values:
-                shown = ", ".join(f"{escape.clean(k, 40)} {escape.clean(_value_text(v), 40)}"
-                                  for k, v in list(folded_entry.values.items())[:6])
-                lines.append(f"folded {_type_text(producer)} {producer.graph.index}:{producer.index}: {shown}")
+        lines.extend(self._folded_lines(node))
         for key, value in node.attributes.items():
             lines.append(f"{key} = {escape.clean(_value_text(value), 120)}")
         for key, value in node.metadata.items():
@@ -235,6 +233,38 @@ class _Emitter:
             lines.append("—")
             lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
         return escape.tooltip(lines)
+
+    def _folded_lines(self, node: Node) -> list[str]:
+        """What the folded inputs of ``node`` were computed from, and the annotations of the folded ops."""
+        lines: list[str] = []
+        annotated: set[NodeKey] = set()
+        for slot, value in self.folding.folded_inputs(node):
+            if value.producer is not None:
+                annotated.add(value.producer.key)  # a Constant node may carry annotations too
+            how = self.folding.computation(value)
+            if how is None:
+                continue
+            annotated |= how.ops
+            if self.folding.stored(value) is not None:
+                continue
+            text = f"{node.input_names[slot] if slot < len(node.input_names) else f'input {slot}'}: computed by "
+            text += f"{len(how.ops)} folded op{'s' if len(how.ops) > 1 else ''}"
+            if how.shapes_of:
+                names = ", ".join(escape.clean(v.name or f"tensor {v.graph.index}:{v.index}", 80)
+                                  for v in how.shapes_of[:3])
+                text += f" from the shape of {names}" + (f" and {len(how.shapes_of) - 3} more"
+                                                         if len(how.shapes_of) > 3 else "")
+            lines.append(text)
+        graphs, ops = self.model.graphs, self.scene.annotations.ops
+        with_values = [key for key in sorted(annotated) if key in ops and ops[key].values]
+        for _, g, i in with_values[:FOLDED_OPS_LISTED]:
+            producer = graphs[g].nodes[i]
+            shown = ", ".join(f"{escape.clean(k, 40)} {escape.clean(_value_text(v), 40)}"
+                              for k, v in list(ops[("op", g, i)].values.items())[:6])
+            lines.append(f"folded {_type_text(producer)} {g}:{i}: {shown}")
+        if len(with_values) > FOLDED_OPS_LISTED:
+            lines.append(f"… and {len(with_values) - FOLDED_OPS_LISTED} more folded ops with values")
+        return lines
 
     def _io_node(self, container: graphviz.Digraph, value: Value, role: str) -> None:
         fill = "#eef3f8" if role == "input" else "#f3eef8"

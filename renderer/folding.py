@@ -2,20 +2,51 @@
 
 Folded by default (``show_constants`` draws them all):
     * constant producers (``Constant``, ``ConstantOfShape`` of a constant): their value is data, shown in the box;
-    * ops that only widen a stored float16 weight to float32 (TFLite ``DEQUANTIZE``, ONNX ``Cast``): the weight's
-      storage format, not a step of the computation.
+    * operators that compute only from constants and from tensor shapes: ``Shape``/``Size`` (their output
+      describes their input, it is not computed from its data), and every operator all of whose inputs are
+      constants or such computed values: the Shape → Gather → Unsqueeze → Concat → Reshape chains exporters
+      write for every dynamic ``view``, a ``Range`` of a sequence length, the ``DEQUANTIZE``/``Cast`` that widen
+      a stored float16 weight. Their long edges (one shape read at the top, used in every layer) are what
+      made Graphviz's layout of transformers take minutes. The box that reads such a value lists it like a
+      constant (``shape ⟨4⟩ int64 (computed)``), and its tooltip says which ops computed it and whose shape
+      they read.
+
+Not folded: an operator writing a graph output (the output box would lose its edge), one that runs a subgraph
+(If/Loop bodies read outer values), and random generators. The decision is one pass over each graph in node
+order (topological in valid files; a consumer listed before its producer is simply not folded).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .ir import Model, Node, Value
 
 HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
-WIDENING_OPS = frozenset({"DEQUANTIZE", "Cast"})
+# Their output describes the input's shape (ONNX Shape/Size, TFLite SHAPE), whatever the input's data.
+SHAPE_READERS = frozenset({"Shape", "Size", "SHAPE"})
+# All-constant inputs but a different value on every run: not a computation of constants.
+RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                        "Bernoulli", "RANDOM_STANDARD_NORMAL", "RANDOM_UNIFORM", "MULTINOMIAL"})
+# Ops that only change how a stored weight is held (float16 widened, int8 dequantized, a deduplicated copy):
+# a box reading their output lists the stored tensor, ``⟨64×3×3⟩ float16→float32``.
+STORAGE_OPS = frozenset({"DEQUANTIZE", "Cast", "DequantizeLinear", "Identity"})
 
 NodeKey = tuple[str, int, int]
+ValueKey = tuple[str, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """How a folded non-constant value was computed.
+
+    Attributes:
+        ops: the folded operators it is computed by (its producer and everything folded upstream).
+        shapes_of: the tensors whose shapes those operators read, in the order first met.
+    """
+
+    ops: frozenset[NodeKey]
+    shapes_of: tuple[Value, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +55,11 @@ class Folding:
 
     Attributes:
         hidden: keys of the operators that get no box of their own.
+        computed: for each output of a folded operator (constants aside), how it was computed.
     """
 
     hidden: frozenset[NodeKey]
+    computed: dict[ValueKey, Computed] = field(default_factory=dict)
 
     def is_hidden(self, node: Node) -> bool:
         return node.key in self.hidden
@@ -41,27 +74,58 @@ class Folding:
             if v is not None and (v.is_constant or (v.producer is not None and v.producer.key in self.hidden))
         ]
 
+    def computation(self, value: Value) -> Computed | None:
+        """How ``value`` was computed when it is the output of a folded operator (None for constants)."""
+        return self.computed.get(value.key)
+
+    def stored(self, value: Value) -> Value | None:
+        """The stored tensor ``value`` re-expresses, when its folded producer only changes the storage format."""
+        producer = value.producer
+        if producer is None or producer.key not in self.hidden or producer.op_type not in STORAGE_OPS:
+            return None
+        source = producer.inputs[0] if producer.inputs else None
+        return source if source is not None and source.is_constant else None
+
 
 def fold(model: Model, show_constants: bool = False) -> Folding:
     """The folding of ``model``: nothing when ``show_constants``."""
     if show_constants:
         return Folding(frozenset())
-    return Folding(frozenset(n.key for n in model.nodes() if _folds(n)))
+    hidden: set[NodeKey] = set()
+    computed: dict[ValueKey, Computed] = {}
+    for graph in model.graphs:  # a parent graph comes before its subgraphs, which may read its values
+        for node in graph.nodes:
+            if node.op_type in HIDDEN_PRODUCERS and node.outputs and all(v.is_constant for v in node.outputs):
+                hidden.add(node.key)
+                continue
+            how = _static(node, computed)
+            if how is None or any(v.is_output for v in node.outputs):
+                continue
+            hidden.add(node.key)
+            for value in node.outputs:
+                if not value.is_constant:
+                    computed[value.key] = how
+    return Folding(frozenset(hidden), computed)
 
 
-def _folds(node: Node) -> bool:
-    if node.op_type in HIDDEN_PRODUCERS:
-        return all(v.is_constant for v in node.outputs)
-    return node.op_type in WIDENING_OPS and _widens_stored_weight(node)
-
-
-def _widens_stored_weight(node: Node) -> bool:
+def _static(node: Node, computed: dict[ValueKey, Computed]) -> Computed | None:
+    """How ``node``'s outputs are computed from constants and shapes only, or None when they read data."""
+    if node.subgraphs or node.op_type in RANDOM_OPS or not node.outputs:
+        return None
     sources = [v for v in node.inputs if v is not None]
-    return (
-        len(sources) == 1 and sources[0].is_constant and _dtype(sources[0]) == "float16"
-        and bool(node.outputs) and all(_dtype(v) == "float32" and not v.is_output for v in node.outputs)
-    )
-
-
-def _dtype(value: Value) -> str | None:
-    return value.type.dtype if value.type is not None else None
+    if node.op_type in SHAPE_READERS and node.domain in ("", "ai.onnx"):
+        return Computed(frozenset({node.key}), tuple(sources[:1]))
+    if not sources:
+        return None
+    ops = {node.key}
+    shapes: dict[int, Value] = {}
+    for value in sources:
+        if value.is_constant:
+            continue
+        upstream = computed.get(value.key)
+        if upstream is None:
+            return None
+        ops |= upstream.ops
+        for read in upstream.shapes_of:
+            shapes.setdefault(id(read), read)
+    return Computed(frozenset(ops), tuple(shapes.values()))

@@ -253,7 +253,7 @@ def test_if_bodies_are_graph_groups_beside_their_owner() -> None:
     top_if = next(n for n in model.main.nodes if n.op_type == "If")
     branches = [graph_groups[g.index] for g in model.graphs if g.parent is top_if]
     assert len(branches) == 2 and sorted(g.repeat for g in branches) == [1, 2]
-    assert check_follows_names(root, model) > 300
+    assert check_follows_names(root, model) > 150  # of 168 drawn: shape computations and constants fold
 
 
 def test_tflite_subgraph_goes_beside_its_call_once() -> None:

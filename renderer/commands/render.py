@@ -48,7 +48,9 @@ def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
     if show:
         shape.add_argument("--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' or "
                            "'none' (default: the colour metric and three more)")
-    shape.add_argument("--show-constants", action="store_true", help="draw constants as nodes instead of folding them")
+    shape.add_argument("--show-constants", action="store_true",
+                       help="draw constants, shape computations and weight conversions instead of folding them "
+                            "into the boxes that read them")
     shape.add_argument("--no-edge-labels", action="store_true", help="no shapes on edges")
     shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
     shape.add_argument("--title", help="picture title (default: the annotations' title or the file name)")
