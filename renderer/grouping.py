@@ -51,6 +51,8 @@ INLINE_MAX = 3
 
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
 NAMESPACE_KEY = "namespace"
+NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
+"""What torch.export writes as the module path of nodes its passes create outside any module."""
 MAX_SCOPE_DEPTH = 32
 """Scope components beyond this are ignored (a hostile name must not make the tree arbitrarily deep)."""
 _MAX_METADATA_CHARS = 20_000
@@ -246,7 +248,7 @@ def _relative(paths: list[str]) -> tuple[str, ...]:
     previous = ""
     for path in paths:
         path = path.strip()
-        if not path or path == previous:
+        if not path or path == previous or path == NO_MODULE:
             continue
         if previous and path.startswith(previous + "."):
             out.append(path[len(previous) + 1:])

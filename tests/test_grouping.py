@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from collections import Counter
@@ -319,6 +320,27 @@ def test_dynamo_metadata_groups_like_torch_names(transformers: dict[str, Model])
     assert tree_shape(group_model(dynamo, drawn)) == torch_tree
 
 
+def test_real_dynamo_export_groups_by_its_metadata() -> None:
+    """torch 2.13's dynamo export (samples/onnx/bert_dynamo.onnx): flat names, scopes only in the metadata.
+    Nodes made by export passes carry torch's placeholder '_empty_nn_module_stack_from_metadata_hook' instead of
+    a module path: they have no scope (a box named after the placeholder would be noise)."""
+    model = load_model(ONNX / "bert_dynamo.onnx")
+    drawn = drawn_in(model)
+    root = group_model(model, drawn, max_items=60)
+    check_tree(root, model, 60)
+    assert check_follows_names(root, model) == sum(1 for n in model.nodes() if drawn(n))
+    assert not any("_empty_nn_module_stack" in g.path for g in root.walk())
+    placeholder = [n for n in model.nodes() if drawn(n)
+                   and ast.literal_eval(n.metadata["pkg.torch.onnx.name_scopes"])[0].startswith("_empty_nn")]
+    assert placeholder and all(scope_of(n) == () and n in root.nodes for n in placeholder)
+    by_path = {g.path: g for g in root.walk()}
+    for i in range(12):
+        module = f"encoder.layer.{i}"
+        expected = {n for n in model.nodes() if drawn(n)
+                    and module in ast.literal_eval(n.metadata["pkg.torch.onnx.name_scopes"])}
+        assert set(by_path[f"encoder/layer.{i}"].members()) == expected
+
+
 def test_flat_named_transformer_is_cut_into_stages(transformers: dict[str, Model]) -> None:
     model = transformers["flat"]
     drawn = drawn_in(model)
@@ -533,6 +555,10 @@ NAME_SCOPES = "pkg.torch.onnx.name_scopes"
                                                 "convolution: aten.convolution.default"}),
      ("layer1", "0", "conv1")),
     (make_node("node_x", metadata={"namespace": "encoder/encoder.layer.0"}), ("encoder", "layer.0")),
+    (make_node("node_Shape_0", metadata={
+        NAME_SCOPES: "['_empty_nn_module_stack_from_metadata_hook', 'sym_size_int_5']",
+        "namespace": "_empty_nn_module_stack_from_metadata_hook: _empty_nn_module_stack_from_metadata_hook/"
+                     "sym_size_int_5: aten.sym_size.int"}), ()),
     (make_node("/fallback/MatMul", metadata={NAME_SCOPES: "not a list"}), ("fallback",)),
     (make_node("/fallback/MatMul", metadata={NAME_SCOPES: "['', 'x']"}), ("fallback",)),
     (make_node("/fallback/MatMul", metadata={NAME_SCOPES: "[" + "'a', " * 10_000 + "'x']"}), ("fallback",)),
