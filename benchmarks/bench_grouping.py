@@ -2,9 +2,10 @@
 
     python benchmarks/bench_grouping.py [--repeat 5] [--sizes 2000,5000,10000,20000]
 
-The models are the BERT-like encoder of samples/tools/make_transformer.py (34 drawn operators a layer),
-generated here with as many layers as each size needs and loaded with ``load_model``, in each naming:
-    * torch: TorchScript scoped names, grouped by scope (590 layer groups at 20k, gathered into runs);
+The models are the BERT-like encoder torch exports, built by benchmarks/transformer_models.py with as many
+layers as each size needs (89 operators a layer, 60 of them drawn) and loaded with ``load_model``, in each
+name style:
+    * scoped: TorchScript names, grouped by scope (224 layer groups at 20k, gathered into runs);
     * dynamo: flat names with ``pkg.torch.onnx.name_scopes`` metadata, the same tree from parsed metadata;
     * flat: no scopes, cut into stages at the narrowest points, nested into super-stages.
 
@@ -17,7 +18,6 @@ times, their ratio, and microseconds per drawn operator, whose flatness across s
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import tempfile
 import time
@@ -26,17 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import transformer_models  # noqa: E402
 from renderer.folding import fold  # noqa: E402
 from renderer.grouping import group_model  # noqa: E402
 from renderer.loaders import load_model  # noqa: E402
-
-
-def generator():  # type: ignore[no-untyped-def]
-    path = ROOT / "samples/tools/make_transformer.py"
-    spec = importlib.util.spec_from_file_location("make_transformer", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def best(repeat: int, run) -> float:  # type: ignore[no-untyped-def]
@@ -54,16 +47,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sizes", default="2000,5000,10000,20000")
     args = parser.parse_args()
-    import onnx
-
-    make = generator()
-    print(f"{'naming':8} {'ops':>7} {'fold s':>8} {'group s':>8} {'group/fold':>10} {'µs/op':>7}  tree")
+    print(f"{'naming':8} {'drawn':>7} {'fold s':>8} {'group s':>8} {'group/fold':>10} {'µs/op':>7}  tree")
     with tempfile.TemporaryDirectory() as folder:
         for size in (int(s) for s in args.sizes.split(",")):
-            layers = max(1, (size - 11) // 34)
-            for naming in ("torch", "dynamo", "flat"):
-                path = Path(folder) / f"{naming}_{size}.onnx"
-                onnx.save(make.transformer_model(layers, naming), str(path))
+            layers = transformer_models.layers_for(size)
+            for naming in ("scoped", "dynamo", "flat"):
+                path = transformer_models.write(Path(folder) / f"{naming}_{size}.onnx", layers, naming)
                 model = load_model(path)
                 baseline = best(args.repeat, lambda: fold(model))
                 drawn = fold(model).is_drawn

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -17,33 +17,22 @@ from renderer.grouping import KINDS, Group, group_model, repeated_runs, scope_of
 from renderer.ir import Graph, Model, Node
 from renderer.loaders import load_model
 
+sys.path.insert(0, str(ROOT))
+from benchmarks import transformer_models  # noqa: E402
+
 
 def drawn_in(model: Model) -> Callable[[Node], bool]:
     """What annograph draws by default (renderer.folding): constants and fp16 weight widening are folded."""
     return fold(model).is_drawn
 
 
-def transformer_tools():  # type: ignore[no-untyped-def]
-    path = ROOT / "samples/tools/make_transformer.py"
-    spec = importlib.util.spec_from_file_location("make_transformer", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def transformers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Model]:
-    """The 12-layer generated encoder with torch's scoped names, flat names, and dynamo metadata."""
-    import onnx
-
-    tools = transformer_tools()
+    """The 12-layer encoder torch exports (benchmarks/transformer_models.py) with TorchScript's scoped names,
+    flat names, and flat names with the dynamo exporter's metadata."""
     folder = tmp_path_factory.mktemp("transformers")
-    models = {}
-    for naming in ("torch", "flat", "dynamo"):
-        path = folder / f"bert_{naming}.onnx"
-        onnx.save(tools.transformer_model(12, naming), str(path))
-        models[naming] = load_model(path)
-    return models
+    return {names: load_model(transformer_models.write(folder / f"bert_{names}.onnx", 12, names))
+            for names in transformer_models.NAME_STYLES}
 
 
 # -- the invariants every tree keeps ------------------------------------------------------------------------
@@ -285,7 +274,7 @@ def test_top_level_tflite_subgraph_without_owner_goes_under_the_root() -> None:
 # -- generated transformers ---------------------------------------------------------------------------------
 
 def test_torch_scoped_transformer_follows_its_names(transformers: dict[str, Model]) -> None:
-    model = transformers["torch"]
+    model = transformers["scoped"]
     drawn = drawn_in(model)
     root = group_model(model, drawn, max_items=60)
     check_tree(root, model, 60)
@@ -296,21 +285,21 @@ def test_torch_scoped_transformer_follows_its_names(transformers: dict[str, Mode
         expected = {n for n in model.nodes() if drawn(n) and scope_of(n)[:2] == ("encoder", f"layer.{i}")}
         assert set(layer.members()) == expected and layer.label == f"layer.{i}"
     assert {g.path for g in root.children} >= {"embeddings", "encoder", "pooler"}
-    # the mask preparation has no scope: it stays at the top, not in a layer
-    assert {n.op_type for n in root.nodes} == {"Unsqueeze", "Cast", "Sub", "Mul"}
+    # the mask and position-id computations have no scope: they stay at the top, not in a layer
+    assert root.nodes == [n for n in model.main.nodes if drawn(n) and not scope_of(n)]
     # 12 identical layers: drawn once "× 12", each still its own group
     assert layers[0].repeat == 12 and all(g.twin_of is layers[0] for g in layers[1:])
     assert repeated_runs(by_path["encoder"]) == [layers]
     # Q/K/V projections (MatMul + Add) are too small for a page of their own: they sit in attention/self
     attention = by_path["encoder/layer.0/attention/self"]
     assert "encoder/layer.0/attention/self/query" not in by_path
-    assert [n.op_type for n in attention.nodes].count("MatMul") == 5
+    assert attention.size <= 60 and [n.op_type for n in attention.nodes].count("MatMul") == 5
 
 
 def test_dynamo_metadata_groups_like_torch_names(transformers: dict[str, Model]) -> None:
     """Flat names (node_MatMul_64) with pkg.torch.onnx.name_scopes / namespace metadata: the same tree as the
     TorchScript names give, node for node."""
-    torch_tree = tree_shape(group_model(transformers["torch"], drawn_in(transformers["torch"])))
+    torch_tree = tree_shape(group_model(transformers["scoped"], drawn_in(transformers["scoped"])))
     dynamo = transformers["dynamo"]
     drawn = drawn_in(dynamo)
     assert all(re.fullmatch(r"node_[A-Za-z]+_\d+", n.name) for n in dynamo.nodes())
@@ -322,8 +311,8 @@ def test_dynamo_metadata_groups_like_torch_names(transformers: dict[str, Model])
 
 def test_real_dynamo_export_groups_by_its_metadata() -> None:
     """torch 2.13's dynamo export (samples/onnx/bert_dynamo.onnx): flat names, scopes only in the metadata.
-    Nodes made by export passes carry torch's placeholder '_empty_nn_module_stack_from_metadata_hook' instead of
-    a module path: they have no scope (a box named after the placeholder would be noise)."""
+    Nodes made by export passes carry torch's placeholder '_empty_nn_module_stack_from_metadata_hook' instead
+    of a module path: they have no scope (a box named after the placeholder would be noise)."""
     model = load_model(ONNX / "bert_dynamo.onnx")
     drawn = drawn_in(model)
     root = group_model(model, drawn, max_items=60)
@@ -352,7 +341,7 @@ def test_flat_named_transformer_is_cut_into_stages(transformers: dict[str, Model
     assert all(30 <= g.size <= 60 for g in root.children)
 
 
-@pytest.mark.parametrize("naming", ["torch", "flat"])
+@pytest.mark.parametrize("naming", ["scoped", "flat"])
 @pytest.mark.parametrize("max_depth", [0, 1, 2])
 def test_max_depth_merges_deeper_groups_into_their_ancestor(transformers: dict[str, Model], naming: str,
                                                             max_depth: int) -> None:
@@ -371,15 +360,10 @@ def test_max_depth_merges_deeper_groups_into_their_ancestor(transformers: dict[s
 
 
 def test_determinism_on_separately_loaded_models(transformers: dict[str, Model], tmp_path: Path) -> None:
-    import onnx
-
-    tools = transformer_tools()
-    path = tmp_path / "again.onnx"
-    onnx.save(tools.transformer_model(12, "torch"), str(path))
-    again = load_model(path)
+    again = load_model(transformer_models.write(tmp_path / "again.onnx", 12, "scoped"))
     drawn = drawn_in(again)
     for max_items in (60, 7):
-        assert tree_shape(group_model(transformers["torch"], drawn, max_items)) == \
+        assert tree_shape(group_model(transformers["scoped"], drawn, max_items)) == \
             tree_shape(group_model(again, drawn, max_items))
 
 
