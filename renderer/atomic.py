@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import RenderError
@@ -18,24 +20,71 @@ def write_text(path: str | Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def write_all(items: list[tuple[str | Path, bytes]]) -> None:
-    """Write several files all or nothing: every temporary file is written first, and only when all are
-    complete are they renamed over their targets. A failure before that leaves every target untouched and
-    removes the temporary files. (The renames themselves, within one folder each, do not fail in practice.)
+def write_all(items: Sequence[tuple[str | Path, bytes | dict[str, bytes]]]) -> None:
+    """Write several files, and folders of files (``{file name: bytes}``), all or nothing: everything is
+    written to temporary names first, and only when all is complete renamed over the targets. A failure
+    before that leaves every target untouched and removes the temporary files. A folder replaces the one
+    there before, which may hold only files of the kind written (page files a former run left), never
+    anything else. (The renames themselves, within one folder each, do not fail in practice.)
     """
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in items:
-            staged.append((_stage(Path(path), data), Path(path)))
+            if isinstance(data, dict):
+                staged.append((_stage_folder(Path(path), data), Path(path)))
+            else:
+                staged.append((_stage(Path(path), data), Path(path)))
         for temp, path in staged:
             try:
-                os.replace(temp, path)
+                if os.path.isdir(temp):
+                    _swap_folder(temp, path)
+                else:
+                    os.replace(temp, path)
             except OSError as e:
                 raise RenderError(f"{path}: cannot write ({e.strerror})") from None
     except BaseException:
         for temp, _ in staged:
             _remove(temp)
         raise
+
+
+def _stage_folder(path: Path, files: dict[str, bytes]) -> str:
+    if path.exists() and not path.is_dir():
+        raise RenderError(f"{path}: exists and is not a folder; the pages cannot be written there")
+    if path.is_dir():
+        kinds = {Path(name).suffix for name in files} or {".svg"}
+        foreign = [p.name for p in path.iterdir() if not (p.is_file() and p.name.startswith("page-") and p.suffix in kinds)]
+        if foreign:
+            raise RenderError(f"{path}: holds files annograph did not write ({foreign[0]}…); "
+                              "move them, or choose another output name")
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise RenderError(f"{path}: the folder {directory} does not exist")
+    try:
+        temp = tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise RenderError(f"{path}: cannot write ({e.strerror})") from None
+    try:
+        os.chmod(temp, 0o755)
+        for name, data in files.items():
+            with open(os.path.join(temp, name), "wb") as f:
+                f.write(data)
+            os.chmod(os.path.join(temp, name), 0o644)
+    except BaseException:
+        _remove(temp)
+        raise
+    return temp
+
+
+def _swap_folder(temp: str, path: Path) -> None:
+    old = None
+    if path.is_dir():
+        old = tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent if str(path.parent) else ".")
+        os.rmdir(old)
+        os.replace(path, old)
+    os.replace(temp, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _stage(path: Path, data: bytes) -> str:
@@ -62,6 +111,9 @@ def _stage(path: Path, data: bytes) -> str:
 
 def _remove(temp: str) -> None:
     try:
-        os.unlink(temp)
+        if os.path.isdir(temp):
+            shutil.rmtree(temp, ignore_errors=True)
+        else:
+            os.unlink(temp)
     except OSError:
         pass

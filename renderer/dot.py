@@ -45,6 +45,8 @@ class Scene:
     edge_map: Heatmap | None = None
     totals: dict[str, str] = field(default_factory=dict)
     folding: Folding = field(default_factory=lambda: Folding(frozenset()))
+    cache: dict[str, object] = field(default_factory=dict)
+    """Results several pages of one book share (computed on first use)."""
 
 
 def emit(scene: Scene) -> str:
@@ -58,6 +60,7 @@ class _Emitter:
         self.model = scene.model
         self.opts = scene.options
         self.folding = scene.folding
+        self.highlight: frozenset[tuple[str, int, int]] = frozenset()
         self.cat_colors = category_colors()
         self.drawn_graphs: set[int] = set()
         self.edge_count: dict[int, int] = {}
@@ -168,6 +171,8 @@ class _Emitter:
         if entry is not None:
             border_color = entry.style.get("color", BORDER_COLOR)[:7]
             border = max(1, min(8, round(float(entry.style.get("penwidth", 1)))))
+        if node.key in self.highlight:
+            border_color, border = "#000000", 4
         label = (
             f'<TABLE BORDER="{border}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border_color}" '
             f'BGCOLOR="{fill}">{"".join(rows)}</TABLE>'
@@ -352,7 +357,11 @@ class _Emitter:
 
     # -- legend ---------------------------------------------------------------------------------------------
 
-    def _legend(self) -> str:
+    def _legend(self, crumbs: str = "", totals: dict[str, str] | None = None, nodes: list[Node] | None = None,
+                group_heat: Heatmap | None = None, ops_bar: bool = True) -> str:
+        """The legend table: title, format, ``crumbs`` (a page's place in a book), totals, graph meta, colour
+        bars (operators' unless not ``ops_bar``; the groups' ``group_heat``) and the category colours of
+        ``nodes`` (default every drawn operator)."""
         scene, model = self.scene, self.model
         graph_values = dict(scene.annotations.graph.values)
         title = self.opts.title or graph_values.pop("title", None) or model.path.replace("\\", "/").rsplit("/", 1)[-1]
@@ -361,20 +370,26 @@ class _Emitter:
         if model.producer:
             subtitle += f" · {model.producer}"
         rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(subtitle, 100)}</FONT></TD></TR>')
-        totals = dict(scene.totals)
-        folded = sum(1 for n in model.nodes() if self.folding.is_hidden(n))
-        if folded and "operators" in totals:
-            totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
+        if crumbs:
+            rows.append(crumbs)
+        if totals is None:
+            totals = dict(scene.totals)
+            folded = len(self.folding.hidden)
+            if folded and "operators" in totals:
+                totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
         meta = list(totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
         for key, value in meta[:16]:
             rows.append(
                 f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
                 f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>'
             )
-        for heat, what in ((scene.heatmap, "box fill"), (scene.edge_map, "edge width and colour")):
+        if group_heat is not None:
+            rows.append(self._colorbar(group_heat, "group box fill"))
+        for heat, what in ((scene.heatmap if ops_bar else None, "box fill"), (scene.edge_map, "edge width and colour")):
             if heat is not None:
                 rows.append(self._colorbar(heat, what))
-        categories = sorted({n.category for n in model.nodes() if not self.folding.is_hidden(n)})
+        shown = nodes if nodes is not None else [n for n in model.nodes() if self.folding.is_drawn(n)]
+        categories = sorted({n.category for n in shown})
         if categories:
             cells = "".join(
                 f'<TD BGCOLOR="{self.cat_colors.get(c, self.cat_colors["other"])}">'
@@ -430,10 +445,14 @@ class _Emitter:
 
 
 def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:
-    """Drawn elements of the heatmap's kind that have no value."""
-    if heat is emitter.scene.heatmap:
-        return [n for n in emitter.model.nodes() if emitter.folding.is_drawn(n) and n.key not in heat.values]
-    return []
+    """Drawn elements of the heatmap's kind that have no value (computed once per scene: every page asks)."""
+    if heat is not emitter.scene.heatmap:
+        return []
+    cached = emitter.scene.cache.get("missing")
+    if cached is None:
+        cached = [n for n in emitter.model.nodes() if emitter.folding.is_drawn(n) and n.key not in heat.values]
+        emitter.scene.cache["missing"] = cached
+    return cached
 
 
 def _span(i: int, ticks: int, cells: int) -> int:

@@ -15,7 +15,8 @@ Backslashes, as Graphviz 2.43+ treats them (checked by tests/test_injection.py o
       one backslash: doubled as well.
     * Tooltips: entities decoded, then a pass that turns ``\\\\`` into ``\\`` (and ``\\n`` into a newline),
       then the substitution, where ``\\\\`` is again one backslash: each backslash becomes four.
-HTML reports are escaped by jinja2's autoescape; nothing user-written is ever put in URL/href attributes.
+HTML reports are escaped by jinja2's autoescape. Links (``href``) only ever hold page file names and element ids
+that annograph makes, percent-encoded by ``href``; no model or annotation text reaches them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def clean(value: Any, limit: int = 200, newlines: bool = False) -> str:
     text = value if isinstance(value, str) else str(value)
     if len(text) > limit:
         text = text[: max(limit - 1, 0)] + ELLIPSIS
+    if text.isprintable():  # no control, format (bidi, zero-width), surrogate or unassigned character: as it is
+        return text
     if not newlines:
         text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
     else:
@@ -90,6 +93,18 @@ def _esc_string(value: Any, limit: int, backslash: str) -> NoHtml:
     # Graphviz decodes entities in labels and tooltips, so escape & ourselves: a literal "&lt;" then shows as typed.
     text = text.replace("&", "&amp;")
     return nohtml(text.replace("\\", backslash).replace("\n", "\\n"))
+
+
+def href(path: str) -> str:
+    """A link target we compute (a page file and an element id) for Graphviz's ``href``: every character
+    outside ``[A-Za-z0-9._~/#-]`` percent-encoded, so a file name the user chose cannot break out either.
+
+    >>> href('m "1".svg.pages/page-002.svg#op-0-5')
+    'm%20%221%22.svg.pages/page-002.svg#op-0-5'
+    """
+    from urllib.parse import quote
+
+    return quote(path, safe="/#-._~")
 
 
 def html_label(markup: str) -> str:

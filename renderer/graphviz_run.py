@@ -6,8 +6,13 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 from .errors import GraphvizNotFound, RenderError
+
+
+class LayoutTimeout(RenderError):
+    """Graphviz ran past its time."""
 
 FORMATS = frozenset({"svg", "pdf", "png"})
 MAX_PDF_INCHES = 199
@@ -26,6 +31,77 @@ def dot_program() -> str:
     return path
 
 
+def render_formats(source: str, formats: list[str], timeout: float | None = None) -> dict[str, bytes]:
+    """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf).
+
+    One ``dot`` run writes the SVG and the laid-out graph (``-Tdot``: the source with every position) from the
+    same layout; PNG and PDF are drawn from that laid-out graph by ``neato -n2``, which keeps every position:
+    no second layout, and the same geometry in every format. The SVG is byte-identical to
+    ``run_dot(source, "svg")``. (Not ``-Txdot``: Graphviz 2.43 writes text holding ``\"`` into xdot's drawing
+    attributes in a form it cannot read back.)
+    """
+    if len(formats) <= 1:
+        return {fmt: run_dot(source, fmt, timeout=timeout) for fmt in formats}
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
+    import tempfile
+    from pathlib import Path
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with tempfile.TemporaryDirectory(prefix="annograph-") as folder:
+        svg, laid = Path(folder) / "page.svg", Path(folder) / "page.gv"
+        command = [dot_program(), "-Tdot", "-o", str(laid)] + (["-Tsvg", "-o", str(svg)] if "svg" in formats else [])
+        _run(command, source.encode("utf-8"), _left(deadline, timeout), timeout)
+        result = {"svg": svg.read_bytes()} if "svg" in formats else {}
+        positioned = laid.read_bytes()
+    neato = [_program("neato"), "-n2", "-Gpad=0"]
+    for fmt in formats:
+        if fmt != "svg":
+            data = _run(neato + _format_args(fmt)[1:], positioned, _left(deadline, timeout), timeout)
+            result[fmt] = _fixed_pdf_dates(data) if fmt == "pdf" else data
+    return result
+
+
+def _left(deadline: float | None, timeout: float | None) -> float | None:
+    return None if deadline is None else max(0.1, deadline - time.monotonic())
+
+
+def _program(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise GraphvizNotFound(name)
+    return path
+
+
+def _format_args(fmt: str, dpi: int | None = None) -> list[str]:
+    """The program and output arguments for ``fmt`` (the program slot filled with ``dot``)."""
+    if fmt == "pdf":
+        # PDF readers refuse pages over 200 inches (Acrobat's limit): scale big graphs down to fit.
+        return ["dot", "-Tpdf:cairo", f"-Gsize={MAX_PDF_INCHES},{MAX_PDF_INCHES}"]
+    if fmt == "png":
+        # cairo cannot make images over 32767 pixels a side
+        inches = MAX_PNG_PIXELS // (dpi or PNG_DPI)
+        return ["dot", "-Tpng:cairo", f"-Gdpi={dpi or PNG_DPI}", f"-Gsize={inches},{inches}"]
+    return ["dot", f"-T{fmt}"]
+
+
+def _run(command: list[str], data: bytes, timeout: float | None, budget: float | None = None) -> bytes:
+    """Run one Graphviz program; ``timeout`` is what is left of the ``budget`` the user gave."""
+    env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    try:
+        done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        limit = budget if budget is not None else timeout
+        raise LayoutTimeout(f"Graphviz did not finish within {limit:g} s (raise --timeout, or render a subgraph)") from None
+    except OSError as e:
+        raise RenderError(f"cannot run Graphviz: {e}") from None
+    if done.returncode != 0:
+        message = _first_error(done.stderr)
+        raise RenderError(f"Graphviz failed with exit status {done.returncode}: {message}")
+    return done.stdout
+
+
 def run_dot(source: str, fmt: str, timeout: float | None = None, dpi: int | None = None) -> bytes:
     """Lay out ``source`` and return the ``fmt`` bytes.
 
@@ -36,28 +112,11 @@ def run_dot(source: str, fmt: str, timeout: float | None = None, dpi: int | None
     """
     if fmt not in FORMATS:
         raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
-    command = [dot_program(), f"-T{fmt}"]
-    if fmt == "pdf":
-        # PDF readers refuse pages over 200 inches (Acrobat's limit): scale big graphs down to fit.
-        command = [command[0], "-Tpdf:cairo", f"-Gsize={MAX_PDF_INCHES},{MAX_PDF_INCHES}"]
-    elif fmt == "png":
-        # cairo cannot make images over 32767 pixels a side
-        inches = MAX_PNG_PIXELS // (dpi or PNG_DPI)
-        command = [command[0], "-Tpng:cairo", f"-Gdpi={dpi or PNG_DPI}", f"-Gsize={inches},{inches}"]
-    env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
-    try:
-        done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, timeout=timeout, env=env,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        raise RenderError(f"Graphviz did not finish within {timeout:g} s (raise --timeout, or render a subgraph)") from None
-    except OSError as e:
-        raise RenderError(f"cannot run Graphviz: {e}") from None
-    if done.returncode != 0:
-        message = _first_error(done.stderr)
-        raise RenderError(f"Graphviz failed with exit status {done.returncode}: {message}")
-    if not done.stdout:
+    command = [dot_program()] + _format_args(fmt, dpi)[1:]
+    stdout = _run(command, source.encode("utf-8"), timeout)
+    if not stdout:
         raise RenderError("Graphviz produced no output")
-    return _fixed_pdf_dates(done.stdout) if fmt == "pdf" else done.stdout
+    return _fixed_pdf_dates(stdout) if fmt == "pdf" else stdout
 
 
 _PDF_DATE = re.compile(rb"/(CreationDate|ModDate) \(D:([0-9]+)")

@@ -26,6 +26,13 @@ class RenderOptions:
         timeout: seconds Graphviz may run before it is stopped.
         dims: values pinned for symbolic dimensions.
         max_tensor_elements: weight statistics are skipped (and said so) for larger tensors.
+        collapse: ``auto`` (one picture for small models, an overview with linked pages for big ones), ``none``
+            (always one picture) or a group depth (an overview whose groups nest at most that deep).
+        aggregate: how a group box combines its members' colour metric (``sum``, ``max``, ``min``, ``mean``);
+            by default the metric's own rule (costs add up, errors take the worst).
+        focus: operator ids to draw with their neighbourhood (``radius`` hops) instead of the whole model.
+        top: draw the ``top`` hottest operators by the colour metric, each with its neighbourhood.
+        focus_together: one page holding every neighbourhood, instead of a page each and an index page.
     """
 
     color_by: str | None = None
@@ -45,3 +52,9 @@ class RenderOptions:
     timeout: float | None = 600.0
     dims: dict[str, int] = field(default_factory=dict)
     max_tensor_elements: int = 50_000_000
+    collapse: str | int = "auto"
+    aggregate: str | None = None
+    focus: list[str] = field(default_factory=list)
+    radius: int = 2
+    top: int | None = None
+    focus_together: bool = False

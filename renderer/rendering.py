@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import atomic, dot, graphviz_run
+from . import atomic, dot, escape, graphviz_run
 from .annotations import Annotations
 from .annotations.records import AnnotationSet
 from .errors import RenderError
 from .folding import fold
 from .heatmap import Heatmap, build
-from .ir import Model
+from .colors import format_number
+from .ir import Model, Node
 from .options import RenderOptions
+
+
+if TYPE_CHECKING:
+    from .pages import Book
 
 OUTPUT_FORMATS: dict[str, str] = {
     ".svg": "svg", ".pdf": "pdf", ".png": "png", ".dot": "dot", ".gv": "dot", ".html": "html", ".htm": "html",
@@ -50,36 +56,97 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
 
 
 def to_dot(model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None) -> str:
-    """The DOT source of the annotated picture."""
-    return dot.emit(prepare(model, annotations, options or RenderOptions()))
+    """The DOT source of the annotated picture (of the overview, when the model is drawn as a book of pages)."""
+    scene = prepare(model, annotations, options or RenderOptions())
+    book = plan_book(scene)
+    if book is None:
+        return dot.emit(scene)
+    from .dot_pages import Links, emit_page
+
+    return emit_page(scene, book, book.pages[0], Links("model.svg"))
 
 
-def _produce(scene: dot.Scene, source: str, fmt: str, svg_cache: dict[str, bytes]) -> bytes:
-    if fmt == "dot":
-        return source.encode("utf-8")
-    if fmt == "md":
-        from . import report
+def plan_book(scene: dot.Scene) -> Book | None:
+    """The pages to draw: a focused view, an overview with detail pages, or None for one flat picture."""
+    from . import pages
 
-        return report.markdown(scene).encode("utf-8")
-    if fmt in ("svg", "html") and "svg" not in svg_cache:
-        svg_cache["svg"] = graphviz_run.run_dot(source, "svg", timeout=scene.options.timeout)
-    if fmt == "svg":
-        return svg_cache["svg"]
-    if fmt == "html":
-        from . import report
+    opts = scene.options
+    if opts.focus or opts.top:
+        return _focus(scene)
+    return pages.plan(scene.model, scene.folding.is_drawn, opts.collapse)
 
-        return report.html(scene, svg_cache["svg"].decode("utf-8")).encode("utf-8")
-    if fmt in graphviz_run.FORMATS:
-        return graphviz_run.run_dot(source, fmt, timeout=scene.options.timeout)
-    raise RenderError(f"unknown output format {fmt!r}")
+
+def _focus(scene: dot.Scene) -> Book:
+    from . import pages
+    from .id_rules import IdIndex, Unresolved
+
+    opts, model = scene.options, scene.model
+    if opts.radius < 0:
+        raise RenderError(f"--radius {opts.radius}: use 0 or more hops")
+    centres: list[Node] = []
+    labels: list[str] = []
+    if opts.focus:
+        index = IdIndex.build(model)
+        for ident in opts.focus:
+            try:
+                _, graph, number = index.operator(ident)
+            except Unresolved as e:
+                raise RenderError(f"--focus {escape.clean(ident, 80)}: {e}") from None
+            node = model.graphs[graph].nodes[number]
+            if scene.folding.is_hidden(node):
+                raise RenderError(f"--focus {escape.clean(ident, 80)}: operator {graph}:{number} is folded into the box "
+                                  "that reads it; add --show-constants to draw it")
+            centres.append(node)
+            labels.append(f"{node.op_type} {graph}:{number}")
+    if opts.top:
+        heat = scene.heatmap
+        if heat is None:
+            raise RenderError("--top needs a colour metric: add --color-by METRIC")
+        if opts.top < 1:
+            raise RenderError(f"--top {opts.top}: use 1 or more")
+        hottest = sorted(heat.values.items(), key=lambda item: (-item[1], item[0]))[: opts.top]
+        for rank, ((_, graph, number), value) in enumerate(hottest, 1):
+            node = model.graphs[graph].nodes[number]
+            centres.append(node)
+            labels.append(f"#{rank} {node.op_type} {graph}:{number}  {heat.metric} {format_number(value)}")
+        if not hottest:
+            raise RenderError(f"--top: no operator has a value of {heat.metric}")
+    return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
+
+
+def _produce_all(scene: dot.Scene, source: str, formats: list[str]) -> list[bytes]:
+    """Every format of one flat picture, from one Graphviz layout."""
+    laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
+    laid = graphviz_run.render_formats(source, laid_out, timeout=scene.options.timeout)
+    produced = []
+    for fmt in formats:
+        if fmt == "dot":
+            produced.append(source.encode("utf-8"))
+        elif fmt in laid:
+            produced.append(laid[fmt])
+        elif fmt in ("md", "html"):
+            from . import report
+
+            produced.append(report.markdown(scene).encode("utf-8") if fmt == "md"
+                            else report.html(scene, laid["svg"].decode("utf-8")).encode("utf-8"))
+        else:
+            raise RenderError(f"unknown output format {fmt!r}")
+    return produced
 
 
 def render_bytes(
     model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None, fmt: str = "svg",
 ) -> bytes:
-    """The picture (or report) as bytes in ``fmt``: svg, pdf, png, dot, html or md."""
+    """The picture (or report) as bytes in ``fmt``: svg, pdf, png, dot, html or md. For a model drawn as a
+    book of pages: the overview (svg, png, dot), or the whole book (pdf, html)."""
     scene = prepare(model, annotations, options or RenderOptions())
-    return _produce(scene, dot.emit(scene), fmt, {})
+    book = plan_book(scene)
+    if book is None:
+        return _produce_all(scene, dot.emit(scene), [fmt])[0]
+    from . import book_output
+
+    outputs = [(f"model.{fmt}", fmt)]
+    return book_output.produce(scene, book, outputs, book_output.links_for(outputs))[0][1]  # type: ignore[return-value]
 
 
 def render(
@@ -90,16 +157,26 @@ def render(
 
     The layout is computed once for all outputs. Every output is produced before any is written, so a
     failure leaves all existing files as they were. Returns the bytes of the last output (SVG when none).
+    A big model (``RenderOptions.collapse``) or a focused view is drawn as an overview with pages: see
+    ``renderer.book_output`` for where the pages go.
     """
-    scene = prepare(model, annotations, options or RenderOptions())
-    source = dot.emit(scene)
+    options = options or RenderOptions()
     if output is None:
-        return _produce(scene, source, fmt or "svg", {})
+        return render_bytes(model, annotations, options, fmt or "svg")
+    scene = prepare(model, annotations, options)
     outputs = output if isinstance(output, list) else [output]
-    svg_cache: dict[str, bytes] = {}
-    produced = [(path, _produce(scene, source, output_format(path, fmt), svg_cache)) for path in outputs]
-    atomic.write_all(produced)
-    return produced[-1][1]
+    formats = [output_format(path, fmt) for path in outputs]
+    book = plan_book(scene)
+    if book is None:
+        produced = list(zip(outputs, _produce_all(scene, dot.emit(scene), formats)))
+        atomic.write_all(produced)
+        return produced[-1][1]
+    from . import book_output
+
+    named = [(str(path), f) for path, f in zip(outputs, formats)]
+    written = book_output.produce(scene, book, named, book_output.links_for(named))
+    atomic.write_all(written)
+    return next(data for _, data in reversed(written) if isinstance(data, bytes))
 
 
 __all__ = ["OUTPUT_FORMATS", "AnnotationSet", "output_format", "prepare", "render", "render_bytes", "to_dot"]

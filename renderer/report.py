@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import escape
 from .annotations.records import metric_value
@@ -16,6 +16,9 @@ from .colors import format_number
 from .dot import Scene
 from .errors import RenderError
 from .resources import folder
+
+if TYPE_CHECKING:
+    from .pages import Book
 
 TOP_ROWS = 50
 _XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", re.S)
@@ -113,7 +116,21 @@ def html(scene: Scene, svg: str) -> str:
     body = _XML_PROLOG.sub("", svg)
     _check_svg(body)
     view = _view(scene)
-    return _environment().get_template("report.html.j2").render(**view, svg=markupsafe.Markup(body))
+    return _environment().get_template("report.html.j2").render(**view, svg=markupsafe.Markup(body), pages=[])
+
+
+def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
+    """One standalone HTML page holding every page of a book (the overview first), linked by anchors."""
+    import markupsafe
+
+    pages = []
+    for page, svg in zip(book.pages, svgs):
+        body = _XML_PROLOG.sub("", svg)
+        _check_svg(body)
+        heading = "overview" if page.index == 0 else f"page {page.index}: {page.title}"
+        pages.append({"stem": page.stem, "heading": escape.clean(heading, 200), "svg": markupsafe.Markup(body)})
+    view = _view(scene)
+    return _environment().get_template("report.html.j2").render(**view, svg="", pages=pages)
 
 
 def markdown(scene: Scene) -> str:

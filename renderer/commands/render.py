@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_annotation_arguments(parser)
     add_colour_arguments(parser, edges=True)
     add_layout_arguments(parser, show=True)
+    add_big_model_arguments(parser)
 
 
 def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
@@ -56,12 +57,35 @@ def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
     shape.add_argument("--title", help="picture title (default: the annotations' title or the file name)")
     shape.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
                        help="skip weight statistics for tensors larger than N elements (default 50M)")
-    shape.add_argument("--timeout", type=float, default=600.0, help="seconds Graphviz may run (default 600)")
+    shape.add_argument("--timeout", type=float, default=600.0, help="seconds Graphviz may run, for the whole "
+                       "report (default 600)")
+
+
+def add_big_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Overview and pages, focused views (``render`` only)."""
+    big = parser.add_argument_group("big models")
+    big.add_argument("--collapse", default="auto", metavar="auto|none|DEPTH",
+                     help="auto (default): one picture up to 1,500 drawn operators, above that an overview of "
+                     "groups (name scopes, subgraphs, or stages) with a linked page per group; none: always one "
+                     "picture; DEPTH: the overview with groups nested at most DEPTH deep. Pages go to "
+                     "OUTPUT.pages/ (.svg .png .dot), into one file (.html, .pdf)")
+    big.add_argument("--aggregate", choices=("sum", "max", "min", "mean"),
+                     help="how a group box combines its operators' colour metric (default: by the metric: "
+                     "costs add up, errors take the worst)")
+    big.add_argument("--focus", action="append", default=[], metavar="ID",
+                     help="draw only this operator and its neighbourhood (repeatable)")
+    big.add_argument("--radius", type=int, default=2, metavar="K", help="hops around --focus and --top (default 2)")
+    big.add_argument("--top", type=int, metavar="K",
+                     help="draw the K hottest operators by --color-by, each with its neighbourhood, a page each "
+                     "after an index page")
+    big.add_argument("--together", action="store_true",
+                     help="with --focus/--top: every neighbourhood on one page")
 
 
 def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """RenderOptions from the parsed colour and layout options (absent ones at their defaults)."""
     from ..options import RenderOptions
+    from ..pages import collapse_depth
     from .common import parse_dims
 
     return RenderOptions(
@@ -70,6 +94,9 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         show=_show(getattr(args, "show", None)), show_constants=args.show_constants,
         edge_labels=not args.no_edge_labels, rankdir=args.rankdir, title=args.title, timeout=args.timeout,
         dims=parse_dims(args.dim), max_tensor_elements=args.max_tensor_elements,
+        collapse=collapse_depth(getattr(args, "collapse", "auto")), aggregate=getattr(args, "aggregate", None),
+        focus=list(getattr(args, "focus", [])), radius=getattr(args, "radius", 2), top=getattr(args, "top", None),
+        focus_together=getattr(args, "together", False),
     )
 
 

@@ -1,0 +1,50 @@
+"""How a group's box summarises its members' values: sum, max, min or mean, by what the metric measures."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+from .annotations.records import MetricInfo
+from .errors import AnnographError
+
+RULES = ("sum", "max", "min", "mean")
+
+# Costs add up over a group; errors are as bad as the worst member; ratios average.
+_ADDITIVE = re.compile(r"latency|time|_us\b|_ms\b|_ns\b|duration|bytes|memory|macs|flops|params|elements|count|calls",
+                       re.IGNORECASE)
+_WORST = re.compile(r"err|loss|mse|diff|dist|drift|rmse|deviation", re.IGNORECASE)
+
+
+def rule_for(metric: str, info: MetricInfo | None, override: str | None = None) -> str:
+    """``override`` when given, else the metric's own rule: the worst member for errors and for
+    higher-is-better scores (SQNR: the lowest), the total for costs, the mean for everything else."""
+    if override:
+        if override not in RULES:
+            raise AnnographError(f"--aggregate {override!r}: use one of {', '.join(RULES)}")
+        return override
+    if info is not None and getattr(info, "aggregate", None) in RULES:
+        return info.aggregate  # type: ignore[return-value]
+    if info is not None and info.higher_is_better is True:
+        return "min"
+    short = metric.rsplit(".", 1)[-1]
+    if _WORST.search(short):
+        return "max"
+    if _ADDITIVE.search(short):
+        return "sum"
+    return "mean"
+
+
+def combine(values: Iterable[float], rule: str) -> float | None:
+    """The finite ``values`` combined by ``rule``; None when there are none."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    if rule == "sum":
+        return math.fsum(finite)
+    if rule == "max":
+        return max(finite)
+    if rule == "min":
+        return min(finite)
+    return math.fsum(finite) / len(finite)

@@ -1,0 +1,140 @@
+"""Writing a book (``renderer.pages``): every page laid out once, in parallel over the cores, then written as
+the formats asked for.
+
+    ``-o m.svg``   the overview in ``m.svg``, the pages in ``m.svg.pages/page-NNN.svg`` (relative links)
+    ``-o m.png``   likewise (``m.png.pages/``); ``-o m.dot`` the DOT sources likewise
+    ``-o m.pdf``   one PDF, the overview first, a page each
+    ``-o m.html``  one self-contained file holding every page, links turned into in-page anchors
+    ``-o m.md``    the summary of the overview
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from . import graphviz_run
+from .dot import Scene
+from .dot_pages import Links, emit_page
+from .errors import RenderError
+from .pages import Book, Page
+
+GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
+
+
+def links_for(outputs: list[tuple[str, str]]) -> Links:
+    """Links named after the SVG output when there is one (the format that keeps them), else the first."""
+    named = next((path for path, fmt in outputs if fmt == "svg"), outputs[0][0] if outputs else "model.svg")
+    stem = Path(named).name if Path(named).suffix.lower() == ".svg" else Path(named).stem + ".svg"
+    return Links(stem)
+
+
+def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Links) -> list[tuple[Path, bytes | dict[str, bytes]]]:
+    """(path, bytes) for single-file outputs, (folder path, {file name: bytes}) for page folders."""
+    sources = [emit_page(scene, book, page, links) for page in book.pages]
+    formats = sorted({fmt for _, fmt in outputs if fmt in GRAPHVIZ_FORMATS} | (
+        {"svg"} if any(fmt == "html" for _, fmt in outputs) else set()))
+    laid = _lay_out(book, sources, formats, scene.options.timeout)
+    produced: list[tuple[Path, bytes | dict[str, bytes]]] = []
+    for path, fmt in outputs:
+        target = Path(path)
+        if fmt in ("svg", "png", "dot"):
+            pages = [laid[i][fmt] if fmt != "dot" else sources[i].encode("utf-8") for i in range(len(book.pages))]
+            produced.append((target, pages[0]))
+            produced.append((target.with_name(target.name + ".pages"),
+                             {f"{page.stem}.{fmt}": data for page, data in zip(book.pages[1:], pages[1:])}))
+        elif fmt == "pdf":
+            produced.append((target, _merge_pdfs([laid[i]["pdf"] for i in range(len(book.pages))])))
+        elif fmt == "html":
+            from . import report
+
+            svgs = [_anchored(laid[i]["svg"].decode("utf-8"), book, links) for i in range(len(book.pages))]
+            produced.append((target, report.book_html(scene, book, svgs).encode("utf-8")))
+        elif fmt == "md":
+            from . import report
+
+            produced.append((target, report.markdown(scene).encode("utf-8")))
+        else:
+            raise RenderError(f"unknown output format {fmt!r}")
+    return produced
+
+
+def _lay_out(book: Book, sources: list[str], formats: list[str], timeout: float | None) -> list[dict[str, bytes]]:
+    """Each page laid out once and rendered to ``formats``; pages in parallel, a progress bar on a terminal."""
+    if not formats:
+        return [{} for _ in sources]
+    deadline = time.monotonic() + timeout if timeout else None
+    workers = max(1, min(len(sources), os.cpu_count() or 1))
+
+    def one(index: int) -> dict[str, bytes]:
+        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        try:
+            return graphviz_run.render_formats(sources[index], formats, timeout=left)
+        except graphviz_run.LayoutTimeout:
+            page = book.pages[index]
+            raise RenderError(
+                f"Graphviz did not finish page {page.index} ({page.title}) within the {timeout:g} s of --timeout; "
+                "raise --timeout, or draw less per page with --collapse DEPTH or --focus ID"
+            ) from None
+
+    from tqdm import tqdm
+
+    results: list[dict[str, bytes]] = [{} for _ in sources]
+    with ThreadPoolExecutor(max_workers=workers) as pool, tqdm(
+        total=len(sources), desc="layout", unit="page", file=sys.stderr, disable=not sys.stderr.isatty(),
+        leave=False,
+    ) as bar:
+        # the biggest pages first, so one long page does not start last
+        order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
+        futures = {pool.submit(one, i): i for i in order}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            bar.update(1)
+    return results
+
+
+def _merge_pdfs(pages: list[bytes]) -> bytes:
+    """One PDF of the pages in order, with fixed metadata so the same input gives the same bytes."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for data in pages:
+        for page in PdfReader(io.BytesIO(data)).pages:
+            writer.add_page(page)
+    writer.add_metadata({"/Producer": "annograph", "/CreationDate": "D:19800101000000Z"})
+    writer._ID = None  # type: ignore[attr-defined]  # no random file identifier
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+_HREF = re.compile(r'(xlink:href|href)="([^"]*)"')
+
+
+def _anchored(svg: str, book: Book, links: Links) -> str:
+    """The page's SVG with links to page files turned into anchors within one HTML file."""
+    files = {_basename(links.file(page)): page for page in book.pages}
+
+    def swap(match: re.Match[str]) -> str:
+        path, _, anchor = match.group(2).partition("#")
+        page = files.get(_basename(path))
+        if page is None and path:
+            return match.group(0)
+        return f'{match.group(1)}="#{anchor or (page.stem if page else "")}"'
+
+    return _HREF.sub(swap, svg)
+
+
+def _basename(path: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(path).rsplit("/", 1)[-1]
+
+
+__all__ = ["Page", "links_for", "produce"]

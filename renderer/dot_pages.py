@@ -1,0 +1,422 @@
+"""DOT for the pages of a book (``renderer.pages``): a page's operators in full, its sub-groups as linked boxes
+coloured by their members' aggregate, and stubs for tensors that come from or go to other pages.
+
+Element ids, besides the operators' usual ``op-S-N`` and tensors' ``t-S-N``:
+    ``box-P``      the box of the group whose own page is P          class ``group``
+    ``stub-P-K``   a stub on page P for tensors crossing to another page   class ``stub``
+    ``x-P-K``      an edge on page P carrying several tensors, or one to a box or stub
+    ``cl-P-K``     a sub-group drawn inline on page P as a cluster
+    ``PAGE-svg``, ``PAGE-legend``   the page (``overview``, ``page-001``…) and its legend
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+import graphviz
+
+from . import escape
+from .aggregate import combine, rule_for
+from .annotations.records import MetricInfo
+from .colors import Scale, format_number, text_color
+from .dot import BORDER_COLOR, EDGE_COLOR, FONT, Scene, _Emitter, _io_name, _op_name, _row, _unique
+from .grouping import Group
+from .heatmap import Heatmap
+from .ir import Node, Value
+from .metrics import format_bytes
+from .metrics.tensors import tensor_bytes
+from .pages import Book, Inline, Page
+
+LINK_COLOR = "#1a4f8b"
+STUB_FILL = "#f4f4f4"
+GROUP_PLAIN_FILL = "#f2f5f9"
+MAX_TOOLTIP_TENSORS = 12
+RUN_COLUMNS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Relative links between the files of a book: the overview ``NAME.EXT`` and ``NAME.EXT.pages/page-NNN.EXT``."""
+
+    overview: str
+    ext: str = "svg"
+
+    @property
+    def folder(self) -> str:
+        return f"{self.overview}.pages"
+
+    def file(self, page: Page) -> str:
+        """The page's file, relative to the overview's folder."""
+        return self.overview if page.index == 0 else f"{self.folder}/{page.stem}.{self.ext}"
+
+    def href(self, source: Page, target: Page, anchor: str = "") -> str:
+        if target.index == 0:
+            path = self.overview if source.index == 0 else f"../{self.overview}"
+        elif source.index == 0:
+            path = f"{self.folder}/{target.stem}.{self.ext}"
+        else:
+            path = f"{target.stem}.{self.ext}"
+        if source is target:
+            path = ""
+        return escape.href(path + (f"#{anchor}" if anchor else ""))
+
+
+def emit_page(scene: Scene, book: Book, page: Page, links: Links) -> str:
+    """The DOT source of one page."""
+    return _PageEmitter(scene, book, page, links).run()
+
+
+def group_heatmap(scene: Scene, groups: list[Group], aggregate: str | None = None) -> Heatmap | None:
+    """The colour metric summed (or max…) over each group's drawn members, on a scale fitted to these groups."""
+    heat = scene.heatmap
+    if heat is None or not groups:
+        return None
+    rule = rule_for(heat.metric, heat.info, aggregate)
+    values = {}
+    for i, group in enumerate(groups):
+        number = combine((heat.values[n.key] for n in group.members() if n.key in heat.values), rule)
+        if number is not None:
+            values[("g", i, 0)] = number
+    info = MetricInfo(f"{heat.metric} ({rule} of members)", heat.info.source, heat.info.unit,
+                      heat.info.higher_is_better, heat.info.description)
+    cmap = scene.options.cmap or ("traffic_r" if heat.info.higher_is_better else None)
+    norm = scene.options.norm if scene.options.norm != "log" or all(v > 0 for v in values.values()) else "linear"
+    scale = Scale.fit(list(values.values()), cmap=cmap, norm=norm)
+    return Heatmap(info.name, info, values, scale)
+
+
+class _PageEmitter(_Emitter):
+    def __init__(self, scene: Scene, book: Book, page: Page, links: Links) -> None:
+        super().__init__(scene)
+        self.book, self.page, self.links = book, page, links
+        self.highlight = frozenset(n.key for n in page.highlight)
+        self.local: dict[tuple[str, int, int], str] = {}
+        self.runs = page.all_boxes()
+        self.groups = [g for run in self.runs for g in run]
+        self.group_index = {id(g): i for i, g in enumerate(self.groups)}
+        self.box_heat = group_heatmap(scene, self.groups, scene.options.aggregate)
+        self.stubs: dict[str, tuple[str, str, str]] = {}  # dot name → (label, href, tooltip)
+        self.stub_ids: dict[str, str] = {}
+        self._cluster_count = 0
+
+    def run(self) -> str:
+        opts, page = self.opts, self.page
+        dot = graphviz.Digraph("annograph")
+        dot.attr(
+            "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.25", ranksep="0.35",
+            bgcolor="#ffffff", compound="true", newrank="true", id=f"{page.stem}-svg", pad="0.3",
+        )
+        dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
+        dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
+        drawn = page.drawn_ops()
+        legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
+        dot.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=escape.attr("legend"))
+        for node in drawn:
+            self.local[node.key] = _op_name(node)
+        for run in self.runs:
+            name = f"box_{self.book.page_of_group[id(run[0])].index}"
+            for group in run:
+                for member in group.members():
+                    self.local[member.key] = name
+        self._content(dot, page.ops, page.inlines, page.boxes)
+        for graph_index in page.io_graphs:
+            graph = self.model.graphs[graph_index]
+            for value in graph.inputs:
+                self._io_node(dot, value, "input")
+                self.local[("in", graph_index, value.index)] = _io_name(value)
+            for value in graph.outputs:
+                self._io_node(dot, value, "output")
+                self.local[("out", graph_index, value.index)] = _io_name(value, "output")
+        self._page_edges(dot, drawn)
+        for name, (label, href, tip) in self.stubs.items():
+            attrs = {"href": href} if href else {}
+            dot.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
+                     **{"class": "stub"})
+        return dot.source
+
+    # -- content --------------------------------------------------------------------------------------------
+
+    def _content(self, container: graphviz.Digraph, ops: list[Node], inlines: list[Inline],
+                 boxes: list[list[Group]]) -> None:
+        for node in ops:
+            self._op_node(container, node)
+        for inline in inlines:
+            self._cluster_count += 1
+            with container.subgraph(name=f"cluster_g{self._cluster_count}") as sub:
+                sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">'
+                                                 f'{escape.html_text(inline.group.label, 80)}</FONT>'),
+                         style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
+                         labeljust="l", tooltip=escape.tooltip([inline.group.path or inline.group.label]))
+                self._content(sub, inline.ops, inline.inlines, inline.boxes)
+        for run in boxes:
+            if len(run) == 1:
+                self._box_node(container, run[0])
+            else:
+                self._run_node(container, run)
+
+    def _value_of(self, group: Group) -> float | None:
+        if self.box_heat is None:
+            return None
+        return self.box_heat.values.get(("g", self.group_index[id(group)], 0))
+
+    def _box_node(self, container: graphviz.Digraph, group: Group) -> None:
+        target = self.book.page_of_group[id(group)]
+        number = self._value_of(group)
+        fill = self.box_heat.scale.color(number) if self.box_heat else GROUP_PLAIN_FILL
+        ink = text_color(fill)
+        members = list(group.members())
+        types = Counter(n.op_type for n in members).most_common()
+        title = group.label
+        rows = [
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{ink}" POINT-SIZE="12"><B>{escape.html_text(title, 48)}'
+            f'</B></FONT></TD></TR>',
+            _row(f"{len(members):,} operators" + (f" · {group.kind}" if group.kind in ("graph", "stage") else ""), ink),
+            _row(escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""),
+                                  64), ink, 8),
+        ]
+        if self.box_heat is not None:
+            shown = format_number(number) if number is not None else "n/a"
+            rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)} "  # type: ignore[union-attr]
+                             f"{escape.html_text(rule_for(self.scene.heatmap.metric, self.scene.heatmap.info, self.opts.aggregate), 8)}: "  # type: ignore[union-attr]
+                             f"<B>{escape.html_text(shown, 24)}</B>", ink))
+        rows.append(_row(f'<U>open page {target.index}</U>', ink, 8))
+        label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="4" COLOR="{BORDER_COLOR}" '
+                 f'BGCOLOR="{fill}" STYLE="rounded">{"".join(rows)}</TABLE>')
+        tip = [f"group {group.path or group.label}  (page {target.index}, box-{target.index})",
+               f"{len(members):,} operators: " + ", ".join(f"{t} ×{c}" for t, c in types[:12])]
+        if self.box_heat is not None:
+            tip.append(f"{self.scene.heatmap.metric}: {format_number(number) if number is not None else 'n/a'}")  # type: ignore[union-attr]
+        container.node(f"box_{target.index}", label=escape.html_label(label), id=f"box-{target.index}",
+                       href=self.links.href(self.page, target), tooltip=escape.tooltip(tip), **{"class": "group"})
+
+    def _run_node(self, container: graphviz.Digraph, run: list[Group]) -> None:
+        """One box for structurally identical siblings: what one instance holds, and a cell per instance
+        (filled by its value, linked to its page)."""
+        head = self.book.page_of_group[id(run[0])]
+        members = list(run[0].members())
+        types = Counter(n.op_type for n in members).most_common()
+        title = f"{run[0].label} … {run[-1].label}  × {len(run)}"
+        rows = [
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="12"><B>'
+            f'{escape.html_text(title, 60)}</B></FONT></TD></TR>',
+            f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="9">{len(members):,} operators each, '
+            f'same structure</FONT></TD></TR>',
+            f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="8">'
+            f'{escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""), 64)}'
+            f"</FONT></TD></TR>",
+        ]
+        values = [self._value_of(g) for g in run]
+        heat = self.scene.heatmap
+        if self.box_heat is not None and heat is not None:
+            rule = rule_for(heat.metric, heat.info, self.opts.aggregate)
+            total = combine((v for v in values if v is not None), rule)
+            rows.append(f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="9">'
+                        f'{escape.html_text(heat.metric, 28)} {rule} per instance; {rule} of all: '
+                        f'<B>{escape.html_text(format_number(total) if total is not None else "n/a", 24)}</B>'
+                        f"</FONT></TD></TR>")
+        cells = []
+        for group, number in zip(run, values):
+            page = self.book.page_of_group[id(group)]
+            fill = self.box_heat.scale.color(number) if self.box_heat else "#ffffff"
+            shown = format_number(number) if number is not None else ("n/a" if self.box_heat else "")
+            cells.append(
+                f'<TD BGCOLOR="{fill}" HREF="{self.links.href(self.page, page)}" ID="box-{page.index}" '
+                f'TITLE="{escape.html_text(f"{group.path or group.label}: {shown}", 120)}" BORDER="1" COLOR="#9a9a9a">'
+                f'<FONT POINT-SIZE="8" COLOR="{text_color(fill)}">{escape.html_text(_short_label(group.label), 12)}'
+                f"</FONT></TD>"
+            )
+        for start in range(0, len(cells), RUN_COLUMNS):
+            chunk = cells[start:start + RUN_COLUMNS]
+            rows.append(f"<TR>{''.join(chunk)}</TR>")
+        label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="2" CELLPADDING="3" COLOR="{BORDER_COLOR}" '
+                 f'BGCOLOR="{GROUP_PLAIN_FILL}" STYLE="rounded">{"".join(rows)}</TABLE>')
+        tip = [f"{len(run)} groups of the same structure, {run[0].path} … {run[-1].path}",
+               f"{len(members):,} operators each: " + ", ".join(f"{t} ×{c}" for t, c in types[:12])]
+        container.node(f"box_{head.index}", label=escape.html_label(label), id=f"run-{head.index}",
+                       tooltip=escape.tooltip(tip), **{"class": "group run"})
+
+    # -- edges ----------------------------------------------------------------------------------------------
+
+    def _page_edges(self, container: graphviz.Digraph, drawn: list[Node]) -> None:
+        values: dict[tuple[str, int, int], Value] = {}
+        for node in self._local_nodes(drawn):
+            for value in node.inputs:
+                if value is not None:
+                    values.setdefault(value.key, value)
+            for value in node.outputs:
+                values.setdefault(value.key, value)
+        for graph_index in self.page.io_graphs:
+            graph = self.model.graphs[graph_index]
+            for value in (*graph.inputs, *graph.outputs):
+                values.setdefault(value.key, value)
+        plain: list[tuple[str, str, Value]] = []
+        bundled: dict[tuple[str, str], list[Value]] = {}
+        for key in sorted(values):
+            value = values[key]
+            source = self._source(value)
+            if source is None:
+                continue
+            for target in self._targets(value):
+                if target == source or (source[0] is None and target[0] is None):
+                    continue  # inside one box, or between two other pages
+                start, end = self._materialise(source, "in"), self._materialise(target, "out")
+                if _is_element(start) and _is_element(end):
+                    plain.append((start, end, value))
+                else:
+                    bundled.setdefault((start, end), []).append(value)
+        seen: Counter[tuple[str, int, int]] = Counter()
+        for source, target, value in plain:
+            k = seen[value.key]
+            seen[value.key] += 1
+            container.edge(source, target, id=value.element_id if k == 0 else f"{value.element_id}.{k}",
+                           **self._edge_style(value))
+        for k, ((source, target), carried) in enumerate(bundled.items()):
+            container.edge(source, target, id=f"x-{self.page.index}-{k}", **self._bundle_style(carried))
+        for node in drawn:
+            for sub in node.subgraphs:
+                target = self._first_local(sub.nodes)
+                if target is not None:
+                    container.edge(_op_name(node), target, style="dashed", color="#8c8c8c", arrowhead="odot",
+                                   id=f"link-{node.graph.index}-{node.index}-{sub.index}",
+                                   tooltip=escape.tooltip([f"{node.op_type} runs graph {sub.index}"]))
+
+    def _local_nodes(self, drawn: list[Node]) -> Iterable[Node]:
+        yield from drawn
+        for group in self.groups:
+            yield from group.members()
+
+    def _first_local(self, nodes: list[Node]) -> str | None:
+        for node in nodes:
+            name = self.local.get(node.key)
+            if name is not None:
+                return name
+        return None
+
+    # An end of an edge: (local dot name, None), or (None, element) for an operator or graph tensor on
+    # another page, whose stub is made only when an edge to it is drawn.
+    def _source(self, value: Value) -> tuple[str | None, object] | None:
+        producer = value.producer
+        if producer is not None:
+            if self.folding.is_hidden(producer):
+                return None
+            return self._end(producer.key, producer)
+        if value.is_input:
+            return self._end(("in", value.graph.index, value.index), value)
+        return None
+
+    def _targets(self, value: Value) -> list[tuple[str | None, object]]:
+        targets = [self._end(c.key, c) for c in _unique(value.consumers) if self.folding.is_drawn(c)]
+        if value.is_output and any(v is value for v in value.graph.outputs):
+            targets.append(self._end(("out", value.graph.index, value.index), value))
+        return list(dict.fromkeys(targets))
+
+    def _end(self, key: tuple[str, int, int], element: Node | Value) -> tuple[str | None, object]:
+        name = self.local.get(key)
+        return (name, None) if name is not None else (None, element)
+
+    def _materialise(self, end: tuple[str | None, object], direction: str) -> str:
+        name, element = end
+        if name is not None:
+            return name
+        if isinstance(element, Node):
+            return self._stub(element, direction)
+        return self._io_stub(element, direction)  # type: ignore[arg-type]
+
+    def _stub(self, node: Node, direction: str) -> str:
+        owner = self.book.page_of_op.get(node.key)
+        if owner is None:  # a focused view: the neighbour just outside, named
+            name = f"stub_{direction}_{node.graph.index}_{node.index}"
+            text = f"{'from' if direction == 'in' else 'to'} {node.op_type} {node.graph.index}:{node.index}"
+            return self._add_stub(name, text, "", [f"{text}: {node.display_name}", "outside this view"])
+        name = f"stub_{direction}_{owner.index}"
+        where = owner.title if owner.index else "overview"
+        text = f"{'from' if direction == 'in' else 'to'} {where}"
+        return self._add_stub(name, text, self.links.href(self.page, owner, node.element_id),
+                              [f"{text} (page {owner.index})", f"first: {node.op_type} {node.display_name}"])
+
+    def _io_stub(self, value: Value, direction: str) -> str:
+        owner = next((p for p in self.book.pages if value.graph.index in p.io_graphs), self.book.pages[0])
+        name = f"stub_{direction}_io_{owner.index}"
+        text = "from model inputs" if direction == "in" else "to model outputs"
+        return self._add_stub(name, text, self.links.href(self.page, owner), [f"{text} (page {owner.index})"])
+
+    def _add_stub(self, name: str, text: str, href: str, tip: list[str]) -> str:
+        if name not in self.stubs:
+            link = f"<U>{escape.html_text(text, 60)}</U>" if href else escape.html_text(text, 60)
+            label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="3" COLOR="#9a9a9a" BGCOLOR="{STUB_FILL}" '
+                     f'STYLE="rounded,dashed"><TR><TD><FONT POINT-SIZE="8" COLOR="{LINK_COLOR if href else "#333333"}">'
+                     f"{link}</FONT></TD></TR></TABLE>")
+            self.stubs[name] = (label, href, escape.tooltip(tip))
+            self.stub_ids[name] = f"stub-{self.page.index}-{len(self.stub_ids)}"
+        return name
+
+    def _bundle_style(self, carried: list[Value]) -> dict[str, object]:
+        total = sum(b for b in (_bytes(v) for v in carried) if b is not None)
+        known = all(_bytes(v) is not None for v in carried)
+        if len(carried) == 1 and carried[0].type is not None:
+            text = carried[0].type.shape_text()
+        else:
+            text = f"{len(carried)} tensors"
+        if total:
+            text += f" · {format_bytes(total)}{'' if known else '+'}"
+        tip = [f"{len(carried)} tensor{'s' if len(carried) > 1 else ''}, {format_bytes(total)}"]
+        tip += [f"{escape.clean(v.name, 80)} {v.type or ''}" for v in carried[:MAX_TOOLTIP_TENSORS]]
+        if len(carried) > MAX_TOOLTIP_TENSORS:
+            tip.append(f"… {len(carried) - MAX_TOOLTIP_TENSORS} more")
+        attrs: dict[str, object] = {"class": "tensor bundle", "tooltip": escape.tooltip(tip),
+                                    "penwidth": f"{min(4.0, 1.0 + math.log2(len(carried))):.2f}"}
+        if self.opts.edge_labels:
+            attrs["label"] = escape.attr(text, 60)
+        return attrs
+
+    # -- legend pieces --------------------------------------------------------------------------------------
+
+    def _crumbs(self) -> str:
+        cells = []
+        for crumb in self.page.crumbs():
+            name = "overview" if crumb.index == 0 else crumb.group.label
+            text = escape.html_text(name, 40)
+            if crumb is self.page:
+                cells.append(f'<TD><FONT POINT-SIZE="9"><B>{text}</B></FONT></TD>')
+            else:
+                cells.append(f'<TD HREF="{self.links.href(self.page, crumb)}" TITLE="{text}">'
+                             f'<FONT POINT-SIZE="9" COLOR="{LINK_COLOR}"><U>{text}</U></FONT></TD>')
+        where = f"page {self.page.index} of {len(self.book.pages) - 1}" if self.page.index else (
+            f"overview of {len(self.book.pages) - 1} pages")
+        cells.append(f'<TD><FONT POINT-SIZE="8" COLOR="#444444">  ({where})</FONT></TD>')
+        return (f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+                f'<TR>{"<TD>›</TD>".join(cells[:-1])}{cells[-1]}</TR></TABLE></TD></TR>')
+
+    def _page_totals(self, drawn: list[Node]) -> dict[str, str]:
+        totals: dict[str, str] = {}
+        if self.page.index == 0:
+            totals = dict(self.scene.totals)
+            folded = len(self.folding.hidden)
+            if folded and "operators" in totals:
+                totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
+        group = self.page.group
+        if self.page.index:
+            totals["group"] = group.path or group.label
+        in_boxes = sum(g.size for g in self.groups)
+        totals["on this page"] = f"{len(drawn):,} operators" + (
+            f", {len(self.groups)} groups holding {in_boxes:,} more" if self.groups else "")
+        return totals
+
+
+def _short_label(label: str) -> str:
+    """``layer.12`` → ``12``: the part that tells instances of a run apart."""
+    tail = label.rsplit("/", 1)[-1]
+    digits = tail.rsplit(".", 1)[-1] if "." in tail else tail.rsplit("_", 1)[-1]
+    return digits if digits.isdigit() else tail
+
+
+def _is_element(name: str) -> bool:
+    return name.startswith(("op_", "in_", "out_"))
+
+
+def _bytes(value: Value) -> int | None:
+    if value.type is None or value.type.static_shape is None:
+        return None
+    return tensor_bytes(value.type.dtype, value.type.static_shape)

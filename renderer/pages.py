@@ -1,0 +1,284 @@
+"""Which operators go on which page when a model is too big for one picture.
+
+A *book* is an overview page plus detail pages, planned from the group tree (``renderer.grouping``): each page
+belongs to one group and draws that group's operators in full, the smaller of its sub-groups inline (as
+clusters), and the rest as one box each, linked to their own pages. Every drawn operator is on exactly one page.
+Focused views (``--focus``, ``--top``) are books too, whose pages may share operators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .errors import AnnographError
+from .grouping import Group, group_model, repeated_runs
+from .ir import Model, Node, Value
+
+NodeKey = tuple[str, int, int]
+
+AUTO_COLLAPSE_OPS = 1500
+"""``--collapse auto`` draws one flat picture up to this many drawn operators (see benchmarks/bench_big.py)."""
+PAGE_OPS = 90
+"""Operators drawn in full on one detail page, at most (the tallest page stays under 14,400 pt)."""
+OVERVIEW_BOXES = 60
+"""Items (boxes and operators) on a page of boxes, at most: an overview must stay readable."""
+OVERVIEW_INLINE_OPS = 4
+"""The overview draws a group in full only when it is this small; bigger ones are boxes."""
+
+
+@dataclass(slots=True, eq=False)
+class Inline:
+    """A sub-group drawn inside its parent's page as a cluster of its operators."""
+
+    group: Group
+    ops: list[Node] = field(default_factory=list)
+    inlines: list[Inline] = field(default_factory=list)
+    boxes: list[list[Group]] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class Page:
+    """One picture of a book.
+
+    Attributes:
+        index: 0 for the overview, then depth-first in graph order.
+        group: the group it shows (for focus pages, a made-up group holding the neighbourhood).
+        ops: operators drawn in full directly on the page (not in a cluster).
+        inlines: sub-groups drawn in full as clusters.
+        boxes: sub-groups drawn as one box each, linked to their pages; a run of several structurally
+            identical siblings (``grouping.repeated_runs``) is one box, with a linked cell per instance.
+        parent: the page holding this page's box, None for the overview.
+        highlight: operators to mark (the hot spots of a ``--top`` page).
+        io_graphs: graphs whose input/output tensors are drawn on this page.
+    """
+
+    index: int
+    group: Group
+    ops: list[Node] = field(default_factory=list)
+    inlines: list[Inline] = field(default_factory=list)
+    boxes: list[list[Group]] = field(default_factory=list)
+    parent: Page | None = None
+    highlight: list[Node] = field(default_factory=list)
+    io_graphs: list[int] = field(default_factory=list)
+    title: str = ""
+
+    @property
+    def stem(self) -> str:
+        return "overview" if self.index == 0 else f"page-{self.index:03d}"
+
+    def drawn_ops(self) -> list[Node]:
+        """Every operator drawn in full on this page, clusters included."""
+        found = list(self.ops)
+        stack = list(self.inlines)
+        while stack:
+            inline = stack.pop()
+            found.extend(inline.ops)
+            stack.extend(inline.inlines)
+        return found
+
+    def all_boxes(self) -> list[list[Group]]:
+        """Every box (a run of one or more groups) on the page, clusters included."""
+        found = list(self.boxes)
+        stack = list(self.inlines)
+        while stack:
+            inline = stack.pop()
+            found.extend(inline.boxes)
+            stack.extend(inline.inlines)
+        return found
+
+    def crumbs(self) -> list[Page]:
+        """The pages from the overview down to this one."""
+        chain: list[Page] = []
+        page: Page | None = self
+        while page is not None:
+            chain.append(page)
+            page = page.parent
+        return chain[::-1]
+
+
+@dataclass(slots=True, eq=False)
+class Book:
+    """The pages of one report, and where each operator and group lives.
+
+    Attributes:
+        pages: overview first.
+        page_of_op: operator key → the page drawing it in full (for links); focus books may leave ops out.
+        page_of_group: id(group) → the page showing that group (its own page).
+        kind: ``groups`` (overview + detail pages) or ``focus``.
+    """
+
+    pages: list[Page]
+    page_of_op: dict[NodeKey, Page]
+    page_of_group: dict[int, Page]
+    kind: str = "groups"
+
+
+def collapse_depth(text: str) -> str | int:
+    """``--collapse`` value: ``auto``, ``none`` or a depth ≥ 1."""
+    value = text.strip().lower()
+    if value in ("auto", "none"):
+        return value
+    if value.isascii() and value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise AnnographError(f"--collapse {text!r}: use auto, none or a depth (1, 2, …)")
+
+
+def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "auto",
+         page_ops: int = PAGE_OPS, overview_boxes: int = OVERVIEW_BOXES) -> Book | None:
+    """The book for ``model``, or None when it is drawn as one flat picture."""
+    if collapse == "none":
+        return None
+    count = sum(1 for n in model.nodes() if drawn(n))
+    if collapse == "auto" and count <= AUTO_COLLAPSE_OPS:
+        return None
+    root = group_model(model, drawn, max_items=overview_boxes, max_depth=collapse if isinstance(collapse, int) else None)
+    book = Book([], {}, {})
+    _add_page(book, root, None, page_ops, overview_boxes)
+    graph_owner = _graph_groups(root)
+    for graph in model.graphs:
+        group = graph_owner.get(graph.index, root) if graph.index else root
+        page = book.page_of_group.get(id(group))
+        while page is None and group.parent is not None:  # inlined into an ancestor's page
+            group = group.parent
+            page = book.page_of_group.get(id(group))
+        (page or book.pages[0]).io_graphs.append(graph.index)
+    return book
+
+
+def _add_page(book: Book, group: Group, parent: Page | None, page_ops: int, overview_boxes: int) -> Page:
+    page = Page(len(book.pages), group, list(group.nodes), parent=parent, title=group.path or "overview")
+    book.pages.append(page)
+    book.page_of_group[id(group)] = page
+    for node in group.nodes:
+        book.page_of_op[node.key] = page
+    overview = parent is None
+    _fill(page, group, page_ops - len(group.nodes), overview_boxes if overview else page_ops, book,
+          OVERVIEW_INLINE_OPS if overview else page_ops)
+    for run in page.all_boxes():
+        for box in run:
+            _add_page(book, box, page, page_ops, overview_boxes)
+    return page
+
+
+def _units(group: Group) -> int:
+    """Boxes that ``group``'s children take: a run of identical siblings is one."""
+    return len(group.children) - sum(len(run) - 1 for run in repeated_runs(group))
+
+
+def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest: int) -> None:
+    """Draw sub-groups inline (as clusters), smallest first, while the page stays within ``budget`` operators
+    and ``limit`` items, never more than ``largest`` operators of one group; box the others. Structurally
+    identical siblings are drawn alike: all inline, or one box for the run."""
+    expanded: set[int] = set()
+    items = len(page.ops) + _units(group)
+    pending = sorted(group.children, key=lambda g: (g.size, g.path))
+    while pending:
+        first = pending[0]
+        peers = [first] + ([g for g in first.parent.children if g.twin_of is first] if first.repeat > 1 else [])
+        if first.twin_of is not None:
+            peers = [g for g in pending if g is first.twin_of or g.twin_of is first.twin_of]
+        peer_ids = {id(g) for g in peers}
+        pending = [g for g in pending if id(g) not in peer_ids]
+        ops = sum(len(g.nodes) for g in peers)
+        grow = sum(len(g.nodes) + _units(g) for g in peers) - (1 if len(peers) > 1 else len(peers))
+        if ops > budget or items + grow > limit or any(len(g.nodes) > largest for g in peers):
+            continue
+        budget -= ops
+        items += grow
+        for g in peers:
+            expanded.add(id(g))
+            for node in g.nodes:
+                book.page_of_op[node.key] = page
+            pending.extend(g.children)
+        pending.sort(key=lambda g: (g.size, g.path))
+    _place(page, group, expanded)
+
+
+def _place(holder: Page | Inline, group: Group, expanded: set[int]) -> None:
+    runs = {id(run[0]): run for run in repeated_runs(group)}
+    in_run = {id(g) for run in runs.values() for g in run[1:]}
+    for child in group.children:
+        if id(child) in expanded:
+            inline = Inline(child, list(child.nodes))
+            holder.inlines.append(inline)
+            _place(inline, child, expanded)
+        elif id(child) in runs:
+            holder.boxes.append(runs[id(child)])
+        elif id(child) not in in_run:
+            holder.boxes.append([child])
+
+
+def _graph_groups(root: Group) -> dict[int, Group]:
+    """Graph index → the ``graph`` group holding that subgraph's body."""
+    found: dict[int, Group] = {}
+    stack = [root]
+    while stack:
+        group = stack.pop()
+        if group.kind == "graph" and group.graph is not None:
+            found.setdefault(group.graph.index, group)
+        stack.extend(group.children)
+    return found
+
+
+# -- focused views ---------------------------------------------------------------------------------------------
+
+
+def neighbourhood(centre: Node, radius: int, drawn: Callable[[Node], bool]) -> list[Node]:
+    """Drawn operators within ``radius`` hops of ``centre`` (through tensors, either direction), graph order."""
+    seen = {centre.key: centre}
+    frontier = [centre]
+    for _ in range(radius):
+        following: list[Node] = []
+        for node in frontier:
+            for other in _adjacent(node, drawn):
+                if other.key not in seen:
+                    seen[other.key] = other
+                    following.append(other)
+        frontier = following
+    return sorted(seen.values(), key=lambda n: (n.graph.index, n.index))
+
+
+def _adjacent(node: Node, drawn: Callable[[Node], bool]) -> Iterable[Node]:
+    """Drawn neighbours, looking through folded operators (a folded chain is part of the box that reads it)."""
+    for value in node.inputs:
+        if value is not None:
+            yield from _drawn_producers(value, drawn)
+    for value in node.outputs:
+        for consumer in value.consumers:
+            if drawn(consumer):
+                yield consumer
+
+
+def _drawn_producers(value: Value, drawn: Callable[[Node], bool]) -> Iterable[Node]:
+    producer = value.producer
+    if producer is None:
+        return
+    if drawn(producer):
+        yield producer
+
+
+def focus_book(model: Model, centres: list[Node], radius: int, drawn: Callable[[Node], bool],
+               together: bool, labels: list[str]) -> Book:
+    """A page per centre (with an index page listing them), or one page holding every neighbourhood."""
+    root = Group(label="focus", path="", kind="root", nodes=[], children=[], parent=None)
+    hoods = [neighbourhood(c, radius, drawn) for c in centres]
+    if together or len(centres) == 1:
+        merged: dict[NodeKey, Node] = {}
+        for hood in hoods:
+            merged.update((n.key, n) for n in hood)
+        ops = sorted(merged.values(), key=lambda n: (n.graph.index, n.index))
+        root.nodes = ops
+        page = Page(0, root, ops, highlight=list(centres), title=", ".join(labels))
+        return Book([page], {n.key: page for n in ops}, {id(root): page}, kind="focus")
+    pages = [Page(0, root, [], title="hot spots")]
+    book = Book(pages, {}, {id(root): pages[0]}, kind="focus")
+    for centre, hood, label in zip(centres, hoods, labels):
+        group = Group(label=label, path=label, kind="focus", nodes=hood, children=[], parent=root)
+        root.children.append(group)
+        page = Page(len(pages), group, hood, parent=pages[0], highlight=[centre], title=label)
+        pages.append(page)
+        book.page_of_group[id(group)] = page
+        pages[0].boxes.append([group])
+        book.page_of_op.setdefault(centre.key, page)
+    return book
