@@ -45,8 +45,9 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
         if fmt in ("svg", "png", "dot"):
             pages = [laid[i][fmt] if fmt != "dot" else sources[i].encode("utf-8") for i in range(len(book.pages))]
             produced.append((target, pages[0]))
-            produced.append((target.with_name(target.name + ".pages"),
-                             {f"{page.stem}.{fmt}": data for page, data in zip(book.pages[1:], pages[1:])}))
+            if len(pages) > 1:
+                produced.append((target.with_name(target.name + ".pages"),
+                                 {f"{page.stem}.{fmt}": data for page, data in zip(book.pages[1:], pages[1:])}))
         elif fmt == "pdf":
             produced.append((target, _merge_pdfs([laid[i]["pdf"] for i in range(len(book.pages))])))
         elif fmt == "html":

@@ -1,0 +1,312 @@
+"""Big models: the overview and its linked pages, focused views, checked by parsing what was written."""
+
+from __future__ import annotations
+
+import csv
+import html as html_lib
+import importlib.util
+import math
+import re
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+from urllib.parse import unquote
+
+import onnx
+import pytest
+
+from conftest import ONNX, ROOT, SVG_NS, XLINK_NS, parse_svg, run_cli
+
+import renderer
+from renderer.folding import fold
+from renderer.grouping import scope_of
+from renderer.pages import AUTO_COLLAPSE_OPS
+
+MAX_PAGE_PT = 14_400  # 200 in, what PDF viewers open
+MIN_TEXT_PT = 8
+
+
+def _transformer_models():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("transformer_models", ROOT / "benchmarks" / "transformer_models.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules.setdefault("transformer_models", module)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 3,591-operator BERT-like encoder with torch-style scoped names (40 layers), above the auto threshold."""
+    path = tmp_path_factory.mktemp("big") / "bert40.onnx"
+    _transformer_models().write(path, 40, "scoped")
+    return path
+
+
+@pytest.fixture(scope="module")
+def big_report(big: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The default report of ``big`` as SVG (overview + pages) with a known latency per operator."""
+    folder = tmp_path_factory.mktemp("report")
+    notes = folder / "latency.csv"
+    _latency_file(renderer.load_model(big), notes)
+    out = folder / "bert.svg"
+    run = run_cli("render", big, "-a", notes, "--color-by", "latency_us", "-o", out, "--no-sidecar", timeout=600)
+    assert run.returncode == 0, run.stderr
+    return out, notes
+
+
+def _latency_file(model: renderer.ir.Model, path: Path) -> dict[str, float]:
+    """A latency per operator, different for each: ``(index * 37) % 101 + 1`` µs."""
+    values = {}
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "latency_us", "max_error"])
+        for node in model.main.nodes:
+            value = float((node.index * 37) % 101 + 1)
+            values[f"0:{node.index}"] = value
+            writer.writerow([f"0:{node.index}", value, value / 1000])
+    return values
+
+
+def _pages(overview: Path) -> dict[Path, object]:
+    folder = overview.with_name(overview.name + ".pages")
+    files = [overview] + sorted(folder.glob("page-*.svg"))
+    return {f: parse_svg(f) for f in files}
+
+
+def _ids(root: object, prefix: str) -> list[str]:
+    return [g.get("id") for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").startswith(prefix)]  # type: ignore[attr-defined]
+
+
+def _drawn(model: renderer.ir.Model) -> list[renderer.ir.Node]:
+    folding = fold(model)
+    return [n for n in model.nodes() if folding.is_drawn(n)]
+
+
+def test_big_model_gets_an_overview_and_every_operator_is_on_exactly_one_page(big: Path, big_report: tuple[Path, Path]) -> None:
+    model = renderer.load_model(big)
+    drawn = _drawn(model)
+    assert len(drawn) > AUTO_COLLAPSE_OPS  # the default switches to pages here
+    pages = _pages(big_report[0])
+    assert len(pages) > 10
+    seen: dict[str, int] = {}
+    for root in pages.values():
+        for ident in _ids(root, "op-"):
+            seen[ident] = seen.get(ident, 0) + 1
+    assert sorted(seen) == sorted(n.element_id for n in drawn)
+    assert set(seen.values()) == {1}
+    overview = pages[big_report[0]]
+    assert len(_ids(overview, "op-")) + len(_ids(overview, "box-")) + len(_ids(overview, "run-")) <= 60
+
+
+def test_grouping_follows_the_names(big: Path, big_report: tuple[Path, Path]) -> None:
+    """Every operator on a layer's page carries that layer's scope in its name."""
+    model = renderer.load_model(big)
+    by_id = {n.element_id: n for n in model.nodes()}
+    layer_pages = 0
+    for path, root in _pages(big_report[0]).items():
+        texts = [t.text or "" for t in root.iter(f"{SVG_NS}text")]
+        group = texts[texts.index("group") + 1] if "group" in texts else ""  # the legend's row naming the page
+        match = re.fullmatch(r"encoder/(layer\.\d+)", group)
+        if path.name == big_report[0].name or not match:
+            continue
+        layer_pages += 1
+        ops = [by_id[i] for i in _ids(root, "op-")]
+        assert ops and all(("encoder", match.group(1)) == scope_of(n)[:2] for n in ops), path
+    assert layer_pages == 40
+
+
+def test_every_link_reaches_an_existing_page_and_element(big_report: tuple[Path, Path]) -> None:
+    pages = _pages(big_report[0])
+    ids = {path.resolve(): {e.get("id") for e in root.iter() if e.get("id")} for path, root in pages.items()}  # type: ignore[attr-defined]
+    links = 0
+    for path, root in pages.items():
+        for anchor in root.iter(f"{SVG_NS}a"):  # type: ignore[attr-defined]
+            href = anchor.get(f"{XLINK_NS}href")
+            if href is None:
+                continue
+            links += 1
+            target, _, element = unquote(href).partition("#")
+            assert not re.match(r"[a-z]+:", target), href  # relative, no scheme
+            resolved = (path.parent / target).resolve() if target else path.resolve()
+            assert resolved in ids, f"{path.name}: {href}"
+            if element:
+                assert element in ids[resolved], f"{path.name}: {href}"
+    assert links > 100
+
+
+def test_overview_box_aggregates_equal_their_members(big: Path, big_report: tuple[Path, Path]) -> None:
+    """Each group box (and each cell of a repeated run) shows the sum of its members' latency, which the
+    test adds up from the annotation file and the pages the box links to."""
+    latency = {}
+    with big_report[1].open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            latency[f"op-{row['id'].replace(':', '-')}"] = float(row["latency_us"])
+    pages = _pages(big_report[0])
+    ops_under: dict[Path, set[str]] = {}
+
+    def members(path: Path) -> set[str]:  # the ops on a page and on every page its boxes link to
+        if path not in ops_under:
+            root = pages[path]
+            found = set(_ids(root, "op-"))
+            for anchor in root.iter(f"{SVG_NS}a"):  # type: ignore[attr-defined]
+                parent_id = anchor.get("id") or ""
+                href = unquote(anchor.get(f"{XLINK_NS}href") or "")
+                if (parent_id.startswith("a_box-") or "box-" in parent_id) and href and "#" not in href:
+                    found |= members((path.parent / href).resolve())
+            ops_under[path] = found
+        return ops_under[path]
+
+    pages = {p.resolve(): r for p, r in pages.items()}
+    checked = 0
+    for path, root in pages.items():
+        for g in root.iter(f"{SVG_NS}g"):  # type: ignore[attr-defined]
+            if "group" not in (g.get("class") or "").split() or "run" in (g.get("class") or ""):
+                continue
+            anchor = next(g.iter(f"{SVG_NS}a"))
+            target = (path.parent / unquote(anchor.get(f"{XLINK_NS}href"))).resolve()
+            tip = anchor.get(f"{XLINK_NS}title")
+            shown = float(re.search(r"latency_us: ([0-9.e+k]+)", tip).group(1).replace("k", "e3"))
+            expected = math.fsum(latency[i] for i in members(target))
+            assert shown == pytest.approx(expected, rel=5e-3), (path.name, tip)
+            checked += 1
+    assert checked >= 1
+
+
+def test_pages_stay_within_what_viewers_open_and_text_stays_readable(big_report: tuple[Path, Path]) -> None:
+    for path, root in _pages(big_report[0]).items():
+        width = float(root.get("width").removesuffix("pt"))  # type: ignore[attr-defined]
+        height = float(root.get("height").removesuffix("pt"))  # type: ignore[attr-defined]
+        assert width <= MAX_PAGE_PT and height <= MAX_PAGE_PT, (path.name, width, height)
+        transform = next(root.iter(f"{SVG_NS}g")).get("transform")  # type: ignore[attr-defined]
+        assert transform.startswith("scale(1 1)"), (path.name, transform)  # not shrunk to fit
+        sizes = [float(t.get("font-size")) for t in root.iter(f"{SVG_NS}text")]  # type: ignore[attr-defined]
+        assert min(sizes) >= MIN_TEXT_PT, path.name
+
+
+def test_pdf_and_html_hold_every_page(big: Path, tmp_path: Path) -> None:
+    pdf, html = tmp_path / "b.pdf", tmp_path / "b.html"
+    run = run_cli("render", big, "-o", pdf, "-o", html, "--no-sidecar", "--no-edge-labels", timeout=600)
+    assert run.returncode == 0, run.stderr
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    text = html.read_text(encoding="utf-8")
+    sections = re.findall(r'<section id="([^"]+)">', text)
+    assert pages == len(sections) > 10
+    ids = {html_lib.unescape(i) for i in re.findall(r' id="([^"]+)"', text)}
+    targets = [html_lib.unescape(t) for t in re.findall(r'href="#([^"]*)"', text)]
+    assert targets and all(t in ids for t in targets)
+    assert not re.search(r'href="(?!#)', text)  # one self-contained file: no link leaves it
+
+
+def test_collapse_none_draws_one_picture_and_depth_limits_nesting(tmp_path: Path, big: Path) -> None:
+    flat = tmp_path / "flat.dot"
+    assert run_cli("render", big, "--collapse", "none", "-o", flat, "--no-sidecar").returncode == 0
+    assert not (tmp_path / "flat.dot.pages").exists()
+    assert len(re.findall(r"^\s*op_\d+_\d+ \[", flat.read_text(encoding="utf-8"), re.M)) == len(_drawn(renderer.load_model(big)))
+    shallow = tmp_path / "d1.dot"
+    assert run_cli("render", big, "--collapse", "1", "-o", shallow, "--no-sidecar").returncode == 0
+    deep = tmp_path / "d3.dot"
+    assert run_cli("render", big, "--collapse", "3", "-o", deep, "--no-sidecar").returncode == 0
+    count = lambda p: len(list((p.parent / (p.name + ".pages")).glob("page-*.dot")))  # noqa: E731
+    assert count(shallow) < count(deep)
+    bad = run_cli("render", big, "--collapse", "many", "-o", tmp_path / "x.svg")
+    assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "--collapse" in bad.stderr
+
+
+def test_small_models_stay_flat_by_default(tmp_path: Path) -> None:
+    out = tmp_path / "r.svg"
+    assert run_cli("render", ONNX / "light_resnet50.onnx", "-o", out, "--no-sidecar").returncode == 0
+    assert not (tmp_path / "r.svg.pages").exists()
+
+
+def _onnx_neighbourhood(path: Path, centre: str, radius: int) -> set[str]:
+    """Node names within ``radius`` hops of ``centre``, walked on the ONNX protobuf itself (weights made by
+    ConstantOfShape, which the picture folds into the boxes reading them, are not operators here)."""
+    graph = onnx.load(str(path)).graph
+    computed = [n for n in graph.node if n.op_type not in ("Constant", "ConstantOfShape")]
+    producers = {out: n.name for n in computed for out in n.output}
+    consumers: dict[str, list[str]] = {}
+    for n in computed:
+        for name in n.input:
+            consumers.setdefault(name, []).append(n.name)
+    nodes = {n.name: n for n in graph.node}
+    seen, queue = {centre: 0}, deque([centre])
+    while queue:
+        name = queue.popleft()
+        if seen[name] == radius:
+            continue
+        node = nodes[name]
+        around = [producers[i] for i in node.input if i in producers] + [c for o in node.output for c in consumers.get(o, [])]
+        for other in around:
+            if other not in seen:
+                seen[other] = seen[name] + 1
+                queue.append(other)
+    return set(seen)
+
+
+def test_focus_draws_exactly_the_neighbourhood(tmp_path: Path) -> None:
+    path = ONNX / "light_resnet50.onnx"
+    model = renderer.load_model(path)
+    centre = next(n for n in model.main.nodes[40:] if n.op_type == "Conv")
+    out = tmp_path / "f.svg"
+    run = run_cli("render", path, "--focus", f"0:{centre.index}", "--radius", "3", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    by_name = {n.name or n.display_name: n.element_id for n in model.main.nodes}
+    assert all(n.name for n in onnx.load(str(path)).graph.node if n.op_type != "ConstantOfShape")  # walked by name
+    expected = {by_name[name] for name in _onnx_neighbourhood(path, centre.name, 3)}
+    assert set(_ids(root, "op-")) == expected
+    assert not (tmp_path / "f.svg.pages").exists()
+    stubs = [g for g in root.iter(f"{SVG_NS}g") if "stub" in (g.get("class") or "").split()]
+    assert stubs  # the edges leaving the neighbourhood end in named stubs
+
+
+def test_top_k_pages_hold_the_hottest_operators(tmp_path: Path) -> None:
+    path = ONNX / "light_resnet50.onnx"
+    model = renderer.load_model(path)
+    notes = tmp_path / "lat.csv"
+    values = _latency_file(model, notes)
+    drawn = {f"0:{n.index}" for n in _drawn(model)}
+    hottest = sorted(drawn, key=lambda k: (-values[k], k))[:3]
+    out = tmp_path / "top.svg"
+    run = run_cli("render", path, "-a", notes, "--color-by", "latency_us", "--top", "3", "--radius", "1",
+                  "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    index = parse_svg(out)
+    assert len(_ids(index, "box-")) == 3
+    pages = sorted((tmp_path / "top.svg.pages").glob("page-*.svg"))
+    assert len(pages) == 3
+    for rank, (page, ident) in enumerate(zip(pages, hottest), 1):
+        root = parse_svg(page)
+        element = "op-" + ident.replace(":", "-")
+        node = model.main.nodes[int(ident.split(":")[1])]
+        around = [v.producer for v in node.inputs if v is not None and v.producer is not None]
+        around += [c for v in node.outputs for c in v.consumers]
+        expected = {element} | {n.element_id for n in around if f"0:{n.index}" in drawn}
+        assert set(_ids(root, "op-")) == expected, rank
+        title = "".join(t.text or "" for t in root.iter(f"{SVG_NS}text"))
+        assert f"#{rank}" in title
+    together = tmp_path / "one.svg"
+    run = run_cli("render", path, "-a", notes, "--color-by", "latency_us", "--top", "3", "--radius", "0",
+                  "--together", "-o", together, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert sorted(_ids(parse_svg(together), "op-")) == sorted("op-" + i.replace(":", "-") for i in hottest)
+    no_metric = run_cli("render", path, "--top", "3", "-o", tmp_path / "x.svg", "--no-sidecar")
+    assert no_metric.returncode != 0 and "--color-by" in no_metric.stderr
+
+
+def test_focus_on_an_unknown_id_is_one_line(tmp_path: Path) -> None:
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "--focus", "nope", "-o", tmp_path / "x.svg", "--no-sidecar")
+    assert run.returncode != 0 and run.stderr.count("\n") == 1 and "--focus" in run.stderr
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_pages_folder_never_replaces_foreign_files(tmp_path: Path, big: Path) -> None:
+    folder = tmp_path / "b.svg.pages"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine", encoding="utf-8")
+    run = run_cli("render", big, "-o", tmp_path / "b.svg", "--no-sidecar", "--no-edge-labels")
+    assert run.returncode != 0 and "notes.txt" in run.stderr
+    assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert not (tmp_path / "b.svg").exists()
