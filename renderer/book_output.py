@@ -92,9 +92,14 @@ def _lay_out(book: Book, sources: list[str], formats: list[str], timeout: float 
         # the biggest pages first, so one long page does not start last
         order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
         futures = {pool.submit(one, i): i for i in order}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            bar.update(1)
+        try:
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update(1)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
     return results
 
 

@@ -310,3 +310,27 @@ def test_pages_folder_never_replaces_foreign_files(tmp_path: Path, big: Path) ->
     assert run.returncode != 0 and "notes.txt" in run.stderr
     assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine"
     assert not (tmp_path / "b.svg").exists()
+
+
+def test_same_input_same_pages(tmp_path: Path, big: Path, big_report: tuple[Path, Path]) -> None:
+    again = tmp_path / "bert.svg"
+    run = run_cli("render", big, "-a", big_report[1], "--color-by", "latency_us", "-o", again, "--no-sidecar",
+                  timeout=600, env={"PYTHONHASHSEED": "7"})
+    assert run.returncode == 0, run.stderr
+    first = {p.name: p.read_bytes() for p in _pages(big_report[0])}
+    second = {p.name: p.read_bytes() for p in _pages(again)}
+    assert first == second
+
+
+def test_timeout_covers_the_whole_report_and_names_the_page(tmp_path: Path, big: Path) -> None:
+    """A stand-in ``dot`` that never finishes: the one --timeout ends the report, naming a page."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dot").write_text("#!/bin/sh\nsleep 30\n", encoding="utf-8")
+    (bin_dir / "dot").chmod(0o755)
+    out = tmp_path / "b.svg"
+    run = run_cli("render", big, "--timeout", "2", "-o", out, "--no-sidecar",
+                  env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60)
+    assert run.returncode != 0 and run.stderr.count("\n") == 1, run.stderr
+    assert re.search(r"did not finish page \d+ \(.+\) within the 2 s of --timeout", run.stderr), run.stderr
+    assert not out.exists() and not (tmp_path / "b.svg.pages").exists()
