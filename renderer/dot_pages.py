@@ -34,6 +34,8 @@ STUB_FILL = "#f4f4f4"
 GROUP_PLAIN_FILL = "#f2f5f9"
 MAX_TOOLTIP_TENSORS = 12
 RUN_COLUMNS = 10
+FANOUT_LIMIT = 6
+"""A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,10 +260,16 @@ class _PageEmitter(_Emitter):
             source = self._source(value)
             if source is None:
                 continue
+            ends = []
             for target in self._targets(value):
                 if target == source or (source[0] is None and target[0] is None):
                     continue  # inside one box, or between two other pages
-                start, end = self._materialise(source, "in"), self._materialise(target, "out")
+                ends.append((self._materialise(source, "in"), self._materialise(target, "out")))
+            boxes = [end for _, end in ends if end.startswith("box_")]
+            if len(boxes) > FANOUT_LIMIT:  # a mask or position bias read by every layer: one edge, not a fan
+                ends = [(start, end) for start, end in ends if not end.startswith("box_")]
+                ends.append((ends[0][0] if ends else self._materialise(source, "in"), self._fan(value, boxes)))
+            for start, end in ends:
                 if _is_element(start) and _is_element(end):
                     plain.append((start, end, value))
                 else:
@@ -281,6 +289,21 @@ class _PageEmitter(_Emitter):
                     container.edge(_op_name(node), target, style="dashed", color="#8c8c8c", arrowhead="odot",
                                    id=f"link-{node.graph.index}-{node.index}-{sub.index}",
                                    tooltip=escape.tooltip([f"{node.op_type} runs graph {sub.index}"]))
+
+    def _fan(self, value: Value, boxes: list[str]) -> str:
+        """A note standing for the many group boxes that read ``value``."""
+        name = f"fan_{value.graph.index}_{value.index}"
+        pages = {f"box_{p.index}": p for p in self.book.pages}
+        labels = [pages[b].group.label for b in boxes if b in pages]
+        text = f"to {len(boxes)} groups"
+        self.stubs[name] = (
+            f'<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2"><TR><TD><FONT POINT-SIZE="8" COLOR="#333333">'
+            f"{escape.html_text(text, 40)}</FONT></TD></TR></TABLE>",
+            "", escape.tooltip([f"{escape.clean(value.name, 80)} is read by {len(boxes)} groups on this page:"]
+                               + [escape.clean(label, 80) for label in labels[:MAX_TOOLTIP_TENSORS]]
+                               + ([f"… {len(labels) - MAX_TOOLTIP_TENSORS} more"] if len(labels) > MAX_TOOLTIP_TENSORS else [])))
+        self.stub_ids[name] = f"fan-{self.page.index}-{value.graph.index}-{value.index}"
+        return name
 
     def _local_nodes(self, drawn: list[Node]) -> Iterable[Node]:
         yield from drawn
