@@ -334,3 +334,21 @@ def test_timeout_covers_the_whole_report_and_names_the_page(tmp_path: Path, big:
     assert run.returncode != 0 and run.stderr.count("\n") == 1, run.stderr
     assert re.search(r"did not finish page \d+ \(.+\) within the 2 s of --timeout", run.stderr), run.stderr
     assert not out.exists() and not (tmp_path / "b.svg.pages").exists()
+
+
+def test_flat_names_give_stages_and_a_mask_read_everywhere_is_one_edge(tmp_path: Path) -> None:
+    """No usable names: the overview is a chain of stages; the attention mask, read by every stage, reaches
+    them through one note instead of a fan of 40 long edges."""
+    path = tmp_path / "flat.onnx"
+    _transformer_models().write(path, 40, "flat")
+    out = tmp_path / "flat.svg"
+    run = run_cli("render", path, "-o", out, "--no-sidecar", timeout=600)
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    texts = [t.text or "" for t in root.iter(f"{SVG_NS}text")]
+    stages = [t for t in texts if t.startswith("stage ")]
+    assert len(stages) == len(_ids(root, "box-")) > 10
+    fans = [g for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").startswith("fan-")]
+    assert len(fans) == 1
+    note = "".join(t.text or "" for t in fans[0].iter(f"{SVG_NS}text"))
+    assert re.fullmatch(r"to \d+ groups", note) and int(note.split()[1]) > 6
