@@ -19,6 +19,12 @@ NodeKey = tuple[str, int, int]
 
 AUTO_COLLAPSE_OPS = 1500
 """``--collapse auto`` draws one flat picture up to this many drawn operators (see benchmarks/bench_big.py)."""
+AUTO_COLLAPSE_SPAN = 1200
+"""...and while its long edges make at most this many virtual nodes (ranks an edge crosses without an end).
+dot's time grows with them far faster than with operators: measured (CPU time of ``dot -Tsvg``, shape chains
+folded) on the generated BERT encoders, where an attention mask reaches every layer, 976 virtual nodes (285
+operators) took 0.8 s, 1,480 (353) 3.5 s, 2,088 (421) 13 s, 3,616 (557) 87 s; densenet121's 668 operators make
+only 580 and lay out in 0.7 s."""
 PAGE_OPS = 90
 """Operators drawn in full on one detail page, at most (the tallest page stays under 14,400 pt)."""
 OVERVIEW_BOXES = 60
@@ -129,8 +135,7 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
     """The book for ``model``, or None when it is drawn as one flat picture."""
     if collapse == "none":
         return None
-    count = sum(1 for n in model.nodes() if drawn(n))
-    if collapse == "auto" and count <= AUTO_COLLAPSE_OPS:
+    if collapse == "auto" and not needs_pages(model, drawn):
         return None
     root = group_model(model, drawn, max_items=overview_boxes, max_depth=collapse if isinstance(collapse, int) else None)
     book = Book([], {}, {})
@@ -144,6 +149,28 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
             page = book.page_of_group.get(id(group))
         (page or book.pages[0]).io_graphs.append(graph.index)
     return book
+
+
+def needs_pages(model: Model, drawn: Callable[[Node], bool]) -> bool:
+    """Whether one flat picture of ``model`` would be too big or too slow to lay out."""
+    count = 0
+    span = 0
+    for graph in model.graphs:
+        rank: dict[int, int] = {}
+        for node in graph.nodes:
+            if not drawn(node):
+                continue
+            count += 1
+            rank[node.index] = 1 + max((rank.get(v.producer.index, -1) for v in node.inputs
+                                        if v is not None and v.producer is not None and v.producer.graph is graph),
+                                       default=-1)
+        for node in graph.nodes:
+            if node.index in rank:
+                for value in node.outputs:
+                    for consumer in value.consumers:
+                        if consumer.graph is graph and consumer.index in rank:
+                            span += max(0, rank[consumer.index] - rank[node.index] - 1)
+    return count > AUTO_COLLAPSE_OPS or span > AUTO_COLLAPSE_SPAN
 
 
 def _add_page(book: Book, group: Group, parent: Page | None, page_ops: int, overview_boxes: int) -> Page:
