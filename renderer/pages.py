@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .errors import AnnographError
 from .grouping import Group, group_model, repeated_runs
-from .ir import Model, Node, Value
+from .ir import Graph, Model, Node, Value
 
 NodeKey = tuple[str, int, int]
 
@@ -22,9 +22,9 @@ AUTO_COLLAPSE_OPS = 1500
 AUTO_COLLAPSE_SPAN = 1200
 """...and while its long edges make at most this many virtual nodes (ranks an edge crosses without an end).
 dot's time grows with them far faster than with operators: measured (CPU time of ``dot -Tsvg``, shape chains
-folded) on the generated BERT encoders, where an attention mask reaches every layer, 976 virtual nodes (285
-operators) took 0.8 s, 1,480 (353) 3.5 s, 2,088 (421) 13 s, 3,616 (557) 87 s; densenet121's 668 operators make
-only 580 and lay out in 0.7 s."""
+folded) on the generated BERT encoders, where an attention mask reaches every layer, 960 virtual nodes (285
+operators) took 0.8 s, 1,460 (353) 3.5 s, 2,064 (421) 13 s, 3,584 (557) 87 s; face_detection with its 74 weight
+DEQUANTIZE ops drawn makes 58."""
 PAGE_OPS = 90
 """Operators drawn in full on one detail page, at most (the tallest page stays under 14,400 pt)."""
 OVERVIEW_BOXES = 60
@@ -156,21 +156,31 @@ def needs_pages(model: Model, drawn: Callable[[Node], bool]) -> bool:
     count = 0
     span = 0
     for graph in model.graphs:
-        rank: dict[int, int] = {}
-        for node in graph.nodes:
-            if not drawn(node):
-                continue
-            count += 1
-            rank[node.index] = 1 + max((rank.get(v.producer.index, -1) for v in node.inputs
-                                        if v is not None and v.producer is not None and v.producer.graph is graph),
-                                       default=-1)
-        for node in graph.nodes:
-            if node.index in rank:
-                for value in node.outputs:
-                    for consumer in value.consumers:
-                        if consumer.graph is graph and consumer.index in rank:
-                            span += max(0, rank[consumer.index] - rank[node.index] - 1)
+        nodes = [n for n in graph.nodes if drawn(n)]
+        count += len(nodes)
+        span += _long_edge_span(graph, nodes, drawn)
     return count > AUTO_COLLAPSE_OPS or span > AUTO_COLLAPSE_SPAN
+
+
+def _long_edge_span(graph: Graph, nodes: list[Node], drawn: Callable[[Node], bool]) -> int:
+    """Ranks crossed by edges without ending there, as dot would rank ``nodes`` (approximately: each node as
+    early as its inputs allow, then pulled down next to its readers when it has at least as many of them as
+    inputs, as dot's edge-length minimisation does for a weight's DEQUANTIZE)."""
+    rank: dict[int, int] = {}
+    inputs: dict[int, list[int]] = {}
+    readers: dict[int, list[int]] = {}
+    for node in nodes:
+        sources = [v.producer.index for v in node.inputs if v is not None and v.producer is not None
+                   and v.producer.graph is graph and v.producer.index in rank]
+        inputs[node.index] = sources
+        rank[node.index] = 1 + max((rank[i] for i in sources), default=-1)
+        for i in sources:
+            readers.setdefault(i, []).append(node.index)
+    for node in reversed(nodes):
+        after = readers.get(node.index)
+        if after and len(after) >= len(inputs[node.index]):
+            rank[node.index] = max(rank[node.index], min(rank[i] for i in after) - 1)
+    return sum(max(0, rank[r] - rank[n] - 1) for n, after in readers.items() for r in after)
 
 
 def _add_page(book: Book, group: Group, parent: Page | None, page_ops: int, overview_boxes: int) -> Page:
