@@ -278,3 +278,21 @@ def test_export_keeps_the_metric_directions(tiny_qdq: Path, tmp_path: Path) -> N
     assert doc["metrics"]["sqnr_db"]["higher_is_better"] is True and doc["metrics"]["sqnr_db"]["unit"] == "dB"
     notes = load_annotations([out], renderer.load_model(str(tiny_qdq)))
     assert notes.metrics["sqnr_db"].higher_is_better is True and notes.metrics["rmse"].higher_is_better is False
+
+
+def test_tflite_dims_pin_dynamic_input_axes(tmp_path: Path) -> None:
+    """A TFLite input with dynamic axes (shape signature [-1, -1, 16]) runs at the shape --dim asks for."""
+    pytest.importorskip("ai_edge_litert", reason="the [litert] extra is not installed")
+    from test_loader_tflite import build_dynamic_sequence_model
+
+    path = tmp_path / "dyn.tflite"
+    path.write_bytes(build_dynamic_sequence_model())
+    run = run_cli("compare", path, path, "--dim", "batch=2", "--dim", "axis1=8", "--save-dumps", tmp_path / "r.npz",
+                  tmp_path / "c.npz", "-o", tmp_path / "e.json")
+    assert run.returncode == 0, run.stderr
+    assert "set to 1" not in run.stderr
+    with np.load(tmp_path / "r.npz") as ref:
+        shapes = {name: ref[name].shape for name in ref.files}
+    assert shapes["dense"] == (2, 8, 32) and shapes["swapped"] == (2, 32, 8)
+    unpinned = run_cli("compare", path, path, "-o", tmp_path / "u.json")
+    assert unpinned.returncode == 0 and "set to 1 (pin it with --dim)" in unpinned.stderr

@@ -45,7 +45,9 @@ class TfliteRun:
     def inputs(self) -> list[InputSpec]:
         import numpy as np
 
-        return [InputSpec(d["name"], tuple(int(s) for s in d["shape"]), np.dtype(d["dtype"]).name)
+        # the signature keeps -1 on dynamic axes (``shape`` says 1 there), so --dim can pin them
+        return [InputSpec(d["name"], tuple(int(s) for s in d.get("shape_signature", d["shape"])),
+                          np.dtype(d["dtype"]).name)
                 for d in self.interpreter.get_input_details()]
 
     def quantize_feeds(self, feeds: dict[str, Any]) -> dict[str, Any]:
