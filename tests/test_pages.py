@@ -382,3 +382,20 @@ def test_error_metrics_aggregate_to_the_worst_member(tmp_path: Path, big: Path, 
             assert float(found.group(1)) == pytest.approx(combine(members), rel=5e-3), (rule, href)
             cells += 1
         assert cells == 40, rule
+
+
+def test_overview_draws_repeated_layers_once_with_a_cell_each(tmp_path: Path) -> None:
+    """The torch-exported 12-layer encoder: one box for the 12 identical layers, a linked cell per layer."""
+    out = tmp_path / "bert.svg"
+    run = run_cli("render", ONNX / "bert_scoped.onnx", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    runs = _ids(root, "run-")
+    assert len(runs) == 1
+    cells = [a.get(f"{XLINK_NS}href") for a in root.iter(f"{SVG_NS}a")
+             if re.fullmatch(r"encoder/layer\.\d+: .*", a.get(f"{XLINK_NS}title") or "")]
+    assert len(cells) == len(set(cells)) == 12
+    model = renderer.load_model(ONNX / "bert_scoped.onnx")
+    names = {n.element_id: n.name for n in model.nodes()}
+    drawn_here = [names[i] for i in _ids(root, "op-")]
+    assert drawn_here and not any("/encoder/" in name for name in drawn_here)  # no layer drawn on the overview
