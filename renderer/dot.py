@@ -20,7 +20,7 @@ from .annotations.records import Annotations, Entry, metric_value
 from .colors import NA_COLOR, category_colors, format_number, text_color
 from .folding import Folding, NodeKey
 from .heatmap import Heatmap
-from .ir import Graph, Model, Node, Value
+from .ir import Graph, Model, Node, SubgraphRef, Value
 from .options import RenderOptions
 
 FONT = "Helvetica"
@@ -478,7 +478,7 @@ def _type_text(node: Node) -> str:
 def _attribute_lines(node: Node, limit: int, width: int = LABEL_CHARS) -> list[str]:
     """Non-default attributes as ``key=value`` packed into at most two lines of about ``width`` characters."""
     parts = [f"{k}={_value_text(v, compact=True)}" for k, v in node.attributes.items()
-             if k not in node.defaults and not str(v).startswith("graph ")][:limit]
+             if k not in node.defaults and not _is_subgraph(v)][:limit]
     lines: list[str] = []
     for part in parts:
         if lines and len(lines[-1]) + len(part) + 3 <= width:
@@ -486,6 +486,11 @@ def _attribute_lines(node: Node, limit: int, width: int = LABEL_CHARS) -> list[s
         else:
             lines.append(part)
     return lines[:2]
+
+
+def _is_subgraph(value: object) -> bool:
+    """Graph-valued attributes are drawn as clusters, not listed in the box."""
+    return isinstance(value, SubgraphRef) or (isinstance(value, list) and any(isinstance(v, SubgraphRef) for v in value))
 
 
 def _value_text(value: object, compact: bool = False) -> str:

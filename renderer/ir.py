@@ -153,6 +153,19 @@ class Value:
         return f"t-{self.graph.index}-{self.index}"
 
 
+@dataclass(frozen=True, slots=True)
+class SubgraphRef:
+    """An attribute whose value is one of the model's graphs (an If branch, a Loop body): ``Model.graphs[index]``.
+
+    Shown as ``graph N``, the caption of that graph's cluster.
+    """
+
+    index: int
+
+    def __str__(self) -> str:
+        return f"graph {self.index}"
+
+
 @dataclass(slots=True, eq=False)
 class Node:
     """An operator.
@@ -166,7 +179,8 @@ class Node:
         inputs: consumed values in slot order; None for an omitted optional input.
         input_names: the schema's name for each input slot (``X``, ``W``, ``B``; ``filter``), where known.
         outputs: produced values.
-        attributes: attribute name → plain Python value (numbers, strings, lists, shapes).
+        attributes: attribute name → plain Python value (numbers, strings, lists, shapes), or ``SubgraphRef``
+            (or a list of them) for a graph-valued attribute.
         defaults: names of attributes whose value equals the operator schema's default (not shown in boxes).
         subgraphs: graphs this operator runs (If branches, Loop bodies, TFLite IF/WHILE/CALL_ONCE targets).
         metadata: key/value strings stored in the file for this operator.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..categories import with_role
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
 from .records import Ref
@@ -77,7 +78,7 @@ def ort_node_indices(model: Model) -> dict[int, dict[int, Node]]:
         table: dict[int, Node] = {}
         position = 0
         for node in graph.nodes:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            if node.op_type in with_role("onnx", "ort_initializer") and node.domain in ("", "ai.onnx"):
                 continue
             table[position] = node
             position += 1

@@ -510,11 +510,11 @@ class _Builder:
         if kind == onnx.AttributeProto.GRAPH:
             sub = self._graph(attr.g, node, scope)
             node.subgraphs.append(sub)
-            return f"graph {sub.index}"
+            return ir.SubgraphRef(sub.index)
         if kind == onnx.AttributeProto.GRAPHS:
             subs = [self._graph(g, node, scope) for g in attr.graphs]
             node.subgraphs.extend(subs)
-            return [f"graph {s.index}" for s in subs]
+            return [ir.SubgraphRef(s.index) for s in subs]
         if kind == onnx.AttributeProto.TENSOR:
             t = attr.t
             return f"tensor {self.dtypes.get(t.data_type, '?')}[{'×'.join(str(d) for d in t.dims) or 'scalar'}]"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..categories import runs_subgraphs
 from .formulas import (
     ZERO, Cost, NotCountable, attention, convolution, einsum, matmul, per_element, pooling, prod, recurrent,
     reduction, resize, transposed_convolution,
@@ -57,8 +58,6 @@ NO_ARITHMETIC = frozenset({
     "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength", "SplitToSequence", "ConcatFromSequence",
     "Optional", "OptionalGetElement", "OptionalHasElement", "Unique", "QLinearConcat",
 })
-
-CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 # Weight inputs per op: (slot, explicit zero point (slot, channel axis of the weight) or None). A slot counts
 # only when it traces to stored data (directly, or through a DequantizeLinear / layout op).
@@ -265,7 +264,7 @@ def cost(op: Op) -> Cost:
         return per_element(op.out_elements(), max(1, op.data_inputs() - 1) + VARIADIC[name])
     if name in REDUCTIONS:
         return reduction(op.elements(0))
-    if name in CONTROL_FLOW:
+    if runs_subgraphs("onnx", name):
         raise NotCountable("control flow: its subgraph operators are counted one by one")
     raise NotCountable(f"no formula for {name}")
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..ir import Model, Node, Value
 from . import onnx_ops, tflite_ops
+from ..categories import runs_subgraphs
 from .formulas import MALFORMED, Cost, NotCountable, malformed, prod
 from .opview import Op, label, static_shape
 from .tensors import DTYPE_BITS
@@ -203,7 +204,7 @@ class ModelCosts:
         for prof in self.ops.values():
             if isinstance(prof.cost, Cost):
                 macs += prof.cost.macs
-            elif prof.node.op_type not in ("If", "Loop", "Scan", "IF", "WHILE", "CALL_ONCE", "CALL"):
+            elif not runs_subgraphs(self.model.format, prof.node.op_type):
                 uncounted += 1
         peak, unknown = peak_activation_bytes(self.model)
         return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import onnx_ops
+from ..categories import runs_subgraphs
 from .formulas import (
     ZERO, Cost, NotCountable, convolution, matmul, per_element, pooling, prod, recurrent, reduction, resize,
     transposed_convolution,
@@ -44,8 +45,6 @@ NO_ARITHMETIC = frozenset({
     "MATRIX_DIAG", "MATRIX_SET_DIAG", "UNIQUE", "HASHTABLE", "HASHTABLE_FIND", "HASHTABLE_IMPORT",
     "HASHTABLE_SIZE",
 })
-
-CONTROL_FLOW = frozenset({"IF", "WHILE", "CALL", "CALL_ONCE"})
 
 # Weight inputs (all zero points come from the tensors' own quantization parameters).
 WEIGHT_SLOTS: dict[str, tuple[int, ...]] = {
@@ -160,7 +159,7 @@ def cost(op: Op) -> Cost:
         base = per_element(op.out_elements(), onnx_ops.PER_ELEMENT.get(SAME_AS_ONNX[name], 1))
     elif name in REDUCTIONS:
         base = reduction(op.elements(0))
-    elif name in CONTROL_FLOW:
+    elif runs_subgraphs("tflite", name):
         raise NotCountable("control flow: the called subgraph's operators are counted one by one")
     else:
         raise NotCountable(f"no formula for {name}")

@@ -14,31 +14,32 @@ different sparsities.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
+from .. import categories
 from ..ir import Node, Value
 from .formulas import NotCountable
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Ops that pass a constant through unchanged in content (only its layout or element type changes); the
-# second and later inputs, when present, must be constant (shape, perm, axes).
-ONNX_LAYOUT_OPS = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Cast",
-                             "CastLike"})
-TFLITE_LAYOUT_OPS = frozenset({"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS", "CAST"})
-ONNX_DEQUANTIZE = frozenset({"DequantizeLinear"})
-TFLITE_DEQUANTIZE = frozenset({"DEQUANTIZE"})
-
 _MAX_HOPS = 16
 
 
-_PREPARING_OPS = ONNX_LAYOUT_OPS | ONNX_DEQUANTIZE | TFLITE_LAYOUT_OPS | TFLITE_DEQUANTIZE
+@cache
+def _ops(role: str) -> frozenset[str]:
+    """Operator types of either format with ``role`` in ``renderer/data`` (the formats' names never collide).
+
+    ``weight_layout`` ops pass a constant through unchanged in content (only its layout or element type
+    changes); their second and later inputs, when present, must be constant (shape, perm, axes).
+    """
+    return categories.with_role("onnx", role) | categories.with_role("tflite", role)
 
 
 def is_transparent(node: Node) -> bool:
     """Ops that only prepare a weight (layout, dequantization): their params are their direct constants only."""
-    return node.op_type in _PREPARING_OPS and node.domain != "custom"
+    return node.op_type in _ops("weight_layout") | _ops("dequantize") and node.domain != "custom"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +70,14 @@ def trace(value: Value | None) -> Source | None:
         if producer is None or producer.domain == "custom" or not producer.inputs:
             return None
         op = producer.op_type
-        if op in ONNX_DEQUANTIZE or op in TFLITE_DEQUANTIZE:
+        if op in _ops("dequantize"):
             if dequantize is not None:
                 return None
             first = producer.inputs[0]
             if first is None or first.initializer is None:
                 return None  # dequantizing something computed: not a stored weight (or a chain we do not map)
             return Source(first, producer, same_shape)
-        if op in ONNX_LAYOUT_OPS or op in TFLITE_LAYOUT_OPS:
+        if op in _ops("weight_layout"):
             if any(v is not None and v.initializer is None for v in producer.inputs[1:]):
                 return None
             if op not in ("Cast", "CastLike", "CAST", "Identity"):
@@ -179,7 +180,7 @@ def zero_point(node: Node, source: Source, explicit: tuple[int, int] | None) -> 
         slot, axis = explicit
         return _from_input(node.inputs[slot] if slot < len(node.inputs) else None, shape, axis, 0)
     dq = source.dequantize
-    if dq is not None and dq.op_type in ONNX_DEQUANTIZE:
+    if dq is not None and dq.op_type in categories.with_role("onnx", "dequantize"):
         axis = int(dq.attributes.get("axis", 1))
         block = int(dq.attributes.get("block_size", 0) or 0)
         return _from_input(dq.inputs[2] if len(dq.inputs) > 2 else None, shape, axis, block)
