@@ -7,9 +7,10 @@ import math
 import re
 from dataclasses import dataclass
 
-from .annotations.records import Annotations, ElementKey, MetricInfo, metric_value
+from .annotations.records import Annotations, MetricInfo, metric_value
 from .colors import Scale, format_number
 from .errors import MetricError
+from .ir import ElementKey
 
 
 @dataclass(slots=True)

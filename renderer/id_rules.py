@@ -14,9 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from .ir import Model
-
-ElementKey = tuple[str, int, int]
+from .ir import ElementKey, Model, Node, Value
 
 SUGGEST_BUDGET = 100
 SUGGEST_CHARS = 200
@@ -30,7 +28,8 @@ class Unresolved(Exception):
 
 @dataclass(slots=True)
 class IdIndex:
-    """Name → element keys for one model, built once."""
+    """Name → element keys for one model, built once: the id rules, and the name tables tool readers match
+    their own naming against (``node``, ``value``, ``producer``)."""
 
     model: Model
     op_names: dict[str, list[ElementKey]] = field(default_factory=dict)
@@ -52,6 +51,29 @@ class IdIndex:
                 if value.name:
                     index.tensor_names.setdefault(value.name, []).append(value.key)
         return index
+
+    def nodes_named(self, name: str) -> list[Node]:
+        """Every operator whose own name is ``name``."""
+        return [self.model.graphs[s].nodes[n] for _, s, n in self.op_names.get(name, [])]
+
+    def values_named(self, name: str) -> list[Value]:
+        """Every tensor called ``name``."""
+        return [self.model.graphs[s].values[n] for _, s, n in self.tensor_names.get(name, [])]
+
+    def node(self, name: str, graph: int | None = None) -> Node | None:
+        """The one operator called ``name`` (in ``graph`` when given), else None (missing or ambiguous)."""
+        found = [n for n in self.nodes_named(name) if graph is None or n.graph.index == graph]
+        return found[0] if len(found) == 1 else None
+
+    def value(self, name: str, graph: int | None = None) -> Value | None:
+        """The one tensor called ``name`` (in ``graph`` when given), else None."""
+        found = [v for v in self.values_named(name) if graph is None or v.graph.index == graph]
+        return found[0] if len(found) == 1 else None
+
+    def producer(self, tensor_name: str, graph: int | None = None) -> Node | None:
+        """The operator writing the tensor called ``tensor_name``, else None."""
+        value = self.value(tensor_name, graph)
+        return value.producer if value is not None else None
 
     def operator(self, ident: str) -> ElementKey:
         """Resolve an operator id; raise Unresolved with the reason."""

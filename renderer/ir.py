@@ -22,6 +22,10 @@ Dim = int | str | None
 """A dimension: a known size, a symbolic name (``batch``), or unknown."""
 
 
+ElementKey = tuple[str, int, int]
+"""``("op", S, N)`` for operator N of graph S, ``("t", S, N)`` for tensor N of graph S (``Node.key``, ``Value.key``)."""
+
+
 @dataclass(slots=True)
 class TensorType:
     """Element type and shape of a value.
@@ -144,7 +148,7 @@ class Value:
         return self.initializer is not None
 
     @property
-    def key(self) -> tuple[str, int, int]:
+    def key(self) -> ElementKey:
         return ("t", self.graph.index, self.index)
 
     @property
@@ -204,7 +208,7 @@ class Node:
         return f"Node({self.graph.index}:{self.index} {self.op_type} {self.name!r})"
 
     @property
-    def key(self) -> tuple[str, int, int]:
+    def key(self) -> ElementKey:
         return ("op", self.graph.index, self.index)
 
     @property

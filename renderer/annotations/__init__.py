@@ -17,7 +17,7 @@ from types import ModuleType
 
 from ..errors import AnnotationError, unreadable
 from ..id_rules import IdIndex, Unresolved
-from ..ir import Model
+from ..ir import ElementKey, Model
 from .records import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
 
 # The fuzz and injection tests iterate over this tuple, so every reader added here is covered.
@@ -101,12 +101,12 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
     index = IdIndex.build(model)
     result = Annotations()
     sources_of: dict[str, set[str]] = {}
-    resolved: list[tuple[AnnotationSet, list[tuple[tuple[str, int, int], Entry]]]] = []
+    resolved: list[tuple[AnnotationSet, list[tuple[ElementKey, Entry]]]] = []
     for aset in sets:
-        items: list[tuple[tuple[str, int, int], Entry]] = []
+        items: list[tuple[ElementKey, Entry]] = []
         unmatched = list(aset.unmatched)
         suggestions: dict[str, list[str]] = {}
-        matched_ops: set[tuple[str, int, int]] = set()
+        matched_ops: set[ElementKey] = set()
         matched_tensors = 0
         for kind, pairs in (("op", aset.operators), ("t", aset.tensors)):
             for ident, entry in pairs:

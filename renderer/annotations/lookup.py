@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,42 +19,6 @@ from .records import Ref
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""
-
-
-@dataclass(slots=True)
-class ModelLookup:
-    """Name tables for one model, built once per read."""
-
-    model: Model
-    nodes_by_name: dict[str, list[Node]] = field(default_factory=dict)
-    values_by_name: dict[str, list[Value]] = field(default_factory=dict)
-
-    @classmethod
-    def build(cls, model: Model) -> ModelLookup:
-        lookup = cls(model)
-        for graph in model.graphs:
-            for node in graph.nodes:
-                if node.name:
-                    lookup.nodes_by_name.setdefault(node.name, []).append(node)
-            for value in graph.values:
-                if value.name:
-                    lookup.values_by_name.setdefault(value.name, []).append(value)
-        return lookup
-
-    def node(self, name: str, graph: int | None = None) -> Node | None:
-        """The one operator called ``name`` (in ``graph`` when given), else None (missing or ambiguous)."""
-        found = [n for n in self.nodes_by_name.get(name, []) if graph is None or n.graph.index == graph]
-        return found[0] if len(found) == 1 else None
-
-    def value(self, name: str, graph: int | None = None) -> Value | None:
-        """The one tensor called ``name`` (in ``graph`` when given), else None."""
-        found = [v for v in self.values_by_name.get(name, []) if graph is None or v.graph.index == graph]
-        return found[0] if len(found) == 1 else None
-
-    def producer(self, tensor_name: str, graph: int | None = None) -> Node | None:
-        """The operator writing the tensor called ``tensor_name``, else None."""
-        value = self.value(tensor_name, graph)
-        return value.producer if value is not None else None
 
 
 def node_ref(node: Node) -> Ref:

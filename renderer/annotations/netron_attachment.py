@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
+from ..id_rules import IdIndex
 from ..ir import Model
-from .lookup import ModelLookup, load_json, node_ref, value_ref
+from .lookup import load_json, node_ref, value_ref
 from .records import AnnotationSet, Entry, Ref
 
 NAME = "netron"
@@ -41,7 +42,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     if not isinstance(data, dict) or data.get("signature") != SIGNATURE:
         raise AnnotationError(f'{path}: not a Netron attachment (needs "signature": "{SIGNATURE}")')
     result = AnnotationSet(source=NAME, path=str(path))
-    lookup = ModelLookup.build(model)
+    lookup = IdIndex.build(model)
     entries: dict[Ref, Entry] = {}
     order: list[Ref] = []
     unmatched: list[str] = []
@@ -92,7 +93,7 @@ def _item(where: str, item: Any) -> tuple[str, str, Any, str]:
     return kind, name.split("\n", 1)[0], value, str(ident)
 
 
-def _resolve(lookup: ModelLookup, model: Model, kind: str, item: dict[str, Any]) -> Ref | None:
+def _resolve(lookup: IdIndex, model: Model, kind: str, item: dict[str, Any]) -> Ref | None:
     main = model.graphs[0] if model.graphs else None
     if "target" in item:
         target = str(item["target"]).split("\n", 1)[0]

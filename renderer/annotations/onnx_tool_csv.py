@@ -16,8 +16,9 @@ import re
 from pathlib import Path
 
 from ..errors import AnnotationError
+from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import ModelLookup, node_ref, number, open_text, read_header
+from .lookup import node_ref, number, open_text, read_header
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
@@ -42,7 +43,7 @@ def match(path: Path, head: str) -> bool:
 
 def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path))
-    lookup = ModelLookup.build(model)
+    lookup = IdIndex.build(model)
     main = model.graphs[0].nodes if model.graphs else []
     with open_text(path) as handle:
         reader = csv.reader(handle)
@@ -89,7 +90,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     return result
 
 
-def _find(lookup: ModelLookup, main: list[Node], name: str, op_type: str) -> Node | None:
+def _find(lookup: IdIndex, main: list[Node], name: str, op_type: str) -> Node | None:
     node = lookup.node(name, graph=0) or lookup.node(name)
     if node is not None:
         return node

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
+from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import ModelLookup, load_json, node_ref, numbered_lines, open_text, ort_node_indices
+from .lookup import load_json, node_ref, numbered_lines, open_text, ort_node_indices
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"
@@ -280,12 +281,12 @@ class _Mapper:
 
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.lookup = ModelLookup.build(model)
+        self.lookup = IdIndex.build(model)
         self.ort_index = ort_node_indices(model)
 
     def find(self, name: str, args: dict[str, Any]) -> Node | None:
         index = _int(args.get("node_index"))
-        by_name = self.lookup.nodes_by_name.get(name, [])
+        by_name = self.lookup.nodes_named(name)
         if len(by_name) == 1:
             return by_name[0]
         if len(by_name) > 1 and index is not None:

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
+from ..id_rules import IdIndex
 from ..ir import Model, Node, Value
-from .lookup import ModelLookup, load_json, node_ref, value_ref
+from .lookup import load_json, node_ref, value_ref
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "qdq-loss"
@@ -81,7 +82,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     for key in ("float_model", "qdq_model"):
         if isinstance(data.get(key), str):
             result.graph.values[key] = data[key]
-    lookup = ModelLookup.build(model)
+    lookup = IdIndex.build(model)
     _activations(path, data.get("activations") or {}, lookup, result)
     _weights(path, data.get("weights") or {}, lookup, result)
     return result
@@ -93,7 +94,7 @@ def _sqnr(path: Path, where: str, value: Any) -> float:
     return float(value)
 
 
-def _activations(path: Path, items: Any, lookup: ModelLookup, result: AnnotationSet) -> None:
+def _activations(path: Path, items: Any, lookup: IdIndex, result: AnnotationSet) -> None:
     if not isinstance(items, dict):
         raise AnnotationError(f"{path}: 'activations' must map tensor names to results")
     for name, body in items.items():
@@ -120,7 +121,7 @@ def _activations(path: Path, items: Any, lookup: ModelLookup, result: Annotation
             result.operators.append((node_ref(value.producer), Entry(dict(values))))
 
 
-def _weights(path: Path, items: Any, lookup: ModelLookup, result: AnnotationSet) -> None:
+def _weights(path: Path, items: Any, lookup: IdIndex, result: AnnotationSet) -> None:
     if not isinstance(items, dict):
         raise AnnotationError(f"{path}: 'weights' must map weight names to SQNR values")
     per_node: dict[Node, list[tuple[str, float]]] = {}
@@ -138,11 +139,11 @@ def _weights(path: Path, items: Any, lookup: ModelLookup, result: AnnotationSet)
         result.operators.append((node_ref(node), entry))
 
 
-def _weight_consumers(lookup: ModelLookup, name: str) -> list[Node]:
+def _weight_consumers(lookup: IdIndex, name: str) -> list[Node]:
     """Operators reading weight ``name``, through a DequantizeLinear when the model is a QDQ model."""
     found: list[Node] = []
     for candidate in (name, name + _QUANT_SUFFIX):
-        for value in lookup.values_by_name.get(candidate, []):
+        for value in lookup.values_named(candidate):
             for node in _through_dequantize(value):
                 if node not in found:
                     found.append(node)

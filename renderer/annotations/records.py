@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-ElementKey = tuple[str, int, int]
-"""("op", S, N) for operator N of graph S, ("t", S, N) for tensor N of graph S."""
+from ..ir import ElementKey
+
 
 
 @dataclass(frozen=True, slots=True)

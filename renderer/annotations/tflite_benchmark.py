@@ -50,8 +50,9 @@ import re
 from pathlib import Path
 
 from ..errors import AnnotationError
+from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import ModelLookup, node_ref, number, numbered_lines, open_text
+from .lookup import node_ref, number, numbered_lines, open_text
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-benchmark"
@@ -253,7 +254,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
 class _Mapper:
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.lookup = ModelLookup.build(model)
+        self.lookup = IdIndex.build(model)
         self.current = 0  # subgraph of the last LiteRT row placed
         self.last: dict[int, int] = {}  # highest node index placed per subgraph
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ..errors import AnnographError
 from ..id_rules import IdIndex, Unresolved
-from ..ir import Model
+from ..ir import ElementKey, Model
 
-ElementKey = tuple[str, int, int]
 
 
 class StableIds:

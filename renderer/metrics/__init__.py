@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..annotations.records import Annotations, Entry, MetricInfo
-from ..ir import Model
+from ..ir import ElementKey, Model
 from ..options import RenderOptions
 
 # name → (unit, description). The cheap ones are added to every operator on every render.
@@ -95,7 +95,7 @@ def model_costs(model: Model) -> Any:
 
 def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[str] | None = None,
             max_tensor_elements: int = DEFAULT_MAX_TENSOR_ELEMENTS, progress: bool = True,
-            ) -> tuple[dict[tuple[str, int, int], dict[str, Any]], dict[tuple[str, int, int], dict[str, Any]]]:
+            ) -> tuple[dict[ElementKey, dict[str, Any]], dict[ElementKey, dict[str, Any]]]:
     """Built-in metric values: ({op key: {name: value}}, {tensor key: {name: value}}).
 
     Args:
@@ -111,12 +111,12 @@ def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[st
     op_names = set(OP_METRICS) if op_names is None else op_names & set(OP_METRICS)
     tensor_names = set(ALL_TENSOR_METRICS) if tensor_names is None else tensor_names & set(ALL_TENSOR_METRICS)
     costs = model_costs(model)
-    ops: dict[tuple[str, int, int], dict[str, Any]] = {}
+    ops: dict[ElementKey, dict[str, Any]] = {}
     cheap = op_names & set(CHEAP_OP_METRICS)
     if cheap:
         for key, op in costs.ops.items():
             ops[key] = {k: v for k, v in op.cheap_metrics().items() if k in cheap}
-    tensors: dict[tuple[str, int, int], dict[str, Any]] = {}
+    tensors: dict[ElementKey, dict[str, Any]] = {}
     if tensor_names & set(TENSOR_METRICS):
         tensors = tensor_values(model, tensor_names & set(TENSOR_METRICS))
     expensive_ops = op_names & set(EXPENSIVE_OP_METRICS)
@@ -152,7 +152,7 @@ def augment(
     return annotations
 
 
-def _merge(target: dict[tuple[str, int, int], Entry], computed: dict[tuple[str, int, int], dict[str, Any]]) -> None:
+def _merge(target: dict[ElementKey, Entry], computed: dict[ElementKey, dict[str, Any]]) -> None:
     for key, values in computed.items():
         if not values:
             continue

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnographError
-from ..ir import Model
+from ..ir import ElementKey, Model
 
 FORMATS = {".json": "json", ".csv": "csv", ".tsv": "tsv"}
 
@@ -29,11 +29,11 @@ def export_format(path: str | Path, fmt: str | None = None) -> str:
     return FORMATS[suffix]
 
 
-def _id(key: tuple[str, int, int]) -> str:
+def _id(key: ElementKey) -> str:
     return f"{key[1]}:{key[2]}"
 
 
-def _ordered(model: Model, computed: dict[tuple[str, int, int], dict[str, Any]], kind: str) -> list[tuple[str, dict]]:
+def _ordered(model: Model, computed: dict[ElementKey, dict[str, Any]], kind: str) -> list[tuple[str, dict]]:
     items = []
     for graph in model.graphs:
         for element in graph.nodes if kind == "op" else graph.values:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import Model, Node, Value
-from . import onnx_ops, tflite_ops
 from ..categories import runs_subgraphs
+from ..ir import ElementKey, Model, Node, Value
+from . import onnx_ops, tflite_ops
 from .formulas import MALFORMED, Cost, NotCountable, malformed, prod
 from .opview import Op, label, static_shape
 from .tensors import DTYPE_BITS
@@ -179,7 +179,7 @@ class ModelCosts:
     """The cheap pass over every operator of every graph."""
 
     model: Model
-    ops: dict[tuple[str, int, int], OpCosts]
+    ops: dict[ElementKey, OpCosts]
 
     @classmethod
     def build(cls, model: Model) -> ModelCosts:

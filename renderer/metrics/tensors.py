@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Model
+from ..ir import ElementKey, Model
 
 DTYPE_BITS: dict[str, int] = {
     "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32, "int16": 16,
@@ -24,9 +24,9 @@ def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int | None:
     return (elements * bits + 7) // 8
 
 
-def tensor_values(model: Model, names: set[str]) -> dict[tuple[str, int, int], dict[str, Any]]:
+def tensor_values(model: Model, names: set[str]) -> dict[ElementKey, dict[str, Any]]:
     """``bytes`` and/or ``elements`` of every tensor with a static shape."""
-    result: dict[tuple[str, int, int], dict[str, Any]] = {}
+    result: dict[ElementKey, dict[str, Any]] = {}
     for value in model.values():
         static = value.type.static_shape if value.type else None
         if static is None:

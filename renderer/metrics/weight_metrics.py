@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Value
+from ..ir import ElementKey, Value
 from . import data
 from .formulas import MALFORMED, Cost, NotCountable, malformed
 from .op_costs import ModelCosts, OpCosts, na
@@ -21,8 +21,8 @@ STAT_NAMES = ("min", "max", "mean", "std", "zero_fraction")
 
 
 def compute(costs: ModelCosts, op_names: set[str], tensor_names: set[str], limit: int,
-            progress: bool = True) -> tuple[dict[tuple[str, int, int], dict[str, Any]],
-                                             dict[tuple[str, int, int], dict[str, Any]]]:
+            progress: bool = True) -> tuple[dict[ElementKey, dict[str, Any]],
+                                             dict[ElementKey, dict[str, Any]]]:
     """Values of the requested expensive metrics: (per op key, per tensor key)."""
     want_sparsity = bool(op_names & {"sparsity", "effective_macs"})
     want_op_stats = any(n.startswith(OP_STAT_PREFIX) for n in op_names)
@@ -35,7 +35,7 @@ def compute(costs: ModelCosts, op_names: set[str], tensor_names: set[str], limit
             found = requests[id(value)] = data.Request(value)
         return found
 
-    uses: dict[tuple[str, int, int], list[tuple[Value, tuple | str]]] = {}
+    uses: dict[ElementKey, list[tuple[Value, tuple | str]]] = {}
     for key, op in costs.ops.items():
         if not op.weights or not (want_sparsity or want_op_stats):
             continue
@@ -62,7 +62,7 @@ def compute(costs: ModelCosts, op_names: set[str], tensor_names: set[str], limit
             request(value).stats = True
 
     results = data.run(list(requests.values()), limit, progress)
-    op_values: dict[tuple[str, int, int], dict[str, Any]] = {}
+    op_values: dict[ElementKey, dict[str, Any]] = {}
     for key, op in costs.ops.items():
         values: dict[str, Any] = {}
         op_uses = uses.get(key, [])
@@ -74,7 +74,7 @@ def compute(costs: ModelCosts, op_names: set[str], tensor_names: set[str], limit
         if want_op_stats and op_uses:
             values.update(_merged_stats([v for v, _ in op_uses], results))
         op_values[key] = {k: v for k, v in values.items() if k in op_names}
-    tensor_values: dict[tuple[str, int, int], dict[str, Any]] = {}
+    tensor_values: dict[ElementKey, dict[str, Any]] = {}
     if want_tensor_stats:
         for value in costs.constants():
             result = results.get(id(value))
