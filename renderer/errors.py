@@ -7,6 +7,15 @@ class AnnographError(Exception):
     """Base class: a problem with the user's input or environment, shown as one line."""
 
 
+def first_line(e: BaseException, limit: int = 300, empty: str | None = None) -> str:
+    """The first line of ``e``'s message, cut at ``limit``; ``empty`` (default: the exception's type name)
+    when it has none. For wrapping a library's exception in one line of our own."""
+    lines = str(e).strip().splitlines()
+    if lines:
+        return lines[0][:limit]
+    return type(e).__name__ if empty is None else empty
+
+
 def unreadable(path: object, e: OSError, kind: str) -> str:
     """The one-line message for a file that cannot be opened; ``kind`` is what it should have been."""
     if isinstance(e, FileNotFoundError):

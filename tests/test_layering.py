@@ -41,3 +41,27 @@ def test_the_check_sees_a_root_import() -> None:
     assert _root_imports(source, "renderer.annotations.embedded") == ["__version__", "renderer"]
     assert _root_imports("from . import __version__\n", "renderer.cli") == ["__version__"]
     assert _root_imports("from .version import __version__\n", "renderer.cli") == []
+
+
+def _definitions() -> dict[str, list[str]]:
+    """Module-level function, class and alias names → modules defining them."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                found.setdefault(node.name, []).append(module)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, []).append(module)
+    return found
+
+
+def test_shared_helpers_are_written_once() -> None:
+    """Helpers that used to be rewritten per module, with different meanings, exist once under one name."""
+    found = _definitions()
+    for name in ("first_line", "json_values", "decode_text", "ElementKey", "IdIndex"):
+        assert len(found.get(name, [])) == 1, (name, found.get(name))
+    for gone in ("_first_line", "plain", "_plain", "_text", "ModelLookup"):
+        assert gone not in found, (gone, found[gone])

@@ -26,7 +26,6 @@ ONNX tools show them; when the entry is present, its values win over those copie
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from ..errors import AnnotationError
 from ..ir import Model
 from ..version import __version__
 from .metric_meta import read_metric_infos
-from .records import Annotations, AnnotationSet, Entry, Ref
+from .records import Annotations, AnnotationSet, Entry, Ref, json_values
 from .style import validate_style
 
 NAME = "embedded"
@@ -198,7 +197,7 @@ def document(annotations: Annotations, model: Model) -> dict[str, Any]:
     graph = annotations.graph
     if graph.values or graph.style:
         doc["graph"] = {
-            "values": _plain(graph.values),
+            "values": json_values(graph.values),
             **({"style": dict(graph.style)} if graph.style else {}),
         }
     ops = []
@@ -208,7 +207,7 @@ def document(annotations: Annotations, model: Model) -> dict[str, Any]:
             "subgraph": s,
             "operator": n,
             "name": node.display_name,
-            "values": _plain(entry.values),
+            "values": json_values(entry.values),
         }
         if entry.style:
             item["style"] = dict(entry.style)
@@ -216,7 +215,7 @@ def document(annotations: Annotations, model: Model) -> dict[str, Any]:
     tensors = []
     for (_, s, n), entry in sorted(annotations.tensors.items()):
         value = model.graphs[s].values[n]
-        item = {"subgraph": s, "tensor": n, "name": value.name, "values": _plain(entry.values)}
+        item = {"subgraph": s, "tensor": n, "name": value.name, "values": json_values(entry.values)}
         if entry.style:
             item["style"] = dict(entry.style)
         tensors.append(item)
@@ -234,13 +233,3 @@ def document(annotations: Annotations, model: Model) -> dict[str, Any]:
     doc["metrics"] = metrics
     return doc
 
-
-def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            value = None  # JSON has no NaN or infinity
-        elif value is not None and not isinstance(value, (str, int, float, bool)):
-            value = str(value)
-        out[key] = value
-    return out

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnotationError, unreadable
+from ..errors import AnnotationError, first_line, unreadable
 from ..ir import Model
 from .metric_meta import read_metric_infos
 from .records import AnnotationSet, Entry, Ref
@@ -149,11 +149,11 @@ def _parse_yaml(path: Path, text: str) -> Any:
         line = f":{mark.line + 1}" if mark else ""
         raise AnnotationError(f"{path}{line}: invalid YAML ({e.problem or e.context})") from None
     except (yaml.YAMLError, RecursionError) as e:
-        raise AnnotationError(f"{path}: invalid YAML ({str(e).splitlines()[0] if str(e) else 'error'})") from None
+        raise AnnotationError(f"{path}: invalid YAML ({first_line(e, empty='error')})") from None
     except AnnotationError:
         raise
     except Exception as e:  # noqa: BLE001  an explicit tag (!!float, !!int, !!binary…) PyYAML fails to convert
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        reason = first_line(e)
         raise AnnotationError(f"{path}: invalid YAML (a tagged value cannot be converted: {reason})") from None
 
 
@@ -232,11 +232,11 @@ def _entry(path: Path, body: dict[str, Any], section: str, allow_title: bool = F
         raise AnnotationError(f"{where}: 'meta' must be a mapping")
     for key, value in meta.items():
         if key != "line":
-            entry.values[str(key)] = _plain(value)
+            entry.values[str(key)] = _shown_value(value)
     for key, value in body.items():
         if key in _ENTRY_KEYS or (allow_title and key == "title"):
             continue
-        entry.values[str(key)] = _plain(value)
+        entry.values[str(key)] = _shown_value(value)
     if allow_title and body.get("title") is not None:
         entry.values = {"title": str(body["title"]), **entry.values}
     style = body.get("style", {})
@@ -246,7 +246,7 @@ def _entry(path: Path, body: dict[str, Any], section: str, allow_title: bool = F
     return entry
 
 
-def _plain(value: Any) -> Any:
+def _shown_value(value: Any) -> Any:
     """Scalars as they are; nested structures as compact text (they are shown, never coloured by)."""
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k != "line"}

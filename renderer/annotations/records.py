@@ -154,6 +154,18 @@ class Annotations:
 _NUMBER_WITH_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]*[A-Za-zµ%]?)\s*$")
 
 
+def json_values(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` as JSON can hold them: non-finite floats become null, other non-JSON objects text."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        elif value is not None and not isinstance(value, (str, int, float, bool)):
+            value = str(value)
+        out[key] = value
+    return out
+
+
 def metric_value(value: Any) -> float | None:
     """The number in ``value`` when it is one: 13, 13.0, "13.0", "13.0 ms", "45%"; else None.
 

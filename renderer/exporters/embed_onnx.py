@@ -55,9 +55,9 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     doc = document(annotations, model)
     for item in doc["operators"]:
         node = graphs[item["subgraph"]].node[item["operator"]]
-        _set_props(node.metadata_props, {k: _text(v) for k, v in item["values"].items() if v is not None})
+        _set_props(node.metadata_props, {k: _prop_text(v) for k, v in item["values"].items() if v is not None})
     graph_values = doc.get("graph", {}).get("values", {})
-    model_props = {k: _text(v) for k, v in graph_values.items() if v is not None and k != ENTRY}
+    model_props = {k: _prop_text(v) for k, v in graph_values.items() if v is not None and k != ENTRY}
     for key in previous.get(("model",), set()):
         if key not in model_props:
             _remove_prop(proto.metadata_props, key)
@@ -143,7 +143,8 @@ def _remove_prop(props: Any, key: str) -> None:
             props.add(key=k, value=v)
 
 
-def _text(value: Any) -> str:
+def _prop_text(value: Any) -> str:
+    """A value as ONNX metadata_props text (JSON spelling for booleans, full float precision)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):

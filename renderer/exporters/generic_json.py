@@ -7,11 +7,10 @@ their types; what is known of a metric (unit, higher_is_better, description) goe
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from ..annotations.metric_meta import describe
-from ..annotations.records import Annotations
+from ..annotations.records import Annotations, json_values
 from ..ir import Model
 from . import ExportOptions, ExportResult
 from .stable_ids import StableIds
@@ -26,7 +25,7 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
     doc: dict[str, Any] = {}
     graph = annotations.graph
     if graph.values or graph.style:
-        body: dict[str, Any] = {"meta": plain(graph.values)}
+        body: dict[str, Any] = {"meta": json_values(graph.values)}
         if graph.style:
             body["style"] = dict(graph.style)
         doc["graph"] = body
@@ -36,7 +35,7 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
     ):
         items = []
         for key, entry in sorted(entries.items()):
-            item: dict[str, Any] = {"id": name_of(key), "meta": plain(entry.values)}
+            item: dict[str, Any] = {"id": name_of(key), "meta": json_values(entry.values)}
             if entry.style:
                 item["style"] = dict(entry.style)
             items.append(item)
@@ -51,18 +50,6 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
     if metrics:
         doc["metrics"] = metrics
     return doc
-
-
-def plain(values: dict[str, Any]) -> dict[str, Any]:
-    """Values JSON can hold: non-finite floats become null."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            value = None
-        elif value is not None and not isinstance(value, (str, int, float, bool)):
-            value = str(value)
-        out[key] = value
-    return out
 
 
 def export(model: Model, annotations: Annotations, options: ExportOptions) -> ExportResult:

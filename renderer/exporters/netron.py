@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..annotations.records import Annotations, metric_value
+from ..annotations.records import Annotations, json_values, metric_value
 from ..ir import Model
 from . import ExportOptions, ExportResult
-from .generic_json import plain
 
 NAME = "netron"
 DESCRIPTION = "Netron attachment JSON (open beside the model in Netron)"
@@ -36,7 +35,7 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     skipped = {"unnamed": 0, "subgraph": 0}
 
     def add(kind: str, where: dict[str, str], values: dict[str, Any]) -> None:
-        for name, value in plain(values).items():
+        for name, value in json_values(values).items():
             if value is None:
                 continue
             item = {"kind": kind, **where, "name": name.split("\n", 1)[0]}

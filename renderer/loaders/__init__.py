@@ -23,6 +23,14 @@ LOADERS: tuple[str, ...] = ("tflite", "onnx")
 HEAD_BYTES = 64
 
 
+def decode_text(raw: str | bytes | None) -> str:
+    """A string field as text: flatbuffers strings and proto2 string fields with invalid UTF-8 come back as
+    bytes; undecodable bytes become U+FFFD."""
+    if raw is None:
+        return ""
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
 def loader_modules() -> list[ModuleType]:
     return [importlib.import_module(f"{__name__}.{name}") for name in LOADERS]
 

@@ -52,9 +52,3 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
 
     request = json.loads(sys.stdin.read())
     print(json.dumps(handler(request)))
-
-
-def first_line(e: BaseException) -> str:
-    """An exception's first line, for a one-line note."""
-    text = str(e).strip().splitlines()
-    return text[0][:200] if text else type(e).__name__

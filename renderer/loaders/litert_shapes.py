@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import first_line
 from . import isolated
 
 
@@ -49,7 +50,7 @@ def _interpreter(path: Path):  # type: ignore[no-untyped-def]
     try:  # no delegate: a delegated partition hides its inner tensors' shapes
         return litert.Interpreter(model_path=str(path), **options), ""
     except Exception as e:  # noqa: BLE001 (the runtime raises RuntimeError, ValueError… on what it cannot run)
-        return None, f"LiteRT cannot load the model ({isolated.first_line(e)})"
+        return None, f"LiteRT cannot load the model ({first_line(e, 200)})"
 
 
 def propagate(path: Path, inputs: Mapping[int, tuple[int, ...]]) -> tuple[dict[int, tuple[int, ...]], str]:
@@ -76,7 +77,7 @@ def _prepare(request: dict[str, Any]) -> dict[str, Any]:
         interpreter.allocate_tensors()
         details = interpreter.get_tensor_details()
     except Exception as e:  # noqa: BLE001
-        return {"error": f"LiteRT cannot prepare the model with these shapes ({isolated.first_line(e)})"}
+        return {"error": f"LiteRT cannot prepare the model with these shapes ({first_line(e, 200)})"}
     return {"shapes": {str(d["index"]): [int(x) for x in d["shape"]] for d in details}}
 
 

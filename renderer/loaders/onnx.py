@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..categories import category
-from ..errors import LoaderError
-from . import onnx_wire, ort_shapes
+from ..errors import LoaderError, first_line
+from . import decode_text, onnx_wire, ort_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         else:
             proto = onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-like errors, ValueError…
-        raise LoaderError(f"{path}: not a valid ONNX model ({_first_line(e)})") from None
+        raise LoaderError(f"{path}: not a valid ONNX model ({first_line(e)})") from None
     if not proto.HasField("graph"):
         raise LoaderError(f"{path}: not a valid ONNX model (no graph)")
     if proto.ir_version > onnx.IR_VERSION:
@@ -85,21 +85,10 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     except LoaderError:
         raise
     except Exception as e:
-        raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {_first_line(e)})") from None
+        raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {first_line(e)})") from None
     if note:
         model.notes.append(note)
     return model
-
-
-def _text(value: str | bytes) -> str:
-    """A string field as text: onnx.proto is proto2, whose string fields come back as bytes when the file holds
-    invalid UTF-8 there."""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0][:300] if text else type(e).__name__
 
 
 def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
@@ -256,12 +245,12 @@ class _Builder:
 
     def build(self) -> ir.Model:
         proto, model = self.proto, self.model
-        model.producer = " ".join(_text(x) for x in (proto.producer_name, proto.producer_version) if x)
-        model.opsets = {(_text(o.domain) or "ai.onnx"): o.version for o in proto.opset_import}
+        model.producer = " ".join(decode_text(x) for x in (proto.producer_name, proto.producer_version) if x)
+        model.opsets = {(decode_text(o.domain) or "ai.onnx"): o.version for o in proto.opset_import}
         opsets = ", ".join(f"{d} {v}" for d, v in sorted(model.opsets.items()))
         model.version = f"IR v{proto.ir_version}; opset {opsets}"
-        model.description = _text(proto.doc_string)
-        model.metadata = {_text(p.key): _text(p.value) for p in proto.metadata_props}
+        model.description = decode_text(proto.doc_string)
+        model.metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
         model.raw = proto
         self._graph(proto.graph, parent=None, scope=[])
         return model
@@ -269,11 +258,11 @@ class _Builder:
     # -- graphs ---------------------------------------------------------------------------------------------
 
     def _graph(self, gp: onnx.GraphProto, parent: ir.Node | None, scope: list[dict[str, ir.Value]]) -> ir.Graph:
-        graph = self.model.add_graph(_text(gp.name), parent)
+        graph = self.model.add_graph(decode_text(gp.name), parent)
         names: dict[str, ir.Value] = {}
         infos = list(gp.value_info) + list(gp.input) + list(gp.output)
-        shapes = {_text(vi.name): vi.type for vi in infos}
-        value_metadata = {_text(vi.name): {_text(p.key): _text(p.value) for p in vi.metadata_props}
+        shapes = {decode_text(vi.name): vi.type for vi in infos}
+        value_metadata = {decode_text(vi.name): {decode_text(p.key): decode_text(p.value) for p in vi.metadata_props}
                           for vi in infos if len(getattr(vi, "metadata_props", ()))}
 
         def local(name: str) -> ir.Value:
@@ -284,14 +273,14 @@ class _Builder:
                 names[name] = value
             return value
 
-        initializers = {_text(t.name) for t in gp.initializer}
+        initializers = {decode_text(t.name) for t in gp.initializer}
         for vi in gp.input:
-            if _text(vi.name) not in initializers:
-                value = local(_text(vi.name))
+            if decode_text(vi.name) not in initializers:
+                value = local(decode_text(vi.name))
                 value.is_input = True
                 graph.inputs.append(value)
         for i, tensor in enumerate(gp.initializer):
-            value = local(_text(tensor.name))
+            value = local(decode_text(tensor.name))
             value.initializer = self._tensor(tensor, self.weights.get(i) if parent is None else None)
             if value.type is None or value.type.shape is None:
                 value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
@@ -307,15 +296,15 @@ class _Builder:
             return local(name)  # used before defined, or a dangling reference: keep the edge visible
 
         for np_ in gp.node:
-            op_type, domain = _text(np_.op_type), _text(np_.domain)
+            op_type, domain = decode_text(np_.op_type), decode_text(np_.domain)
             node = graph.add_node(
                 op_type,
                 domain=domain,
-                name=_text(np_.name),
+                name=decode_text(np_.name),
                 category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft") else "other",
             )
-            node.metadata = {_text(p.key): _text(p.value) for p in getattr(np_, "metadata_props", [])}
-            node.inputs = [lookup(_text(name)) for name in np_.input]
+            node.metadata = {decode_text(p.key): decode_text(p.value) for p in getattr(np_, "metadata_props", [])}
+            node.inputs = [lookup(decode_text(name)) for name in np_.input]
             node.input_names = self._input_names(op_type, domain, len(np_.input))
             for v in node.inputs:
                 if v is not None:
@@ -323,12 +312,12 @@ class _Builder:
             for name in np_.output:
                 if not name:
                     continue
-                value = local(_text(name))
+                value = local(decode_text(name))
                 value.producer = node
                 node.outputs.append(value)
             defaults = self._schema_defaults(op_type, domain)
             for attr in np_.attribute:
-                attr_name = _text(attr.name)
+                attr_name = decode_text(attr.name)
                 node.attributes[attr_name] = self._attribute(attr, node, scope + [names])
                 if attr_name in defaults and defaults[attr_name] == node.attributes[attr_name]:
                     node.defaults.add(attr_name)
@@ -340,7 +329,7 @@ class _Builder:
                     self._fold_constant_of_shape(np_, node.inputs[0], node.outputs[0])
 
         for vi in gp.output:
-            value = lookup(_text(vi.name))
+            value = lookup(decode_text(vi.name))
             if value is not None:
                 value.is_output = True
                 if value.type is None:
@@ -401,7 +390,7 @@ class _Builder:
             if d.HasField("dim_value"):
                 shape.append(int(d.dim_value))
             elif d.HasField("dim_param"):
-                shape.append(_text(d.dim_param))
+                shape.append(decode_text(d.dim_param))
             else:
                 shape.append(None)
         return ir.TensorType(dtype, tuple(shape))
@@ -414,7 +403,7 @@ class _Builder:
         external = tp.data_location == onnx.TensorProto.EXTERNAL
         location = None
         if external:
-            info = {_text(e.key): _text(e.value) for e in tp.external_data}
+            info = {decode_text(e.key): decode_text(e.value) for e in tp.external_data}
             location = info.get("location", "?")
         base_dir, path = self.base_dir, self.path
 
@@ -428,8 +417,8 @@ class _Builder:
                     load_external_data_for_tensor(copy, base_dir)
                 except Exception as e:  # OSError, ValueError, onnx's ValidationError (e.g. a path leaving the folder)
                     raise LoaderError(
-                        f"{path}: external data file {location!r} for tensor {_text(tp.name)!r} cannot be read "
-                        f"({_first_line(e)})"
+                        f"{path}: external data file {location!r} for tensor {decode_text(tp.name)!r} cannot be read "
+                        f"({first_line(e)})"
                     ) from None
                 return _to_array(copy)
             if place is not None:
@@ -438,7 +427,7 @@ class _Builder:
                 try:
                     fast = _raw_view(raw, dtype, shape)
                 except ValueError as e:
-                    raise LoaderError(f"{path}: tensor {_text(tp.name)!r} holds invalid data ({_first_line(e)})") \
+                    raise LoaderError(f"{path}: tensor {decode_text(tp.name)!r} holds invalid data ({first_line(e)})") \
                         from None
                 if fast is not None:
                     return fast
@@ -456,7 +445,7 @@ class _Builder:
                 return fast if fast is not None else numpy_helper.to_array(proto)
             except Exception as e:  # data that does not match its declared type and shape
                 raise LoaderError(
-                    f"{path}: tensor {_text(tp.name)!r} holds invalid data ({type(e).__name__}: {_first_line(e)})"
+                    f"{path}: tensor {decode_text(tp.name)!r} holds invalid data ({type(e).__name__}: {first_line(e)})"
                 ) from None
 
         return ir.Tensor(dtype=dtype, shape=shape, reader=read, location=location)

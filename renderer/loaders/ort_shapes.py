@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import first_line
 from ..metrics import format_bytes
 from . import isolated
 
@@ -164,7 +165,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         names = [o.name for o in session.get_outputs()]
         results = session.run(names, feeds)
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
-        return {"error": isolated.first_line(e)}
+        return {"error": first_line(e, 200)}
     wanted = set(request["outputs"])
     shapes = {}
     for name, result in zip(names, results):

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..categories import category
-from ..errors import LoaderError
-from . import litert_shapes
+from ..errors import LoaderError, first_line
+from . import decode_text, litert_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -151,16 +151,7 @@ def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None
 def _describe(e: BaseException) -> str:
     kind = type(e)
     name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    return f"{name}: {_first_line(e)}"
-
-
-def _first_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0][:300] if lines else "no details"
-
-
-def _text(raw: bytes | None) -> str:
-    return raw.decode("utf-8", errors="replace") if raw else ""
+    return f"{name}: {first_line(e, empty='no details')}"
 
 
 def _snake(name: str) -> str:
@@ -206,9 +197,9 @@ def _enum_value(enum_name: str, value: int) -> str | int:
     return name
 
 
-def _plain(value: Any) -> Any:
+def _option_value(value: Any) -> Any:
     if isinstance(value, bytes):
-        return _text(value)
+        return decode_text(value)
     if isinstance(value, float):
         return float(f"{value:.7g}")  # float32 fields: 0.1 rather than 0.10000000149011612
     return value
@@ -294,7 +285,7 @@ class _Builder:
                 f"{self.path}: TFLite schema version {version} is not supported (newest known: {_MAX_SCHEMA_VERSION})"
             )
         model.version = f"schema v{version}"
-        model.description = _text(fb.Description())
+        model.description = decode_text(fb.Description())
         self.n_buffers = self.count(fb.BuffersLength(), "buffers")
         self.opcodes = [self.opcode(i) for i in range(self.count(fb.OperatorCodesLength(), "operator codes"))]
         n_graphs = self.count(fb.SubgraphsLength(), "subgraphs")
@@ -302,7 +293,7 @@ class _Builder:
             raise self.error("no subgraphs")
         subgraphs = [fb.Subgraphs(i) for i in range(n_graphs)]
         for sg in subgraphs:
-            model.add_graph(name=_text(sg.Name()))
+            model.add_graph(name=decode_text(sg.Name()))
         for graph, sg in zip(model.graphs, subgraphs):
             self.fill_graph(graph, sg)
         self.link_parents()
@@ -317,7 +308,7 @@ class _Builder:
         builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         version = code.Version()
         if builtin == self.tflite.BuiltinOperator.CUSTOM:
-            return _text(code.CustomCode()) or "CUSTOM", "custom", version
+            return decode_text(code.CustomCode()) or "CUSTOM", "custom", version
         return _builtin_op_names().get(builtin, f"UNKNOWN_BUILTIN_{builtin}"), "", version
 
     # ---- graphs ----------------------------------------------------------------------------------------------
@@ -348,7 +339,7 @@ class _Builder:
         else:
             shape = litert_shapes.pin(shape, signature, self.dims)
         value = graph.add_value(
-            _text(tensor.Name()),
+            decode_text(tensor.Name()),
             type=ir.TensorType(dtype=dtype, shape=shape, shape_signature=signature),
             quantization=self.quantization(tensor, where),
         )
@@ -494,7 +485,7 @@ class _Builder:
                 raw = getattr(options, accessor)()
                 if raw == 0 and accessor in _UNSET_WHEN_ZERO:
                     continue
-                attrs[name] = _enum_value(enum, raw) if enum and isinstance(raw, int) else _plain(raw)
+                attrs[name] = _enum_value(enum, raw) if enum and isinstance(raw, int) else _option_value(raw)
 
     def link_subgraphs(self, node: ir.Node, where: str) -> None:
         graphs = self.model.graphs
@@ -540,12 +531,12 @@ class _Builder:
         fb, model = self.fb, self.model
         for i in range(self.count(fb.MetadataLength(), "metadata entries")):
             entry = fb.Metadata(i)
-            name = _text(entry.Name())
+            name = decode_text(entry.Name())
             index = self.index(entry.Buffer(), self.n_buffers, f"metadata {name!r}: buffer")
             start, length = self.buffer_span(index)
             model.metadata[name] = f"buffer {index} ({length} bytes)"
             if name == "min_runtime_version":
-                text = _text(bytes(self.buffer[start : start + min(length, 256)]).split(b"\0", 1)[0])
+                text = decode_text(bytes(self.buffer[start : start + min(length, 256)]).split(b"\0", 1)[0])
                 model.metadata[name] = text
                 if text:
                     model.producer = f"TFLite (min runtime {text})"
@@ -554,16 +545,16 @@ class _Builder:
         fb, graphs = self.fb, self.model.graphs
         for i in range(self.count(fb.SignatureDefsLength(), "signatures")):
             sig = fb.SignatureDefs(i)
-            key = _text(sig.SignatureKey()) or f"signature_{i}"
+            key = decode_text(sig.SignatureKey()) or f"signature_{i}"
             graph = graphs[self.index(sig.SubgraphIndex(), len(graphs), f"signature {key!r}: subgraph")]
             n_values = len(graph.values)
             inputs, outputs = {}, {}
             for j in range(self.count(sig.InputsLength(), f"signature {key!r} inputs")):
                 entry = sig.Inputs(j)
-                inputs[_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, f"signature {key!r}: tensor")
+                inputs[decode_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, f"signature {key!r}: tensor")
             for j in range(self.count(sig.OutputsLength(), f"signature {key!r} outputs")):
                 entry = sig.Outputs(j)
-                outputs[_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, f"signature {key!r}: tensor")
+                outputs[decode_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, f"signature {key!r}: tensor")
             self.model.signatures[key] = {"subgraph": graph.index, "inputs": inputs, "outputs": outputs}
 
 

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import first_line
 from ..ir import Value
 from .formulas import MALFORMED, NotCountable, malformed, prod
 from .opview import label
@@ -89,8 +90,7 @@ def read_array(value: Value) -> np.ndarray:
     try:
         array = cached if cached is not None else (tensor.reader() if tensor.reader else tensor.numpy())
     except Exception as e:  # external data missing, corrupt buffer…
-        raise NotCountable(f"cannot read {label(value)}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") \
-            from None
+        raise NotCountable(f"cannot read {label(value)}: {first_line(e)}") from None
     try:
         return numeric(array)
     except NotCountable:
