@@ -61,7 +61,7 @@ def _definitions() -> dict[str, list[str]]:
 def test_shared_helpers_are_written_once() -> None:
     """Helpers that used to be rewritten per module, with different meanings, exist once under one name."""
     found = _definitions()
-    for name in ("first_line", "json_values", "decode_text", "ElementKey", "IdIndex"):
+    for name in ("first_line", "json_values", "decode_text", "ElementKey", "IdIndex", "_cell", "item", "table"):
         assert len(found.get(name, [])) == 1, (name, found.get(name))
     for gone in ("_first_line", "plain", "_plain", "_text", "ModelLookup"):
         assert gone not in found, (gone, found[gone])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ..annotations.records import Annotations, Entry
@@ -29,7 +30,17 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
         rows.append(("", "graph", annotations.graph))
     rows += [(ids.operator(k), "operator", e) for k, e in sorted(annotations.ops.items())]
     rows += [(ids.tensor(k), "tensor", e) for k, e in sorted(annotations.tensors.items())]
-    value_columns: list[str] = []
+    text, notes = table(rows)
+    return ExportResult(text, notes)
+
+
+def table(rows: list[tuple[str, str, Entry]], first_columns: Sequence[str] = (), delimiter: str = ",",
+          ) -> tuple[str, list[str]]:
+    """The CSV text of ``rows`` (id, kind, entry) and notes on what was left out or cut.
+
+    Value columns come in ``first_columns`` order, then in order of first appearance.
+    """
+    value_columns = [c for c in first_columns if any(c in entry.values for _, _, entry in rows)]
     style_columns: list[str] = []
     for _, _, entry in rows:
         value_columns += [k for k in entry.values if k not in value_columns]
@@ -39,7 +50,7 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     notes = [f"value {c!r} cannot be a CSV column (it is a reserved column name); left out" for c in clashing]
     value_columns = [c for c in value_columns if c not in clashing]
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
     writer.writerow([_no_nul(c) for c in ["id", "kind", *value_columns, *[f"style.{s}" for s in style_columns]]])
     cut: set[str] = set()
     for ident, kind, entry in rows:
@@ -53,7 +64,7 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
         writer.writerow([_no_nul(ident), kind, *cells, *[entry.style.get(s, "") for s in style_columns]])
     notes += [f"value {c!r} cut to {MAX_CELL_CHARS:,} characters where longer, so that CSV readers can read it back"
               for c in sorted(cut)]
-    return ExportResult(out.getvalue(), notes)
+    return out.getvalue(), notes
 
 
 # Python's csv module (and with it our reader) refuses fields over 131,072 characters; stay well below.

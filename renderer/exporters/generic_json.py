@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..annotations.metric_meta import describe
-from ..annotations.records import Annotations, json_values
+from ..annotations.records import Annotations, Entry, json_values
 from ..ir import Model
 from . import ExportOptions, ExportResult
 from .stable_ids import StableIds
@@ -33,12 +33,7 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
         ("operators", annotations.ops, ids.operator),
         ("tensors", annotations.tensors, ids.tensor),
     ):
-        items = []
-        for key, entry in sorted(entries.items()):
-            item: dict[str, Any] = {"id": name_of(key), "meta": json_values(entry.values)}
-            if entry.style:
-                item["style"] = dict(entry.style)
-            items.append(item)
+        items = [item(name_of(key), entry) for key, entry in sorted(entries.items())]
         if items:
             doc[section] = items
     shown = {k for e in (*annotations.ops.values(), *annotations.tensors.values()) for k in e.values}
@@ -50,6 +45,14 @@ def document(model: Model, annotations: Annotations) -> dict[str, Any]:
     if metrics:
         doc["metrics"] = metrics
     return doc
+
+
+def item(ident: str, entry: Entry) -> dict[str, Any]:
+    """One element of the ``operators`` or ``tensors`` list."""
+    written: dict[str, Any] = {"id": ident, "meta": json_values(entry.values)}
+    if entry.style:
+        written["style"] = dict(entry.style)
+    return written
 
 
 def export(model: Model, annotations: Annotations, options: ExportOptions) -> ExportResult:

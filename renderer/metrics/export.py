@@ -1,17 +1,17 @@
 """Built-in metrics as a generic annotation file (JSON or CSV) that ``annograph render -a`` reads back.
 
 Operators and tensors are named by their ``S:N`` ids, which never depend on names being unique. Values are
-numbers, or strings such as ``"n/a (unknown shape of x)"`` that are shown but never coloured by.
+numbers, or strings such as ``"n/a (unknown shape of x)"`` that are shown but never coloured by. The files
+are written by the generic format's own writers (``exporters/generic_json.py``, ``generic_csv.py``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Any
 
+from ..annotations.records import Entry
 from ..errors import AnnographError
 from ..ir import ElementKey, Model
 
@@ -44,37 +44,25 @@ def _ordered(model: Model, computed: dict[ElementKey, dict[str, Any]], kind: str
 
 
 def to_json(model: Model, ops: dict, tensors: dict) -> str:
+    from ..exporters.generic_json import item
+
     document = {
-        "operators": [{"id": ident, "meta": values} for ident, values in _ordered(model, ops, "op")],
-        "tensors": [{"id": ident, "meta": values} for ident, values in _ordered(model, tensors, "t")],
+        "operators": [item(ident, Entry(values)) for ident, values in _ordered(model, ops, "op")],
+        "tensors": [item(ident, Entry(values)) for ident, values in _ordered(model, tensors, "t")],
     }
     return json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def to_csv(model: Model, ops: dict, tensors: dict, delimiter: str = ",") -> str:
-    rows = [(ident, "operator", values) for ident, values in _ordered(model, ops, "op")]
-    rows += [(ident, "tensor", values) for ident, values in _ordered(model, tensors, "t")]
+    from ..exporters.generic_csv import table
     from . import ALL_TENSOR_METRICS, OP_METRICS
 
-    present: set[str] = set()
-    for _, _, values in rows:
-        present.update(values)
+    rows = [(ident, "operator", Entry(values)) for ident, values in _ordered(model, ops, "op")]
+    rows += [(ident, "tensor", Entry(values)) for ident, values in _ordered(model, tensors, "t")]
     known = [*OP_METRICS, *ALL_TENSOR_METRICS]
-    columns = [c for c in known if c in present] + sorted(present - set(known))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
-    writer.writerow(["id", "kind", *columns])
-    for ident, kind, values in rows:
-        writer.writerow([ident, kind, *(_cell(values.get(c)) for c in columns)])
-    return buffer.getvalue()
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    others = sorted({name for _, _, entry in rows for name in entry.values} - set(known))
+    text, _ = table(rows, known + others, delimiter)
+    return text
 
 
 def render(model: Model, ops: dict, tensors: dict, fmt: str) -> str:
