@@ -3,7 +3,8 @@
     >>> import renderer
     >>> model = renderer.load_model("samples/onnx/tiny_cnn.onnx")       # doctest: +SKIP
     >>> notes = renderer.load_annotations("stats.yaml", model)           # doctest: +SKIP
-    >>> renderer.render(model, notes, renderer.RenderOptions(color_by="latency_ms"), output="cnn.svg")  # +SKIP
+    >>> options = renderer.RenderOptions(color_by="latency_ms")
+    >>> renderer.render(model, notes, options, output="cnn.svg")         # doctest: +SKIP
 
 Heavy libraries (onnx, tflite, matplotlib, jinja2) are imported on first use, not with this package.
 """
