@@ -276,6 +276,8 @@ class Model:
         metadata: model-level key/value strings (ONNX metadata_props, TFLite metadata entry names).
         signatures: TFLite SignatureDefs: name → {"inputs": {...}, "outputs": {...}, "subgraph": S}.
         opsets: ONNX domain → opset version.
+        attachments: named data stored beside the graph (TFLite ``Metadata`` buffers; the first entry of a
+            name), as views of the loaded file.
     """
 
     format: str
@@ -289,6 +291,7 @@ class Model:
     opsets: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     """What the loader wants the user told (one line each), e.g. how ``--dim`` could be applied."""
+    attachments: dict[str, bytes | memoryview] = field(default_factory=dict)
     raw: Any = None
     """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""
 

@@ -13,7 +13,7 @@ from conftest import ONNX, ROOT, TFLITE, one_line_error, run_cli
 from payloads import hostile_tflite
 
 from renderer.annotations import load_annotations
-from renderer.annotations.embedded import ENTRY, from_model, tflite_metadata_bytes
+from renderer.annotations.embedded import ENTRY, from_model
 from renderer.exporters.embed_tflite import with_metadata
 from renderer.loaders import load_model
 
@@ -195,7 +195,7 @@ def test_tflite_embed_again_reuses_the_entry(tmp_path: Path) -> None:
     assert first.BuffersLength() == second.BuffersLength()
     path = tmp_path / "twice.tflite"
     path.write_bytes(twice)
-    assert json.loads(tflite_metadata_bytes(path, ENTRY))["operators"][0]["values"] == {"x": 1}
+    assert json.loads(bytes(load_model(path).attachments[ENTRY]))["operators"][0]["values"] == {"x": 1}
     _, back = embedded(path)
     assert back.ops[("op", 0, 1)].values == {"x": 1}
 
@@ -282,3 +282,38 @@ def test_corrupt_embedded_entry_is_one_line(tmp_path: Path) -> None:
     bad.write_bytes(with_metadata((DEBUGGER / "tiny_keras_int8.tflite").read_bytes(), ENTRY, b"{not json"))
     error = one_line_error(run_cli("render", bad, "-o", tmp_path / "x.svg"))
     assert f"metadata {ENTRY!r}" in error and "invalid JSON" in error
+
+
+def test_tflite_is_parsed_once_and_embed_writes_what_was_loaded(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The loader's parse serves the embedded-annotation reader and the embedder: no second parse, no second
+    read of the file (swapping the file on disk after loading changes nothing)."""
+    import os
+
+    import tflite
+
+    from renderer.annotations.records import Annotations, Entry
+    from renderer.exporters.embed_tflite import embed
+
+    source = tmp_path / "nabu.tflite"
+    source.write_bytes((TFLITE / "okay_nabu.tflite").read_bytes())
+    notes = Annotations(ops={("op", 0, 1): Entry({"x": 1})})
+    first = tmp_path / "first.tflite"
+    embed(load_model(source), notes, first)
+
+    parses = []
+    original = tflite.Model.GetRootAsModel
+    monkeypatch.setattr(tflite.Model, "GetRootAsModel",
+                        classmethod(lambda cls, buf, offset=0: parses.append(offset) or original(buf, offset)))
+    model = load_model(first)
+    assert len(parses) == 1
+    (found,) = from_model(model)
+    assert len(parses) == 1 and found.operators[0][1].values == {"x": 1}
+
+    os.replace(source, tmp_path / "elsewhere.tflite")  # what was loaded is what gets written
+    (tmp_path / "junk.tflite").write_bytes(b"not a model")
+    os.replace(tmp_path / "junk.tflite", first)
+    second = tmp_path / "second.tflite"
+    embed(model, Annotations(ops={("op", 0, 2): Entry({"y": 2})}), second)
+    again = load_model(second)
+    assert [e.values for _, e in from_model(again)[0].operators] == [{"y": 2}]
+    assert len(parses) == 2  # only the load of the result

@@ -26,7 +26,6 @@ ONNX tools show them; when the entry is present, its values win over those copie
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
@@ -81,11 +80,13 @@ def _stored_document(model: Model) -> Any:
     if model.format == "onnx":
         text = model.metadata[ENTRY]
     elif model.format == "tflite":
-        data = tflite_metadata_bytes(Path(model.path), ENTRY)
+        data = model.attachments.get(ENTRY)  # the buffer of the Metadata entry, found by the loader
         if data is None:
             return None
+        if len(data) > MAX_ENTRY_BYTES:
+            raise AnnotationError(f"{model.path}: metadata {ENTRY!r} is larger than {MAX_ENTRY_BYTES} bytes")
         try:
-            text = data.rstrip(b"\0").decode("utf-8")
+            text = bytes(data).rstrip(b"\0").decode("utf-8")
         except UnicodeDecodeError:
             raise AnnotationError(f"{model.path}: metadata {ENTRY!r} is not UTF-8 text") from None
     else:
@@ -98,39 +99,6 @@ def _stored_document(model: Model) -> Any:
         ) from None
     except RecursionError:
         raise AnnotationError(f"{model.path}: metadata {ENTRY!r}: invalid JSON (nested too deeply)") from None
-
-
-def tflite_metadata_bytes(path: Path, name: str) -> bytes | None:
-    """The bytes of the buffer behind the TFLite Metadata entry ``name``, or None when there is none."""
-    import tflite
-
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        fb = tflite.Model.GetRootAsModel(data, 0)
-        for i in range(fb.MetadataLength()):
-            entry = fb.Metadata(i)
-            if (entry.Name() or b"").decode("utf-8", "replace") != name:
-                continue
-            index = entry.Buffer()
-            if not 0 <= index < fb.BuffersLength():
-                raise AnnotationError(f"{path}: metadata {name!r} names buffer {index}, which does not exist")
-            buffer = fb.Buffers(index)
-            offset, size = int(buffer.Offset()), int(buffer.Size())
-            if offset > 1:  # large models keep buffers after the flatbuffer, at absolute offsets
-                if size > MAX_ENTRY_BYTES or offset + size > len(data):
-                    raise AnnotationError(f"{path}: metadata {name!r}: buffer {index} lies outside the file")
-                return data[offset : offset + size]
-            if buffer.DataLength() > MAX_ENTRY_BYTES:
-                raise AnnotationError(f"{path}: metadata {name!r} is larger than {MAX_ENTRY_BYTES} bytes")
-            return buffer.DataAsNumpy().tobytes() if buffer.DataLength() else b""
-    except AnnotationError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the generated accessors raise struct/index/type errors on corrupt files
-        raise AnnotationError(f"{path}: cannot read metadata {name!r} ({type(e).__name__})") from None
-    return None
 
 
 def _from_document(document: Any, model: Model, result: AnnotationSet, where: str) -> None:

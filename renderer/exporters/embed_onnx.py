@@ -20,20 +20,17 @@ from typing import Any
 from ..annotations.embedded import ENTRY, document
 from ..annotations.records import Annotations
 from ..atomic import write_bytes
-from ..errors import AnnographError, LoaderError
+from ..errors import AnnographError
 from ..ir import Model
 
 
 def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[str, int]:
     """Write the copy; return counts of what was stored (operators, tensors, graph values)."""
-    import onnx
+    from ..loaders.onnx import stored_proto
 
     source = Path(model.path)
     output = Path(output)
-    try:
-        proto = onnx.load(str(source), load_external_data=False)
-    except Exception as e:  # noqa: BLE001 - protobuf decode errors have no common base class
-        raise LoaderError(f"{source}: cannot load the ONNX model again ({type(e).__name__})") from None
+    proto = stored_proto(model)
     if _uses_external_data(proto) and output.resolve().parent != source.resolve().parent:
         raise AnnographError(
             f"{source}: the model keeps weights in external data files; write the annotated copy "

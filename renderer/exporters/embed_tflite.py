@@ -185,11 +185,10 @@ class _Block:
 
 def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[str, int]:
     """Write the copy; return counts of what was stored."""
+    from ..loaders.tflite import file_bytes
+
     source = Path(model.path)
-    try:
-        data = source.read_bytes()
-    except OSError as e:
-        raise LoaderError(f"{source}: cannot read ({e.strerror})") from None
+    data = file_bytes(model)
     doc = document(annotations, model)
     payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     write_bytes(output, with_metadata(data, ENTRY, payload, source))

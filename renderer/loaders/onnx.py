@@ -91,6 +91,17 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     return model
 
 
+def stored_proto(model: ir.Model) -> onnx.ModelProto:
+    """The ModelProto as stored in ``model``'s file, for writers that edit a copy: the loaded one has inferred
+    shapes, pinned dims and its large weights left in the mapped file. External data stays where it is."""
+    import onnx
+
+    try:
+        return onnx.load(model.path, load_external_data=False)
+    except Exception as e:  # noqa: BLE001 - protobuf decode errors have no common base class
+        raise LoaderError(f"{model.path}: cannot load the ONNX model again ({type(e).__name__})") from None
+
+
 def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
     for value in list(graph.input) + list(graph.output) + list(graph.value_info):
         if not value.type.HasField("tensor_type"):

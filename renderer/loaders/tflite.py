@@ -126,6 +126,14 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
 
 
+def file_bytes(model: ir.Model) -> bytes:
+    """The bytes ``model`` was loaded from (the loader's own mapping of the file, not a second read), for
+    writers that edit a copy."""
+    if model.format != FORMAT or not isinstance(model.raw, tuple):
+        raise LoaderError(f"{model.path}: not a loaded TFLite model")
+    return bytes(model.raw[1])
+
+
 def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None:
     """Replace the position-pinned shapes of the main graph by LiteRT's, where the inputs have pinned axes."""
     resized = {}
@@ -535,6 +543,7 @@ class _Builder:
             index = self.index(entry.Buffer(), self.n_buffers, f"metadata {name!r}: buffer")
             start, length = self.buffer_span(index)
             model.metadata[name] = f"buffer {index} ({length} bytes)"
+            model.attachments.setdefault(name, memoryview(self.buffer)[start : start + length])
             if name == "min_runtime_version":
                 text = decode_text(bytes(self.buffer[start : start + min(length, 256)]).split(b"\0", 1)[0])
                 model.metadata[name] = text
