@@ -158,97 +158,131 @@ def _scaled(value: float, factor: float) -> float:
 
 
 def read(path: Path, model: Model) -> AnnotationSet:
-    result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
-    mapper = _Mapper(model)
-    in_regular = False
-    seen_regular = False
-    headed = False  # a section header seen; without one the tables are LiteRT's bare profile summary
-    banners = False  # per-subgraph banners seen; without them LiteRT's rows may come from any subgraph
-    subgraph: int | None = 0
-    table: _Table | None = None
-    expect_header = False
+    parser = _Parser(path, model)
     with open_text(path) as handle:
         for number_, raw in numbered_lines(path, handle):
-            text = _strip_prefix(raw)
-            if REGULAR in text:
-                in_regular, seen_regular, subgraph, table, expect_header = True, True, 0, None, False
-                headed = True
-                continue
-            if INIT in text:
-                in_regular, table, expect_header = False, None, False
-                headed = True
-                continue
-            if not headed and not in_regular and _BANNER.match(text):
-                in_regular = seen_regular = True
-            if not in_regular:
-                continue
-            if text == "Primary graph profile:":
-                subgraph, table, banners = 0, None, True
-                continue
-            sub = _SUBGRAPH.match(text)
-            if sub:
-                subgraph, table, banners = int(sub.group("index")), None, True
-                continue
-            if text == "Delegate internal:":
-                subgraph, table = None, None
-                continue
-            banner = _BANNER.match(text)
-            if banner:
-                table = None
-                expect_header = banner.group("title") == "Run Order"
-                continue
-            if expect_header:
-                expect_header = False
-                try:
-                    table = _Table.parse_header(text)
-                except ValueError as e:
-                    raise AnnotationError(
-                        f"{path}:{number_}: unknown column {str(e)[:40]!r} in the Run Order header"
-                    ) from None
-                if table is None:
-                    raise AnnotationError(f"{path}:{number_}: expected the Run Order header after its banner")
-                continue
-            if table is None:
-                timings = _TIMINGS.match(text)
-                if timings and subgraph == 0 and "profile_avg_us" not in result.graph.values:
-                    stats = dict(re.findall(r"(\w+)=([-\d.e+]+)", timings.group("rest")))
-                    if "avg" in stats and number(stats["avg"]) is not None:
-                        result.graph.values["profile_avg_us"] = number(stats["avg"])
-                continue
-            if not text:
-                table = None
-                continue
-            parts = table.split(raw)
-            if parts is None:
-                raise AnnotationError(f"{path}:{number_}: cannot read this Run Order row: {text[:60]!r}")
-            node_type, cells, name = parts
-            entry = Entry(line=number_)
-            for field, cell in zip(table.fields, cells):
-                value = number(cell)
-                if value is None:
-                    raise AnnotationError(f"{path}:{number_}: {cell[:20]!r} is not a number")
-                if field is not None:
-                    key, factor = field
-                    entry.values[key] = _scaled(value, factor)
-            entry.values["node_type"] = node_type
-            litert = _LITERT_NAME.match(name)
-            if litert and litert.group("kind") == "Delegate":
-                node, name = None, f"{node_type}:{litert.group('index')}"
-            elif litert:
-                index = int(litert.group("index"))
-                node = None
-                if subgraph is not None:
-                    node = mapper.find_builtin(subgraph if banners else None, node_type, index)
-                name = f"{name} {node_type}"
-            else:
-                node = mapper.find(subgraph, node_type, name)
-            if node is None:
-                result.unmatched.append(name if subgraph in (0, None) else f"{subgraph}:{name}")
-            else:
-                result.operators.append((node_ref(node), entry))
-    if not seen_regular:
-        raise AnnotationError(f"{path}: no '{REGULAR}' section (was --enable_op_profiling=true set?)")
-    return result
+            parser.line(number_, raw)
+    return parser.finish()
+
+
+class _Parser:
+    """Where the line-by-line read is: which section, which subgraph, which table."""
+
+    def __init__(self, path: Path, model: Model) -> None:
+        self.path = path
+        self.result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
+        self.mapper = _Mapper(model)
+        self.in_regular = False
+        self.seen_regular = False
+        self.headed = False  # a section header seen; without one the tables are LiteRT's bare profile summary
+        self.banners = False  # per-subgraph banners seen; without them LiteRT's rows may come from any subgraph
+        self.subgraph: int | None = 0
+        self.table: _Table | None = None
+        self.expect_header = False
+
+    def finish(self) -> AnnotationSet:
+        if not self.seen_regular:
+            raise AnnotationError(f"{self.path}: no '{REGULAR}' section (was --enable_op_profiling=true set?)")
+        return self.result
+
+    def line(self, number_: int, raw: str) -> None:
+        text = _strip_prefix(raw)
+        if self._section(text) or not self.in_regular or self._part(text):
+            return
+        if self.expect_header:
+            self._header(text, number_)
+        elif self.table is None:
+            self._timings(text)
+        elif not text:
+            self.table = None
+        else:
+            self._row(self.table, raw, text, number_)
+
+    def _section(self, text: str) -> bool:
+        """Regular-run and initialisation sections (True when ``text`` opened one)."""
+        if REGULAR in text:
+            self.in_regular = self.seen_regular = self.headed = True
+            self.subgraph, self.table, self.expect_header = 0, None, False
+            return True
+        if INIT in text:
+            self.in_regular, self.table, self.expect_header = False, None, False
+            self.headed = True
+            return True
+        if not self.headed and not self.in_regular and _BANNER.match(text):
+            self.in_regular = self.seen_regular = True
+        return False
+
+    def _part(self, text: str) -> bool:
+        """Subgraph and delegate parts and table banners inside the regular run (True when ``text`` was one)."""
+        if text == "Primary graph profile:":
+            self.subgraph, self.table, self.banners = 0, None, True
+            return True
+        sub = _SUBGRAPH.match(text)
+        if sub:
+            self.subgraph, self.table, self.banners = int(sub.group("index")), None, True
+            return True
+        if text == "Delegate internal:":
+            self.subgraph, self.table = None, None
+            return True
+        banner = _BANNER.match(text)
+        if banner:
+            self.table = None
+            self.expect_header = banner.group("title") == "Run Order"
+            return True
+        return False
+
+    def _header(self, text: str, number_: int) -> None:
+        self.expect_header = False
+        try:
+            self.table = _Table.parse_header(text)
+        except ValueError as e:
+            raise AnnotationError(
+                f"{self.path}:{number_}: unknown column {str(e)[:40]!r} in the Run Order header"
+            ) from None
+        if self.table is None:
+            raise AnnotationError(f"{self.path}:{number_}: expected the Run Order header after its banner")
+
+    def _timings(self, text: str) -> None:
+        """The whole-run timing line outside the tables: its average becomes a graph value."""
+        graph = self.result.graph.values
+        timings = _TIMINGS.match(text)
+        if timings and self.subgraph == 0 and "profile_avg_us" not in graph:
+            stats = dict(re.findall(r"(\w+)=([-\d.e+]+)", timings.group("rest")))
+            if "avg" in stats and number(stats["avg"]) is not None:
+                graph["profile_avg_us"] = number(stats["avg"])
+
+    def _row(self, table: _Table, raw: str, text: str, number_: int) -> None:
+        parts = table.split(raw)
+        if parts is None:
+            raise AnnotationError(f"{self.path}:{number_}: cannot read this Run Order row: {text[:60]!r}")
+        node_type, cells, name = parts
+        entry = Entry(line=number_)
+        for field, cell in zip(table.fields, cells):
+            value = number(cell)
+            if value is None:
+                raise AnnotationError(f"{self.path}:{number_}: {cell[:20]!r} is not a number")
+            if field is not None:
+                key, factor = field
+                entry.values[key] = _scaled(value, factor)
+        entry.values["node_type"] = node_type
+        node, name = self._place(node_type, name)
+        if node is None:
+            self.result.unmatched.append(name if self.subgraph in (0, None) else f"{self.subgraph}:{name}")
+        else:
+            self.result.operators.append((node_ref(node), entry))
+
+    def _place(self, node_type: str, name: str) -> tuple[Node | None, str]:
+        """The operator of a row, and the name to report it by when there is none."""
+        litert = _LITERT_NAME.match(name)
+        if litert and litert.group("kind") == "Delegate":
+            return None, f"{node_type}:{litert.group('index')}"
+        if litert:
+            node = None
+            if self.subgraph is not None:
+                node = self.mapper.find_builtin(self.subgraph if self.banners else None, node_type,
+                                                int(litert.group("index")))
+            return node, f"{name} {node_type}"
+        return self.mapper.find(self.subgraph, node_type, name), name
 
 
 class _Mapper:
