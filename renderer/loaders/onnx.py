@@ -13,6 +13,7 @@ first asks for it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -241,6 +242,46 @@ def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
     return found
 
 
+class _Names:
+    """Name → value inside one graph being built; names a subgraph does not define come from its enclosing
+    graphs (``outer``, innermost last)."""
+
+    def __init__(self, graph: ir.Graph, gp: onnx.GraphProto, outer: list[dict[str, ir.Value]],
+                 type_of: Callable[[Any], ir.TensorType | None]) -> None:
+        self.graph = graph
+        self.outer = outer
+        self.type_of = type_of
+        self.names: dict[str, ir.Value] = {}
+        infos = list(gp.value_info) + list(gp.input) + list(gp.output)
+        self.shapes = {decode_text(vi.name): vi.type for vi in infos}
+        self.metadata = {decode_text(vi.name): {decode_text(p.key): decode_text(p.value) for p in vi.metadata_props}
+                         for vi in infos if len(getattr(vi, "metadata_props", ()))}
+
+    def local(self, name: str) -> ir.Value:
+        """The value called ``name`` in this graph, created on first use."""
+        value = self.names.get(name)
+        if value is None:
+            value = self.graph.add_value(name, type=self.type_of(self.shapes.get(name)))
+            value.metadata = dict(self.metadata.get(name, {}))
+            self.names[name] = value
+        return value
+
+    def lookup(self, name: str) -> ir.Value | None:
+        """What an input called ``name`` reads: this graph's value, else an enclosing graph's; None for ""."""
+        if not name:
+            return None
+        if name in self.names:
+            return self.names[name]
+        for outer in reversed(self.outer):
+            if name in outer:
+                return outer[name]
+        return self.local(name)  # used before defined, or a dangling reference: keep the edge visible
+
+    def inner_scope(self) -> list[dict[str, ir.Value]]:
+        """The scope of a subgraph defined here."""
+        return self.outer + [self.names]
+
+
 class _Builder:
     """Walks the proto once, creating graphs depth-first."""
 
@@ -270,83 +311,61 @@ class _Builder:
 
     def _graph(self, gp: onnx.GraphProto, parent: ir.Node | None, scope: list[dict[str, ir.Value]]) -> ir.Graph:
         graph = self.model.add_graph(decode_text(gp.name), parent)
-        names: dict[str, ir.Value] = {}
-        infos = list(gp.value_info) + list(gp.input) + list(gp.output)
-        shapes = {decode_text(vi.name): vi.type for vi in infos}
-        value_metadata = {decode_text(vi.name): {decode_text(p.key): decode_text(p.value) for p in vi.metadata_props}
-                          for vi in infos if len(getattr(vi, "metadata_props", ()))}
-
-        def local(name: str) -> ir.Value:
-            value = names.get(name)
-            if value is None:
-                value = graph.add_value(name, type=self._type(shapes.get(name)))
-                value.metadata = dict(value_metadata.get(name, {}))
-                names[name] = value
-            return value
-
+        names = _Names(graph, gp, scope, self._type)
         initializers = {decode_text(t.name) for t in gp.initializer}
         for vi in gp.input:
             if decode_text(vi.name) not in initializers:
-                value = local(decode_text(vi.name))
+                value = names.local(decode_text(vi.name))
                 value.is_input = True
                 graph.inputs.append(value)
         for i, tensor in enumerate(gp.initializer):
-            value = local(decode_text(tensor.name))
+            value = names.local(decode_text(tensor.name))
             value.initializer = self._tensor(tensor, self.weights.get(i) if parent is None else None)
             if value.type is None or value.type.shape is None:
                 value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
-
-        def lookup(name: str) -> ir.Value | None:
-            if not name:
-                return None
-            if name in names:
-                return names[name]
-            for outer in reversed(scope):
-                if name in outer:
-                    return outer[name]
-            return local(name)  # used before defined, or a dangling reference: keep the edge visible
-
         for np_ in gp.node:
-            op_type, domain = decode_text(np_.op_type), decode_text(np_.domain)
-            node = graph.add_node(
-                op_type,
-                domain=domain,
-                name=decode_text(np_.name),
-                category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft") else "other",
-            )
-            node.metadata = {decode_text(p.key): decode_text(p.value) for p in getattr(np_, "metadata_props", [])}
-            node.inputs = [lookup(decode_text(name)) for name in np_.input]
-            node.input_names = self._input_names(op_type, domain, len(np_.input))
-            for v in node.inputs:
-                if v is not None:
-                    v.consumers.append(node)
-            for name in np_.output:
-                if not name:
-                    continue
-                value = local(decode_text(name))
-                value.producer = node
-                node.outputs.append(value)
-            defaults = self._schema_defaults(op_type, domain)
-            for attr in np_.attribute:
-                attr_name = decode_text(attr.name)
-                node.attributes[attr_name] = self._attribute(attr, node, scope + [names])
-                if attr_name in defaults and defaults[attr_name] == node.attributes[attr_name]:
-                    node.defaults.add(attr_name)
-            if domain in ("", "ai.onnx") and node.outputs:
-                if op_type == "Constant":
-                    self._fold_constant(np_, node.outputs[0])
-                elif op_type == "ConstantOfShape" and node.inputs and node.inputs[0] is not None \
-                        and node.inputs[0].is_constant:
-                    self._fold_constant_of_shape(np_, node.inputs[0], node.outputs[0])
-
+            self._node(np_, graph, names)
         for vi in gp.output:
-            value = lookup(decode_text(vi.name))
+            value = names.lookup(decode_text(vi.name))
             if value is not None:
                 value.is_output = True
                 if value.type is None:
                     value.type = self._type(vi.type)
                 graph.outputs.append(value)
         return graph
+
+    def _node(self, np_: onnx.NodeProto, graph: ir.Graph, names: _Names) -> None:
+        op_type, domain = decode_text(np_.op_type), decode_text(np_.domain)
+        node = graph.add_node(
+            op_type,
+            domain=domain,
+            name=decode_text(np_.name),
+            category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft") else "other",
+        )
+        node.metadata = {decode_text(p.key): decode_text(p.value) for p in getattr(np_, "metadata_props", [])}
+        node.inputs = [names.lookup(decode_text(name)) for name in np_.input]
+        node.input_names = self._input_names(op_type, domain, len(np_.input))
+        for v in node.inputs:
+            if v is not None:
+                v.consumers.append(node)
+        for name in np_.output:
+            if not name:
+                continue
+            value = names.local(decode_text(name))
+            value.producer = node
+            node.outputs.append(value)
+        defaults = self._schema_defaults(op_type, domain)
+        for attr in np_.attribute:
+            attr_name = decode_text(attr.name)
+            node.attributes[attr_name] = self._attribute(attr, node, names.inner_scope())
+            if attr_name in defaults and defaults[attr_name] == node.attributes[attr_name]:
+                node.defaults.add(attr_name)
+        if domain in ("", "ai.onnx") and node.outputs:
+            if op_type == "Constant":
+                self._fold_constant(np_, node.outputs[0])
+            elif op_type == "ConstantOfShape" and node.inputs and node.inputs[0] is not None \
+                    and node.inputs[0].is_constant:
+                self._fold_constant_of_shape(np_, node.inputs[0], node.outputs[0])
 
     def _schema_defaults(self, op_type: str, domain: str) -> dict[str, Any]:
         key = (op_type, domain)
