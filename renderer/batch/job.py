@@ -14,11 +14,11 @@ from ..colors import NA_COLOR, format_number, text_color
 from ..errors import AnnographError, MetricError
 from ..folding import fold
 from ..heatmap import Heatmap, build, operator_metrics
+from ..ir import ElementKey
 from ..options import RenderOptions
 from . import caption
 from .layout import Layout, lay_out
 
-ElementKey = tuple[str, int, int]
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NAME_CHARS = 60
 

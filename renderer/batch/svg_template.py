@@ -14,8 +14,8 @@ import xml.parsers.expat
 from dataclasses import dataclass
 
 from ..errors import RenderError
+from ..ir import ElementKey
 
-ElementKey = tuple[str, int, int]
 Slot = tuple[str, ElementKey | None]
 """(kind, operator): kinds ``fill`` (box background), ``ink`` (a text colour on the box), ``key`` (the metric
 name in the value row), ``value`` (the value), ``tip`` (``key: value`` in the tooltip), ``colorbar`` (the

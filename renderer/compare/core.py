@@ -8,11 +8,10 @@ from typing import Any
 
 from ..errors import AnnographError
 from ..id_rules import IdIndex, Unresolved
-from ..ir import Model
+from ..ir import ElementKey, Model
 from .inputs import InputSpec, load_feeds, random_feeds
 from .metrics import error_metrics
 
-ElementKey = tuple[str, int, int]
 MAX_LISTED = 5
 
 

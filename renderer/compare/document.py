@@ -10,6 +10,7 @@ from ..annotations.metric_meta import describe
 from ..colors import format_number
 from ..exporters.stable_ids import StableIds
 from ..id_rules import IdIndex, Unresolved
+from ..ir import ElementKey
 from .core import Comparison, TensorResult
 from .metrics import METRICS, json_value
 
@@ -35,7 +36,7 @@ def document(comparison: Comparison) -> dict[str, Any]:
     }
     operators: list[dict[str, Any]] = []
     tensors: list[dict[str, Any]] = []
-    annotated_ops: set[tuple[str, int, int]] = set()
+    annotated_ops: set[ElementKey] = set()
     for result in comparison.results:
         value = model.graphs[result.key[1]].values[result.key[2]]
         tensor_id = ids.tensor(result.key)
@@ -64,7 +65,7 @@ def _values(result: TensorResult, name: str) -> dict[str, Any]:
     return values
 
 
-def _operator_id(index: IdIndex, ids: StableIds, tensor_name: str, key: tuple[str, int, int]) -> str:
+def _operator_id(index: IdIndex, ids: StableIds, tensor_name: str, key: ElementKey) -> str:
     """The output tensor's name when it names the operator (it does in the candidate too), else a stable id."""
     try:
         if tensor_name and tensor_name == tensor_name.strip() and index.operator(tensor_name) == key:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnographError, LoaderError
+from ..errors import AnnographError, LoaderError, first_line
 from .inputs import InputSpec
 
 ORT_TYPES = {
@@ -72,7 +72,7 @@ class OnnxRun:
                 self._session = ort.InferenceSession(exposed.SerializeToString(), options,
                                                      providers=["CPUExecutionProvider"])
             except Exception as e:  # noqa: BLE001  ORT's own exception types are not importable by name
-                raise AnnographError(f"{self.path}: onnxruntime cannot load it ({_first_line(e)})") from None
+                raise AnnographError(f"{self.path}: onnxruntime cannot load it ({first_line(e)})") from None
         return self._session
 
     def run(self, feeds: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +82,7 @@ class OnnxRun:
         try:
             values = session.run(names, feeds)
         except Exception as e:  # noqa: BLE001
-            raise AnnographError(f"{self.path}: onnxruntime failed to run it ({_first_line(e)})") from None
+            raise AnnographError(f"{self.path}: onnxruntime failed to run it ({first_line(e)})") from None
         return dict(zip(names, values))
 
     def dequantized(self) -> dict[str, str]:
@@ -105,8 +105,3 @@ class OnnxRun:
                 continue
             result.setdefault(source, node.output[0])
         return result
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:300] if text else type(e).__name__

@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnographError
+from ..errors import AnnographError, first_line
 from .inputs import InputSpec
 
 
@@ -39,7 +39,7 @@ class TfliteRun:
                 )
                 self.interpreter.allocate_tensors()
         except (ValueError, RuntimeError) as e:
-            raise AnnographError(f"{path}: LiteRT cannot load it ({_first_line(e)})") from None
+            raise AnnographError(f"{path}: LiteRT cannot load it ({first_line(e)})") from None
         self.details = self.interpreter.get_tensor_details()
 
     def inputs(self) -> list[InputSpec]:
@@ -78,11 +78,11 @@ class TfliteRun:
                     self.interpreter.allocate_tensors()
                 self.interpreter.set_tensor(detail["index"], value.astype(detail["dtype"], copy=False))
             except (ValueError, RuntimeError) as e:
-                raise AnnographError(f"{self.path}: input {name!r}: {_first_line(e)}") from None
+                raise AnnographError(f"{self.path}: input {name!r}: {first_line(e)}") from None
         try:
             self.interpreter.invoke()
         except (ValueError, RuntimeError) as e:
-            raise AnnographError(f"{self.path}: LiteRT failed to run it ({_first_line(e)})") from None
+            raise AnnographError(f"{self.path}: LiteRT failed to run it ({first_line(e)})") from None
         values: dict[int, tuple[str, Any]] = {}
         for detail in self.interpreter.get_tensor_details():
             if np.dtype(detail["dtype"]).kind not in "fiub":  # resource / variant handles hold no data
@@ -111,8 +111,3 @@ def dequantize(data: Any, params: dict[str, Any]) -> Any:
         shape[axis] = scales.size
         scales, zeros = scales.reshape(shape), zeros.reshape(shape)
     return ((data.astype(np.float64) - zeros) * scales).astype(np.float32)
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:300] if text else type(e).__name__
