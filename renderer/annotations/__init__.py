@@ -142,29 +142,37 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
         resolved.append((aset, items))
 
     clashing = {name for name, sources in sources_of.items() if len(sources) > 1}
+    for aset, items in resolved:
+        _add(result, aset, items, clashing)
+    return result
 
-    def qualified(aset: AnnotationSet, name: str) -> str:
+
+def _add(result: Annotations, aset: AnnotationSet, items: list[tuple[ElementKey, Entry]],
+         clashing: set[str]) -> None:
+    """Merge one set's matched entries into ``result``; names that several sources use get the source prefixed."""
+
+    def qualified(name: str) -> str:
         return f"{aset.source}.{name}" if name in clashing else name
 
-    for aset, items in resolved:
-        graph_values = {qualified(aset, k): v for k, v in aset.graph.values.items()}
-        result.graph.update(Entry(graph_values, dict(aset.graph.style)))
-        for key, entry in items:
-            target = (result.ops if key[0] == "op" else result.tensors).setdefault(key, Entry())
-            renamed = Entry({qualified(aset, k): v for k, v in entry.values.items()}, dict(entry.style), entry.line)
-            target.update(renamed)
-            for name, value in renamed.values.items():
-                declared = name.removeprefix(f"{aset.source}.") in aset.metrics  # says so even when "inf"
-                if metric_value(value) is None and not declared:
-                    continue
-                info = result.metrics.get(name)
-                if info is None:
-                    base = aset.metrics.get(name.removeprefix(f"{aset.source}."))
-                    info = MetricInfo(name=name, source=aset.source, unit=metric_unit(value))
-                    if base is not None:
-                        info.unit = base.unit or info.unit
-                        info.higher_is_better = base.higher_is_better
-                        info.description = base.description
-                        info.gradient, info.thresholds = base.gradient, base.thresholds
-                    result.metrics[name] = info
-    return result
+    graph_values = {qualified(k): v for k, v in aset.graph.values.items()}
+    result.graph.update(Entry(graph_values, dict(aset.graph.style)))
+    for key, entry in items:
+        target = (result.ops if key[0] == "op" else result.tensors).setdefault(key, Entry())
+        renamed = Entry({qualified(k): v for k, v in entry.values.items()}, dict(entry.style), entry.line)
+        target.update(renamed)
+        for name, value in renamed.values.items():
+            if metric_value(value) is not None and name not in result.metrics:
+                result.metrics[name] = _metric_info(aset, name, value)
+
+
+def _metric_info(aset: AnnotationSet, name: str, value: object) -> MetricInfo:
+    """What is known about metric ``name``, first seen in ``aset`` with ``value``: what the reader declared
+    (under the unqualified name), else the unit of the value's text."""
+    info = MetricInfo(name=name, source=aset.source, unit=metric_unit(value))
+    base = aset.metrics.get(name.removeprefix(f"{aset.source}."))
+    if base is not None:
+        info.unit = base.unit or info.unit
+        info.higher_is_better = base.higher_is_better
+        info.description = base.description
+        info.gradient, info.thresholds = base.gradient, base.thresholds
+    return info
