@@ -34,8 +34,8 @@ def category(fmt: str, op_type: str) -> str:
 
 @cache
 def with_role(fmt: str, role: str) -> frozenset[str]:
-    """Operator types of format ``fmt`` that have ``role`` (``runs_subgraphs``, ``weight_layout``, ``dequantize``,
-    ``ort_initializer``)."""
+    """Operator types of format ``fmt`` that have ``role`` (``runs_subgraphs``, ``weight_layout``, ``weight_cast``,
+    ``dequantize``, ``ort_initializer``)."""
     return frozenset(_document(fmt).get("roles", {}).get(role, ()))
 
 

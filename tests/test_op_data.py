@@ -17,7 +17,7 @@ from renderer.ir import SubgraphRef
 def test_roles_name_known_operators_and_control_flow_is_category_control(fmt: str) -> None:
     data = json.loads((ROOT / f"renderer/data/{fmt}-ops.json").read_text(encoding="utf-8"))
     known = {op for ops in data["categories"].values() for op in ops}
-    assert set(data["roles"]) >= {"runs_subgraphs", "weight_layout", "dequantize"}
+    assert set(data["roles"]) >= {"runs_subgraphs", "weight_layout", "weight_cast", "dequantize"}
     for role, ops in data["roles"].items():
         assert ops and set(ops) <= known, (fmt, role, set(ops) - known)
         assert len(ops) == len(set(ops)), (fmt, role)

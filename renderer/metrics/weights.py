@@ -31,15 +31,16 @@ _MAX_HOPS = 16
 def _ops(role: str) -> frozenset[str]:
     """Operator types of either format with ``role`` in ``renderer/data`` (the formats' names never collide).
 
-    ``weight_layout`` ops pass a constant through unchanged in content (only its layout or element type
-    changes); their second and later inputs, when present, must be constant (shape, perm, axes).
+    ``weight_layout`` ops pass a constant through unchanged in content but change its shape, ``weight_cast``
+    ops keep its shape (only the element type may change); the second and later inputs, when present, must be
+    constant (shape, perm, axes).
     """
     return categories.with_role("onnx", role) | categories.with_role("tflite", role)
 
 
 def is_transparent(node: Node) -> bool:
     """Ops that only prepare a weight (layout, dequantization): their params are their direct constants only."""
-    return node.op_type in _ops("weight_layout") | _ops("dequantize") and node.domain != "custom"
+    return node.op_type in _ops("weight_layout") | _ops("weight_cast") | _ops("dequantize") and node.domain != "custom"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +78,10 @@ def trace(value: Value | None) -> Source | None:
             if first is None or first.initializer is None:
                 return None  # dequantizing something computed: not a stored weight (or a chain we do not map)
             return Source(first, producer, same_shape)
-        if op in _ops("weight_layout"):
+        if op in _ops("weight_layout") or op in _ops("weight_cast"):
             if any(v is not None and v.initializer is None for v in producer.inputs[1:]):
                 return None
-            if op not in ("Cast", "CastLike", "CAST", "Identity"):
+            if op in _ops("weight_layout"):
                 same_shape = False
             value = producer.inputs[0]
             continue
