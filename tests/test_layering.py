@@ -65,3 +65,19 @@ def test_shared_helpers_are_written_once() -> None:
         assert len(found.get(name, [])) == 1, (name, found.get(name))
     for gone in ("_first_line", "plain", "_plain", "_text", "ModelLookup"):
         assert gone not in found, (gone, found[gone])
+
+
+def _length(module: str, qualname: str) -> int:
+    path = ROOT / (module.replace(".", "/") + ".py")
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    for part in qualname.split("."):
+        node = next(n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+        body = node.body
+    return node.end_lineno - node.lineno + 1  # type: ignore[union-attr,operator]
+
+
+def test_functions_that_were_split_stay_short() -> None:
+    """The long functions issue 12 named (92 lines and 7 flags, …) were split into parts that each do one thing."""
+    for module, name in (("renderer.annotations.tflite_benchmark", "read"), ("renderer.loaders.onnx", "_Builder._graph"),
+                         ("renderer.annotations.__init__", "merge"), ("renderer.metrics.weight_metrics", "compute")):
+        assert _length(module, name) <= 40, (module, name, _length(module, name))

@@ -103,48 +103,53 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
     sources_of: dict[str, set[str]] = {}
     resolved: list[tuple[AnnotationSet, list[tuple[ElementKey, Entry]]]] = []
     for aset in sets:
-        items: list[tuple[ElementKey, Entry]] = []
-        unmatched = list(aset.unmatched)
-        suggestions: dict[str, list[str]] = {}
-        matched_ops: set[ElementKey] = set()
-        matched_tensors = 0
-        for kind, pairs in (("op", aset.operators), ("t", aset.tensors)):
-            for ident, entry in pairs:
-                try:
-                    key = ident.key if isinstance(ident, Ref) else (
-                        index.operator(ident) if kind == "op" else index.tensor(ident))
-                except Unresolved as e:
-                    if strict:
-                        line = f":{entry.line}" if entry.line else ""
-                        raise AnnotationError(f"{aset.path}{line}: {e}") from None
-                    label = ident if isinstance(ident, str) else str(ident)
-                    unmatched.append(label)
-                    if len(unmatched) - len(aset.unmatched) <= 5:  # only the ids the coverage line shows
-                        hint = index.suggest(label, kind)
-                        if hint:
-                            suggestions[label] = hint
-                    continue
-                items.append((key, entry))
-                if kind == "op":
-                    matched_ops.add(key)
-                else:
-                    matched_tensors += 1
-                for name in entry.values:
-                    sources_of.setdefault(name, set()).add(aset.source)
-        for name in aset.graph.values:
+        items, coverage = _resolve(aset, index, strict)
+        if aset.operators or aset.tensors or coverage.unmatched:  # a set of graph values only matches no ids
+            result.coverage.append(coverage)
+        for name in [name for _, entry in items for name in entry.values] + list(aset.graph.values):
             sources_of.setdefault(name, set()).add(aset.source)
-        total_ops = len(matched_ops) + len([u for u in unmatched])
-        if aset.operators or aset.tensors or unmatched:  # a set of graph values only (model metadata) matches no ids
-            result.coverage.append(Coverage(aset.source, aset.path, len(matched_ops),
-                                            max(total_ops, len(matched_ops)), matched_tensors, unmatched, suggestions))
-        if strict and aset.unmatched:
-            raise AnnotationError(f"{aset.path}: {len(aset.unmatched)} rows match no operator: {aset.unmatched[0]}")
         resolved.append((aset, items))
-
     clashing = {name for name, sources in sources_of.items() if len(sources) > 1}
     for aset, items in resolved:
         _add(result, aset, items, clashing)
     return result
+
+
+def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tuple[ElementKey, Entry]], Coverage]:
+    """The elements ``aset``'s ids name, with their entries, and its coverage line; under ``strict`` an id that
+    matches nothing is an error."""
+    items: list[tuple[ElementKey, Entry]] = []
+    unmatched = list(aset.unmatched)
+    suggestions: dict[str, list[str]] = {}
+    matched_ops: set[ElementKey] = set()
+    matched_tensors = 0
+    for kind, pairs in (("op", aset.operators), ("t", aset.tensors)):
+        for ident, entry in pairs:
+            try:
+                key = ident.key if isinstance(ident, Ref) else (
+                    index.operator(ident) if kind == "op" else index.tensor(ident))
+            except Unresolved as e:
+                if strict:
+                    line = f":{entry.line}" if entry.line else ""
+                    raise AnnotationError(f"{aset.path}{line}: {e}") from None
+                label = ident if isinstance(ident, str) else str(ident)
+                unmatched.append(label)
+                if len(unmatched) - len(aset.unmatched) <= 5:  # only the ids the coverage line shows
+                    hint = index.suggest(label, kind)
+                    if hint:
+                        suggestions[label] = hint
+                continue
+            items.append((key, entry))
+            if kind == "op":
+                matched_ops.add(key)
+            else:
+                matched_tensors += 1
+    if strict and aset.unmatched:
+        raise AnnotationError(f"{aset.path}: {len(aset.unmatched)} rows match no operator: {aset.unmatched[0]}")
+    total_ops = len(matched_ops) + len(unmatched)
+    coverage = Coverage(aset.source, aset.path, len(matched_ops), max(total_ops, len(matched_ops)),
+                        matched_tensors, unmatched, suggestions)
+    return items, coverage
 
 
 def _add(result: Annotations, aset: AnnotationSet, items: list[tuple[ElementKey, Entry]],
