@@ -73,25 +73,22 @@ class Page:
     def stem(self) -> str:
         return "overview" if self.index == 0 else f"page-{self.index:03d}"
 
-    def drawn_ops(self) -> list[Node]:
-        """Every operator drawn in full on this page, clusters included."""
-        found = list(self.ops)
+    def _clusters(self) -> list[Inline]:
+        found: list[Inline] = []
         stack = list(self.inlines)
         while stack:
             inline = stack.pop()
-            found.extend(inline.ops)
+            found.append(inline)
             stack.extend(inline.inlines)
         return found
 
+    def drawn_ops(self) -> list[Node]:
+        """Every operator drawn in full on this page, clusters included."""
+        return self.ops + [node for inline in self._clusters() for node in inline.ops]
+
     def all_boxes(self) -> list[list[Group]]:
         """Every box (a run of one or more groups) on the page, clusters included."""
-        found = list(self.boxes)
-        stack = list(self.inlines)
-        while stack:
-            inline = stack.pop()
-            found.extend(inline.boxes)
-            stack.extend(inline.inlines)
-        return found
+        return self.boxes + [run for inline in self._clusters() for run in inline.boxes]
 
     def crumbs(self) -> list[Page]:
         """The pages from the overview down to this one."""
