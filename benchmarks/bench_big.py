@@ -14,8 +14,9 @@ Reshape, Range and Expand shape computations):
 
 Each case runs ``annograph render MODEL -o out.svg`` (the default full report: the overview and every page
 once the report has pages) in a fresh subprocess, so peak memories do not mix. Peak memory is that of the
-whole process tree: the larger of (annograph's own ru_maxrss + the largest ru_maxrss among its children,
-i.e. Graphviz) and the sum of the tree's resident sizes sampled every 50 ms (parallel layouts). In the same
+whole process tree: the larger of (annograph's own ru_maxrss + the largest ru_maxrss among its children:
+Graphviz, or forked page workers, whose shared pages this counts twice, so it is an upper bound) and the sum
+of the tree's resident sizes sampled every 50 ms (parallel layouts). In the same
 run, ``dot -Tsvg`` on the flat DOT (``--collapse none`` when the CLI has it) gives the baseline; the ratio is
 ours / bare. Every run is capped at ``--cap`` seconds and reported as ``>CAP s`` when killed; a bigger model
 of a series whose smaller one already hit the cap is not run (``>CAP s, skipped``).
@@ -140,8 +141,10 @@ def measure_render(argv: list[str], cap: float) -> Measure:
             return Measure(seconds, sampled, failed=err or f"exit {rc}")
         own = json.loads(report.read_text())
         peak = max(sampled, own["self"] + own["children"])
-        detail = (f"annograph {own['self'] / 2**20:.0f} MiB + largest child {own['children'] / 2**20:.0f} MiB, "
-                  f"sampled tree {sampled / 2**20:.0f} MiB")
+        # a page laid out in a forked worker shares the parent's pages, so its ru_maxrss counts them again:
+        # the sum is an upper bound, the sampled tree a lower one
+        detail = (f"upper bound: annograph {own['self'] / 2**20:.0f} MiB + largest child "
+                  f"{own['children'] / 2**20:.0f} MiB; sampled tree {sampled / 2**20:.0f} MiB")
         return Measure(seconds, peak, detail)
     finally:
         report.unlink(missing_ok=True)
