@@ -36,6 +36,9 @@ JOBS: list[tuple[str, Path, list[str], tuple[str, ...]]] = [
     ("okay_nabu_output_bytes", T / "okay_nabu.tflite", ["--color-by", "output_bytes", "--cmap", "ice"], ("svg", "png")),
     ("control_flow", O / "control_flow.onnx", [], ("svg", "png")),
     ("silero_vad", O / "silero_vad.onnx", ["--no-edge-labels"], ("svg",)),
+    # too big for one picture: an overview and a page per layer (bert_scoped.svg.pages/), one HTML, one PDF
+    ("bert_scoped_macs", O / "bert_scoped.onnx", ["--color-by", "macs", "--dim", "batch=1", "--dim", "sequence=32"],
+     ("svg", "html", "pdf")),
 ]
 
 
