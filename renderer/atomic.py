@@ -5,28 +5,57 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .errors import RenderError
 
-
-def write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    write_all([(path, data)])
+PathLike = str | Path
 
 
-def write_text(path: str | Path, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
+def write_bytes(path: PathLike, data: bytes, inputs: Iterable[PathLike] = ()) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path`` (never over one of
+    ``inputs``)."""
+    write_all([(path, data)], inputs)
 
 
-def write_all(items: Sequence[tuple[str | Path, bytes | dict[str, bytes]]]) -> None:
+def write_text(path: PathLike, text: str, inputs: Iterable[PathLike] = ()) -> None:
+    write_bytes(path, text.encode("utf-8"), inputs)
+
+
+def refuse_inputs(outputs: Iterable[PathLike], inputs: Iterable[PathLike]) -> None:
+    """RenderError when an output is the same file as an input (the model, an annotation file, a sidecar).
+
+    Files are compared by device and inode, so another spelling (``./m.onnx``, ``a/../m.onnx``), a symlink
+    or a hard link to the input is caught too; an output that does not exist yet is never an input.
+    """
+    seen = {identity: str(path) for path in inputs if (identity := _identity(path)) is not None}
+    for output in outputs:
+        source = seen.get(_identity(output))  # type: ignore[arg-type]
+        if source is not None:
+            same = "" if os.path.normpath(source) == os.path.normpath(str(output)) else f" ({source})"
+            raise RenderError(f"{output}: is an input of this run{same}; write the output to another file")
+
+
+def _identity(path: PathLike) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def write_all(
+    items: Sequence[tuple[str | Path, bytes | dict[str, bytes]]], inputs: Iterable[PathLike] = (),
+) -> None:
     """Write several files, and folders of files (``{file name: bytes}``), all or nothing: everything is
     written to temporary names first, and only when all is complete renamed over the targets. A failure
     before that leaves every target untouched and removes the temporary files. A folder replaces the one
     there before, which may hold only files of the kind written (page files a former run left), never
     anything else. (The renames themselves, within one folder each, do not fail in practice.)
+    No target may be one of ``inputs`` (``refuse_inputs``): then nothing is written.
     """
+    refuse_inputs([path for path, _ in items], inputs)
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in items:

@@ -156,26 +156,31 @@ def render(
     """Render, and write each of ``output`` atomically (format from its extension unless ``fmt``).
 
     The layout is computed once for all outputs. Every output is produced before any is written, so a
-    failure leaves all existing files as they were. Returns the bytes of the last output (SVG when none).
+    failure leaves all existing files as they were; an output that is the model or an annotation file read
+    is refused. Returns the bytes of the last output (SVG when none).
     A big model (``RenderOptions.collapse``) or a focused view is drawn as an overview with pages: see
     ``renderer.book_output`` for where the pages go.
     """
+    from .annotations import input_paths
+
     options = options or RenderOptions()
     if output is None:
         return render_bytes(model, annotations, options, fmt or "svg")
     scene = prepare(model, annotations, options)
     outputs = output if isinstance(output, list) else [output]
+    inputs = input_paths(model, annotations)
+    atomic.refuse_inputs(outputs, inputs)  # before the layout, which can take minutes
     formats = [output_format(path, fmt) for path in outputs]
     book = plan_book(scene)
     if book is None:
         produced = list(zip(outputs, _produce_all(scene, dot.emit(scene), formats)))
-        atomic.write_all(produced)
+        atomic.write_all(produced, inputs)
         return produced[-1][1]
     from . import book_output
 
     named = [(str(path), f) for path, f in zip(outputs, formats)]
     written = book_output.produce(scene, book, named, book_output.links_for(named))
-    atomic.write_all(written)
+    atomic.write_all(written, inputs)
     return next(data for _, data in reversed(written) if isinstance(data, bytes))
 
 

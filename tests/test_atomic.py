@@ -209,3 +209,78 @@ def test_batch_keeps_the_good_models(tmp_path: Path) -> None:
     P.check_svg((out / "okay_nabu.svg").read_bytes())
     assert (out / "broken.svg").read_bytes() == OLD and not (out / "broken.dot").exists()
     assert leftovers(tmp_path) == []
+
+
+# ---- an output is never an input -------------------------------------------------------------------------------
+
+
+def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
+    """name → (CLI arguments, the input file they must leave alone). Every command, default outputs, other
+    spellings of the same file (./x, a/../x, a symlink, a hard link), a sidecar found automatically."""
+    onnx_model = folder / "v.onnx"
+    onnx_model.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
+    tfl = folder / "m.tflite"
+    tfl.write_bytes((TFLITE / "okay_nabu.tflite").read_bytes())
+    disguised = folder / "model.svg"  # an ONNX file with a picture's extension: the default output is itself
+    disguised.write_bytes(onnx_model.read_bytes())
+    notes = folder / "notes.md"
+    notes.write_text("operators:\n  - {id: 0, latency_ms: 1.5}\n", encoding="utf-8")
+    ann = folder / "ann.yaml"
+    ann.write_text("operators:\n  - {id: 0, latency_ms: 1.5}\n", encoding="utf-8")
+    sidecar_model = folder / "s.onnx"
+    sidecar_model.write_bytes(onnx_model.read_bytes())
+    sidecar = folder / "s.annotations.json"
+    sidecar.write_text('{"operators": [{"id": 0, "latency_ms": 2}]}', encoding="utf-8")
+    (folder / "link.svg").symlink_to(disguised)
+    os.link(ann, folder / "hard.yaml")
+    batch = folder / "batch"
+    batch.mkdir()
+    in_batch = batch / "m.svg"  # an ONNX model inside the output folder, named as its own output
+    in_batch.write_bytes(onnx_model.read_bytes())
+    m, a = str(onnx_model), str(ann)
+    return {
+        "export-json-over-model": (["export", m, "-a", a, "--to", "json", "-o", m], onnx_model),
+        "metrics-json-over-model": (["metrics", m, "--format", "json", "-o", m], onnx_model),
+        "export-over-tflite": (["export", str(tfl), "--to", "json", "-o", str(tfl)], tfl),
+        "render-default-output-is-model": (["render", str(disguised)], disguised),
+        "render-over-annotations": (["render", m, "-a", str(notes), "-o", str(notes)], notes),
+        "render-over-model-dot-slash": (["render", str(disguised), "-o", f"{folder}/x.dot", "-o",
+                                         f"{folder}/./model.svg"], disguised),
+        "render-over-model-dot-dot": (["render", str(disguised), "-o", f"{batch}/../model.svg"], disguised),
+        "render-over-model-symlink": (["render", str(disguised), "-o", str(folder / "link.svg")], disguised),
+        "export-over-hard-link-of-annotations": (["export", m, "-a", str(folder / "hard.yaml"), "--to", "csv",
+                                                  "-o", a], ann),
+        "export-over-sidecar": (["export", str(sidecar_model), "--to", "json", "-o", str(sidecar)], sidecar),
+        "embed-over-annotations": (["embed", m, "-a", a, "-o", a], ann),
+        "embed-over-model": (["embed", str(tfl), "-a", a, "-o", str(tfl)], tfl),
+        "render-batch-over-model": (["render", str(in_batch), m, "-o", f"{batch}/"], in_batch),
+    }
+
+
+@pytest.mark.parametrize("case", [
+    "export-json-over-model", "metrics-json-over-model", "export-over-tflite", "render-default-output-is-model",
+    "render-over-annotations", "render-over-model-dot-slash", "render-over-model-dot-dot",
+    "render-over-model-symlink", "export-over-hard-link-of-annotations", "export-over-sidecar",
+    "embed-over-annotations", "embed-over-model", "render-batch-over-model"])
+def test_an_output_never_overwrites_an_input(case: str, tmp_path: Path) -> None:
+    args, kept = _overwrite_cases(tmp_path)[case]
+    before = kept.read_bytes()
+    run = run_cli(*args)
+    assert run.returncode != 0, f"{case}: exit 0\n{run.stderr}"
+    assert "Traceback" not in run.stderr, run.stderr
+    assert "is an input of this run" in run.stderr, run.stderr
+    assert kept.read_bytes() == before, f"{case}: {kept.name} was overwritten"
+    assert leftovers(tmp_path) == []
+
+
+def test_refuse_inputs_compares_files_not_names(tmp_path: Path) -> None:
+    from renderer.atomic import refuse_inputs
+    from renderer.errors import RenderError
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    refuse_inputs([tmp_path / "new.svg", tmp_path / "sub"], [model, tmp_path / "missing.yaml"])  # no error
+    for spelling in (f"{tmp_path}/./m.onnx", f"{tmp_path}/sub/../m.onnx"):
+        with pytest.raises(RenderError, match="is an input of this run"):
+            refuse_inputs([spelling], [model])

@@ -271,7 +271,7 @@ def test_embed_refuses_to_overwrite_and_empty_matches(tmp_path: Path) -> None:
     notes.write_text("operators:\n  - {id: nothing/here, meta: {x: 1}}\n")
     model = tmp_path / "m.onnx"
     model.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
-    assert "new file" in one_line_error(run_cli("embed", model, "-a", notes, "-o", model))
+    assert "is an input of this run" in one_line_error(run_cli("embed", model, "-a", notes, "-o", model))
     error = one_line_error(run_cli("embed", model, "-a", notes, "-o", tmp_path / "out.onnx"))
     assert "nothing to embed" in error
     assert not (tmp_path / "out.onnx").exists()

@@ -27,7 +27,7 @@ HEAD_CHARS = 4096
 
 __all__ = [
     "READERS", "AnnotationSet", "Annotations", "Entry", "MetricInfo", "Ref",
-    "reader_modules", "reader", "read_file", "load_annotations", "merge",
+    "reader_modules", "reader", "read_file", "load_annotations", "merge", "input_paths",
 ]
 
 
@@ -94,6 +94,12 @@ def load_annotations(
     result = merge(sets, model, strict=strict)
     result.sidecars = found
     return result
+
+
+def input_paths(model: Model, annotations: Annotations | None = None) -> list[str]:
+    """The files a render of ``model`` with ``annotations`` read: the model, then every annotation source
+    (sidecars and ``-a`` files). Outputs must never be one of them (``atomic.refuse_inputs``)."""
+    return [model.path, *(c.path for c in (annotations.coverage if annotations else []) if c.path)]
 
 
 def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Annotations:

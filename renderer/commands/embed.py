@@ -26,13 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..atomic import refuse_inputs
     from ..errors import AnnographError
     from .common import warn
     from .export import load_annotated
 
     source, output = Path(args.model), Path(args.output)
-    if output.exists() and source.exists() and output.resolve() == source.resolve():
-        raise AnnographError(f"{output}: write the annotated copy to a new file, not over the model")
+    refuse_inputs([output], [source, *args.annotations])
     model, annotations = load_annotated(args, embedded=False)
     if not annotations.ops and not annotations.tensors and not annotations.graph.values:
         raise AnnographError(

@@ -49,17 +49,20 @@ def default_output(model: str, fmt: str, extension: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..atomic import write_text
+    from ..annotations import input_paths
+    from ..atomic import refuse_inputs, write_text
     from ..exporters import ExportOptions, exporter
     from .common import warn
 
-    model, annotations = load_annotated(args)
     module = exporter(args.to)
     output = args.output or default_output(args.model, args.to, module.EXTENSION)
+    refuse_inputs([output], [args.model, *args.annotations])
+    model, annotations = load_annotated(args)
+    inputs = input_paths(model, annotations)
     result = module.export(model, annotations, ExportOptions(metric=args.metric, cmap=args.cmap))
     for note in result.notes:
         warn(note)
-    write_text(output, result.text)
+    write_text(output, result.text, inputs)
     if not args.quiet:
         warn(f"wrote {output}")
     return 0

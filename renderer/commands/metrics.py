@@ -53,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
             known = ", ".join([*OP_METRICS, *ALL_TENSOR_METRICS])
             raise AnnographError(f"--metrics: unknown metric {unknown[0]!r} (known: {known})")
         op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
+    atomic.refuse_inputs([args.output], [args.model])
     model = load_noted(args.model, args.dim)
     ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
-    atomic.write_text(args.output, render(model, ops, tensors, fmt))
+    atomic.write_text(args.output, render(model, ops, tensors, fmt), [args.model])
     if not args.quiet:
         figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
         warn(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "

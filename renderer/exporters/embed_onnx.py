@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..annotations import input_paths
 from ..annotations.embedded import ENTRY, document
 from ..annotations.records import Annotations
 from ..atomic import write_bytes
@@ -64,7 +65,7 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
         data = proto.SerializeToString()
     except ValueError as e:  # protobuf refuses messages over 2 GiB
         raise AnnographError(f"{source}: cannot serialize the annotated model ({e})") from None
-    write_bytes(output, data)
+    write_bytes(output, data, input_paths(model, annotations))
     return {
         "operators": len(doc["operators"]),
         "tensors": len(doc["tensors"]),

@@ -26,6 +26,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from ..annotations import input_paths
 from ..annotations.embedded import ENTRY, document
 from ..annotations.records import Annotations
 from ..atomic import write_bytes
@@ -191,7 +192,7 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     data = file_bytes(model)
     doc = document(annotations, model)
     payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    write_bytes(output, with_metadata(data, ENTRY, payload, source))
+    write_bytes(output, with_metadata(data, ENTRY, payload, source), input_paths(model, annotations))
     return {
         "operators": len(doc["operators"]),
         "tensors": len(doc["tensors"]),
