@@ -51,7 +51,7 @@ DICTIONARY: tuple[bytes, ...] = tuple(t.encode() for t in (
     "9" * 40, "id", "kind", "style.fillcolor", "operators:", "tensors:", "graph:", "meta:", "style:", "title:",
     "operator_id: ", "operator_meta: ", "operator_style: ", "tensor_id: ", "graph_meta: ", "\"a: b; c: d\"",
     "penwidth", "fillcolor: #zzzzzz", "url", "href", "\ufeff", "\\", "\\u0000", "\\ud800", ",,,,", '"""',
-    "<script>", "\\N", "\u202e", "0:0", "99:99",
+    "<script>", "\\N", "\u202e", "0:0", "99:99", "\ufffe", "\uffff",
 )) + (b"\x00", b"\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", b"TFL3", b"\x08\x07")
 
 INTERESTING_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF, 0x08, 0x12, 0x0A, 0x22, 0x3A)

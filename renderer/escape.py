@@ -32,13 +32,16 @@ from graphviz.quoting import NoHtml
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Bidirectional overrides and isolates ("Trojan Source"), zero-width marks, and the BOM.
 _BIDI = re.compile(r"[\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Lone surrogates, and the two noncharacters XML 1.0 forbids (U+FFFE, U+FFFF): Graphviz refuses them in labels,
+# and in a tooltip they make the SVG not well-formed. Shown as U+FFFD.
+_NOT_XML = re.compile(r"[\ud800-\udfff\ufffe\uffff]")
 
 ELLIPSIS = "…"
 
 
 def clean(value: Any, limit: int = 200, newlines: bool = False) -> str:
-    """``value`` as printable text: controls shown as ``\\xNN``, bidi controls as ``<U+202E>``, cut at ``limit``.
+    """``value`` as printable text: controls shown as ``\\xNN``, bidi controls as ``<U+202E>``, lone surrogates and
+    U+FFFE/U+FFFF as U+FFFD, cut at ``limit``.
 
     >>> clean("a\\x00b\\u202ec"), clean("x" * 10, limit=4)
     ('a\\\\x00b<U+202E>c', 'xxx…')
@@ -55,7 +58,7 @@ def clean(value: Any, limit: int = 200, newlines: bool = False) -> str:
     text = text.replace("\t", " ")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     text = _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
-    return _SURROGATE.sub("\ufffd", text)
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def html_text(value: Any, limit: int = 60) -> str:

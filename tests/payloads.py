@@ -56,7 +56,8 @@ class Payload:
     @property
     def short(self) -> bool:
         """Short and printable: it must appear verbatim (after unescaping) in every picture it is drawn in."""
-        return len(self.text) <= 40 and not re.search(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", self.text)
+        return len(self.text) <= 40 and not re.search(
+            r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufffe\uffff]", self.text)
 
 
 BIG = 100_000
@@ -85,6 +86,7 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("newlines", "line1\nline2\r\nline3\rline4"),
     Payload("controls", "a\x00b\x01c\x07d\x08e\x0bf\x0cg\x1b[31mh\x7fi\x85j\x9f"),
     Payload("rtl-override", "abc\u202edcba\u2066x\u2069\u200b\ufeff"),
+    Payload("xml-forbidden", "a\ufffeb\uffffc\ud7ff\ue000\ufffd"),  # U+FFFE/U+FFFF are not XML 1.0 characters
     Payload("big", "A<&>\"'" * (BIG // 6)),
     Payload("input-0", "input:0"),
     Payload("index-like", "0:1"),

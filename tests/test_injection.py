@@ -116,7 +116,8 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
         assert annotations.ops, f"{module.NAME}: the injection file matched no operator"
 
 
-@pytest.mark.parametrize("payload", P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("rtl-override")),
+@pytest.mark.parametrize("payload", P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("rtl-override"),
+                                                        P.payload("xml-forbidden")),
                          ids=lambda p: p.name)
 def test_title_and_annotations_through_the_command(payload: P.Payload, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """``--title`` and a hostile annotation file as a user passes them (argument parsing included), outputs
@@ -284,6 +285,17 @@ def test_escape_rules_keep_every_payload_as_clean_text_through_dot(tmp_path: Pat
         else:
             shown = "".join(t.text or "" for t in group.iter(f"{ns}text"))
             assert _normal(shown) == _normal(text), (key, shown, text)
+
+
+def test_characters_xml_forbids_are_replaced() -> None:
+    """U+FFFE and U+FFFF (and lone surrogates) are not XML 1.0 characters: Graphviz refuses them in a label and a
+    tooltip holding one is not well-formed XML. Every destination shows U+FFFD instead."""
+    from renderer import escape
+
+    assert escape.clean("a\ufffeb\uffffc\ud800d\ufffd") == "a\ufffdb\ufffdc\ufffdd\ufffd"
+    assert escape.html_text("<\uffff>") == "&lt;\ufffd&gt;"
+    assert str(escape.tooltip(["x\ufffe"])) == "x\ufffd"
+    assert escape.markdown_cell("\uffff|") == "\ufffd\\|"
 
 
 def test_style_values_cannot_carry_markup() -> None:
