@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import resource
 import select
 import signal
@@ -51,13 +52,22 @@ DICTIONARY: tuple[bytes, ...] = tuple(t.encode() for t in (
     "9" * 40, "id", "kind", "style.fillcolor", "operators:", "tensors:", "graph:", "meta:", "style:", "title:",
     "operator_id: ", "operator_meta: ", "operator_style: ", "tensor_id: ", "graph_meta: ", "\"a: b; c: d\"",
     "penwidth", "fillcolor: #zzzzzz", "url", "href", "\ufeff", "\\", "\\u0000", "\\ud800", ",,,,", '"""',
-    "<script>", "\\N", "\u202e", "0:0", "99:99", "\ufffe", "\uffff",
+    "<script>", "\\N", "\u202e", "0:0", "99:99", "\ufffe", "\uffff", "9" * 400, "1.7e308", "\u00b2", "\u0661",
 )) + (b"\x00", b"\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", b"TFL3", b"\x08\x07")
 
 INTERESTING_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF, 0x08, 0x12, 0x0A, 0x22, 0x3A)
 INTERESTING_INTS = (0, 1, -1, 2, 4, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, -0x80000000, 0x10000, 1 << 24)
 SAVED_PER_SIGNATURE = 3  # failing inputs kept per distinct failure
-OPERATIONS = ("flip", "byte", "int32", "insert", "token", "delete", "duplicate", "truncate", "splice", "onnx", "tflite")
+OPERATIONS = ("flip", "byte", "int32", "insert", "token", "delete", "duplicate", "truncate", "splice", "onnx", "tflite",
+              "number")
+# What the "number" mutation puts in place of a run of digits: integers past a float (1.8e308) and past Python's
+# 4300-digit conversion limit, floats at and past the edge, and characters that pass isdigit() but not int()
+# ("²") or that int() reads as digits ("١", "１") but that are no ASCII index.
+EXTREME_NUMBERS: tuple[bytes, ...] = tuple(t.encode() for t in (
+    "9" * 400, "-" + "9" * 400, "9" * 5000, "1e400", "1.7e308", "-1.7e308", "NaN", "-Infinity", "\u00b2", "\u0661",
+    "\uff11", "0:\uff11",
+))
+_DIGITS = re.compile(rb"[0-9]+")
 
 
 # ---- mutation ---------------------------------------------------------------------------------------------------
@@ -100,7 +110,18 @@ def apply(data: bytes, op: str, a: int, b: int, blob: bytes, other: bytes = b"")
         return onnx_edit(data, random.Random(a), blob)
     if op == "tflite":
         return tflite_edit(data, a, b)
+    if op == "number":
+        return number_edit(data, a, b)
     raise ValueError(op)
+
+
+def number_edit(data: bytes, a: int, b: int) -> bytes:
+    """Run of digits ``a`` (modulo their count, in the first 256 KiB) replaced by ``EXTREME_NUMBERS[b]``."""
+    runs = [m.span() for m in _DIGITS.finditer(data, 0, 1 << 18)]
+    if not runs:
+        return data
+    start, end = runs[a % len(runs)]
+    return data[:start] + EXTREME_NUMBERS[b % len(EXTREME_NUMBERS)] + data[end:]
 
 
 # ---- structure-aware mutations ----------------------------------------------------------------------------------
@@ -339,17 +360,19 @@ class Target:
 
 
 def _after_load(model) -> None:  # type: ignore[no-untyped-def]
-    """What a render does with a freshly loaded model, short of Graphviz: ids, built-in metrics (one that
-    reads the weights, with the tensor-size cap), the DOT."""
+    """What a render does with a freshly loaded model, short of Graphviz: ids, the annotations embedded in the
+    model, built-in metrics (one that reads the weights, with the tensor-size cap), the DOT."""
     from renderer import metrics
-    from renderer.id_rules import IdIndex
+    from renderer.annotations import merge
+    from renderer.annotations.embedded import from_model
     from renderer.options import RenderOptions
     from renderer.rendering import to_dot
 
-    IdIndex.build(model)
+    annotations = merge(from_model(model), model)
     weighty = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
     color = "sparsity" if "sparsity" in weighty else (weighty[0] if weighty else None)
-    to_dot(model, None, RenderOptions(color_by=color, edge_by="bytes", max_tensor_elements=1_000_000))
+    to_dot(model, annotations, RenderOptions(color_by=color, edge_by="bytes", max_tensor_elements=1_000_000,
+                                             show=["all"]))
 
 
 def _load(module: ModuleType, path: Path) -> None:

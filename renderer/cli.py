@@ -21,10 +21,19 @@ EPILOG = """ids: an operator is named by its node name, the name of one of its o
 graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line, like every other error (argparse would print the whole usage first)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        from .escape import clean
+
+        self.exit(1, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .version import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="annograph",
         description="Render ONNX and TFLite models as static, annotated Graphviz graphs.",
         epilog=EPILOG,

@@ -125,6 +125,9 @@ class Scale:
         (upper bound, colour) colour each value by the first bound it does not exceed, as Model Explorer does."""
         if norm not in NORMS:
             raise MetricError(f"unknown norm {norm!r} (use one of {', '.join(NORMS)})")
+        for option, given in (("vmin", vmin), ("vmax", vmax), ("center", center)):
+            if given is not None and not (math.isfinite(given) and abs(given) <= 1e300):
+                raise MetricError(f"--{option} {given:g} is not a finite number (between -1e300 and 1e300)")
         data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
         if norm == "log":
             data = data[data > 0]
@@ -246,6 +249,9 @@ def format_number(value: float) -> str:
     >>> format_number(1234567), format_number(13.0), format_number(0.000123), format_number(-2.5)
     ('1.23M', '13', '1.23e-04', '-2.5')
     """
+    if isinstance(value, int) and abs(value) > 10**300:  # too large for a float: scientific notation by hand
+        digits = str(abs(value))
+        return f"{'-' if value < 0 else ''}{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     magnitude = abs(value)

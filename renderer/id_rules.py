@@ -19,7 +19,21 @@ from .ir import ElementKey, Model, Node, Value
 SUGGEST_BUDGET = 100
 SUGGEST_CHARS = 200
 
-_INDEX = re.compile(r"^\s*(?:(\d+)\s*:\s*)?(\d+)\s*$")
+# ASCII digits only: "١" or "１" is a name, never operator 1 (re's \d would take any Unicode digit).
+_INDEX = re.compile(r"^\s*(?:([0-9]+)\s*:\s*)?([0-9]+)\s*$", re.ASCII)
+_WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+MAX_DIGITS = 18  # below 2**63; longer runs of digits are no index, size or dim that can exist
+
+
+def whole_number(text: str, signed: bool = False) -> int | None:
+    """``text`` as an int when it is ASCII digits (with a sign when ``signed``) of at most MAX_DIGITS, else None.
+
+    ``str.isdigit`` accepts "²" (which ``int`` refuses) and "١" (which ``int`` reads as 1); this does neither.
+    """
+    text = text.strip()
+    if not _WHOLE.fullmatch(text) or (not signed and text[0] in "+-") or len(text.lstrip("+-")) > MAX_DIGITS:
+        return None
+    return int(text)
 
 
 class Unresolved(Exception):
@@ -98,8 +112,10 @@ class IdIndex:
         match = _INDEX.match(ident)
         if not match:
             raise Unresolved(f"{ident!r} matches no {'operator' if kind == 'op' else 'tensor'}")
-        graph_index = int(match.group(1)) if match.group(1) is not None else 0
-        item = int(match.group(2))
+        graph_text, item_text = match.group(1) or "0", match.group(2)
+        if len(graph_text) > MAX_DIGITS or len(item_text) > MAX_DIGITS:
+            raise Unresolved(f"{ident[:40]!r}: no model has that many graphs or elements")
+        graph_index, item = int(graph_text), int(item_text)
         if graph_index >= len(self.model.graphs):
             raise Unresolved(f"{ident!r}: there is no graph {graph_index} (the model has {len(self.model.graphs)})")
         graph = self.model.graphs[graph_index]

@@ -81,6 +81,18 @@ def test_mutated_inputs_fail_cleanly(target, tmp_path_factory) -> None:  # type:
     run()
 
 
+@pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
+def test_extreme_numbers_fail_cleanly(target, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each of ``harness.EXTREME_NUMBERS`` (400 and 5000 digits, 1e400, ±1.7e308, NaN, "²", "١", "１") in place of
+    the first, middle and last run of digits of every small seed. The mutation is the harness's "number"
+    operation, so the long run and the hypothesis run draw it too."""
+    for seed in _small_seeds(target)[:6]:
+        runs = len(harness._DIGITS.findall(seed.data, 0, 1 << 18))
+        for a in sorted({0, runs // 2, runs - 1}) if runs else []:
+            for b in range(len(harness.EXTREME_NUMBERS)):
+                _check(target, tmp_path, seed.name, harness.number_edit(seed.data, a, b))
+
+
 def test_time_guard_stops_a_hang(tmp_path: Path) -> None:
     """The per-call guard the harness relies on really interrupts a runaway call, even one in a try block."""
     import time

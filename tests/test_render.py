@@ -227,6 +227,66 @@ def test_ids_by_name_output_tensor_and_index() -> None:
     assert IdIndex.build(control).operator(f"1:0") == sub.nodes[0].key
 
 
+@pytest.mark.parametrize("ident", ["\u0661", "\uff11", "0:\uff11", "\u00b2", "\u0661:0", "9" * 5000, "0:" + "9" * 30])
+def test_ids_are_ascii_digits_only(ident: str) -> None:
+    """Unicode digits are names, never indices: re's \\d read "١" and "１" as operator 1, and "²" (which passes
+    isdigit but not int) or 5000 digits raised inside the reader."""
+    from renderer.id_rules import IdIndex, Unresolved, whole_number
+
+    index = IdIndex.build(renderer.load_model(TINY_CNN))
+    with pytest.raises(Unresolved):
+        index.operator(ident)
+    with pytest.raises(Unresolved):
+        index.tensor(ident)
+    assert whole_number(ident) is None
+    assert (whole_number("12"), whole_number(" 7 "), whole_number("-3"), whole_number("-3", signed=True)) == (12, 7, None, -3)
+
+
+def test_unicode_digit_ids_are_reported_unmatched(tmp_path: Path) -> None:
+    notes = write(tmp_path / "u.yaml", "operators:\n  - {id: \u0661, x: 1}\n  - {id: '\uff11', x: 2}\n"
+                  "  - {id: 1, x: 3}\n")
+    run = run_cli("render", TINY_CNN, "-a", notes, "-o", tmp_path / "m.svg", "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert "matched 1/3 operators; 2 ids unmatched: \u0661; \uff11" in run.stderr
+
+
+def test_numbers_too_large_for_a_float_are_text(tmp_path: Path) -> None:
+    """An integer of 400 digits in JSON, YAML, embedded annotations (like 1e400 or 1.7e308: no colour scale can
+    hold it) is shown as text and kept off the scale, without a numpy warning."""
+    big = "9" * 400
+    files = [write(tmp_path / "big.json", '{"operators": [{"id": 0, "latency_ms": %s}, {"id": 1, "latency_ms": 2},'
+                   ' {"id": 2, "latency_ms": 3}]}' % big),
+             write(tmp_path / "big.yaml", f"operators:\n  - {{id: 3, x_ms: {big}}}\n  - {{id: 4, x_ms: 1.7e308}}\n"
+                   "  - {id: 5, x_ms: -1.7e308}\n  - {id: 6, x_ms: .inf}\n  - {id: 7, x_ms: .nan}\n"
+                   "  - {id: 8, x_ms: 1}\n  - {id: 9, x_ms: 4}\n")]
+    out = tmp_path / "m.svg"
+    for color in ("latency_ms", "x_ms"):
+        run = run_cli("render", TINY_CNN, *[a for f in files for a in ("-a", f)], "--color-by", color, "-o", out,
+                      "--show", "all", "--no-sidecar", env={"PYTHONWARNINGS": "error"})
+        assert run.returncode == 0 and "Warning" not in run.stderr, run.stderr
+        root = parse_svg(out)
+        groups = svg_groups(root, "op")
+        tips = {key: tooltip_of(g) for key, g in groups.items()}
+        assert "9.99e+399" in tips["op-0-0"] and "latency_ms: 2" in tips["op-0-1"]
+        assert "1.7e308" in tips["op-0-4"] and "-1.7e308" in tips["op-0-5"] and "inf" in tips["op-0-6"]
+        fills = {key: first_fill(g) for key, g in groups.items()}
+        drawn = ("op-0-1", "op-0-2") if color == "latency_ms" else ("op-0-8", "op-0-9")
+        off_scale = ("op-0-0",) if color == "latency_ms" else ("op-0-3", "op-0-4", "op-0-5", "op-0-6", "op-0-7")
+        assert fills[drawn[0]] != fills[drawn[1]]  # the finite values span the whole map
+        assert len({fills[k] for k in off_scale}) == 1 and fills[off_scale[0]] not in {fills[k] for k in drawn}
+
+
+@pytest.mark.parametrize("option", ["vmin", "vmax", "center"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 1.7e308])
+def test_non_finite_scale_options_are_refused_by_the_api(option: str, value: float) -> None:
+    """The CLI refuses them in argparse; RenderOptions from Python reach Scale.fit, which says the same."""
+    from renderer.colors import Scale
+    from renderer.errors import MetricError
+
+    with pytest.raises(MetricError, match=f"--{option} .* is not a finite number"):
+        Scale.fit([1.0, 2.0], **{option: value})
+
+
 def test_name_wins_over_index(tmp_path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper

@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import AnnotationError
 from ..ir import Model
 from ..version import __version__
+from .lookup import TOO_MANY_DIGITS
 from .metric_meta import read_metric_infos
 from .records import Annotations, AnnotationSet, Entry, Ref, json_values
 from .style import validate_style
@@ -99,6 +100,8 @@ def _stored_document(model: Model) -> Any:
         ) from None
     except RecursionError:
         raise AnnotationError(f"{model.path}: metadata {ENTRY!r}: invalid JSON (nested too deeply)") from None
+    except ValueError:
+        raise AnnotationError(f"{model.path}: metadata {ENTRY!r}: invalid JSON ({TOO_MANY_DIGITS})") from None
 
 
 def _from_document(document: Any, model: Model, result: AnnotationSet, where: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import AnnotationError, first_line, unreadable
 from ..ir import Model
+from .lookup import TOO_MANY_DIGITS
 from .metric_meta import read_metric_infos
 from .records import AnnotationSet, Entry, Ref
 from .style import validate_style
@@ -119,6 +120,8 @@ def _parse_json(path: Path, text: str) -> Any:
         raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
     except RecursionError:
         raise AnnotationError(f"{path}: invalid JSON (nested too deeply)") from None
+    except ValueError:
+        raise AnnotationError(f"{path}: invalid JSON ({TOO_MANY_DIGITS})") from None
 
 
 def _parse_yaml(path: Path, text: str) -> Any:

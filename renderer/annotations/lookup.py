@@ -19,6 +19,7 @@ from .records import Ref
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""
+TOO_MANY_DIGITS = "an integer of more than 4300 digits"
 
 
 def node_ref(node: Node) -> Ref:
@@ -66,6 +67,8 @@ def load_json(path: Path) -> Any:
         raise AnnotationError(f"{path}: not UTF-8 text") from None
     except RecursionError:
         raise AnnotationError(f"{path}: invalid JSON (nested too deeply)") from None
+    except ValueError:  # Python refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
+        raise AnnotationError(f"{path}: invalid JSON ({TOO_MANY_DIGITS})") from None
     except OSError as e:
         raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
 

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
+from ..id_rules import whole_number
 from ..ir import Graph, Model, Node
 from .lookup import load_json, node_ref
-from .records import AnnotationSet, Entry, MetricInfo
+from .records import AnnotationSet, Entry, MetricInfo, metric_value
 from .style import normalize_color
 
 NAME = "model-explorer"
@@ -102,8 +103,9 @@ def _node(graph: Graph, key: str) -> Node | None:
     producers = [v.producer for v in graph.values if v.name == key and v.producer is not None]
     if len(producers) == 1:
         return producers[0]
-    if key.isdigit() and int(key) < len(graph.nodes):
-        return graph.nodes[int(key)]
+    index = whole_number(key)
+    if index is not None and index < len(graph.nodes):
+        return graph.nodes[index]
     return None
 
 
@@ -135,9 +137,11 @@ def _colouring(where: str, body: dict[str, Any], info: MetricInfo) -> None:
             and isinstance(item.get("stop"), (int, float))
             and isinstance(item.get("bgColor"), str)
         ):
-            color = normalize_color(item["bgColor"])
+            color, stop = normalize_color(item["bgColor"]), metric_value(item["stop"])
+            if stop is None:
+                raise AnnotationError(f"{where}: gradient stop {str(item['stop'])[:40]} is not a finite number")
             if color is not None:
-                stops.append((float(item["stop"]), color))
+                stops.append((stop, color))
     bounds = []
     for item in thresholds:
         if (
@@ -145,9 +149,11 @@ def _colouring(where: str, body: dict[str, Any], info: MetricInfo) -> None:
             and isinstance(item.get("value"), (int, float))
             and isinstance(item.get("bgColor"), str)
         ):
-            color = normalize_color(item["bgColor"])
+            color, bound = normalize_color(item["bgColor"]), metric_value(item["value"])
+            if bound is None:
+                raise AnnotationError(f"{where}: threshold value {str(item['value'])[:40]} is not a finite number")
             if color is not None:
-                bounds.append((float(item["value"]), color))
+                bounds.append((bound, color))
     fields = getattr(type(info), "__dataclass_fields__", {})
     if stops and "gradient" in fields:
         info.gradient = sorted(stops)  # type: ignore[attr-defined]

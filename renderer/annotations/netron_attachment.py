@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
-from ..id_rules import IdIndex
+from ..id_rules import IdIndex, whole_number
 from ..ir import Model
 from .lookup import load_json, node_ref, value_ref
 from .records import AnnotationSet, Entry, Ref
@@ -102,10 +102,9 @@ def _resolve(lookup: IdIndex, model: Model, kind: str, item: dict[str, Any]) -> 
             return node_ref(node) if node is not None else None
         value = lookup.value(target)
         return value_ref(value) if value is not None else None
-    ident = str(item["identifier"])
-    if main is None or not ident.isdigit():
+    index = whole_number(str(item["identifier"]))
+    if main is None or index is None:
         return None
-    index = int(ident)
     if kind == "node":
         return node_ref(main.nodes[index]) if index < len(main.nodes) else None
     return value_ref(main.values[index]) if index < len(main.values) else None

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnotationError
-from ..id_rules import IdIndex
+from ..id_rules import IdIndex, whole_number
 from ..ir import Model, Node
 from .lookup import load_json, node_ref, numbered_lines, open_text, ort_node_indices
 from .records import AnnotationSet, Entry, MetricInfo
@@ -251,8 +251,8 @@ def _entry(
             entry.values[key] = args[key]
     for key in _SIZE_ARGS:
         value = args.get(key)
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            entry.values[key] = int(value)
+        if isinstance(value, str) and whole_number(value, signed=True) is not None:
+            entry.values[key] = whole_number(value, signed=True)
         elif isinstance(value, int) and not isinstance(value, bool):
             entry.values[key] = value
     shapes = args.get("output_type_shape")
@@ -342,6 +342,6 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+    if isinstance(value, str):
+        return whole_number(value)
     return None

@@ -151,6 +151,9 @@ class Annotations:
                            list(self.sidecars))
 
 
+# Numbers beyond this are shown as text but kept off colour scales, like inf and nan: the difference of two
+# (1.7e308 - -1.7e308) would overflow every scale computed from them.
+LARGEST_METRIC = 1e300
 _NUMBER_WITH_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]*[A-Za-zµ%]?)\s*$")
 
 
@@ -175,7 +178,10 @@ def metric_value(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int of 400 digits: as unusable for a scale as 1e400 (inf)
+            return None
     elif isinstance(value, str):
         match = _NUMBER_WITH_UNIT.match(value)
         if not match:
@@ -184,9 +190,9 @@ def metric_value(value: Any) -> float | None:
     else:
         try:  # numpy scalars
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
-    return number if math.isfinite(number) else None
+    return number if math.isfinite(number) and abs(number) <= LARGEST_METRIC else None
 
 
 def metric_unit(value: Any) -> str:

@@ -3,20 +3,46 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
 from ..errors import AnnographError
 
+LARGEST_OPTION = 1e300  # so that differences and sums of option values stay finite
+
+
+def finite_float(text: str) -> float:
+    """argparse type: a finite number (``nan``, ``inf`` and 1e308 would paint every box black)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or abs(value) > LARGEST_OPTION:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number (between -1e300 and 1e300)")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds above 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
 
 def parse_dims(items: list[str]) -> dict[str, int]:
     """``["batch=1", "seq=128"]`` → {"batch": 1, "seq": 128}."""
+    from ..id_rules import whole_number
+
     dims: dict[str, int] = {}
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip().isdigit():
-            raise AnnographError(f"--dim {item!r}: expected NAME=VALUE with a whole number, e.g. batch=1")
-        dims[name.strip()] = int(value)
+        number = whole_number(value)
+        if not sep or not name.strip() or number is None:
+            raise AnnographError(f"--dim {item!r}: expected NAME=VALUE with a whole number (ASCII digits), "
+                                 "e.g. batch=1")
+        dims[name.strip()] = number
     return dims
 
 

@@ -29,15 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
     """The colour options of ``render`` (and ``batch``, which colours no edges)."""
+    from .common import finite_float
+
     look = parser.add_argument_group("colour")
     if edges:
         look.add_argument("--color-by", "--colour-by", metavar="METRIC", help="operator metric filling the boxes")
     look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
                       "matplotlib one; append _r to reverse")
     look.add_argument("--norm", choices=("linear", "log", "quantile"), default="linear")
-    look.add_argument("--vmin", type=float, help="value at the low end of the colour map")
-    look.add_argument("--vmax", type=float, help="value at the high end of the colour map")
-    look.add_argument("--center", type=float, help="value at the middle of a diverging colour map")
+    look.add_argument("--vmin", type=finite_float, help="value at the low end of the colour map")
+    look.add_argument("--vmax", type=finite_float, help="value at the high end of the colour map")
+    look.add_argument("--center", type=finite_float, help="value at the middle of a diverging colour map")
     if edges:
         look.add_argument("--edge-by", metavar="METRIC", help="tensor metric setting edge width and colour, e.g. bytes")
         look.add_argument("--edge-cmap", metavar="NAME", help="colour map for --edge-by (default ice)")
@@ -45,6 +47,8 @@ def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
 
 def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
     """The layout options of ``render`` (and ``batch``, whose boxes show the colour metric only)."""
+    from .common import positive_seconds
+
     shape = parser.add_argument_group("layout")
     if show:
         shape.add_argument("--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' or "
@@ -57,7 +61,7 @@ def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
     shape.add_argument("--title", help="picture title (default: the annotations' title or the file name)")
     shape.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
                        help="skip weight statistics for tensors larger than N elements (default 50M)")
-    shape.add_argument("--timeout", type=float, default=600.0, help="seconds Graphviz may run, for the whole "
+    shape.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds Graphviz may run, for the whole "
                        "report (default 600)")
 
 

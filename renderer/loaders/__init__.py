@@ -11,6 +11,7 @@ Each loader module exposes:
 from __future__ import annotations
 
 import importlib
+import math
 from pathlib import Path
 from types import ModuleType
 
@@ -21,6 +22,9 @@ from ..ir import Model
 LOADERS: tuple[str, ...] = ("tflite", "onnx")
 
 HEAD_BYTES = 64
+MAX_ELEMENTS = 2**63 - 1
+"""No tensor can hold more elements than an int64 counts; a shape declaring more is corrupt (and its counts
+would overflow every float they reach)."""
 
 
 def decode_text(raw: str | bytes | None) -> str:
@@ -54,6 +58,21 @@ def detect(path: Path) -> ModuleType:
             return module
     known = ", ".join(ext for m in modules for ext in m.EXTENSIONS)
     raise LoaderError(f"{path}: unknown model format (not ONNX or TFLite by content; known extensions: {known})")
+
+
+def refuse_impossible_shapes(model: Model, path: Path) -> Model:
+    """``model``, or a LoaderError naming the first tensor whose declared shape holds more than MAX_ELEMENTS."""
+    from ..escape import clean
+
+    for graph in model.graphs:
+        for value in graph.values:
+            shapes = [value.type.shape if value.type else None, value.initializer.shape if value.initializer else None]
+            for shape in shapes:
+                if shape and math.prod(d for d in shape if isinstance(d, int) and d > 0) > MAX_ELEMENTS:
+                    dims = "×".join(str(d) for d in shape)
+                    raise LoaderError(f"{path}: tensor {clean(value.name, 80)!r} declares {clean(dims, 80)} "
+                                      "elements, more than any tensor can hold (a corrupt file?)")
+    return model
 
 
 def load_model(path: str | Path, dims: dict[str, int] | None = None) -> Model:

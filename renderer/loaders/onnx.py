@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError, first_line
-from . import decode_text, onnx_wire, ort_shapes
+from . import decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     note = ort_shapes.fill(path, proto)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     try:
-        model = _Builder(path, proto, weights).build()
+        model = refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)
     except LoaderError:
         raise
     except Exception as e:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError, first_line
-from . import decode_text, litert_shapes
+from . import decode_text, litert_shapes, refuse_impossible_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         model = _Builder(path, buffer, dims or {}).build()
         if dims:
             _propagate_shapes(path, model, dims)
-        return model
+        return refuse_impossible_shapes(model, path)
     except LoaderError:
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
