@@ -40,6 +40,14 @@ class Unresolved(Exception):
     """An id that matches nothing, or more than one element."""
 
 
+class Ambiguous(Unresolved):
+    """An id naming several elements; ``matches`` lists them (``2 matches: 0:1, 0:3``)."""
+
+    def __init__(self, ident: str, keys: list[ElementKey]) -> None:
+        self.matches = _keys_text(keys)
+        super().__init__(f"{ident!r} is ambiguous ({self.matches})")
+
+
 @dataclass(slots=True)
 class IdIndex:
     """Name → element keys for one model, built once: the id rules, and the name tables tool readers match
@@ -95,7 +103,7 @@ class IdIndex:
             keys = table.get(ident)
             if keys:
                 if len(set(keys)) > 1:
-                    raise Unresolved(f"{ident!r} is ambiguous ({_keys_text(keys)})")
+                    raise Ambiguous(ident, keys)
                 return keys[0]
         return self._by_index(ident, "op")
 
@@ -104,7 +112,7 @@ class IdIndex:
         keys = self.tensor_names.get(ident)
         if keys:
             if len(keys) > 1:
-                raise Unresolved(f"{ident!r} is ambiguous ({_keys_text(keys)})")
+                raise Ambiguous(ident, keys)
             return keys[0]
         return self._by_index(ident, "t")
 

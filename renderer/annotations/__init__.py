@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import AnnotationError, unreadable
-from ..id_rules import IdIndex, Unresolved
+from ..id_rules import Ambiguous, IdIndex, Unresolved
 from ..ir import ElementKey, Model
 from .records import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
 
@@ -127,8 +127,9 @@ def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tu
     items: list[tuple[ElementKey, Entry]] = []
     unmatched = list(aset.unmatched)
     suggestions: dict[str, list[str]] = {}
+    notes: dict[str, str] = {}
     matched_ops: set[ElementKey] = set()
-    matched_tensors = 0
+    matched_tensors = unmatched_tensors = 0
     for kind, pairs in (("op", aset.operators), ("t", aset.tensors)):
         for ident, entry in pairs:
             try:
@@ -140,7 +141,10 @@ def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tu
                     raise AnnotationError(f"{aset.path}{line}: {e}") from None
                 label = ident if isinstance(ident, str) else str(ident)
                 unmatched.append(label)
-                if len(unmatched) - len(aset.unmatched) <= 5:  # only the ids the coverage line shows
+                unmatched_tensors += kind == "t"
+                if isinstance(e, Ambiguous):  # the name exists: say where, suggesting it back helps nobody
+                    notes[label] = f"ambiguous, {e.matches}"
+                elif len(unmatched) - len(aset.unmatched) <= 5:  # only the ids the coverage line shows
                     hint = index.suggest(label, kind)
                     if hint:
                         suggestions[label] = hint
@@ -152,9 +156,9 @@ def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tu
                 matched_tensors += 1
     if strict and aset.unmatched:
         raise AnnotationError(f"{aset.path}: {len(aset.unmatched)} rows match no operator: {aset.unmatched[0]}")
-    total_ops = len(matched_ops) + len(unmatched)
-    coverage = Coverage(aset.source, aset.path, len(matched_ops), max(total_ops, len(matched_ops)),
-                        matched_tensors, unmatched, suggestions)
+    total_ops = len(matched_ops) + len(unmatched) - unmatched_tensors
+    coverage = Coverage(aset.source, aset.path, len(matched_ops), total_ops, matched_tensors, unmatched, suggestions,
+                        matched_tensors + unmatched_tensors, notes)
     return items, coverage
 
 

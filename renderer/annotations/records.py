@@ -106,16 +106,19 @@ class Coverage:
     matched_tensors: int
     unmatched: list[str]
     suggestions: dict[str, list[str]]
+    total_tensors: int = 0
+    notes: dict[str, str] = field(default_factory=dict)  # unmatched id → why, when not "no such name"
 
     def line(self) -> str:
         text = f"{self.path} ({self.source}): matched {self.matched_ops}/{self.total_ops} operators"
-        if self.matched_tensors:
-            text += f", {self.matched_tensors} tensors"
+        if self.total_tensors:
+            text += f", {self.matched_tensors}/{self.total_tensors} tensors"
         if self.unmatched:
             shown = []
             for item in self.unmatched[:5]:
-                hint = self.suggestions.get(item)
-                shown.append(f"{item} (did you mean {', '.join(hint)}?)" if hint else item)
+                hint, note = self.suggestions.get(item), self.notes.get(item)
+                shown.append(f"{item} ({note})" if note else f"{item} (did you mean {', '.join(hint)}?)" if hint
+                             else item)
             more = f", … {len(self.unmatched) - 5} more" if len(self.unmatched) > 5 else ""
             text += f"; {len(self.unmatched)} ids unmatched: {'; '.join(shown)}{more}"
         return text
