@@ -151,6 +151,29 @@ tensors:
     assert float(path.get("stroke-width")) == 3
 
 
+def test_fillcolor_none_and_transparency_show_as_on_white(tmp_path: Path) -> None:
+    """``fillcolor: none`` drew a black box (the alpha of #00000000 was cut off); a colour with alpha is mixed
+    over the white page, ``none``/``transparent`` are white, and the text on them is black."""
+    notes = write(tmp_path / "s.yaml", """
+operators:
+  - {id: 0, latency_ms: 3, style: {fillcolor: none}}
+  - {id: 1, latency_ms: 1, style: {fillcolor: transparent, color: none}}
+  - {id: 2, latency_ms: 2, style: {fillcolor: "#ff000080"}}
+  - {id: 3, latency_ms: 2, style: {fillcolor: "#0000FFFF"}}
+""")
+    out = tmp_path / "m.svg"
+    run = run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    ops = svg_groups(parse_svg(out), "op")
+    fills = [first_fill(ops[f"op-0-{i}"]) for i in range(4)]
+    assert fills == ["#ffffff", "#ffffff", "#ff7f7f", "#0000ff"], fills
+    model = renderer.load_model(TINY_CNN)
+    for i in range(3):
+        name = model.main.nodes[i].name
+        inks = {t.get("fill") for t in ops[f"op-0-{i}"].iter(f"{SVG_NS}text") if t.text == name}
+        assert inks == {"#000000"}, (i, name, inks)  # the name row, on the box's own fill
+
+
 def test_edge_width_by_builtin_bytes(tmp_path: Path) -> None:
     out = tmp_path / "m.svg"
     assert run_cli("render", TINY_CNN, "--edge-by", "bytes", "-o", out, "--no-sidecar").returncode == 0
@@ -285,6 +308,34 @@ def test_non_finite_scale_options_are_refused_by_the_api(option: str, value: flo
 
     with pytest.raises(MetricError, match=f"--{option} .* is not a finite number"):
         Scale.fit([1.0, 2.0], **{option: value})
+
+
+def test_coverage_counts_operators_and_tensors_apart(tmp_path: Path) -> None:
+    """1 operator and 3 unknown tensor ids is 1/1 operators and 0/3 tensors (it said "matched 1/4 operators")."""
+    notes = write(tmp_path / "c.yaml", "operators:\n  - {id: stem/conv, x: 1}\ntensors:\n  - {id: nope1, x: 1}\n"
+                  "  - {id: nope2, x: 2}\n  - {id: nope3, x: 3}\n  - {id: image, x: 4}\n")
+    run = run_cli("render", TINY_CNN, "-a", notes, "-o", tmp_path / "m.svg", "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert "matched 1/1 operators, 1/4 tensors; 3 ids unmatched: nope1; nope2; nope3" in run.stderr, run.stderr
+
+
+def test_ambiguous_id_says_where_not_did_you_mean(tmp_path: Path) -> None:
+    """An id naming two operators is reported with its matches; it used to print "dup (did you mean dup?)"."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="dup"), helper.make_node("Neg", ["a"], ["y"], name="dup")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = tmp_path / "dup.onnx"
+    onnx.save(helper.make_model(graph), model)
+    notes = write(tmp_path / "d.yaml", "operators:\n  - {id: dup, x: 1}\n  - {id: 0:1, x: 2}\n")
+    run = run_cli("render", model, "-a", notes, "-o", tmp_path / "m.svg", "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert "matched 1/2 operators; 1 ids unmatched: dup (ambiguous, 2 matches: 0:0, 0:1)" in run.stderr, run.stderr
+    assert "did you mean" not in run.stderr
 
 
 def test_name_wins_over_index(tmp_path: Path) -> None:

@@ -19,26 +19,42 @@ _HEX = re.compile(r"^(?:#|0x)([0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
 
 
 def normalize_color(text: str) -> str | None:
-    """``#rgb``, ``#rrggbb``, ``0xRRGGBB`` or a CSS/X11 colour name → ``#rrggbb`` (or ``#rrggbbaa``).
+    """``#rgb``, ``#rrggbb``, ``#rrggbbaa``, ``0xRRGGBB`` or a CSS/X11 colour name → ``#rrggbb``.
+
+    A colour with transparency is mixed over the white page, so ``none`` and ``transparent`` are white (the
+    alpha used to be cut off, and they drew black boxes).
 
     >>> normalize_color("0xFF0000"), normalize_color("#0f0"), normalize_color("tab:blue"), normalize_color("x")
     ('#ff0000', '#00ff00', '#1f77b4', None)
+    >>> normalize_color("none"), normalize_color("transparent"), normalize_color("#ff000080")
+    ('#ffffff', '#ffffff', '#ff7f7f')
     """
     text = text.strip()
+    if text.lower() in ("none", "transparent"):  # Graphviz's and SVG's words for no paint
+        return "#ffffff"
     match = _HEX.match(text)
     if match:
         digits = match.group(1).lower()
         if len(digits) == 3:
             digits = "".join(c * 2 for c in digits)
-        return "#" + digits
+        return _over_white("#" + digits)
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9: ]{0,40}", text):
         return None
     from matplotlib import colors
 
     try:
-        return colors.to_hex(text.lower())
+        return _over_white(colors.to_hex(text.lower(), keep_alpha=True))
     except ValueError:
         return None
+
+
+def _over_white(color: str) -> str:
+    """``#rrggbb`` as it shows on white: ``#rrggbbaa`` blended, ``#rrggbb`` as it is."""
+    if len(color) == 7:
+        return color
+    alpha = int(color[7:9], 16) / 255
+    channels = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c * alpha + 255 * (1 - alpha)):02x}" for c in channels)
 
 
 def validate_style(style: dict[str, object], where: str) -> dict[str, str]:
