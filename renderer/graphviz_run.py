@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 
 from .errors import GraphvizNotFound, RenderError
 
@@ -90,7 +94,8 @@ def _run(command: list[str], data: bytes, timeout: float | None, budget: float |
     """Run one Graphviz program; ``timeout`` is what is left of the ``budget`` the user gave."""
     env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
     try:
-        done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
+        with stopping_kills_children():
+            done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
         limit = budget if budget is not None else timeout
         raise LayoutTimeout(f"Graphviz did not finish within {limit:g} s (raise --timeout, or render a subgraph)") from None
@@ -117,6 +122,30 @@ def run_dot(source: str, fmt: str, timeout: float | None = None, dpi: int | None
     if not stdout:
         raise RenderError("Graphviz produced no output")
     return _fixed_pdf_dates(stdout) if fmt == "pdf" else stdout
+
+
+@contextlib.contextmanager
+def stopping_kills_children() -> Iterator[None]:
+    """While a child runs: SIGTERM and SIGHUP raise SystemExit (status 128 + signal) instead of ending Python at
+    once, so ``subprocess.run`` kills the child on the way out rather than leaving ``dot`` running for minutes.
+    Handlers someone else installed are kept; off the main thread (where Python cannot set handlers) nothing
+    changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(number) == signal.SIG_DFL:
+            previous[number] = signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 _PDF_DATE = re.compile(rb"/(CreationDate|ModDate) \(D:([0-9]+)")

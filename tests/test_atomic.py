@@ -11,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -284,3 +285,81 @@ def test_refuse_inputs_compares_files_not_names(tmp_path: Path) -> None:
     for spelling in (f"{tmp_path}/./m.onnx", f"{tmp_path}/sub/../m.onnx"):
         with pytest.raises(RenderError, match="is an input of this run"):
             refuse_inputs([spelling], [model])
+
+
+def test_batch_models_with_the_same_name_are_refused(tmp_path: Path) -> None:
+    """``a/m.onnx b/m.onnx -o out/`` silently wrote one ``m.svg`` (the last); ``m.onnx m.tflite`` too."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "a" / "m.onnx").write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
+    (tmp_path / "b" / "m.onnx").write_bytes((ONNX / "unnamed_nodes.onnx").read_bytes())
+    (tmp_path / "a" / "m.tflite").write_bytes((TFLITE / "okay_nabu.tflite").read_bytes())
+    out = tmp_path / "out"
+    for pair in (("a/m.onnx", "b/m.onnx"), ("a/m.onnx", "a/m.tflite"), ("a/m.onnx", "a/./m.onnx")):
+        first, second = (str(tmp_path / p) for p in pair)
+        line = one_line_error(run_cli("render", first, second, "-o", f"{out}/", "--format", "svg,dot"))
+        assert f"{first} and {second} would both be written to {out}/m.svg" in line, line
+        assert not out.exists()
+
+
+def test_batch_where_every_model_fails_writes_no_folder(tmp_path: Path) -> None:
+    bad = [tmp_path / "one.onnx", tmp_path / "two.tflite"]
+    bad[0].write_bytes((ONNX / "tiny_cnn.onnx").read_bytes()[:500])
+    bad[1].write_bytes(b"not a model")
+    out = tmp_path / "new" / "out"
+    run = run_cli("render", *bad, "-o", f"{out}/", "-q")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "all 2 models failed; nothing was written" in run.stderr
+    assert "the others were written" not in run.stderr
+    assert not (tmp_path / "new").exists()
+    existing = tmp_path / "kept"
+    existing.mkdir()
+    run = run_cli("render", *bad, "-o", f"{existing}/", "-q")
+    assert run.returncode == 1 and existing.is_dir() and not list(existing.iterdir())  # a user's folder stays
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_stopping_annograph_during_layout_stops_dot(signum: int, tmp_path: Path) -> None:
+    """``kill PID`` while Graphviz lays out: annograph used to die at once and leave ``dot`` running for as long
+    as the layout takes. Now the signal ends the run the way Ctrl-C does: the child is killed, nothing written.
+    (A ``dot`` that takes a minute, so the signal surely arrives during the layout.)"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **fake_dot(tmp_path, "exec sleep 60"))
+    process = subprocess.Popen([sys.executable, "-m", "renderer", "render", str(ONNX / "tiny_cnn.onnx"), "-o",
+                                str(tmp_path / "out.svg"), "-q", "--no-sidecar"], env=env, cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    dot = None
+    try:
+        deadline = time.monotonic() + 120
+        while dot is None and time.monotonic() < deadline and process.poll() is None:
+            dot = next(iter(_children(process.pid)), None)
+            time.sleep(0.05)
+        assert dot is not None, "dot never started"
+        time.sleep(0.3)
+        process.send_signal(signum)
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while _alive(dot) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(dot), "dot is still running after annograph stopped"
+        assert process.returncode in (128 + signum, -signum), process.returncode
+        assert not (tmp_path / "out.svg").exists() and leftovers(tmp_path) == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if dot is not None and _alive(dot):
+            os.kill(dot, signal.SIGKILL)

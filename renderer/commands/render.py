@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 HELP = "render a model as an annotated graph (.svg .pdf .png .dot .html .md, chosen by extension)"
@@ -109,16 +110,24 @@ def run(args: argparse.Namespace) -> int:
     from .common import warn
 
     options = render_options(args)
-    jobs = _jobs(args)
+    jobs, folder = _jobs(args)
+    created = _make_folder(folder) if folder is not None else []
     failures = 0
-    for model_path, outputs in jobs:
-        try:
-            _render_one(model_path, outputs, options, args)
-        except AnnographError as e:
-            if len(jobs) == 1:
-                raise
-            failures += 1
-            warn(f"error: {e}")
+    try:
+        for model_path, outputs in jobs:
+            try:
+                _render_one(model_path, outputs, options, args)
+            except AnnographError as e:
+                if len(jobs) == 1:
+                    raise
+                failures += 1
+                warn(f"error: {e}")
+    finally:
+        if created and not any(Path(out).exists() for _, outputs in jobs for out in outputs):
+            _remove_empty(created)  # a batch that wrote nothing leaves no folder behind
+    if failures == len(jobs):
+        warn(f"all {len(jobs)} models failed; nothing was written")
+        return 1
     if failures:
         warn(f"{failures} of {len(jobs)} models failed; the others were written")
         return 1
@@ -173,7 +182,13 @@ def _show(text: str | None) -> list[str] | None:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _jobs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | None]:
+    """(model, its outputs) for each model, and the batch folder (None without one).
+
+    Two models whose outputs would land on the same file (``a/m.onnx b/m.onnx``, or ``m.onnx m.tflite``) are
+    refused before anything is rendered: renaming one for the user would leave files nobody asked for, and
+    writing both would silently keep only the last.
+    """
     from ..errors import AnnographError
     from ..rendering import output_format
 
@@ -182,16 +197,44 @@ def _jobs(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     if len(args.models) > 1 and folder is None:
         raise AnnographError("several models need a folder output: -o DIR/")
     jobs = []
+    writer_of: dict[str, str] = {}
     for model in args.models:
         if folder is not None:
-            Path(folder).mkdir(parents=True, exist_ok=True)
             outputs = [str(Path(folder) / f"{Path(model).stem}.{output_ext(fmt)}") for fmt in formats]
         else:
             outputs = args.output or [str(Path(model).with_suffix(".svg"))]
         for out in outputs:
             output_format(out)
+            other = writer_of.setdefault(os.path.normcase(os.path.normpath(out)), model)
+            if other != model or (folder is not None and out in (o for _, outs in jobs for o in outs)):
+                raise AnnographError(f"{other} and {model} would both be written to {out}; render models with the "
+                                     "same name into separate folders, or rename one")
         jobs.append((model, outputs))
-    return jobs
+    return jobs, folder
+
+
+def _make_folder(folder: str) -> list[Path]:
+    """Create the batch folder; the folders this created, deepest first."""
+    from ..errors import AnnographError
+
+    missing = []
+    path = Path(folder)
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AnnographError(f"{folder}: cannot create the folder ({e.strerror})") from None
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for path in folders:
+        try:
+            path.rmdir()  # only when empty: never anything a user put there
+        except OSError:
+            return
 
 
 def output_ext(fmt: str) -> str:
