@@ -76,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"annograph: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
               "(set ANNOGRAPH_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
         return 2
+    finally:
+        from . import inputs
+
+        inputs.forget()
 
 
 if __name__ == "__main__":

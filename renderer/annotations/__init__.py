@@ -15,7 +15,8 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import AnnotationError, unreadable
+from .. import inputs
+from ..errors import AnnotationError
 from ..id_rules import Ambiguous, IdIndex, Unresolved
 from ..ir import ElementKey, Model
 from .records import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
@@ -45,11 +46,12 @@ def reader(name: str) -> ModuleType:
 
 
 def _head(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(HEAD_CHARS).decode("utf-8-sig", "replace")
-    except OSError as e:
-        raise AnnotationError(unreadable(path, e, "an annotation file")) from None
+    """The first HEAD_CHARS bytes as text; a NUL byte marks a binary file (or /dev/zero), refused here before
+    any reader starts on it."""
+    data = inputs.head(path, HEAD_CHARS, AnnotationError, "an annotation file")
+    if b"\x00" in data:
+        raise AnnotationError(f"{path}: binary file, not an annotation file")
+    return data.decode("utf-8-sig", "replace")
 
 
 def read_file(path: str | Path, model: Model, fmt: str | None = None) -> AnnotationSet:

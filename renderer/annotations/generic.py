@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import inputs
 from ..errors import AnnotationError, first_line, unreadable
 from ..ir import Model
 from .lookup import TOO_MANY_DIGITS
@@ -72,10 +73,7 @@ def read(path: Path, model: Model | None = None) -> AnnotationSet:
 
 def read_text(path: Path) -> str:
     """The file as text (UTF-8, BOM allowed), or an AnnotationError naming it."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise AnnotationError(unreadable(path, e, "an annotation file")) from None
+    data = inputs.read_bytes(path, inputs.ANNOTATION_LIMIT, AnnotationError, "an annotation file")
     if b"\x00" in data[:4096]:
         raise AnnotationError(f"{path}: binary file, not an annotation file")
     try:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from .. import inputs
 from ..categories import with_role
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
@@ -52,15 +53,9 @@ def ort_node_indices(model: Model) -> dict[int, dict[int, Node]]:
 
 def load_json(path: Path) -> Any:
     """Parse a whole JSON file, with errors (file and line) as AnnotationError."""
+    data = inputs.read_bytes(path, MAX_JSON_BYTES, AnnotationError, "a JSON document")
     try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
-    if size > MAX_JSON_BYTES:
-        raise AnnotationError(f"{path}: {size} bytes is too large a JSON document (limit {MAX_JSON_BYTES})")
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            return json.load(f)
+        return json.loads(data.decode("utf-8-sig"))
     except json.JSONDecodeError as e:
         raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
     except UnicodeDecodeError:
@@ -75,12 +70,7 @@ def load_json(path: Path) -> Any:
 
 def open_text(path: Path) -> IO[str]:
     """The file opened for streaming text reads (UTF-8, BOM skipped), or an AnnotationError naming it."""
-    try:
-        return open(path, encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise AnnotationError(f"{path}: no such file") from None
-    except OSError as e:
-        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+    return inputs.open_text(path, AnnotationError, "an annotation file")
 
 
 def numbered_lines(path: Path, handle: IO[str]) -> Iterator[tuple[int, str]]:

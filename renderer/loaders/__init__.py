@@ -15,7 +15,8 @@ import math
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import LoaderError, unreadable
+from .. import inputs
+from ..errors import LoaderError
 from ..ir import Model
 
 # Module names under renderer.loaders; the fuzz and injection tests iterate over this list.
@@ -40,18 +41,17 @@ def loader_modules() -> list[ModuleType]:
 
 
 def detect(path: Path) -> ModuleType:
-    """Return the loader for ``path``: by content, falling back to the extension."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
-    except OSError as e:
-        raise LoaderError(unreadable(path, e, "a model file")) from None
+    """Return the loader for ``path``: by content, falling back to the extension (for regular files: a pipe's
+    or device's name says nothing, and reading one that is no model could go on for ever)."""
+    head = inputs.head(path, HEAD_BYTES, LoaderError, "a model file")
     if not head:
         raise LoaderError(f"{path}: empty file")
     modules = loader_modules()
     for module in modules:
         if module.match(head):
             return module
+    if inputs.is_stream(path):
+        raise LoaderError(f"{path}: not a regular file, and not ONNX or TFLite by content")
     suffix = path.suffix.lower()
     for module in modules:
         if suffix in module.EXTENSIONS:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
+from .. import inputs
 from ..errors import LoaderError, unreadable
 
 
 def map_file(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes: mapped when it is a regular file, else read once through ``inputs`` (bounded)."""
+    if inputs.is_stream(path):
+        return inputs.read_bytes(path, inputs.MODEL_LIMIT, LoaderError, "a model file")
     try:
         with open(path, "rb") as f:
             try:

@@ -61,7 +61,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         if parts is not None:  # large weights stay in the mapped file; protobuf parses the rest
             proto = onnx.load_model_from_string(parts.light)
         else:
-            proto = onnx.load(str(path), load_external_data=False)
+            proto = onnx.load_model_from_string(bytes(buffer))  # the bytes read once (a pipe cannot be reread)
     except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-like errors, ValueError…
         raise LoaderError(f"{path}: not a valid ONNX model ({first_line(e)})") from None
     if not proto.HasField("graph"):
