@@ -12,6 +12,7 @@ Readers are tried in ``READERS`` order; ``generic`` is last and matches anything
 from __future__ import annotations
 
 import importlib
+import itertools
 from pathlib import Path
 from types import ModuleType
 
@@ -19,7 +20,9 @@ from .. import inputs
 from ..errors import AnnotationError
 from ..id_rules import Ambiguous, IdIndex, Unresolved
 from ..ir import ElementKey, Model
-from .records import AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value
+from .records import (
+    MAX_VALUES_PER_ELEMENT, AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value,
+)
 
 # The fuzz and injection tests iterate over this tuple, so every reader added here is covered.
 READERS: tuple[str, ...] = ("ort_profile", "tflite_benchmark", "tflite_quant_debug", "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic")
@@ -46,10 +49,11 @@ def reader(name: str) -> ModuleType:
 
 
 def _head(path: Path) -> str:
-    """The first HEAD_CHARS bytes as text; a NUL byte marks a binary file (or /dev/zero), refused here before
-    any reader starts on it."""
+    """The first HEAD_CHARS bytes as text. From a pipe or device, a NUL byte there marks no text (``/dev/zero``,
+    ``/dev/urandom``): refused before a reader reads on until the limit. (Regular files are the readers' call:
+    a tool's text output may carry a NUL in a name.)"""
     data = inputs.head(path, HEAD_CHARS, AnnotationError, "an annotation file")
-    if b"\x00" in data:
+    if b"\x00" in data and inputs.is_stream(path):
         raise AnnotationError(f"{path}: binary file, not an annotation file")
     return data.decode("utf-8-sig", "replace")
 
@@ -112,6 +116,11 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
     resolved: list[tuple[AnnotationSet, list[tuple[ElementKey, Entry]]]] = []
     for aset in sets:
         items, coverage = _resolve(aset, index, strict)
+        items, crowded = _bounded(items)
+        result.notes += aset.notes
+        if crowded:
+            result.notes.append(f"{aset.path}: {crowded} elements have more than {MAX_VALUES_PER_ELEMENT} values; "
+                                f"only their first {MAX_VALUES_PER_ELEMENT} are kept")
         if aset.operators or aset.tensors or coverage.unmatched:  # a set of graph values only matches no ids
             result.coverage.append(coverage)
         for name in [name for _, entry in items for name in entry.values] + list(aset.graph.values):
@@ -129,7 +138,7 @@ def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tu
     items: list[tuple[ElementKey, Entry]] = []
     unmatched = list(aset.unmatched)
     suggestions: dict[str, list[str]] = {}
-    notes: dict[str, str] = {}
+    reasons: dict[str, str] = {}
     matched_ops: set[ElementKey] = set()
     matched_tensors = unmatched_tensors = 0
     for kind, pairs in (("op", aset.operators), ("t", aset.tensors)):
@@ -145,7 +154,7 @@ def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tu
                 unmatched.append(label)
                 unmatched_tensors += kind == "t"
                 if isinstance(e, Ambiguous):  # the name exists: say where, suggesting it back helps nobody
-                    notes[label] = f"ambiguous, {e.matches}"
+                    reasons[label] = f"ambiguous, {e.matches}"
                 elif len(unmatched) - len(aset.unmatched) <= 5:  # only the ids the coverage line shows
                     hint = index.suggest(label, kind)
                     if hint:
@@ -160,8 +169,20 @@ def _resolve(aset: AnnotationSet, index: IdIndex, strict: bool) -> tuple[list[tu
         raise AnnotationError(f"{aset.path}: {len(aset.unmatched)} rows match no operator: {aset.unmatched[0]}")
     total_ops = len(matched_ops) + len(unmatched) - unmatched_tensors
     coverage = Coverage(aset.source, aset.path, len(matched_ops), total_ops, matched_tensors, unmatched, suggestions,
-                        matched_tensors + unmatched_tensors, notes)
+                        matched_tensors + unmatched_tensors, reasons)
     return items, coverage
+
+
+def _bounded(items: list[tuple[ElementKey, Entry]]) -> tuple[list[tuple[ElementKey, Entry]], int]:
+    """``items`` with each entry cut to MAX_VALUES_PER_ELEMENT values, and how many were cut."""
+    crowded = 0
+    bounded = []
+    for key, entry in items:
+        if len(entry.values) > MAX_VALUES_PER_ELEMENT:
+            entry = Entry(dict(itertools.islice(entry.values.items(), MAX_VALUES_PER_ELEMENT)), entry.style, entry.line)
+            crowded += 1
+        bounded.append((key, entry))
+    return bounded, crowded
 
 
 def _add(result: Annotations, aset: AnnotationSet, items: list[tuple[ElementKey, Entry]],

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import inputs
-from ..errors import AnnotationError, first_line, unreadable
+from ..errors import AnnotationError, first_line
 from ..ir import Model
 from .lookup import TOO_MANY_DIGITS
 from .metric_meta import read_metric_infos
