@@ -31,6 +31,8 @@ LABEL_CHARS = 48
 CAPTION_CHARS = 64
 DEFAULT_SHOWN_VALUES = 3
 FOLDED_OPS_LISTED = 12  # annotated folded ops listed in the tooltip of the box that reads them
+MAX_DRAWN_VALUES = 40
+"""Values drawn in one box (``--show all``); the rest are counted in a last row and listed in the tooltip."""
 EDGE_COLOR_FLOOR = 0.35
 
 
@@ -163,8 +165,11 @@ class _Emitter:
             rows.append(_row(f"+{extra} more folded inputs", ink, size=8))
         for line in _attribute_lines(node, self.opts.max_attributes):
             rows.append(_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
-        for key, value in self._shown_values(entry):
+        shown = self._shown_values(entry)
+        for key, value in shown[:MAX_DRAWN_VALUES]:
             rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_value_text(value), 24)}</B>", ink))
+        if len(shown) > MAX_DRAWN_VALUES:
+            rows.append(_row(f"+{len(shown) - MAX_DRAWN_VALUES} more values (in the tooltip)", ink, size=8))
         if self.scene.heatmap is not None and node.key not in self.scene.heatmap.values:
             rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
         border_color, border = BORDER_COLOR, 1

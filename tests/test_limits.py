@@ -5,6 +5,7 @@ read in bounded time and memory; unknown formats, versions and missing files nam
 from __future__ import annotations
 
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -418,3 +419,61 @@ def test_oversized_yaml_is_refused_with_advice(tmp_path: Path) -> None:
     with pytest.raises(AnnotationError, match="huge.yaml: .* write files this big as CSV or JSON") as caught:
         generic.read(path)
     assert time.monotonic() - started < 5 and "\n" not in str(caught.value)
+
+
+def _cli_limited(*args: str | Path, limit_mb: int = 2048, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The CLI in a child under an address-space limit (MemoryError, not the machine's swap, if it overreaches)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mb * 2**20, limit_mb * 2**20))
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "renderer", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, preexec_fn=limit, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_csv_with_millions_of_columns_is_cut_and_said(tmp_path: Path) -> None:
+    """A 50 MB one-line header (25M columns) took 44 s and 4.9 GB: now its first MAX_COLUMNS columns are read,
+    under a 2 GiB address-space limit, and one line says so."""
+    from renderer.annotations.lookup import MAX_COLUMNS
+
+    wide = tmp_path / "wide.csv"
+    with open(wide, "w", encoding="utf-8") as f:
+        f.write("id,latency_ms," + "c," * 25_000_000 + "last\n0,2.5," + "1," * 100 + "\n1,3.5\n")
+    assert wide.stat().st_size > 50_000_000
+    out = tmp_path / "m.svg"
+    done = _cli_limited("render", ONNX / "tiny_cnn.onnx", "-a", wide, "--color-by", "latency_ms", "-o", out,
+                        "--no-sidecar", "-q")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"wide.csv: rows with more than {MAX_COLUMNS} columns are cut to their first {MAX_COLUMNS}" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    P.check_svg(out.read_bytes())
+
+
+@pytest.mark.slow
+def test_a_million_keys_on_one_operator_are_cut_and_said(tmp_path: Path) -> None:
+    """1M meta keys with --show all took over 60 s and 2 GB: now the first MAX_VALUES_PER_ELEMENT are kept, a box
+    draws MAX_DRAWN_VALUES of them and counts the rest, and one line says each cut."""
+    from renderer.annotations.records import MAX_VALUES_PER_ELEMENT
+    from renderer.dot import MAX_DRAWN_VALUES
+
+    keys = tmp_path / "keys.json"
+    with open(keys, "w", encoding="utf-8") as f:
+        f.write('{"operators": [{"id": 0, "meta": {' + ",".join(f'"k{i}": {i}' for i in range(1_000_000)))
+        f.write('}}, {"id": 1, "meta": {"k0": 1}}]}')
+    out = tmp_path / "m.svg"
+    done = _cli_limited("render", ONNX / "tiny_cnn.onnx", "-a", keys, "--show", "all", "-o", out, "--no-sidecar",
+                        "-q")
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2, done.stderr
+    assert f"1 elements have more than {MAX_VALUES_PER_ELEMENT} values; only their first" in lines[0]
+    assert f"1 boxes have more than {MAX_DRAWN_VALUES} values" in lines[1]
+    from conftest import parse_svg, svg_groups
+
+    box = svg_groups(parse_svg(out), "op")["op-0-0"]
+    texts = [t.text or "" for t in box.iter("{http://www.w3.org/2000/svg}text")]
+    more = [t for t in texts if "more values" in t]
+    assert more and more[0].startswith("+") and int(more[0][1:].split()[0]) >= MAX_VALUES_PER_ELEMENT - MAX_DRAWN_VALUES
+    assert sum(bool(re.fullmatch(r"k[0-9]+: ?", t)) for t in texts) == MAX_DRAWN_VALUES, texts[:12]

@@ -25,6 +25,7 @@ and ``graph_meta`` / ``graph_title``.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -34,9 +35,9 @@ from typing import Any
 from .. import inputs
 from ..errors import AnnotationError, first_line
 from ..ir import Model
-from .lookup import TOO_MANY_DIGITS
+from .lookup import TOO_MANY_DIGITS, bounded_lines
 from .metric_meta import read_metric_infos
-from .records import AnnotationSet, Entry, Ref
+from .records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
 from .style import validate_style
 
 NAME = "generic"
@@ -231,10 +232,10 @@ def _entry(path: Path, body: dict[str, Any], section: str, allow_title: bool = F
     meta = body.get("meta", {})
     if not isinstance(meta, dict):
         raise AnnotationError(f"{where}: 'meta' must be a mapping")
-    for key, value in meta.items():
+    for key, value in itertools.islice(meta.items(), MAX_VALUES_PER_ELEMENT + 1):
         if key != "line":
             entry.values[str(key)] = _shown_value(value)
-    for key, value in body.items():
+    for key, value in itertools.islice(body.items(), MAX_VALUES_PER_ELEMENT + 8):
         if key in _ENTRY_KEYS or (allow_title and key == "title"):
             continue
         entry.values[str(key)] = _shown_value(value)
@@ -314,7 +315,8 @@ def _physical_lines(text: str) -> Iterator[str]:
 
 def _read_csv(path: Path, text: str, result: AnnotationSet) -> None:
     dialect: Any = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
-    reader = csv.reader(_physical_lines(text), dialect=dialect)
+    delimiter = "\t" if dialect == "excel-tab" else ","
+    reader = csv.reader(bounded_lines(_physical_lines(text), path, result.notes, delimiter), dialect=dialect)
     try:
         header = next(reader)
     except StopIteration:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import node_ref, number, open_text, read_header
+from .lookup import bounded_lines, node_ref, number, open_text, read_header
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
@@ -46,7 +46,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     lookup = IdIndex.build(model)
     main = model.graphs[0].nodes if model.graphs else []
     with open_text(path) as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(bounded_lines(handle, path, result.notes))
         try:
             columns = read_header(reader, path)
             if columns[:2] != ["Name", "Type"]:

@@ -15,6 +15,10 @@ from typing import Any
 
 from ..ir import ElementKey
 
+MAX_VALUES_PER_ELEMENT = 1000
+"""Values kept per operator or tensor and source: a million keys on one element cost minutes and gigabytes to
+lay out and show, and nobody reads them. Readers may stop after one more (so the merge can say it cut)."""
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ class AnnotationSet:
         operators / tensors: (id, entry) in file order; id is a string as written, or a Ref.
         unmatched: rows the reader itself could not map to the model (e.g. delegate rows), shown in coverage.
         metrics: extra information about metrics this file provides.
+        notes: what the reader cut to stay within its bounds (columns past MAX_COLUMNS…), one line each.
         total_rows: how many operator rows the file had, for the coverage line.
     """
 
@@ -93,6 +98,7 @@ class AnnotationSet:
     tensors: list[tuple[str | Ref, Entry]] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the reader left out (one line each)
 
 
 @dataclass(slots=True)
@@ -107,7 +113,7 @@ class Coverage:
     unmatched: list[str]
     suggestions: dict[str, list[str]]
     total_tensors: int = 0
-    notes: dict[str, str] = field(default_factory=dict)  # unmatched id → why, when not "no such name"
+    reasons: dict[str, str] = field(default_factory=dict)  # unmatched id → why, when not "no such name"
 
     def line(self) -> str:
         text = f"{self.path} ({self.source}): matched {self.matched_ops}/{self.total_ops} operators"
@@ -116,7 +122,7 @@ class Coverage:
         if self.unmatched:
             shown = []
             for item in self.unmatched[:5]:
-                hint, note = self.suggestions.get(item), self.notes.get(item)
+                hint, note = self.suggestions.get(item), self.reasons.get(item)
                 shown.append(f"{item} ({note})" if note else f"{item} (did you mean {', '.join(hint)}?)" if hint
                              else item)
             more = f", … {len(self.unmatched) - 5} more" if len(self.unmatched) > 5 else ""
@@ -134,6 +140,7 @@ class Annotations:
         metrics: every metric name available → info.
         coverage: one per source set.
         sidecars: the sidecar files found beside the model and read (``MODEL.annotations.*``).
+        notes: what was cut reading or merging the sources (one line each; the CLI prints them).
     """
 
     graph: Entry = field(default_factory=Entry)
@@ -142,6 +149,7 @@ class Annotations:
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
     coverage: list[Coverage] = field(default_factory=list)
     sidecars: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def copy(self) -> Annotations:
         """A copy whose entries and metric table can change without touching this one (rendering adds its
@@ -151,7 +159,7 @@ class Annotations:
 
         return Annotations(Entry(dict(self.graph.values), dict(self.graph.style), self.graph.line),
                            entries(self.ops), entries(self.tensors), dict(self.metrics), list(self.coverage),
-                           list(self.sidecars))
+                           list(self.sidecars), list(self.notes))
 
 
 # Numbers beyond this are shown as text but kept off colour scales, like inf and nan: the difference of two

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .lookup import node_ref, number, open_text, read_header, value_ref
+from .lookup import bounded_lines, node_ref, number, open_text, read_header, value_ref
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
@@ -79,7 +79,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path))
     tensors = _Tensors(model)
     with open_text(path) as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(bounded_lines(handle, path, result.notes))
         try:
             columns = read_header(reader, path)
             if columns[:2] != ["op_name", "tensor_idx"] or columns[-1] != "tensor_name":

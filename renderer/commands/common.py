@@ -97,4 +97,6 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
         has_rows = coverage.total_ops or coverage.matched_tensors or coverage.unmatched
         if coverage.unmatched or (has_rows and not args.quiet):
             warn(coverage.line())
+    for note in annotations.notes:
+        warn(note)
     return model, annotations

@@ -136,13 +136,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
     from ..rendering import render
-    from .common import load_annotated
+    from .common import load_annotated, warn
 
     model, annotations = load_annotated(args, model_path)
     options = default_color(options, annotations)
     if options.color_by:
         _say_what_to_pin(model, annotations, options.color_by)
     render(model, annotations, options, output=list(outputs))
+    if options.show == ["all"]:
+        from ..dot import MAX_DRAWN_VALUES
+
+        crowded = sum(len(e.values) > MAX_DRAWN_VALUES for e in annotations.ops.values())
+        if crowded:
+            warn(f"--show all: {crowded} boxes have more than {MAX_DRAWN_VALUES} values; they draw the first "
+                 f"{MAX_DRAWN_VALUES} and count the rest (all are in the tooltips)")
 
 
 def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[no-untyped-def]
