@@ -238,6 +238,8 @@ def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
     batch.mkdir()
     in_batch = batch / "m.svg"  # an ONNX model inside the output folder, named as its own output
     in_batch.write_bytes(onnx_model.read_bytes())
+    batch_notes = batch / "index.html"  # annotations where ``batch -o`` writes its index
+    batch_notes.write_text("operators:\n  - {id: 0, latency_ms: 1.5}\n", encoding="utf-8")
     m, a = str(onnx_model), str(ann)
     return {
         "export-json-over-model": (["export", m, "-a", a, "--to", "json", "-o", m], onnx_model),
@@ -255,6 +257,8 @@ def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
         "embed-over-annotations": (["embed", m, "-a", a, "-o", a], ann),
         "embed-over-model": (["embed", str(tfl), "-a", a, "-o", str(tfl)], tfl),
         "render-batch-over-model": (["render", str(in_batch), m, "-o", f"{batch}/"], in_batch),
+        "compare-over-reference": (["compare", m, str(sidecar_model), "-o", m], onnx_model),
+        "batch-index-over-annotations": (["batch", m, "-a", str(batch_notes), "-o", str(batch)], batch_notes),
     }
 
 
@@ -262,7 +266,8 @@ def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
     "export-json-over-model", "metrics-json-over-model", "export-over-tflite", "render-default-output-is-model",
     "render-over-annotations", "render-over-model-dot-slash", "render-over-model-dot-dot",
     "render-over-model-symlink", "export-over-hard-link-of-annotations", "export-over-sidecar",
-    "embed-over-annotations", "embed-over-model", "render-batch-over-model"])
+    "embed-over-annotations", "embed-over-model", "render-batch-over-model", "compare-over-reference",
+    "batch-index-over-annotations"])
 def test_an_output_never_overwrites_an_input(case: str, tmp_path: Path) -> None:
     args, kept = _overwrite_cases(tmp_path)[case]
     before = kept.read_bytes()

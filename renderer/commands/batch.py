@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
                  strict=args.strict, shared_scale=args.shared_scale)
         for model in args.models
     ]
+    inputs = [*args.models, *(f for job in jobs for f in job.runs)]
+    atomic.refuse_inputs([folder / "index.html"], inputs)
     folder.mkdir(parents=True, exist_ok=True)
     results = run_dask(jobs, args.dask) if args.dask else run_local(jobs, local_workers(args.jobs))
     done, failed = [], 0
@@ -77,11 +79,15 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
             warn(f"error: {result.error}")
         else:
-            atomic.write_all([(folder / name, data) for name, data in result.files])
+            atomic.write_all([(folder / name, data) for name, data in result.files], inputs)
             if not args.quiet:
                 warn(f"{result.model}: {len(result.files)} pictures in {folder}")
         done.append(result)
-    atomic.write_text(folder / "index.html", html(done, f"annograph batch: {len(jobs)} model{'s' if several else ''}"))
+    atomic.write_text(folder / "index.html", html(done, f"annograph batch: {len(jobs)} model{'s' if several else ''}"),
+                      inputs)
+    if failed == len(jobs):
+        warn(f"all {len(jobs)} models failed; {folder / 'index.html'} lists why")
+        return 1
     if failed:
         warn(f"{failed} of {len(jobs)} models failed; the others were written")
         return 1

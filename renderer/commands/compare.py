@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import AnnographError
     from .common import load_noted, parse_dims, warn
 
+    inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]
+    atomic.refuse_inputs([args.output, *(args.save_dumps or [])], inputs)
     if args.dumps:
         if args.models:
             raise AnnographError("give either two models or --dumps REFERENCE.npz CANDIDATE.npz --model MODEL")
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = [(args.output, text.encode("utf-8"))]
     if args.save_dumps:
         outputs += [(path, _npz(arrays)) for path, arrays in zip(args.save_dumps, comparison.dumps)]
-    atomic.write_all(outputs)
+    atomic.write_all(outputs, inputs)
     if not args.quiet:
         for note in comparison.notes:
             warn(note)
