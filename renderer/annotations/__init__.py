@@ -105,7 +105,9 @@ def load_annotations(
 def input_paths(model: Model, annotations: Annotations | None = None) -> list[str]:
     """The files a render of ``model`` with ``annotations`` read: the model, then every annotation source
     (sidecars and ``-a`` files). Outputs must never be one of them (``atomic.refuse_inputs``)."""
-    return [model.path, *(c.path for c in (annotations.coverage if annotations else []) if c.path)]
+    if annotations is None:
+        return [model.path]
+    return [model.path, *annotations.sidecars, *(c.path for c in annotations.coverage if c.path)]
 
 
 def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Annotations:

@@ -106,11 +106,13 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import atomic
     from ..errors import AnnographError
     from .common import warn
 
     options = render_options(args)
     jobs, folder = _jobs(args)
+    atomic.refuse_inputs([out for _, outputs in jobs for out in outputs], [*args.models, *args.annotations])
     created = _make_folder(folder) if folder is not None else []
     failures = 0
     try:
