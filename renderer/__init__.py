@@ -5,6 +5,7 @@
     >>> notes = renderer.load_annotations("stats.yaml", model)           # doctest: +SKIP
     >>> options = renderer.RenderOptions(color_by="latency_ms")
     >>> renderer.render(model, notes, options, output="cnn.svg")         # doctest: +SKIP
+    >>> renderer.show(model, notes, color_by="latency_ms")  # Jupyter displays it  # doctest: +SKIP
 
 Heavy libraries (onnx, tflite, matplotlib, jinja2) are imported on first use, not with this package.
 """
@@ -19,12 +20,13 @@ from .version import __version__
 
 __all__ = [
     "AnnographError", "AnnotationError", "GraphvizNotFound", "LoaderError", "MetricError", "RenderError",
-    "RenderOptions", "load_model", "load_annotations", "render", "to_dot", "__version__",
+    "RenderOptions", "load_model", "load_annotations", "render", "to_dot", "show", "__version__",
 ]
 
 if TYPE_CHECKING:
     from .annotations import load_annotations
     from .loaders import load_model
+    from .notebook import show
     from .rendering import render, to_dot
 
 _LAZY = {
@@ -32,6 +34,7 @@ _LAZY = {
     "load_annotations": ("annotations", "load_annotations"),
     "render": ("rendering", "render"),
     "to_dot": ("rendering", "to_dot"),
+    "show": ("notebook", "show"),
 }
 
 

@@ -1,0 +1,110 @@
+"""A model, its annotations and the render options from what a caller hands over, read as ``annograph render``
+reads them: shared by ``renderer.show`` (Jupyter) and the Sphinx directive.
+
+Paths or already-loaded objects are accepted; the model's own annotations and its sidecar files are merged
+first, as the command does, and without ``color_by`` the annotations' only numeric operator metric colours the
+boxes. What the command would print on stderr is collected in ``Loaded.notes``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import AnnographError
+from .options import RenderOptions
+
+PathLike = str | Path
+
+
+@dataclass(slots=True)
+class Loaded:
+    """What a render needs, with what the command line would have said about it.
+
+    Attributes:
+        model: the loaded ``ir.Model``.
+        annotations: the merged ``Annotations`` (the model's own, sidecars, then the files given).
+        options: the render options, ``color_by`` filled in when the annotations bring one metric only.
+        notes: loader notes and coverage lines, one line each.
+        unmatched: the notes that report annotation ids matching nothing (also in ``notes``).
+    """
+
+    model: Any
+    annotations: Any
+    options: RenderOptions
+    notes: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
+
+
+def render_options(options: RenderOptions | None = None, **given: Any) -> RenderOptions:
+    """``options`` (default ``RenderOptions()``) with ``given`` fields replaced; ``collapse`` and ``show`` may be
+    written as on the command line (``"2"``, ``"none"``; ``"latency_ms,macs"``, ``"all"``, ``"none"``).
+
+    Raises:
+        AnnographError: a name that is not a RenderOptions field, or a bad ``collapse``.
+    """
+    from .pages import collapse_depth
+
+    names = {f.name for f in dataclasses.fields(RenderOptions)}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise AnnographError(f"unknown render option {unknown[0]!r} (known: {', '.join(sorted(names))})")
+    if isinstance(given.get("collapse"), str):
+        given["collapse"] = collapse_depth(given["collapse"])
+    if isinstance(given.get("show"), str):
+        given["show"] = show_list(given["show"])
+    return dataclasses.replace(options or RenderOptions(), **given)
+
+
+def show_list(text: str) -> list[str] | None:
+    """``--show`` text as RenderOptions.show: ``none`` → [], otherwise the comma-separated keys."""
+    if text.strip().lower() == "none":
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def load(
+    model: Any, annotations: Any = None, options: RenderOptions | None = None, *, sidecar: bool = True,
+    embedded: bool = True, dims: dict[str, int] | None = None, annotations_format: str | None = None,
+) -> Loaded:
+    """Load ``model`` (a path or an ``ir.Model``) and ``annotations`` (None, one path, several, or an
+    ``Annotations`` already merged) as ``annograph render`` does.
+
+    Raises:
+        AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
+    """
+    from .annotations import Annotations, load_annotations
+    from .heatmap import sole_metric
+    from .ir import Model
+    from .loaders import load_model
+
+    options = options or RenderOptions()
+    notes: list[str] = []
+    if not isinstance(model, Model):
+        model = load_model(model, dims=dims or options.dims)
+        notes += model.notes
+    if not isinstance(annotations, Annotations):
+        paths = [] if annotations is None else [annotations] if isinstance(annotations, (str, Path)) else list(annotations)
+        annotations = load_annotations(paths, model, fmt=annotations_format, sidecar=sidecar, embedded=embedded)
+        notes += [f"using sidecar annotations {path}" for path in annotations.sidecars]
+    unmatched = [c.line() for c in annotations.coverage if c.unmatched]
+    notes += [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched]
+    notes += annotations.notes
+    if options.color_by is None and (metric := sole_metric(annotations)) is not None:
+        options = dataclasses.replace(options, color_by=metric)
+        notes.append(f"colouring by {metric}, the only numeric operator metric of the annotations")
+    return Loaded(model, annotations, options, notes, unmatched)
+
+
+def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
+    """Every file a render reads, before anything is loaded: the model, its sidecars, the annotation files."""
+    from .annotations.sidecar import sidecars
+
+    found = sidecars(model_path) if sidecar else []
+    return [Path(model_path), *[p for p in found if str(p) not in map(str, annotation_paths)],
+            *map(Path, annotation_paths)]
+
+
+__all__ = ["Loaded", "input_files", "load", "render_options", "show_list"]

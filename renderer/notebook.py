@@ -1,0 +1,135 @@
+"""Pictures that display themselves in Jupyter: ``renderer.show(model, annotations, color_by=...)``.
+
+    >>> import renderer
+    >>> renderer.show("samples/onnx/tiny_cnn.onnx", "stats.yaml", color_by="latency_us")   # doctest: +SKIP
+
+A notebook shows the ``text/html`` form, the SVG inline (so the tooltips of the boxes work) in a scrolling box
+with the coverage lines under it; ``image/svg+xml`` is there for front ends that take only pictures. The SVG is
+Graphviz's output of our escaped DOT and passes ``report._check_svg`` (no script, handler or foreign object)
+before it is shown.
+
+``renderer.render`` keeps returning plain bytes (of any format, PDF and PNG too); ``show`` is the object that
+displays itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import escape
+from .loading import Loaded, load, render_options
+from .options import RenderOptions
+
+
+class Picture:
+    """A model drawn once as SVG, with what it was drawn from (for ``save`` in other formats).
+
+    Attributes:
+        svg: the SVG text; for a big model drawn as a book of pages, the overview.
+        pages: how many pages the drawing has (1 for one picture; the overview counts as one).
+        notes: what the command line would have said (sidecars used, coverage of each annotation file).
+    """
+
+    def __init__(self, loaded: Loaded, svg: str, pages: int) -> None:
+        self._loaded = loaded
+        self.svg = svg
+        self.pages = pages
+        self.notes = list(loaded.notes)
+
+    @property
+    def model(self) -> Any:
+        return self._loaded.model
+
+    @property
+    def options(self) -> RenderOptions:
+        return self._loaded.options
+
+    def __repr__(self) -> str:
+        colour = f", coloured by {self.options.color_by}" if self.options.color_by else ""
+        book = f", overview of {self.pages} pages" if self.pages > 1 else ""
+        return f"<annograph picture of {Path(self.model.path).name}{colour}{book}>"
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def _repr_html_(self) -> str:
+        body = inline_svg(self.svg)
+        lines = list(self.notes)
+        if self.pages > 1:
+            lines.append(f"the overview of {self.pages} pages: save('model.html') writes every page into one file, "
+                         "collapse='none' draws one picture")
+        notes = "".join(f"<div>{escape.svg_text(line, 2000)}</div>" for line in lines)
+        small = f'<div style="font-size:smaller;color:#555">{notes}</div>' if notes else ""
+        return f'<div class="annograph"><div style="overflow:auto;max-height:80vh">{body}</div>{small}</div>'
+
+    def save(self, path: str | Path, fmt: str | None = None) -> None:
+        """Write the picture to ``path`` (format from its extension, as ``annograph render -o``), atomically.
+
+        SVG is written as shown; any other format (pdf, png, dot, html, md) is rendered from the same inputs.
+        """
+        from .rendering import output_format, render
+
+        loaded = self._loaded
+        if output_format(path, fmt) == "svg" and self.pages == 1:
+            from . import atomic
+            from .annotations import input_paths
+
+            atomic.write_text(path, self.svg, input_paths(loaded.model, loaded.annotations))
+            return
+        render(loaded.model, loaded.annotations, loaded.options, output=path, fmt=fmt)
+
+
+def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
+         options: RenderOptions | None = None, sidecar: bool = True, **fields: Any) -> Picture:
+    """Draw ``model`` with ``annotations`` and return a Picture, which a notebook displays.
+
+    Args:
+        model: a path to an ONNX or TFLite file, or a model from ``renderer.load_model``.
+        annotations: None, one annotation file, a list of them, or ``renderer.load_annotations``'s result.
+            The model's sidecar files are read too, as the command does (``sidecar=False`` to skip).
+        color_by: the metric filling the boxes; by default the annotations' only numeric operator metric.
+        options: a RenderOptions to start from.
+        **fields: any RenderOptions field (``cmap="viridis"``, ``collapse="none"``, ``show="all"``...).
+
+    Raises:
+        AnnographError: a file that cannot be read, an unknown option, a failed layout; one line, the file named.
+    """
+    if color_by is not None:
+        fields["color_by"] = color_by
+    loaded = load(model, annotations, render_options(options, **fields), sidecar=sidecar)
+    svg, pages = draw_svg(loaded)
+    return Picture(loaded, svg, pages)
+
+
+def draw_svg(loaded: Loaded) -> tuple[str, int]:
+    """The SVG (of the overview, for a book of pages) and the number of pages, checked for active content."""
+    from . import dot, graphviz_run
+    from .rendering import plan_book, prepare
+
+    scene = prepare(loaded.model, loaded.annotations, loaded.options)
+    book = plan_book(scene)
+    if book is None:
+        data = graphviz_run.run_dot(dot.emit(scene), "svg", timeout=loaded.options.timeout)
+        pages = 1
+    else:
+        from .book_output import links_for, produce
+
+        outputs = [("model.svg", "svg")]
+        data = produce(scene, book, outputs, links_for(outputs))[0][1]  # type: ignore[assignment]
+        pages = len(book.pages)
+    svg = data.decode("utf-8")  # type: ignore[union-attr]
+    inline_svg(svg)
+    return svg, pages
+
+
+def inline_svg(svg: str) -> str:
+    """``svg`` without its XML prolog, for an HTML page; RenderError when it holds anything active."""
+    from .report import _XML_PROLOG, _check_svg
+
+    body = _XML_PROLOG.sub("", svg)
+    _check_svg(body)
+    return body
+
+
+__all__ = ["Picture", "draw_svg", "inline_svg", "show"]
