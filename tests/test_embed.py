@@ -317,3 +317,119 @@ def test_tflite_is_parsed_once_and_embed_writes_what_was_loaded(tmp_path: Path, 
     again = load_model(second)
     assert [e.values for _, e in from_model(again)[0].operators] == [{"y": 2}]
     assert len(parses) == 2  # only the load of the result
+
+
+# -- one parse, in the loaders ---------------------------------------------------------------------------------
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Top-level names of the modules ``path`` imports (relative imports as ``.name``), wherever the import is."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." * node.level + (node.module or "").split(".")[0])
+    return found
+
+
+def _calls(path: Path) -> set[str]:
+    import ast
+
+    return {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)}
+
+
+def test_only_the_loaders_read_tflite_files() -> None:
+    """The embedder and the embedded-annotation reader ask the loader (its IR, ``tflite.layout``) instead of
+    reading the flatbuffer: no ``tflite``/``flatbuffers`` import, no byte unpacking or offset following (the
+    TFLite embedder only writes bytes: its new tables)."""
+    package = ROOT / "renderer"
+    for name in ("exporters/embed_tflite.py", "exporters/embed_onnx.py", "annotations/embedded.py"):
+        path = package / name
+        assert not _imported_modules(path) & {"tflite", "flatbuffers", "struct"} - (
+            {"struct"} if name == "exporters/embed_tflite.py" else set()), name
+        assert not _calls(path) & {"unpack", "unpack_from", "GetRootAsModel", "Offset", "Indirect", "Vector"}, name
+    assert not _imported_modules(package / "exporters/embed_onnx.py") & {"onnx_wire"}
+    outside = [p for p in package.rglob("*.py") if "loaders" not in p.parts
+               and _imported_modules(p) & {"tflite", "flatbuffers"}]
+    assert outside == []
+
+
+@pytest.mark.parametrize("model_path", sorted(TFLITE.glob("*.tflite")) + [DEBUGGER / "tiny_keras_float.tflite"],
+                         ids=lambda p: p.name)
+def test_tflite_embed_through_the_api_reads_back_the_same(tmp_path: Path, model_path: Path) -> None:
+    """Every operator and tensor of every subgraph annotated, embedded through the API, read back through the
+    loader: the same annotations; the file's own metadata entries stay, in order, with ours after them."""
+    from renderer.annotations.records import Annotations, Entry
+    from renderer.exporters.embed_tflite import embed
+    from renderer.loaders import tflite as tflite_loader
+
+    model = load_model(model_path)
+    notes = Annotations(
+        ops={("op", g.index, n.index): Entry({"latency_us": 0.25 * n.index, "note": f"{n.op_type}·{g.index}"},
+                                            {"fillcolor": "#102030"} if n.index % 2 else {})
+             for g in model.graphs for n in g.nodes},
+        tensors={("t", g.index, v.index): Entry({"bytes": v.index}) for g in model.graphs for v in g.values},
+    )
+    out = tmp_path / model_path.name
+    counts = embed(model, notes, out)
+    assert counts["operators"] == sum(len(g.nodes) for g in model.graphs) > 0
+    copy, back = embedded(out)
+    assert values(back) == values(notes)
+    before, after = tflite_loader.layout(model), tflite_loader.layout(copy)
+    assert [e.name for e in after.metadata] == [e.name for e in before.metadata] + [ENTRY.encode()]
+    assert len(after.buffers) == len(before.buffers) + 1
+    assert (len(after.data) - len(before.data)) % 64 == 0
+
+
+def test_onnx_embed_rebuilds_the_file_from_the_loaders_parse(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``embed`` neither reads nor parses the ONNX file again: with the file swapped on disk after loading and
+    every onnx parse entry point counting, it writes what the first load read."""
+    import os
+
+    from renderer.annotations.records import Annotations, Entry
+    from renderer.exporters.embed_onnx import embed
+
+    source = tmp_path / "m.onnx"
+    source.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
+    notes = Annotations(ops={("op", 0, 1): Entry({"x": 1})})
+    model = load_model(source)
+    reference = tmp_path / "reference.onnx"
+    embed(load_model(source), notes, reference)
+
+    parses: list[str] = []
+    for name in ("load", "load_model", "load_model_from_string"):
+        original = getattr(onnx, name)
+        monkeypatch.setattr(onnx, name, lambda *a, _name=name, _f=original, **k: parses.append(_name) or _f(*a, **k))
+    original_parse = onnx.ModelProto.ParseFromString
+    monkeypatch.setattr(onnx.ModelProto, "ParseFromString",
+                        lambda self, data: parses.append("ParseFromString") or original_parse(self, data))
+    (tmp_path / "junk").write_bytes(b"not a model")
+    os.replace(tmp_path / "junk", source)
+    out = tmp_path / "out.onnx"
+    embed(model, notes, out)
+    assert parses == []
+    assert out.read_bytes() == reference.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("name", "dims"),
+    [("tiny_cnn.onnx", {}), ("tiny_cnn_dynamic.onnx", {}), ("control_flow.onnx", {}),
+     ("silero_vad.onnx", {}), ("light_resnet50.onnx", {}), ("bert_dynamo.onnx", {"batch": 1, "sequence": 8})],
+)
+def test_onnx_stored_proto_is_the_file_as_stored(name: str, dims: dict[str, int]) -> None:
+    """What the loader changed (inferred and pinned shapes, weights left in the mapped file) is put back:
+    byte for byte what protobuf makes of the file."""
+    from renderer.loaders.onnx import stored_proto
+
+    model = load_model(ONNX / name, dims=dims or None)
+    rebuilt = stored_proto(model).SerializeToString()
+    assert rebuilt == onnx.load(ONNX / name, load_external_data=False).SerializeToString()
+    loaded = model.raw.proto.SerializeToString()
+    assert loaded != rebuilt  # the loader's proto really differs (inferred shapes, pinned dims, stripped weights)
+    if dims:
+        pinned = model.raw.proto.graph.input[0].type.tensor_type.shape.dim
+        assert [d.dim_value for d in pinned] == list(dims.values())

@@ -27,21 +27,17 @@ from ..ir import Model
 
 def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[str, int]:
     """Write the copy; return counts of what was stored (operators, tensors, graph values)."""
-    from ..loaders.onnx import stored_proto
+    from ..loaders.onnx import graphs as graphs_of, stored_proto
 
     source = Path(model.path)
     output = Path(output)
     proto = stored_proto(model)
-    if _uses_external_data(proto) and output.resolve().parent != source.resolve().parent:
+    graphs = graphs_of(proto.graph)  # in the loader's numbering
+    if _uses_external_data(graphs) and output.resolve().parent != source.resolve().parent:
         raise AnnographError(
             f"{source}: the model keeps weights in external data files; write the annotated copy "
             f"into the same folder ({source.parent}) so its references still resolve"
         )
-    graphs = _graphs_in_info_order(proto)
-    if len(graphs) != len(model.graphs) or any(
-        len(g.node) != len(m.nodes) for g, m in zip(graphs, model.graphs)
-    ):
-        raise AnnographError(f"{source}: the file's graphs do not match the loaded model (changed on disk?)")
 
     previous = _previous_keys(proto)
     for graph_index, graph in enumerate(graphs):
@@ -73,34 +69,14 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     }
 
 
-def _uses_external_data(proto: Any) -> bool:
+def _uses_external_data(graphs: list[Any]) -> bool:
     from onnx import TensorProto
 
-    for graph in _graphs_in_info_order(proto):
+    for graph in graphs:
         for tensor in graph.initializer:
             if tensor.data_location == TensorProto.EXTERNAL:
                 return True
     return False
-
-
-def _graphs_in_info_order(proto: Any) -> list[Any]:
-    """Every GraphProto in the loader's numbering: depth first, subgraphs in node and attribute order."""
-    from onnx import AttributeProto
-
-    found: list[Any] = []
-
-    def visit(graph: Any) -> None:
-        found.append(graph)
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == AttributeProto.GRAPH:
-                    visit(attr.g)
-                elif attr.type == AttributeProto.GRAPHS:
-                    for sub in attr.graphs:
-                        visit(sub)
-
-    visit(proto.graph)
-    return found
 
 
 def _previous_keys(proto: Any) -> dict[tuple[Any, ...], set[str]]:

@@ -32,68 +32,25 @@ from ..annotations.records import Annotations
 from ..atomic import write_bytes
 from ..errors import AnnographError, LoaderError
 from ..ir import Model
+from ..loaders import tflite as tflite_loader
+from ..loaders.tflite_layout import (
+    BUFFER_DATA,
+    BUFFERS,
+    DESCRIPTION,
+    IDENTIFIER,
+    META_BUFFER,
+    META_NAME,
+    METADATA,
+    METADATA_BUFFER,
+    OPERATOR_CODES,
+    SIGNATURE_DEFS,
+    SUBGRAPHS,
+    VERSION,
+    Layout,
+)
 
-IDENTIFIER = b"TFL3"
 ALIGN = 64
 DATA_ALIGN = 16
-
-# Model table fields, in schema order (vtable slot i is field i).
-VERSION, OPERATOR_CODES, SUBGRAPHS, DESCRIPTION, BUFFERS, METADATA_BUFFER, METADATA, SIGNATURE_DEFS = range(8)
-N_FIELDS = 8
-# Buffer table fields: data (vector of ubyte), offset (uint64), size (uint64).
-BUFFER_DATA, BUFFER_OFFSET, BUFFER_SIZE = range(3)
-# Metadata table fields: name (string), buffer (uint32).
-META_NAME, META_BUFFER = range(2)
-
-
-class _Reader:
-    """Just enough FlatBuffer reading to find the Model table's fields and the tables its vectors list."""
-
-    def __init__(self, data: bytes, path: Path) -> None:
-        self.data = data
-        self.path = path
-
-    def u16(self, pos: int) -> int:
-        return self._unpack("<H", pos)
-
-    def u32(self, pos: int) -> int:
-        return self._unpack("<I", pos)
-
-    def i32(self, pos: int) -> int:
-        return self._unpack("<i", pos)
-
-    def u64(self, pos: int) -> int:
-        return self._unpack("<Q", pos)
-
-    def _unpack(self, fmt: str, pos: int) -> int:
-        size = struct.calcsize(fmt)
-        if pos < 0 or pos + size > len(self.data):
-            raise LoaderError(f"{self.path}: corrupt TFLite file (offset {pos} outside the file)")
-        return struct.unpack_from(fmt, self.data, pos)[0]
-
-    def fields(self, table: int) -> list[int]:
-        """Absolute position of each field of the table at ``table`` (0 when absent)."""
-        vtable = table - self.i32(table)
-        size = self.u16(vtable)
-        if size < 4 or size % 2:
-            raise LoaderError(f"{self.path}: corrupt TFLite file (bad vtable at {vtable})")
-        slots = [self.u16(vtable + 4 + 2 * i) for i in range((size - 4) // 2)]
-        return [table + o if o else 0 for o in slots]
-
-    def deref(self, field: int) -> int:
-        return field + self.u32(field)
-
-    def vector_of_tables(self, field: int) -> list[int]:
-        vector = self.deref(field)
-        count = self.u32(vector)
-        if vector + 4 + 4 * count > len(self.data):
-            raise LoaderError(f"{self.path}: corrupt TFLite file (vector at {vector} runs past the end)")
-        return [vector + 4 + 4 * i + self.u32(vector + 4 + 4 * i) for i in range(count)]
-
-    def string(self, field: int) -> bytes:
-        start = self.deref(field)
-        length = self.u32(start)
-        return self.data[start + 4 : start + 4 + length]
 
 
 class _Block:
@@ -186,13 +143,10 @@ class _Block:
 
 def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[str, int]:
     """Write the copy; return counts of what was stored."""
-    from ..loaders.tflite import file_bytes
-
-    source = Path(model.path)
-    data = file_bytes(model)
     doc = document(annotations, model)
     payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    write_bytes(output, with_metadata(data, ENTRY, payload, source), input_paths(model, annotations))
+    data = with_metadata(tflite_loader.layout(model), ENTRY, payload, Path(model.path))
+    write_bytes(output, data, input_paths(model, annotations))
     return {
         "operators": len(doc["operators"]),
         "tensors": len(doc["tensors"]),
@@ -200,101 +154,71 @@ def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[st
     }
 
 
-def with_metadata(data: bytes, name: str, payload: bytes, path: Path = Path("model.tflite")) -> bytes:
-    """The TFLite file ``data`` with Metadata entry ``name`` holding ``payload`` (replaced when present)."""
-    if len(data) < 8 or data[4:8] != IDENTIFIER:
-        raise LoaderError(f"{path}: not a TFLite file (no TFL3 identifier)")
-    reader = _Reader(data, path)
-    root = reader.u32(0)
-    fields = reader.fields(root)
-    if any(fields[N_FIELDS:]):
+def with_metadata(
+    source: Layout | bytes, name: str, payload: bytes, path: Path = Path("model.tflite")
+) -> bytes:
+    """The TFLite file (its layout, or its bytes) with Metadata entry ``name`` holding ``payload`` (replaced
+    when present)."""
+    layout = source if isinstance(source, Layout) else tflite_loader.layout(source, path)
+    if layout.newer_fields:
         raise AnnographError(
             f"{path}: the Model table has fields newer than schema version 3; not editing it"
         )
-    fields += [0] * (N_FIELDS - len(fields))
-    if not fields[BUFFERS]:
+    if BUFFERS not in layout.targets:
         raise LoaderError(f"{path}: corrupt TFLite file (no buffers vector)")
-    buffers = reader.vector_of_tables(fields[BUFFERS])
-    metadata = reader.vector_of_tables(fields[METADATA]) if fields[METADATA] else []
-
     reuse = None
-    for table in metadata:
-        meta_fields = reader.fields(table) + [0, 0]
-        if meta_fields[META_NAME] and reader.string(meta_fields[META_NAME]) == name.encode("utf-8"):
-            reuse = reader.u32(meta_fields[META_BUFFER]) if meta_fields[META_BUFFER] else 0
-            if not 0 < reuse < len(buffers):
+    for entry in layout.metadata:
+        if entry.name == name.encode("utf-8"):
+            reuse = entry.buffer
+            if not 0 < reuse < len(layout.buffers):
                 raise LoaderError(f"{path}: metadata {name!r} points at buffer {reuse}, which does not exist")
 
     # The block goes at offset 8; every original byte at position x >= 8 moves to x + shift. The block's length
     # is not known until it is built, so build it twice: once to measure, once with the real shift.
     # The block's size does not depend on the shift (padding is relative to the block's own start).
-    shift = len(_build(reader, fields, buffers, metadata, reuse, name, payload, 1 << 30)[0])
-    block, root = _build(reader, fields, buffers, metadata, reuse, name, payload, shift)
+    shift = len(_build(layout, reuse, name, payload, 1 << 30)[0])
+    block, root = _build(layout, reuse, name, payload, shift)
     if len(block) != shift:
         raise AssertionError("the inserted block changed size")
     out = bytearray(struct.pack("<I", root) + IDENTIFIER)
     out += block
-    out += data[8:]
-    _move_external_offsets(reader, out, buffers, shift)
+    out += layout.data[8:]
+    for at, offset in layout.external_offsets:  # data kept after the FlatBuffer now starts shift bytes later
+        struct.pack_into("<Q", out, at + shift, offset + shift)
     return bytes(out)
 
 
-def _build(
-    reader: _Reader,
-    fields: list[int],
-    buffers: list[int],
-    metadata: list[int],
-    reuse: int | None,
-    name: str,
-    payload: bytes,
-    shift: int,
-) -> tuple[bytes, int]:
+def _build(layout: Layout, reuse: int | None, name: str, payload: bytes, shift: int) -> tuple[bytes, int]:
     """The inserted block for a given shift of the original bytes, and the new Model table's position."""
     block = _Block(start=8)
-
-    def moved(pos: int) -> int:
-        return pos + shift
+    moved = {slot: target + shift for slot, target in layout.targets.items()}
 
     model_fields: list[tuple[int, str, Any]] = []
-    if fields[VERSION]:
-        model_fields.append((VERSION, "u32", reader.u32(fields[VERSION])))
+    if layout.version is not None:
+        model_fields.append((VERSION, "u32", layout.version))
     for slot in (OPERATOR_CODES, SUBGRAPHS, DESCRIPTION):
-        if fields[slot]:
-            model_fields.append((slot, "off", moved(reader.deref(fields[slot]))))
+        if slot in moved:
+            model_fields.append((slot, "off", moved[slot]))
     model_fields.append((BUFFERS, "off", "buffers"))
-    if fields[METADATA_BUFFER]:
-        model_fields.append((METADATA_BUFFER, "off", moved(reader.deref(fields[METADATA_BUFFER]))))
-    if reuse is not None:
-        model_fields.append((METADATA, "off", moved(reader.deref(fields[METADATA]))))
-    else:
-        model_fields.append((METADATA, "off", "metadata"))
-    if fields[SIGNATURE_DEFS]:
-        model_fields.append((SIGNATURE_DEFS, "off", moved(reader.deref(fields[SIGNATURE_DEFS]))))
+    if METADATA_BUFFER in moved:
+        model_fields.append((METADATA_BUFFER, "off", moved[METADATA_BUFFER]))
+    model_fields.append((METADATA, "off", moved[METADATA] if reuse is not None else "metadata"))
+    if SIGNATURE_DEFS in moved:
+        model_fields.append((SIGNATURE_DEFS, "off", moved[SIGNATURE_DEFS]))
     block.table("model", model_fields)
 
-    new_index = reuse if reuse is not None else len(buffers)
-    targets: list[int | str] = [moved(t) for t in buffers]
+    new_index = reuse if reuse is not None else len(layout.buffers)
+    targets: list[int | str] = [t + shift for t in layout.buffers]
     if reuse is not None:
         targets[reuse] = "buffer"
     else:
         targets.append("buffer")
     block.vector("buffers", targets)
     if reuse is None:
-        block.vector("metadata", [moved(t) for t in metadata] + ["meta"])
+        block.vector("metadata", [entry.table + shift for entry in layout.metadata] + ["meta"])
         block.table("meta", [(META_NAME, "off", "name"), (META_BUFFER, "u32", new_index)])
     block.table("buffer", [(BUFFER_DATA, "off", "data")])
     if reuse is None:
         block.string("name", name.encode("utf-8"))
     block.bytes_vector("data", payload)
     return block.finish(), block.labels["model"]
-
-
-def _move_external_offsets(reader: _Reader, out: bytearray, buffers: list[int], shift: int) -> None:
-    """Buffers kept after the FlatBuffer (absolute ``offset`` > 1) now start ``shift`` bytes later."""
-    for table in buffers:
-        buffer_fields = reader.fields(table) + [0, 0, 0]
-        at = buffer_fields[BUFFER_OFFSET]
-        if at:
-            offset = reader.u64(at)
-            if offset > 1:
-                struct.pack_into("<Q", out, at + shift, offset + shift)

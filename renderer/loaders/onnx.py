@@ -8,12 +8,16 @@ Weights are not read at load time. The file is memory-mapped; the large ``raw_da
 initializers is located in the protobuf wire format (``onnx_wire``) and left out of what protobuf parses, and
 their ``ir.Tensor`` readers return numpy views over the mapped bytes. External data is read when a metric
 first asks for it.
+
+``Model.raw`` is a ``Loaded``: the parsed proto and what loading changed in it, from which ``stored_proto``
+rebuilds the file's own ModelProto for writers that edit a copy (``annograph embed``) without a second parse.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +79,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     for opset in proto.opset_import:
         if opset.domain in ("", "ai.onnx") and opset.version > newest:
             raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
+    file_shapes = _shapes(proto)
     if dims:
         _pin_dims(proto.graph, dims)
         _drop_symbolic_shapes(proto.graph)
@@ -83,6 +88,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     try:
         model = refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)
+        model.raw = Loaded(proto, file_shapes, weights)
     except LoaderError:
         raise
     except Exception as e:
@@ -92,15 +98,47 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
     return model
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """``Model.raw`` of an ONNX model: the parsed file, as the loader changed it, and what it changed."""
+
+    proto: onnx.ModelProto  # with inferred shapes and pinned dims, without the large raw_data in ``weights``
+    file_shapes: list[onnx.GraphProto]  # per graph (``graphs`` order): the file's input, output and value_info
+    weights: dict[int, tuple[Any, int, int]]  # main-graph initializer index → (mapped file, offset, length)
+
+
 def stored_proto(model: ir.Model) -> onnx.ModelProto:
-    """The ModelProto as stored in ``model``'s file, for writers that edit a copy: the loaded one has inferred
-    shapes, pinned dims and its large weights left in the mapped file. External data stays where it is."""
+    """The ModelProto as stored in ``model``'s file, for writers that edit a copy: rebuilt from the loader's
+    parse (the shapes it inferred or pinned put back as the file had them, the large weights' bytes copied
+    from the mapped file), not by reading or parsing the file again. External data stays where it is."""
     import onnx
 
-    try:
-        return onnx.load(model.path, load_external_data=False)
-    except Exception as e:  # noqa: BLE001 - protobuf decode errors have no common base class
-        raise LoaderError(f"{model.path}: cannot load the ONNX model again ({type(e).__name__})") from None
+    if model.format != FORMAT or not isinstance(model.raw, Loaded):
+        raise LoaderError(f"{model.path}: not a loaded ONNX model")
+    loaded = model.raw
+    proto = onnx.ModelProto()
+    proto.CopyFrom(loaded.proto)
+    for graph, stored in zip(graphs(proto.graph), loaded.file_shapes, strict=True):
+        for field in ("input", "output", "value_info"):
+            del getattr(graph, field)[:]
+            getattr(graph, field).extend(getattr(stored, field))
+    for index, (buffer, offset, length) in loaded.weights.items():
+        proto.graph.initializer[index].raw_data = bytes(buffer[offset : offset + length])
+    return proto
+
+
+def _shapes(proto: onnx.ModelProto) -> list[onnx.GraphProto]:
+    """A copy of each graph's input, output and value_info: the fields loading changes."""
+    import onnx
+
+    copies = []
+    for graph in graphs(proto.graph):
+        copy = onnx.GraphProto()
+        copy.input.extend(graph.input)
+        copy.output.extend(graph.output)
+        copy.value_info.extend(graph.value_info)
+        copies.append(copy)
+    return copies
 
 
 def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
@@ -125,7 +163,7 @@ def _drop_symbolic_shapes(graph: onnx.GraphProto) -> None:
         return value.type.HasField("tensor_type") and any(
             d.HasField("dim_param") and d.dim_param not in free for d in value.type.tensor_type.shape.dim)
 
-    for sub in _graphs(graph):
+    for sub in graphs(graph):
         kept = [vi for vi in sub.value_info if not stale(vi)]
         if len(kept) < len(sub.value_info):
             del sub.value_info[:]
@@ -160,7 +198,7 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
         inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
     except Exception:
         return proto  # shapes stay as the file has them; metrics report n/a where they are missing
-    for original, result in zip(_graphs(proto.graph), _graphs(inferred.graph)):
+    for original, result in zip(graphs(proto.graph), graphs(inferred.graph)):
         if len(result.value_info) > len(original.value_info):
             del original.value_info[:]
             original.value_info.extend(result.value_info)
@@ -230,15 +268,15 @@ def _raw_view(raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
 _Place = tuple[Any, int, int]
 
 
-def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+def graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
     """``graph`` and every subgraph in it, depth-first in node and attribute order."""
     found = [graph]
     for node in graph.node:
         for attr in node.attribute:
             if attr.HasField("g"):
-                found.extend(_graphs(attr.g))
+                found.extend(graphs(attr.g))
             for sub in attr.graphs:
-                found.extend(_graphs(sub))
+                found.extend(graphs(sub))
     return found
 
 
@@ -303,7 +341,6 @@ class _Builder:
         model.version = f"IR v{proto.ir_version}; opset {opsets}"
         model.description = decode_text(proto.doc_string)
         model.metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
-        model.raw = proto
         self._graph(proto.graph, parent=None, scope=[])
         return model
 

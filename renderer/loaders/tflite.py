@@ -24,6 +24,8 @@ axis 0. The main graph's inputs are resized and LiteRT propagates the shapes thr
 says why. Signatures keep their -1. Other keys are ignored.
 
 ``Model.raw`` is ``(tflite.Model, buffer)``: the flatbuffer accessor and the mapped file bytes it reads.
+Writers that edit a copy of the file (``annograph embed``) ask ``layout`` where its parts are, rather than
+reading the flatbuffer themselves.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError, first_line
-from . import decode_text, litert_shapes, refuse_impossible_shapes
+from . import decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 FORMAT = "tflite"
 EXTENSIONS = (".tflite", ".lite", ".tfl")
 
-_IDENTIFIER = b"TFL3"
+_IDENTIFIER = tflite_layout.IDENTIFIER
 _MAX_SCHEMA_VERSION = 3
 _OFFSET_SIZE = 4  # a vector of tables stores one 4-byte offset per element
 
@@ -126,12 +128,16 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
 
 
-def file_bytes(model: ir.Model) -> bytes:
-    """The bytes ``model`` was loaded from (the loader's own mapping of the file, not a second read), for
-    writers that edit a copy."""
-    if model.format != FORMAT or not isinstance(model.raw, tuple):
-        raise LoaderError(f"{model.path}: not a loaded TFLite model")
-    return bytes(model.raw[1])
+def layout(source: ir.Model | bytes, path: Path = Path("model.tflite")) -> tflite_layout.Layout:
+    """Where the parts of the file lie (``tflite_layout``), for writers that edit a copy: for a loaded model,
+    read from the loader's own parse and mapping of the file (not a second parse or read); for bytes, from
+    a parse of them."""
+    if isinstance(source, ir.Model):
+        if source.format != FORMAT or not isinstance(source.raw, tuple):
+            raise LoaderError(f"{source.path}: not a loaded TFLite model")
+        fb, buffer = source.raw
+        return tflite_layout.read(buffer, Path(source.path), fb)
+    return tflite_layout.read(source, path)
 
 
 def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None:
