@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from . import graphviz_run
+from . import graphviz_run, progress
 from .dot import Scene
 from .dot_pages import Links, emit_page
 from .errors import RenderError
@@ -35,10 +34,14 @@ def links_for(outputs: list[tuple[str, str]]) -> Links:
 
 def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Links) -> list[tuple[Path, bytes | dict[str, bytes]]]:
     """(path, bytes) for single-file outputs, (folder path, {file name: bytes}) for page folders."""
-    sources = [emit_page(scene, book, page, links) for page in book.pages]
+    with progress.stage("DOT") as facts:
+        sources = [emit_page(scene, book, page, links) for page in book.pages]
+        facts.append(f"{progress.count(len(sources), 'page')}, {progress.count(sum(map(len, sources)), 'character')}")
     formats = sorted({fmt for _, fmt in outputs if fmt in GRAPHVIZ_FORMATS} | (
         {"svg"} if any(fmt == "html" for _, fmt in outputs) else set()))
-    laid = _lay_out(book, sources, formats, scene.options.timeout)
+    with progress.stage("layout") as facts:
+        laid = _lay_out(book, sources, formats, scene.options.timeout)
+        facts.append(progress.count(len(laid), "page"))
     produced: list[tuple[Path, bytes | dict[str, bytes]]] = []
     for path, fmt in outputs:
         target = Path(path)
@@ -74,7 +77,10 @@ def _lay_out(book: Book, sources: list[str], formats: list[str], timeout: float 
     def one(index: int) -> dict[str, bytes]:
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
         try:
-            return graphviz_run.render_formats(sources[index], formats, timeout=left)
+            with progress.stage(f"layout page {book.pages[index].index}") as facts:
+                laid = graphviz_run.render_formats(sources[index], formats, timeout=left)
+                facts.append(f"{book.pages[index].title}, {progress.count(len(sources[index]), 'character')} of DOT")
+            return laid
         except graphviz_run.LayoutTimeout:
             page = book.pages[index]
             raise RenderError(
@@ -82,13 +88,8 @@ def _lay_out(book: Book, sources: list[str], formats: list[str], timeout: float 
                 "raise --timeout, or draw less per page with --collapse DEPTH or --focus ID"
             ) from None
 
-    from tqdm import tqdm
-
     results: list[dict[str, bytes]] = [{} for _ in sources]
-    with ThreadPoolExecutor(max_workers=workers) as pool, tqdm(
-        total=len(sources), desc="layout", unit="page", file=sys.stderr, disable=not sys.stderr.isatty(),
-        leave=False,
-    ) as bar:
+    with ThreadPoolExecutor(max_workers=workers) as pool, progress.bar(len(sources), "layout", "page") as bar:
         # the biggest pages first, so one long page does not start last
         order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
         futures = {pool.submit(one, i): i for i in order}

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from .errors import AnnographError
 
-# Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int.
+# Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int; -q / -v are added to every
+# command here (renderer.progress holds what they mean).
 COMMANDS: tuple[str, ...] = ("info", "render", "batch", "metrics", "compare", "embed", "export")
 
 EPILOG = """ids: an operator is named by its node name, the name of one of its output tensors, N (operator N of
@@ -31,6 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .commands.common import add_verbosity_arguments
     from .version import __version__
 
     parser = _Parser(
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(command)
+        add_verbosity_arguments(command)
         command.set_defaults(run=module.run)
     return parser
 
@@ -52,8 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .commands.common import verbosity_of
+    from .progress import verbosity
+
     try:
-        return int(args.run(args) or 0)
+        with verbosity(verbosity_of(args)):
+            return int(args.run(args) or 0)
     except AnnographError as e:
         from .escape import clean
 

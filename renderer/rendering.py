@@ -14,6 +14,7 @@ from .heatmap import Heatmap, build
 from .colors import format_number
 from .ir import Model, Node
 from .options import RenderOptions
+from .progress import count, stage, waiting
 
 
 if TYPE_CHECKING:
@@ -43,7 +44,9 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
 
     annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
     wanted = {n for n in (options.color_by, options.edge_by) if n} | set(options.show or [])
-    annotations = builtin.augment(model, annotations, wanted, options)
+    with stage("metrics") as facts:
+        annotations = builtin.augment(model, annotations, wanted, options)
+        facts.append(", ".join(sorted(wanted & {*builtin.OP_METRICS, *builtin.ALL_TENSOR_METRICS})) or "none built in")
     heatmap: Heatmap | None = None
     edge_map: Heatmap | None = None
     folding = fold(model, options.show_constants)
@@ -117,7 +120,9 @@ def _focus(scene: dot.Scene) -> Book:
 def _produce_all(scene: dot.Scene, source: str, formats: list[str]) -> list[bytes]:
     """Every format of one flat picture, from one Graphviz layout."""
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
-    laid = graphviz_run.render_formats(source, laid_out, timeout=scene.options.timeout)
+    with stage("layout") as facts, waiting("dot"):
+        laid = graphviz_run.render_formats(source, laid_out, timeout=scene.options.timeout)
+        facts.append(", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items())) or "no Graphviz output")
     produced = []
     for fmt in formats:
         if fmt == "dot":
@@ -171,17 +176,28 @@ def render(
     inputs = input_paths(model, annotations)
     atomic.refuse_inputs(outputs, inputs)  # before the layout, which can take minutes
     formats = [output_format(path, fmt) for path in outputs]
-    book = plan_book(scene)
+    with stage("plan") as facts:
+        book = plan_book(scene)
+        facts.append("one picture" if book is None else f"{len(book.pages)} pages")
     if book is None:
-        produced = list(zip(outputs, _produce_all(scene, dot.emit(scene), formats)))
-        atomic.write_all(produced, inputs)
+        with stage("DOT") as facts:
+            source = dot.emit(scene)
+            facts.append(count(len(source), "character"))
+        produced = list(zip(outputs, _produce_all(scene, source, formats)))
+        _write(produced, inputs)
         return produced[-1][1]
     from . import book_output
 
     named = [(str(path), f) for path, f in zip(outputs, formats)]
     written = book_output.produce(scene, book, named, book_output.links_for(named))
-    atomic.write_all(written, inputs)
+    _write(written, inputs)
     return next(data for _, data in reversed(written) if isinstance(data, bytes))
+
+
+def _write(produced: list, inputs: list) -> None:  # type: ignore[type-arg]
+    with stage("write") as facts:
+        atomic.write_all(produced, inputs)
+        facts.extend(str(path) for path, _ in produced)
 
 
 __all__ = ["OUTPUT_FORMATS", "AnnotationSet", "output_format", "prepare", "render", "render_bytes", "to_dot"]

@@ -399,34 +399,3 @@ def test_overview_draws_repeated_layers_once_with_a_cell_each(tmp_path: Path) ->
     names = {n.element_id: n.name for n in model.nodes()}
     drawn_here = [names[i] for i in _ids(root, "op-")]
     assert drawn_here and not any("/encoder/" in name for name in drawn_here)  # no layer drawn on the overview
-
-
-def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
-    """Laying out pages shows a progress bar when stderr is a terminal, and nothing when it is not."""
-    import fcntl
-    import os
-    import pty
-    import struct
-    import termios
-
-    model = ONNX / "bert_scoped.onnx"
-    quiet = run_cli("render", model, "-o", tmp_path / "q.svg", "--no-sidecar", "-q")
-    assert quiet.returncode == 0 and "layout" not in quiet.stderr
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))  # a new pty is 0 columns wide
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "renderer", "render", str(model), "-o", str(tmp_path / "t.svg"),
-                                "--no-sidecar", "-q"], stderr=follower, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
-    os.close(follower)
-    shown = b""
-    while True:  # read while it runs: once the terminal's other end is closed, Linux answers EIO
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(leader)
-    assert process.wait(timeout=300) == 0
-    assert re.search(rb"layout: +\d+%.*page", shown), shown[-300:]

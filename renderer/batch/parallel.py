@@ -34,7 +34,9 @@ def run_local(jobs: list[ModelJob], workers: int) -> Iterator[ModelResult]:
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+    from ..progress import silence
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=silence) as pool:
         futures = [pool.submit(run_job, job) for job in jobs]
         for job, future in zip(jobs, futures):
             yield _result(job, future)

@@ -38,7 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     work = parser.add_argument_group("where the work runs")
     work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
     work.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
     add_colour_arguments(parser, edges=False)
     add_layout_arguments(parser, show=False)
 
@@ -49,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from ..batch.contact_sheet import html
     from ..batch.parallel import local_workers, run_dask, run_local
     from ..errors import AnnographError
-    from .common import warn
+    from ..progress import bar, count
+    from .common import stage, warn
     from .render import render_options
 
     options = render_options(args)
@@ -70,19 +70,16 @@ def run(args: argparse.Namespace) -> int:
     inputs = [*args.models, *(f for job in jobs for f in job.runs)]
     atomic.refuse_inputs([folder / "index.html"], inputs)
     folder.mkdir(parents=True, exist_ok=True)
-    results = run_dask(jobs, args.dask) if args.dask else run_local(jobs, local_workers(args.jobs))
+    workers = 0 if args.dask else local_workers(args.jobs)
+    results = run_dask(jobs, args.dask) if args.dask else run_local(jobs, workers)
     done, failed = [], 0
-    for result in results:
-        for note in result.notes:
-            warn(note)
-        if result.error is not None:
-            failed += 1
-            warn(f"error: {result.error}")
-        else:
-            atomic.write_all([(folder / name, data) for name, data in result.files], inputs)
-            if not args.quiet:
-                warn(f"{result.model}: {len(result.files)} pictures in {folder}")
-        done.append(result)
+    with stage("batch") as facts, bar(len(jobs), "batch", "model") as shown:
+        facts.append(f"{count(len(jobs), 'model')} on " + (f"the Dask cluster {args.dask}" if args.dask
+                                                             else count(min(workers, len(jobs)), "local worker")))
+        for result in results:
+            _take(result, folder, inputs, done)
+            failed += result.error is not None
+            shown.update(1)
     atomic.write_text(folder / "index.html", html(done, f"annograph batch: {len(jobs)} model{'s' if several else ''}"),
                       inputs)
     if failed == len(jobs):
@@ -92,6 +89,21 @@ def run(args: argparse.Namespace) -> int:
         warn(f"{failed} of {len(jobs)} models failed; the others were written")
         return 1
     return 0
+
+
+def _take(result, folder: Path, inputs: list, done: list) -> None:  # type: ignore[no-untyped-def, type-arg]
+    """Say how one model went and write its pictures."""
+    from .. import atomic
+    from .common import note, warn
+
+    for line in result.notes:
+        warn(line)
+    if result.error is not None:
+        warn(f"error: {result.error}")
+    else:
+        atomic.write_all([(folder / name, data) for name, data in result.files], inputs)
+        note(f"{result.model}: {len(result.files)} pictures in {folder}")
+    done.append(result)
 
 
 def _expand(patterns: list[str], stem: str) -> list[str]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from typing import Any
 
 from ..errors import AnnographError
+from ..progress import Verbosity, count, from_flags, note, stage, warn
 
 LARGEST_OPTION = 1e300  # so that differences and sums of option values stay finite
 
@@ -55,13 +55,17 @@ def add_annotation_arguments(parser: argparse.ArgumentParser) -> None:
     add_dim_argument(parser)
     parser.add_argument("--no-sidecar", action="store_true",
                         help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings about unmatched ids")
 
 
-def warn(message: str) -> None:
-    from ..escape import clean
+def add_verbosity_arguments(parser: argparse.ArgumentParser) -> None:
+    """-q / -v, the same for every command (``renderer.cli`` adds them to each)."""
+    say = parser.add_mutually_exclusive_group()
+    say.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings (no summaries, no progress bars)")
+    say.add_argument("-v", "--verbose", action="store_true", help="also each stage's time and sizes")
 
-    print(f"annograph: {clean(message, 2000)}", file=sys.stderr)
+
+def verbosity_of(args: argparse.Namespace) -> Verbosity:
+    return from_flags(getattr(args, "quiet", False), getattr(args, "verbose", False))
 
 
 def add_dim_argument(parser: argparse.ArgumentParser) -> None:
@@ -74,9 +78,13 @@ def load_noted(path: str, dim_args: list[str]) -> Any:
     """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr."""
     from ..loaders import load_model
 
-    model = load_model(path, dims=parse_dims(dim_args))
-    for note in model.notes:
-        warn(note)
+    with stage("load") as facts:
+        model = load_model(path, dims=parse_dims(dim_args))
+        facts.append(f"{model.path} ({model.format}, {count(len(model.graphs), 'graph')}, "
+                     f"{count(sum(len(g.nodes) for g in model.graphs), 'operator')}, "
+                     f"{count(sum(len(g.values) for g in model.graphs), 'tensor')})")
+    for line in model.notes:
+        warn(line)
     return model
 
 
@@ -84,19 +92,23 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
     """The model and its merged annotations (``renderer.load_annotations``): the model's own (when ``embedded``),
     sidecars (unless ``--no-sidecar``), then ``-a`` files.
 
-    Prints one coverage line per source that has rows (unmatched ids always, the rest unless ``--quiet``).
+    Prints one coverage line per source that has rows (a warning when some ids match nothing, else a note).
     """
     from ..annotations import load_annotations
 
     model = load_noted(model_path or args.model, args.dim)
-    annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
-                                   sidecar=not args.no_sidecar, embedded=embedded)
+    with stage("annotations") as facts:
+        annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
+                                       sidecar=not args.no_sidecar, embedded=embedded)
+        facts.append(f"{count(len(annotations.ops), 'operator')} and {count(len(annotations.tensors), 'tensor')} "
+                     "annotated")
     for path in annotations.sidecars:
-        warn(f"using sidecar annotations {path} (--no-sidecar to skip)")
+        note(f"using sidecar annotations {path} (--no-sidecar to skip)")
     for coverage in annotations.coverage:
-        has_rows = coverage.total_ops or coverage.matched_tensors or coverage.unmatched
-        if coverage.unmatched or (has_rows and not args.quiet):
+        if coverage.unmatched:
             warn(coverage.line())
-    for note in annotations.notes:
-        warn(note)
+        elif coverage.total_ops or coverage.matched_tensors:
+            note(coverage.line())
+    for line in annotations.notes:
+        warn(line)
     return model, annotations

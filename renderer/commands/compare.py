@@ -34,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-dumps", nargs=2, metavar=("REFERENCE.npz", "CANDIDATE.npz"),
                         help="also write the compared tensors, keyed by reference tensor name")
     add_dim_argument(parser)
-    parser.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from ..compare import compare_dumps, compare_models, document
     from ..errors import AnnographError
-    from .common import load_noted, parse_dims, warn
+    from .common import count, load_noted, parse_dims, stage, warn
 
     inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]
     atomic.refuse_inputs([args.output, *(args.save_dumps or [])], inputs)
@@ -52,21 +51,27 @@ def run(args: argparse.Namespace) -> int:
             raise AnnographError("give either two models or --dumps REFERENCE.npz CANDIDATE.npz --model MODEL")
         if not args.model:
             raise AnnographError("--dumps needs --model MODEL (the model the dumps' tensor ids refer to)")
-        comparison = compare_dumps(args.dumps[0], args.dumps[1], load_noted(args.model, args.dim))
+        model = load_noted(args.model, args.dim)
+        with stage("compare") as facts:
+            comparison = compare_dumps(args.dumps[0], args.dumps[1], model)
+            facts.append(count(len(comparison.results), "tensor"))
     else:
         if len(args.models) != 2:
             raise AnnographError("compare needs REFERENCE and CANDIDATE models (or --dumps … --model MODEL)")
-        comparison = compare_models(args.models[0], args.models[1], args.inputs, args.random_inputs,
-                                    parse_dims(args.dim))
+        with stage("compare") as facts:
+            comparison = compare_models(args.models[0], args.models[1], args.inputs, args.random_inputs,
+                                        parse_dims(args.dim))
+            facts.append(f"{count(len(comparison.results), 'tensor')}, inputs {comparison.inputs}")
     text = json.dumps(document(comparison), indent=1, ensure_ascii=False) + "\n"
     outputs = [(args.output, text.encode("utf-8"))]
     if args.save_dumps:
         outputs += [(path, _npz(arrays)) for path, arrays in zip(args.save_dumps, comparison.dumps)]
-    atomic.write_all(outputs, inputs)
-    if not args.quiet:
-        for note in comparison.notes:
-            warn(note)
-        _summary(comparison, args.output, warn)
+    with stage("write") as facts:
+        atomic.write_all(outputs, inputs)
+        facts.extend(str(path) for path, _ in outputs)
+    for line in comparison.notes:
+        warn(line)
+    _summary(comparison, args.output)
     return 0
 
 
@@ -80,10 +85,12 @@ def _npz(arrays: dict) -> bytes:  # type: ignore[type-arg]
     return buffer.getvalue()
 
 
-def _summary(comparison, output: str, warn) -> None:  # type: ignore[no-untyped-def]
+def _summary(comparison, output: str) -> None:  # type: ignore[no-untyped-def]
+    from .common import note, warn
+
     compared = [r for r in comparison.results if r.metrics is not None]
     problems = [r for r in comparison.results if r.metrics is None]
-    warn(f"compared {len(compared)} tensors of {comparison.candidate} with {comparison.reference}; wrote {output}")
+    note(f"compared {len(compared)} tensors of {comparison.candidate} with {comparison.reference}; wrote {output}")
     if comparison.missing:
         shown = ", ".join(comparison.missing[:5]) + (", …" if len(comparison.missing) > 5 else "")
         warn(f"{len(comparison.missing)} reference tensors have no counterpart in the candidate: {shown}")

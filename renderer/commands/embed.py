@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..atomic import refuse_inputs
     from ..errors import AnnographError
-    from .common import warn
+    from ..progress import count, waiting
+    from .common import note, stage
     from .export import load_annotated
 
     source, output = Path(args.model), Path(args.output)
@@ -46,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise AnnographError(
             f"{source}: embedding is supported for ONNX and TFLite models, not {model.format}"
         )
-    counts = embed(model, annotations, output)
-    if not args.quiet:
-        stored = ", ".join(f"{n} {what}" for what, n in counts.items())
-        warn(f"wrote {output} ({stored})")
+    with stage("embed") as facts, waiting("writing the copy"):
+        counts = embed(model, annotations, output)
+        facts.append(f"{output}, {count(output.stat().st_size, 'byte')}")
+    stored = ", ".join(f"{n} {what}" for what, n in counts.items())
+    note(f"wrote {output} ({stored})")
     return 0

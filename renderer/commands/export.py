@@ -52,17 +52,18 @@ def run(args: argparse.Namespace) -> int:
     from ..annotations import input_paths
     from ..atomic import refuse_inputs, write_text
     from ..exporters import ExportOptions, exporter
-    from .common import warn
+    from .common import count, note, stage, warn
 
     module = exporter(args.to)
     output = args.output or default_output(args.model, args.to, module.EXTENSION)
     refuse_inputs([output], [args.model, *args.annotations])
     model, annotations = load_annotated(args)
     inputs = input_paths(model, annotations)
-    result = module.export(model, annotations, ExportOptions(metric=args.metric, cmap=args.cmap))
-    for note in result.notes:
-        warn(note)
+    with stage("export") as facts:
+        result = module.export(model, annotations, ExportOptions(metric=args.metric, cmap=args.cmap))
+        facts.append(f"{args.to}, {count(len(result.text), 'character')}")
+    for line in result.notes:
+        warn(line)
     write_text(output, result.text, inputs)
-    if not args.quiet:
-        warn(f"wrote {output}")
+    note(f"wrote {output}")
     return 0

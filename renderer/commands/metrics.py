@@ -31,7 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip weight statistics for tensors larger than N elements (default 50M)")
     parser.add_argument("--metrics", metavar="LIST",
                         help="comma-separated metric names to write (default: all; listed below)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import AnnographError
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
-    from .common import load_noted, warn
+    from .common import count, load_noted, note, stage
 
     fmt = export_format(args.output, args.format)
     if args.max_tensor_elements < 0:
@@ -55,10 +54,13 @@ def run(args: argparse.Namespace) -> int:
         op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
     atomic.refuse_inputs([args.output], [args.model])
     model = load_noted(args.model, args.dim)
-    ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
-    atomic.write_text(args.output, render(model, ops, tensors, fmt), [args.model])
-    if not args.quiet:
-        figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
-        warn(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "
-             f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})")
+    with stage("metrics") as facts:
+        ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
+        facts.append(f"{count(len(ops), 'operator')}, {count(len(tensors), 'tensor')}")
+    with stage("write") as facts:
+        atomic.write_text(args.output, render(model, ops, tensors, fmt), [args.model])
+        facts.append(args.output)
+    figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
+    note(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "
+         f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})")
     return 0

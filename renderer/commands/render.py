@@ -172,14 +172,14 @@ def default_color(options, annotations):  # type: ignore[no-untyped-def]
     import dataclasses
 
     from ..heatmap import sole_metric
-    from .common import warn
+    from .common import note
 
     if options.color_by is not None:
         return options
     metric = sole_metric(annotations)
     if metric is None:
         return options
-    warn(f"colouring by {metric}, the only numeric operator metric of the annotations (--color-by to choose)")
+    note(f"colouring by {metric}, the only numeric operator metric of the annotations (--color-by to choose)")
     return dataclasses.replace(options, color_by=metric)
 
 

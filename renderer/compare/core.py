@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import AnnographError
 from ..id_rules import IdIndex, Unresolved
 from ..ir import ElementKey, Model
+from ..progress import bar, waiting
 from .inputs import InputSpec, load_feeds, random_feeds
 from .metrics import error_metrics
 
@@ -129,25 +130,34 @@ def compare_onnx(reference: str, candidate: str, model: Model, inputs: str | Non
     ref_specs = ref_run.inputs()
     check_same_inputs(reference, ref_specs, candidate, cand_run.inputs())
     feeds, comparison.inputs = make_feeds(ref_specs, inputs, seed, dims, comparison.notes)
-    ref_values = ref_run.run(feeds)
-    cand_values = cand_run.run(feeds)
+    with waiting("running both models"):
+        ref_values = ref_run.run(feeds)
+        cand_values = cand_run.run(feeds)
     dequantized = cand_run.dequantized()
     index = IdIndex.build(model)
-    for name in ref_run.order:
-        if name not in ref_values:
-            continue
-        cand_name = dequantized.get(name) or (name if name in cand_values else None)
-        if cand_name is None or cand_name not in cand_values:
-            comparison.missing.append(name)
-            continue
-        key = _main_tensor(index, name)
-        if key is None:
-            continue
-        comparison.results.append(measure(key, cand_name, ref_values[name], cand_values[cand_name]))
-        comparison.dumps[0][name] = ref_values[name]
-        comparison.dumps[1][name] = cand_values[cand_name]
+    with bar(len(ref_run.order), "comparing", "tensor") as shown:
+        for name in ref_run.order:
+            shown.update(1)
+            _pair(comparison, index, name, ref_values, cand_values, dequantized.get(name))
     require_matches(comparison, len(ref_run.order), ref_run.order)
     return comparison
+
+
+def _pair(comparison: Comparison, index: IdIndex, name: str, ref_values: dict[str, Any], cand_values: dict[str, Any],
+          dequantized: str | None) -> None:
+    """Measure reference tensor ``name`` against its counterpart, or list it as missing."""
+    if name not in ref_values:
+        return
+    cand_name = dequantized or (name if name in cand_values else None)
+    if cand_name is None or cand_name not in cand_values:
+        comparison.missing.append(name)
+        return
+    key = _main_tensor(index, name)
+    if key is None:
+        return
+    comparison.results.append(measure(key, cand_name, ref_values[name], cand_values[cand_name]))
+    comparison.dumps[0][name] = ref_values[name]
+    comparison.dumps[1][name] = cand_values[cand_name]
 
 
 def compare_tflite(reference: str, candidate: str, model: Model, inputs: str | None, seed: int,
@@ -160,19 +170,22 @@ def compare_tflite(reference: str, candidate: str, model: Model, inputs: str | N
     ref_specs = ref_run.inputs()
     check_same_inputs(reference, ref_specs, candidate, cand_run.inputs(), quantized_ok=True)
     feeds, comparison.inputs = make_feeds(ref_specs, inputs, seed, dims, comparison.notes)
-    ref_values = ref_run.run(ref_run.quantize_feeds(feeds))
-    cand_values = cand_run.run(cand_run.quantize_feeds(feeds))
+    with waiting("running both models"):
+        ref_values = ref_run.run(ref_run.quantize_feeds(feeds))
+        cand_values = cand_run.run(cand_run.quantize_feeds(feeds))
     cand_by_name = {name: value for name, value in cand_values.values()}
     produced = {v.index for v in model.main.values if v.producer is not None}
     order = [i for i in sorted(ref_values) if i in produced]
-    for index in order:
-        name, value = ref_values[index]
-        if name not in cand_by_name:
-            comparison.missing.append(name)
-            continue
-        comparison.results.append(measure(("t", 0, index), name, value, cand_by_name[name]))
-        comparison.dumps[0][name] = value
-        comparison.dumps[1][name] = cand_by_name[name]
+    with bar(len(order), "comparing", "tensor") as shown:
+        for index in order:
+            shown.update(1)
+            name, value = ref_values[index]
+            if name not in cand_by_name:
+                comparison.missing.append(name)
+                continue
+            comparison.results.append(measure(("t", 0, index), name, value, cand_by_name[name]))
+            comparison.dumps[0][name] = value
+            comparison.dumps[1][name] = cand_by_name[name]
     require_matches(comparison, len(order), [ref_values[i][0] for i in order])
     return comparison
 
@@ -203,8 +216,10 @@ def compare_dumps(reference: str, candidate: str, model: Model) -> Comparison:
         comparison.notes.append(f"{len(only_cand)} arrays of {candidate} are not in {reference}: "
                                 + ", ".join(only_cand[:MAX_LISTED]))
     pairs = sorted((index.tensor(k), k) for k in ref_arrays if k in cand_arrays)
-    for key, ident in pairs:
-        comparison.results.append(measure(key, ident, ref_arrays[ident], cand_arrays[ident]))
+    with bar(len(pairs), "comparing", "tensor") as shown:
+        for key, ident in pairs:
+            comparison.results.append(measure(key, ident, ref_arrays[ident], cand_arrays[ident]))
+            shown.update(1)
     if not comparison.results:
         shown = ", ".join(repr(n) for n in list(ref_arrays)[:MAX_LISTED])
         raise AnnographError(f"{candidate}: has none of the {len(ref_arrays)} arrays of {reference} ({shown}); "

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError, first_line
+from ..progress import detail
 from . import decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
 from .mapped import map_file
 
@@ -194,10 +195,13 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     try:  # best effort: strings protobuf holds as bytes (invalid UTF-8) cannot even be copied
         light = _without_weights(proto)
         if light.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
+            detail("shapes: as stored in the file (over 2 GiB without its weights: too big for onnx shape inference)")
             return proto
         inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:
+    except Exception as e:
+        detail(f"shapes: as stored in the file (onnx shape inference failed: {first_line(e)})")
         return proto  # shapes stay as the file has them; metrics report n/a where they are missing
+    detail("shapes: onnx shape inference with data propagation, where it knows more than the file")
     for original, result in zip(graphs(proto.graph), graphs(inferred.graph)):
         if len(result.value_info) > len(original.value_info):
             del original.value_info[:]

@@ -7,12 +7,13 @@ mean, std, exact zeros) and, for each distinct zero point asked for, how many st
 
 from __future__ import annotations
 
+import contextlib
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import first_line
+from ..progress import bar as progress_bar
 from ..ir import Value
 from .formulas import MALFORMED, NotCountable, malformed, prod
 from .opview import label
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 CHUNK_ELEMENTS = 1 << 18
 PROGRESS_MIN_ELEMENTS = 16 << 20
-"""Show a progress bar (on a terminal) only when the pass reads at least this many values."""
+"""Show a progress bar (on a terminal, not with -q) only when the pass reads at least this many values."""
 
 
 @dataclass(slots=True)
@@ -100,23 +101,12 @@ def read_array(value: Value) -> np.ndarray:
 def run(requests: list[Request], limit: int, progress: bool = True) -> dict[int, Result]:
     """Reduce every requested tensor; ``limit`` bounds the size of tensors given statistics."""
     total = sum(stored_elements(r.value) for r in requests)
-    bar = _progress(total) if progress else None
     results: dict[int, Result] = {}
-    try:
+    with (progress_bar(total, "reading weights", " values", unit_scale=True)
+          if progress and total >= PROGRESS_MIN_ELEMENTS else contextlib.nullcontext()) as bar:
         for request in requests:
             results[id(request.value)] = _one(request, limit, bar)
-    finally:
-        if bar is not None:
-            bar.close()
     return results
-
-
-def _progress(total: int) -> Any:
-    if total < PROGRESS_MIN_ELEMENTS or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=" values", unit_scale=True, desc="reading weights", file=sys.stderr, leave=False)
 
 
 def _one(request: Request, limit: int, bar: Any) -> Result:
