@@ -61,7 +61,7 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
         elif fmt == "md":
             from . import report
 
-            produced.append((target, report.markdown(scene).encode("utf-8")))
+            produced.append((target, report.markdown(scene, path, outputs).encode("utf-8")))
         else:
             raise RenderError(f"unknown output format {fmt!r}")
     return produced

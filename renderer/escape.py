@@ -6,7 +6,10 @@ Names and annotation text are hostile until they pass through here. Four destina
       ``\\N`` or ``\\G`` are neutralised, quotes and ``<…>`` kept literal.
     * ``tooltip``: a hover text. Graphviz reads tooltips through one more unescaping pass than labels, so
       they need their own rule; never pass a tooltip through ``attr``.
-    * ``markdown_cell``: a cell of a Markdown table.
+    * ``markdown_cell``: a cell of a Markdown table, as escaped prose.
+    * ``markdown_code`` / ``markdown_link``: names in a Markdown document read on GitHub (the PR summary), as
+      code spans: nothing inside one is markup, a link, an autolink, a mention (``@user``) or an issue
+      reference (``#1``), and the text shows as written.
 
 Backslashes, as Graphviz 2.43+ treats them (checked by tests/test_injection.py on the real ``dot``):
     * HTML-like label text goes through the object substitution (``\\N`` → node name, ``\\G`` → graph name…),
@@ -120,3 +123,45 @@ def markdown_cell(value: Any, limit: int = 120) -> str:
     """Text for a Markdown table cell: HTML entities, and no pipe, backtick, bracket or emphasis markup."""
     text = re.sub(r"([\\|`*_\[\]#!~])", r"\\\1", clean(value, limit))
     return html.escape(text, quote=True)
+
+
+_BACKTICKS = re.compile(r"`+")
+# Characters a base URL given on the command line keeps in a Markdown link; everything else (spaces,
+# ``( ) < > [ ] \\ ` "``, controls, non-ASCII) is percent-encoded so the destination can neither end early nor
+# carry markup. File paths keep only ``/ - . _ ~``: a ``:`` would make ``javascript:x.svg`` a scheme, a ``#`` a
+# fragment.
+_URL_SAFE = ":/?#=&%@!$'*+,;-._~"
+_PATH_SAFE = "/-._~"
+
+
+def markdown_code(value: Any, limit: int = 80, cell: bool = False) -> str:
+    """A code span showing ``value`` as written (one line, ``clean``ed, cut at ``limit``); ``cell``: for a
+    table cell, where GFM splits on every pipe not preceded by a backslash, even inside a code span, and
+    drops that backslash again. Empty text gives "".
+
+    >>> markdown_code("a`b"), markdown_code("`x"), markdown_code("a|b", cell=True), markdown_code("<i>")
+    ('``a`b``', '`` `x ``', '`a\\\\|b`', '`<i>`')
+    """
+    text = clean(value, limit)
+    if not text:
+        return ""
+    if cell:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    # a code span drops one space at each end when both ends have one, and a backtick at an end would join
+    # the fence: pad both ends then
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def markdown_link(label: Any, path: str, base: str | None = None, limit: int = 120) -> str:
+    """A Markdown link to the file ``path`` (relative, ``/``-separated), after the URL ``base`` when given,
+    with ``label`` shown as a code span. Both are percent-encoded outside small safe sets.
+
+    >>> markdown_link("m (1).svg", "out/m (1).svg"), markdown_link("x", "javascript:x.svg", "https://h/a b/")
+    ('[`m (1).svg`](out/m%20%281%29.svg)', '[`x`](https://h/a%20b/javascript%3Ax.svg)')
+    """
+    from urllib.parse import quote
+
+    prefix = quote(base, safe=_URL_SAFE).rstrip("/") + "/" if base else ""
+    return f"[{markdown_code(label, limit)}]({prefix}{quote(path, safe=_PATH_SAFE)})"

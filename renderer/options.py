@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+SUMMARY_TOP_K = 10
+SUMMARY_MAX_TOP_K = 50  # rows of the summary's top table: it is meant for a pull-request comment
+
 
 @dataclass(slots=True)
 class RenderOptions:
@@ -33,6 +36,8 @@ class RenderOptions:
         focus: operator ids to draw with their neighbourhood (``radius`` hops) instead of the whole model.
         top: draw the ``top`` hottest operators by the colour metric, each with its neighbourhood.
         focus_together: one page holding every neighbourhood, instead of a page each and an index page.
+        summary_top_k: rows of the top-operators table in the Markdown summary (0 to ``SUMMARY_MAX_TOP_K``).
+        summary_link_base: URL the summary's links to the pictures start with (else paths relative to it).
     """
 
     color_by: str | None = None
@@ -58,3 +63,5 @@ class RenderOptions:
     radius: int = 2
     top: int | None = None
     focus_together: bool = False
+    summary_top_k: int = SUMMARY_TOP_K
+    summary_link_base: str | None = None

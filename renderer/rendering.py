@@ -117,23 +117,28 @@ def _focus(scene: dot.Scene) -> Book:
     return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
 
 
-def _produce_all(scene: dot.Scene, source: str, formats: list[str]) -> list[bytes]:
-    """Every format of one flat picture, from one Graphviz layout."""
+def _produce_all(scene: dot.Scene, source: str, formats: list[str], paths: list[str] | None = None) -> list[bytes]:
+    """Every format of one flat picture, from one Graphviz layout; ``paths``, the files they go to, let a
+    Markdown summary link to the pictures."""
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     with stage("layout") as facts, waiting("dot"):
         laid = graphviz_run.render_formats(source, laid_out, timeout=scene.options.timeout)
         facts.append(", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items())) or "no Graphviz output")
     produced = []
-    for fmt in formats:
+    for k, fmt in enumerate(formats):
         if fmt == "dot":
             produced.append(source.encode("utf-8"))
         elif fmt in laid:
             produced.append(laid[fmt])
-        elif fmt in ("md", "html"):
+        elif fmt == "md":
             from . import report
 
-            produced.append(report.markdown(scene).encode("utf-8") if fmt == "md"
-                            else report.html(scene, laid["svg"].decode("utf-8")).encode("utf-8"))
+            where = (paths[k], list(zip(paths, formats))) if paths else (None, None)
+            produced.append(report.markdown(scene, *where).encode("utf-8"))
+        elif fmt == "html":
+            from . import report
+
+            produced.append(report.html(scene, laid["svg"].decode("utf-8")).encode("utf-8"))
         else:
             raise RenderError(f"unknown output format {fmt!r}")
     return produced
@@ -183,7 +188,7 @@ def render(
         with stage("DOT") as facts:
             source = dot.emit(scene)
             facts.append(count(len(source), "character"))
-        produced = list(zip(outputs, _produce_all(scene, source, formats)))
+        produced = list(zip(outputs, _produce_all(scene, source, formats, [str(p) for p in outputs])))
         _write(produced, inputs)
         return produced[-1][1]
     from . import book_output

@@ -133,7 +133,11 @@ def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
     return _environment().get_template("report.html.j2").render(**view, svg="", pages=pages)
 
 
-def markdown(scene: Scene) -> str:
-    """A Markdown summary: totals, the top operators by the colour metric, annotation coverage."""
-    view = _view(scene)
-    return _environment().get_template("report.md.j2").render(**view, cell=escape.markdown_cell)
+def markdown(scene: Scene, path: str | None = None, outputs: list[tuple[str, str]] | None = None) -> str:
+    """The pull-request summary (``renderer.summary``): model, totals, the top operators by the colour metric,
+    annotation coverage, and, when it is written to ``path``, links to the pictures among ``outputs`` ((path,
+    format) pairs of the same run)."""
+    from . import summary
+
+    pictures = summary.picture_paths(path, outputs or []) if path else []
+    return _environment().get_template("report.md.j2").render(**summary.view(scene, pictures))

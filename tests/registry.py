@@ -11,6 +11,8 @@ Per loader (``LOADERS``, keyed by the module's name in ``renderer.loaders.LOADER
     arguments that returns ``(file name, bytes)`` pairs. Use it when the samples do not show the format or
     the interesting corners of it.
 
+Per extra output (``OUTPUTS``, outputs an option other than ``-o`` writes): see ``OutputEntry``.
+
 Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.READERS``), ``seeds`` as above and:
 
 ``model``
@@ -47,6 +49,17 @@ class ReaderEntry:
     model: str = DEFAULT_READER_MODEL
     inject: Callable[[str], tuple[str, bytes]] | None = None
     seeds: Seeds = ()
+
+
+@dataclass(frozen=True)
+class OutputEntry:
+    """An output written by an option of ``annograph render`` other than ``-o``: ``args(path)`` are the
+    command-line arguments writing it to ``path``; ``fmt`` is the output format its bytes are checked as
+    (``payloads.check_output``)."""
+
+    args: Callable[[str], list[str]]
+    fmt: str
+    suffix: str
 
 
 # ---- injection files, one per tool format ---------------------------------------------------------------------
@@ -156,6 +169,13 @@ READERS: dict[str, ReaderEntry] = {
     "model_explorer": ReaderEntry(model="samples/tflite/face_detection_short_range.tflite", inject=_model_explorer),
     "generic": ReaderEntry(),
 }
+
+
+OUTPUTS: dict[str, OutputEntry] = {
+    # the pull-request summary, with the longest top table (its links go to the -o pictures of the same run)
+    "summary": OutputEntry(args=lambda path: ["--summary", path, "--top-k", "50"], fmt="md", suffix=".md"),
+}
+"""Outputs besides the ``-o`` formats (``renderer.rendering.OUTPUT_FORMATS``), by name."""
 
 
 def registry_name(module: object) -> str:

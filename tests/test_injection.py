@@ -3,8 +3,9 @@
 Each payload of ``tests/payloads.py`` is put into every string field of an ONNX model (built with
 onnx.helper), of a TFLite model (built with the flatbuffers builder, and patched into the real
 okay_nabu.tflite), into annotation ids, keys, values, graph title and meta in every generic syntax and in
-the injection file of every reader in ``tests/registry.py``, and into ``--title``. The outputs are then parsed:
-SVG with defusedxml, HTML with html.parser, DOT by the real ``dot``, Markdown by its table structure, and
+the injection file of every reader in ``tests/registry.py``, and into ``--title``; the outputs of every format
+and the extra outputs of ``registry.OUTPUTS`` (the PR summary) are then parsed: SVG with defusedxml, HTML with
+html.parser, DOT by the real ``dot``, Markdown by markdown-it-py (as GitHub reads a comment), and
 must carry no script, event handler, foreign object or javascript:/data: link, while short payloads show
 up as literal text.
 """
@@ -126,19 +127,35 @@ def test_title_and_annotations_through_the_command(payload: P.Payload, tmp_path:
 
     annotation = P.annotation_file(payload.text, "yaml", tmp_path, ids=["stem/conv"])
     outputs = [tmp_path / f"out{P.extension(fmt)}" for fmt in PER_PAYLOAD]
+    extra, extra_args = _extra_outputs(tmp_path)
     code = main(["render", str(ONNX / "tiny_cnn.onnx"), "-a", str(annotation), f"--title={P.for_cli(payload.text)}",
-                 "--color-by", "latency_ms", "-q", *[a for o in outputs for a in ("-o", str(o))]])
+                 "--color-by", "latency_ms", "-q", *[a for o in outputs for a in ("-o", str(o))], *extra_args])
     assert code == 0, capsys.readouterr().err
     check_all({fmt: o.read_bytes() for fmt, o in zip(PER_PAYLOAD, outputs)}, tmp_path,
               payload.text if payload.name in SHORT else None)
+    for name, (path, fmt) in extra.items():
+        text = P.check_output(fmt, path.read_bytes(), tmp_path)
+        if payload.name in SHORT and text is not None:
+            assert _normal(payload.text) in _normal(text), f"{payload.text!r} is not shown literally in {name}"
+
+
+def _extra_outputs(folder: Path) -> tuple[dict[str, tuple[Path, str]], list[str]]:
+    """Each output of ``registry.OUTPUTS`` (written by its own option): name → (path, format), and the
+    arguments writing them all."""
+    paths = {name: (folder / f"out-{name}{entry.suffix}", entry.fmt) for name, entry in registry.OUTPUTS.items()}
+    return paths, [a for name, entry in registry.OUTPUTS.items() for a in entry.args(str(paths[name][0]))]
 
 
 def test_title_through_a_subprocess(tmp_path: Path) -> None:
     title = "".join(p.text for p in P.SHORT_PAYLOADS[:4])
     outputs = [tmp_path / f"out{P.extension(fmt)}" for fmt in PER_PAYLOAD]
-    run = run_cli("render", ONNX / "tiny_cnn.onnx", f"--title={title}", "-q", *[a for o in outputs for a in ("-o", o)])
+    extra, extra_args = _extra_outputs(tmp_path)
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", f"--title={title}", "-q", *[a for o in outputs for a in ("-o", o)],
+                  *extra_args)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     check_all({fmt: o.read_bytes() for fmt, o in zip(PER_PAYLOAD, outputs)}, tmp_path, None)
+    for path, fmt in extra.values():
+        P.check_output(fmt, path.read_bytes(), tmp_path)
     svg_text = "\n".join(P.svg_texts(P.check_svg((tmp_path / "out.svg").read_bytes())))
     assert _normal(P.SHORT_PAYLOADS[0].text) in _normal(svg_text)
 

@@ -32,3 +32,19 @@ def test_no_test_hooks_in_shipped_modules() -> None:
     found = [f"{path.relative_to(ROOT)}: {hook}" for path in sorted((ROOT / "renderer").rglob("*.py"))
              for hook in hooks if hook in path.read_text(encoding="utf-8")]
     assert not found, found
+
+
+def test_extra_outputs_are_options_of_render_checked_as_a_known_format() -> None:
+    """``registry.OUTPUTS`` (the injection tests write each of them) names real ``render`` options."""
+    import argparse
+
+    from renderer.commands import render
+
+    parser = argparse.ArgumentParser()
+    render.add_arguments(parser)
+    flags = {flag for action in parser._actions for flag in action.option_strings}
+    assert registry.OUTPUTS
+    for name, entry in registry.OUTPUTS.items():
+        args = entry.args(f"out{entry.suffix}")
+        assert [a for a in args if a.startswith("--")] and {a for a in args if a.startswith("--")} <= flags, name
+        assert entry.fmt in P.output_formats(), name

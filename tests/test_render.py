@@ -409,7 +409,7 @@ def test_every_output_format(tmp_path: Path) -> None:
     HTMLParser().feed(page)
     assert "<svg" in page and "id=\"op&#45;0&#45;0\"" in page and "<script" not in page.lower()
     md = outs[5].read_text()
-    assert md.startswith("# tiny\\_cnn.onnx") and "| 0:0 | Conv |" in md
+    assert md.startswith("### `tiny_cnn.onnx`") and "| 1 | `stem/conv` | `Conv` |" in md  # the PR summary
 
 
 def test_python_api(tmp_path: Path) -> None:

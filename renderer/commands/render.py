@@ -26,6 +26,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_colour_arguments(parser, edges=True)
     add_layout_arguments(parser, show=True)
     add_big_model_arguments(parser)
+    add_summary_arguments(parser)
+
+
+def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pull-request summary (``render`` only): ``--summary``, ``--summary-link-base``, ``--top-k``."""
+    from ..options import SUMMARY_MAX_TOP_K, SUMMARY_TOP_K
+
+    summary = parser.add_argument_group("pull-request summary")
+    summary.add_argument("--summary", metavar="FILE.md",
+                         help="also write a Markdown summary for a pull-request comment: model, totals, the top "
+                              "operators by the colour metric, coverage, links to the pictures of this run")
+    summary.add_argument("--summary-link-base", metavar="URL",
+                         help="start the summary's links to the pictures with this URL (e.g. where CI publishes "
+                              "them) instead of paths relative to the summary")
+    summary.add_argument("--top-k", type=int, default=SUMMARY_TOP_K, metavar="K",
+                         help=f"rows of the summary's top-operators table (0 to {SUMMARY_MAX_TOP_K}, default "
+                              f"{SUMMARY_TOP_K})")
+
+
+def summary_outputs(args: argparse.Namespace) -> list[str]:
+    """``--summary``'s file as an extra output (checked: one model, a .md name), or none."""
+    from ..errors import AnnographError
+
+    if args.summary is None:
+        return []
+    if len(args.models) > 1:
+        raise AnnographError("--summary takes one model; render each model with its own --summary")
+    if Path(args.summary).suffix.lower() != ".md":
+        raise AnnographError(f"--summary {args.summary}: name a .md file")
+    return [args.summary]
 
 
 def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
@@ -89,7 +119,7 @@ def add_big_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """RenderOptions from the parsed colour and layout options (absent ones at their defaults)."""
-    from ..options import RenderOptions
+    from ..options import SUMMARY_TOP_K, RenderOptions
     from ..pages import collapse_depth
     from .common import parse_dims
 
@@ -102,6 +132,7 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         collapse=collapse_depth(getattr(args, "collapse", "auto")), aggregate=getattr(args, "aggregate", None),
         focus=list(getattr(args, "focus", [])), radius=getattr(args, "radius", 2), top=getattr(args, "top", None),
         focus_together=getattr(args, "together", False),
+        summary_top_k=getattr(args, "top_k", SUMMARY_TOP_K), summary_link_base=getattr(args, "summary_link_base", None),
     )
 
 
@@ -112,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
 
     options = render_options(args)
     jobs, folder = _jobs(args)
+    if extra := summary_outputs(args):
+        from ..summary import check_link_base, check_top_k
+
+        check_link_base(options.summary_link_base)
+        check_top_k(options.summary_top_k)
+        jobs = [(model, [*outputs, *extra]) for model, outputs in jobs]
     atomic.refuse_inputs([out for _, outputs in jobs for out in outputs], [*args.models, *args.annotations])
     created = _make_folder(folder) if folder is not None else []
     failures = 0
