@@ -3,9 +3,9 @@ the colour metric, the annotation coverage, and links to the pictures written in
 
 It is meant to be posted as a comment, so its size is bounded whatever the model: at most
 ``options.SUMMARY_MAX_TOP_K`` rows, ``MAX_COVERAGE`` coverage lines and ``MAX_META`` graph values, every name cut
-(see ``LIMITS``). Every text
-from the model, the annotations or the command line goes through ``escape.markdown_code`` (a code span: no
-markup, link, mention or issue reference can come out of it) or ``escape.markdown_link``.
+(see ``LIMITS``). Every text from the model, the annotations or the command line goes through
+``escape.markdown_code`` (a code span: no markup, link, mention or issue reference can come out of it) or
+``escape.markdown_link``.
 """
 
 from __future__ import annotations
