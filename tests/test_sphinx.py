@@ -1,0 +1,230 @@
+"""The Sphinx extension on real Sphinx builds of a small project: the picture in the built page (its boxes
+counted, its fills read), drawn again only when an input's bytes change, errors as warnings naming the document
+and line, LaTeX and text builders, hostile names, and a light import."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, latencies
+
+import payloads as P
+from conftest import ROOT, parse_svg, svg_groups
+
+CONF = 'project = "annograph test"\nextensions = ["renderer.sphinx"]\n'
+DIRECTIVE = """\
+Model
+=====
+
+Before the picture.
+
+.. annograph:: models/tiny_cnn.onnx
+   :annotations: models/tiny_cnn.latency.yaml
+   :cmap: viridis
+   :alt: tiny_cnn coloured by latency
+
+After the picture.
+"""
+
+
+@dataclass
+class Build:
+    out: Path
+    warnings: str
+
+    def page(self, name: str = "index") -> str:
+        return (self.out / f"{name}.html").read_text(encoding="utf-8")
+
+
+def build(src: Path, builder: str = "html") -> Build:
+    """One real Sphinx build of ``src`` into ``src/../build/BUILDER`` (doctrees kept between builds)."""
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
+
+    out, doctrees = src.parent / "build" / builder, src.parent / "build" / "doctrees"
+    warnings = io.StringIO()
+    with patch_docutils(src), docutils_namespace():
+        app = Sphinx(src, src, out, doctrees, builder, status=io.StringIO(), warning=warnings)
+        app.build()
+    return Build(out, re.sub(r"\x1b\[[0-9;]*m", "", warnings.getvalue()))  # without the terminal colours
+
+
+def divs(page: str) -> list[str]:
+    """The HTML the directive wrote: each ``<div class="annograph…">…</div>`` (an SVG holds no div)."""
+    return re.findall(r'<div class="annograph[^"]*".*?</svg>\s*</div>', page, re.S)
+
+
+def svg_of(div: str) -> str:
+    return div[div.index("<svg"):].removesuffix("</div>").strip()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    (src / "models").mkdir(parents=True)
+    shutil.copy(TINY_CNN, src / "models")
+    shutil.copy(LATENCY, src / "models")
+    (src / "conf.py").write_text(CONF, encoding="utf-8")
+    (src / "index.rst").write_text(DIRECTIVE, encoding="utf-8")
+    return src
+
+
+def _cache(src: Path) -> dict[str, int]:
+    """The drawn pictures in the doctree folder: file name → mtime (ns)."""
+    folder = src.parent / "build" / "doctrees" / "annograph"
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.svg")}
+
+
+def test_the_page_holds_the_picture_and_it_is_drawn_again_only_when_an_input_changes(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import renderer.sphinx
+
+    drawn: list[str] = []
+    real_draw = renderer.sphinx.draw
+    monkeypatch.setattr(renderer.sphinx, "draw", lambda *a: (drawn.append(a[0]), real_draw(*a))[1])
+
+    first = build(project)
+    assert first.warnings == ""
+    [div] = divs(first.page())
+    assert 'aria-label="tiny_cnn coloured by latency"' in div
+    check_tiny_cnn(svg_of(div))
+    shipped = list((first.out / "_images").glob("annograph-*.svg"))
+    assert [p.name for p in shipped] == list(_cache(project)), "the picture is in _images under its hash"
+    check_tiny_cnn(shipped[0].read_bytes())
+    assert f'href="_images/{shipped[0].name}"' in first.page()
+    assert len(drawn) == 1
+    cached = _cache(project)
+
+    build(project)  # nothing changed: the page is not even read again
+    assert len(drawn) == 1 and _cache(project) == cached
+
+    doctree = project.parent / "build" / "doctrees" / "index.doctree"
+    read_at = doctree.stat().st_mtime_ns
+    later = os.stat(project / "models" / "tiny_cnn.latency.yaml").st_mtime + 10
+    os.utime(project / "models" / "tiny_cnn.latency.yaml", (later, later))
+    build(project)  # a dependency's time changed, its bytes did not: read again, not drawn again
+    assert doctree.stat().st_mtime_ns != read_at, "the annotation file is a dependency of the page"
+    assert len(drawn) == 1 and _cache(project) == cached
+
+    annotation = project / "models" / "tiny_cnn.latency.yaml"
+    values = latencies(annotation)
+    coolest = min(values, key=values.__getitem__)
+    text = annotation.read_text(encoding="utf-8")
+    annotation.write_text(text.replace(f"latency_us: {values[coolest]:.2f}", "latency_us: 999.0", 1), encoding="utf-8")
+    assert latencies(annotation)[coolest] == 999.0
+    later += 10
+    os.utime(annotation, (later, later))
+    changed = build(project)
+    assert len(drawn) == 2 and len(_cache(project)) == 2
+    [div] = divs(changed.page())
+    fills = check_tiny_cnn(svg_of(div), annotation)
+    assert fills[coolest] == "#fde725"  # viridis at 1.0: the formerly coolest box is now the hottest
+
+
+def test_errors_are_warnings_naming_the_document_and_line(project: Path) -> None:
+    (project / "models" / "broken.onnx").write_bytes(b"not a model at all")
+    (project / "index.rst").write_text(
+        "Errors\n======\n\n"
+        ".. annograph:: models/missing.onnx\n\n"                       # line 4
+        ".. annograph:: models/broken.onnx\n\n"                        # line 6
+        ".. annograph:: models/tiny_cnn.onnx\n   :collapse: deep\n\n"   # line 8
+        ".. annograph:: models/tiny_cnn.onnx\n   :annotations: models/nope.yaml\n\n"  # line 11
+        ".. annograph:: models/tiny_cnn.onnx\n   :dims: batch\n\n"      # line 14
+        "Text after.\n", encoding="utf-8")
+    result = build(project)
+    lines = [line for line in result.warnings.splitlines() if line.strip()]
+    assert "Traceback" not in result.warnings
+    index = str(project / "index.rst")
+    expected = {4: "missing.onnx", 6: "broken.onnx", 8: "--collapse 'deep'", 11: "nope.yaml", 14: "--dim 'batch'"}
+    assert len(lines) == len(expected), lines
+    for line, (number, word) in zip(lines, sorted(expected.items())):
+        assert line.startswith(f"{index}:{number}: WARNING: annograph: ") and word in line, line
+    assert "Text after." in result.page() and not divs(result.page())
+
+
+def test_unmatched_ids_are_coverage_warnings(project: Path) -> None:
+    (project / "models" / "other.yaml").write_text("operators:\n  - id: no/such/op\n    meta: {latency_us: 1}\n",
+                                                   encoding="utf-8")
+    (project / "index.rst").write_text("X\n=\n\n.. annograph:: models/tiny_cnn.onnx\n   :annotations: "
+                                       "models/tiny_cnn.latency.yaml, models/other.yaml\n", encoding="utf-8")
+    result = build(project)
+    [warning] = result.warnings.splitlines()
+    assert f"index.rst:4: WARNING: annograph: " in warning and "no/such/op" in warning
+    assert "[annograph.coverage]" in warning
+    assert len(divs(result.page())) == 1
+
+
+def test_latex_gets_a_pdf_and_text_the_alt_text(project: Path) -> None:
+    latex = build(project, "latex")
+    assert latex.warnings == ""
+    tex = next(latex.out.glob("*.tex")).read_text(encoding="utf-8")
+    [name] = re.findall(r"\\sphinxincludegraphics\[[^]]*\]\{(annograph-\w+\.pdf)\}", tex)
+    assert (latex.out / name).read_bytes().startswith(b"%PDF-")
+    text = build(project, "text")
+    assert "[tiny_cnn coloured by latency]" in (text.out / "index.txt").read_text(encoding="utf-8")
+
+
+def test_a_big_model_is_an_overview_linking_to_its_pages(project: Path) -> None:
+    from renderer.folding import fold
+    from renderer.loaders import load_model
+    from renderer.pages import plan
+
+    shutil.copy(P.SAMPLES / "onnx" / "bert_scoped.onnx", project / "models")
+    (project / "index.rst").write_text("Big\n===\n\n.. annograph:: models/bert_scoped.onnx\n   :color-by: macs\n"
+                                       "   :dims: batch=1, sequence=32\n", encoding="utf-8")
+    result = build(project)
+    assert result.warnings == ""
+    model = load_model(project / "models" / "bert_scoped.onnx")
+    book = plan(model, fold(model).is_drawn)
+    [div] = divs(result.page())
+    root = parse_svg(svg_of(div))
+    links = {v for e in root.iter() for k, v in e.attrib.items() if k.endswith("href")}
+    [picture] = (result.out / "_images").glob("annograph-*.svg")
+    pages = sorted((result.out / "_images" / f"{picture.name}.pages").glob("*.svg"))
+    assert len(pages) == len(book.pages) - 1
+    assert {link.split("#")[0] for link in links} == {f"_images/{picture.name}.pages/{p.name}" for p in pages}
+    for page in pages:  # links between the page files only; the rest as every SVG output is checked
+        data = page.read_text(encoding="utf-8")
+        links = re.findall(r'href="([^"]*)"', data)
+        assert links and all(re.fullmatch(rf"(\.\./{picture.name}|page-\d+\.svg)(#[\w.:-]+)?", x) for x in links)
+        in_page = re.sub(r'href="[^"#]*(#[^"]*)?"', lambda m: f'href="{m.group(1) or "#top"}"', data)
+        P.check_svg(in_page.encode("utf-8"))
+
+
+def test_hostile_names_through_the_directive_are_inert(project: Path) -> None:
+    """Every payload in every field of a model (one directive each), and as the alt text; a hostile file name."""
+    blocks = []
+    for k, payload in enumerate(P.PAYLOADS):
+        P.hostile_onnx(payload.text, project / "models" / f"m{k}.onnx")
+        alt = " ".join(payload.text.split()) if payload.short else ""
+        blocks.append(f".. annograph:: models/m{k}.onnx\n   :collapse: none\n" + (f"   :alt: {alt}\n" if alt else ""))
+    hostile_file = "<img src=x onerror=alert(1)>.onnx"
+    shutil.copy(TINY_CNN, project / "models" / hostile_file)
+    blocks.append(f".. annograph:: models/{hostile_file}\n")
+    (project / "index.rst").write_text("Hostile\n=======\n\n" + "\n".join(blocks), encoding="utf-8")
+    result = build(project)
+    assert "Traceback" not in result.warnings
+    found = divs(result.page())
+    assert len(found) == len(P.PAYLOADS) + 1, result.warnings[:2000]
+    for payload, div in zip([*P.PAYLOADS, None], found):
+        visible = "\n".join(P.svg_texts(P.check_svg(svg_of(div).encode("utf-8"))))
+        P.check_html(div.encode("utf-8"))
+        if payload is not None and payload.short:
+            assert " ".join(payload.text.split()) in " ".join(visible.replace("\xa0", " ").split())
+    assert len(svg_groups(parse_svg(svg_of(found[-1])), "op")) == 18
+    assert "&lt;img src=x onerror=alert(1)&gt;.onnx" in found[-1]
+
+
+def test_importing_the_extension_is_light() -> None:
+    code = "import sys, renderer.sphinx; print(sorted(m for m in ('onnx', 'numpy', 'matplotlib', 'tflite') " \
+           "if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
