@@ -110,27 +110,55 @@ def _check_svg(svg: str) -> None:
 
 
 def html(scene: Scene, svg: str) -> str:
-    """A standalone HTML page: header, the SVG inline, and the operator table."""
+    """A standalone HTML page: header, the SVG inline (pan, zoom, search with the script), the operator table."""
+    return _explorable(scene, None, [{"stem": "drawing", "heading": "", "svg": _inline_svg(svg)}])
+
+
+def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
+    """One standalone HTML page holding every page of a book (the overview first), linked by anchors; with the
+    script, one page is shown at a time and search switches to the page drawing the operator."""
+    pages = []
+    for page, svg in zip(book.pages, svgs):
+        heading = "overview" if page.index == 0 else f"page {page.index}: {page.title}"
+        pages.append({"stem": page.stem, "heading": escape.clean(heading, 200), "svg": _inline_svg(svg)})
+    return _explorable(scene, book, pages)
+
+
+def _inline_svg(svg: str):  # type: ignore[no-untyped-def]
     import markupsafe
 
     body = _XML_PROLOG.sub("", svg)
     _check_svg(body)
-    view = _view(scene)
-    return _environment().get_template("report.html.j2").render(**view, svg=markupsafe.Markup(body), pages=[])
+    return markupsafe.Markup(body)
 
 
-def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
-    """One standalone HTML page holding every page of a book (the overview first), linked by anchors."""
+def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) -> str:
+    """The HTML report around ``pages``: the view of ``_view``, the explorer's data and its script."""
     import markupsafe
 
-    pages = []
-    for page, svg in zip(book.pages, svgs):
-        body = _XML_PROLOG.sub("", svg)
-        _check_svg(body)
-        heading = "overview" if page.index == 0 else f"page {page.index}: {page.title}"
-        pages.append({"stem": page.stem, "heading": escape.clean(heading, 200), "svg": markupsafe.Markup(body)})
+    from . import explore
+
     view = _view(scene)
-    return _environment().get_template("report.html.j2").render(**view, svg="", pages=pages)
+    data = explore.data(scene, book)
+    ops = data["ops"]
+    order = list(range(len(ops)))
+    if scene.heatmap:
+        order.sort(key=lambda k: (-(ops[k]["num"] if ops[k]["num"] is not None else float("-inf")), ops[k]["id"]))
+    rows = []
+    for k in order:
+        op = ops[k]
+        graph, index = op["id"].split(":")
+        preview = "; ".join(f"{key}: {shown}" for key, shown, _ in op["values"][:6])
+        rows.append({**op, "k": k, "order": int(graph) * 1_000_000 + int(index),
+                     "preview": escape.clean(preview, 400)})
+    hot = [{**ops[k], "k": k} for k in data["hot"]]
+    script = explore.script_source()
+    if "</script" in script.lower() or "<!--" in script:
+        raise RenderError("templates/report.js must not hold '</script' or '<!--'")
+    return _environment().get_template("report.html.j2").render(
+        **{**view, "rows": rows}, pages=pages, hot=hot, hot_lowest=data["better"] == "higher",
+        csp=explore.policy(script),
+        data_json=markupsafe.Markup(explore.script_json(data)), script=markupsafe.Markup(script))
 
 
 def markdown(scene: Scene, path: str | None = None, outputs: list[tuple[str, str]] | None = None) -> str:

@@ -1,5 +1,5 @@
 # Sourced by scripts/demo and scripts/test: system packages, then a virtual environment at $VENV.
-# Installs Graphviz (and python3-venv) from Debian's packages when they are missing.
+# Installs Graphviz (and python3-venv; poppler-utils and chromium when asked) from Debian's packages when missing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +21,7 @@ apt_install() {
 need_packages=()
 command -v dot >/dev/null || need_packages+=(graphviz)
 if [ "${NEED_POPPLER:-}" = 1 ]; then command -v pdftoppm >/dev/null || need_packages+=(poppler-utils); fi
+if [ "${NEED_CHROMIUM:-}" = 1 ]; then [ -x /usr/bin/chromium ] || need_packages+=(chromium); fi
 if ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     need_packages+=("python3-venv")
 fi

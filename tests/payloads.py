@@ -593,15 +593,27 @@ class _HtmlAudit(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
         self.text: list[str] = []
+        self.scripts: list[list[str]] = []  # the text of each <script>, as the browser hashes it
+        self._in_script = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, attrs))
+        if tag == "script":
+            self.scripts.append([])
+            self._in_script = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, attrs))
 
     def handle_data(self, data: str) -> None:
-        self.text.append(data)
+        if self._in_script:
+            self.scripts[-1].append(data)
+        else:
+            self.text.append(data)
 
 
 _TO_PLACEHOLDER = {"&lt;": "\ue000", "&gt;": "\ue001", "&amp;": "\ue002", "&#34;": "\ue003", "&quot;": "\ue003",
@@ -615,11 +627,38 @@ def _from_placeholders(text: str | None) -> str | None:
     return None if text is None else text.translate(_BACK)
 
 
-def check_html(data: bytes) -> str:
-    """Parse the HTML report and assert it has no script, handler, dangerous link or foreign object.
+def check_scripts(policy: str, scripts: list[dict[str, str | None]], texts: list[str]) -> None:
+    """The report's scripts are ours, and only ours can run: at most one data block
+    (``<script type="application/json" id="report-data">``, which a browser never runs) and at most one inline
+    script without attributes, whose SHA-256 is the one script source the Content-Security-Policy allows."""
+    import base64
+    import hashlib
 
-    Returns the visible text (entities resolved). Our own <meta> (charset, CSP) and <style> in <head> are
-    allowed, and only those: one each of the fixed ones the template writes.
+    run = [text for attrs, text in zip(scripts, texts) if not attrs]
+    blocks = [(attrs, text) for attrs, text in zip(scripts, texts) if attrs]
+    assert len(run) <= 1 and len(blocks) <= 1, f"{len(run)} scripts and {len(blocks)} data blocks"
+    for attrs, text in blocks:
+        assert attrs == {"type": "application/json", "id": "report-data"}, attrs
+        assert "<" not in text, "the data block holds a '<'"
+        json.loads(text)
+    directives = {d.split()[0]: d.split()[1:] for d in policy.split(";") if d.strip()}
+    assert directives.get("default-src") == ["'none'"], policy
+    if run:
+        digest = base64.b64encode(hashlib.sha256(run[0].encode("utf-8")).digest()).decode()
+        assert directives.get("script-src") == [f"'sha256-{digest}'"], f"script-src does not hold our hash: {policy}"
+    else:
+        assert "script-src" not in directives, policy
+
+
+_OWN_FRAGMENT = re.compile(r"^#[\w.:-]+$")
+
+
+def check_html(data: bytes) -> str:
+    """Parse the HTML report and assert it has no handler, dangerous link or foreign object, and no script but
+    our own (``check_scripts``).
+
+    Returns the visible text (entities resolved), scripts left out. Our own <meta> (charset, CSP) and <style>
+    in <head> are allowed, and only those: one each of the fixed ones the template writes.
     """
     document = data.decode("utf-8")
     # html.parser resolves each character reference through a Python callback: seconds for the megabytes of
@@ -635,7 +674,10 @@ def check_html(data: bytes) -> str:
     if fast:
         audit.tags = [(tag, [(k, _from_placeholders(v)) for k, v in attrs]) for tag, attrs in audit.tags]
         audit.text = [_from_placeholders(t) for t in audit.text]  # type: ignore[misc]
+        audit.scripts = [[_from_placeholders(t) for t in parts] for parts in audit.scripts]  # type: ignore[misc]
     styles = metas = 0
+    policy = ""
+    scripts = []
     for tag, attrs in audit.tags:
         if tag == "style":
             styles += 1
@@ -643,16 +685,22 @@ def check_html(data: bytes) -> str:
         if tag == "meta":
             metas += 1
             assert {k for k, _ in attrs} <= {"charset", "http-equiv", "content"}, attrs
+            if dict(attrs).get("http-equiv") == "Content-Security-Policy":
+                policy = dict(attrs).get("content") or ""
+            continue
+        if tag == "script":
+            scripts.append(dict(attrs))
             continue
         assert tag not in DANGEROUS_ELEMENTS, f"<{tag}> in HTML"
         for name, value in attrs:
             name = name.lower()
             assert not name.startswith("on"), f"event handler {name}={value!r:.60}"
             if name in URL_ATTRIBUTES or name.endswith(":href"):
-                raise AssertionError(f"link attribute {name}={value!r:.60} in HTML")
+                assert _OWN_FRAGMENT.match(value or ""), f"link attribute {name}={value!r:.60} in HTML"
             if name == "style":
                 assert "url(" not in (value or "").lower(), value
     assert styles <= 1 and metas <= 2, (styles, metas)
+    check_scripts(policy, scripts, ["".join(s) for s in audit.scripts])
     return "".join(audit.text)
 
 

@@ -19,6 +19,7 @@ def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("annograph-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in ("renderer/templates/report.html.j2", "renderer/templates/report.md.j2",
+                     "renderer/templates/report.js",
                      "renderer/colormaps/heat.json", "renderer/colormaps/categories.json",
                      "renderer/data/onnx-ops.json", "renderer/data/tflite-ops.json", "renderer/cli.py"):
         assert expected in names, expected
@@ -34,6 +35,8 @@ def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
         "import renderer.colors as c, renderer.report as r, renderer.resources as res\n"
         "assert 'heat' in c.own_colormaps(), c.own_colormaps()\n"
         "assert str(res.folder('templates')).startswith(%r), res.folder('templates')\n"
+        "import renderer.explore as e\n"
+        "assert e.script_source().startswith('// annograph'), e.script_source()[:40]\n"
         "print(r._template_source('report.md.j2')[:1])\n" % str(unpacked)
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,

@@ -1,0 +1,330 @@
+// annograph's HTML report: pan and zoom, search, side panel, sortable table, book pages.
+// Inlined once and allowed by its SHA-256 in the page's Content-Security-Policy. Text from the model only ever
+// reaches the page through textContent; boxes are found through the JSON data (ops[k].el, ops[k].pages).
+(function () {
+  "use strict";
+  var doc = document;
+  var byId = function (id) { return doc.getElementById(id); };
+  var data = JSON.parse(byId("report-data").textContent);
+  var ops = data.ops;
+  doc.documentElement.classList.add("js");
+
+  var viewport = byId("viewport"), panel = byId("panel");
+  var sections = Array.prototype.slice.call(viewport.querySelectorAll(":scope > section"));
+  var opOfEl = {};
+  ops.forEach(function (op, k) { opOfEl[op.el] = k; });
+  // per page: element id -> <g class="node">, and the pan/zoom state
+  var pages = sections.map(function (section) {
+    var svg = section.querySelector("svg"), boxes = {};
+    section.querySelectorAll("g.node").forEach(function (g) { if (g.id in opOfEl) boxes[g.id] = g; });
+    var box = svg ? svg.viewBox.baseVal : null;
+    return { section: section, svg: svg, boxes: boxes, k: 0, x: 0, y: 0,
+             full: box && box.width ? { x: box.x, y: box.y, w: box.width, h: box.height } : null };
+  });
+  var current = -1, pinned = -1, lit = null, litRow = null;
+
+  // ---- pan and zoom: the viewBox is the view, k screen pixels per SVG unit --------------------------------
+  function size() { return { w: viewport.clientWidth || 1, h: viewport.clientHeight || 1 }; }
+  function fitScale(p) { var s = size(); return Math.min(s.w / p.full.w, s.h / p.full.h) * 0.97; }
+  function apply(p) {
+    var s = size();
+    p.svg.setAttribute("viewBox", [p.x, p.y, s.w / p.k, s.h / p.k].join(" "));
+  }
+  function fit(p) {
+    var s = size();
+    p.k = fitScale(p);
+    p.x = p.full.x + p.full.w / 2 - s.w / (2 * p.k);
+    p.y = p.full.y + p.full.h / 2 - s.h / (2 * p.k);
+    apply(p);
+  }
+  function actual(p, top) {  // 1 pt = 4/3 px: the size Graphviz meant
+    var s = size();
+    p.k = 4 / 3;
+    p.x = p.full.x + p.full.w / 2 - s.w / (2 * p.k);
+    p.y = top ? p.full.y : p.full.y + p.full.h / 2 - s.h / (2 * p.k);
+    apply(p);
+  }
+  function zoomAt(p, factor, cx, cy) {
+    var low = Math.min(fitScale(p), 1) / 2, k = Math.max(low, Math.min(8, p.k * factor));
+    p.x += cx / p.k - cx / k;
+    p.y += cy / p.k - cy / k;
+    p.k = k;
+    apply(p);
+  }
+  function zoomCentre(factor) {
+    var p = pages[current], s = size();
+    if (p && p.full) zoomAt(p, factor, s.w / 2, s.h / 2);
+  }
+  function initial(p) {
+    p.svg.setAttribute("width", "100%");
+    p.svg.setAttribute("height", "100%");
+    p.svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+    if (fitScale(p) >= 0.6) fit(p); else actual(p, true);
+  }
+
+  var drag = null;
+  viewport.addEventListener("pointerdown", function (e) {
+    if (e.button !== 0) return;
+    drag = { x: e.clientX, y: e.clientY, moved: false };
+  });
+  viewport.addEventListener("pointermove", function (e) {
+    var p = pages[current];
+    if (!drag || !p || !p.full) return;
+    var dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+    if (!drag.moved) { viewport.setPointerCapture(e.pointerId); viewport.classList.add("dragging"); }
+    drag.moved = true;
+    p.x -= dx / p.k;
+    p.y -= dy / p.k;
+    drag.x = e.clientX;
+    drag.y = e.clientY;
+    apply(p);
+  });
+  function endDrag(e) {
+    if (drag && drag.moved) { viewport.classList.remove("dragging"); drag.swallow = true; }
+    if (drag && !drag.moved) drag = null;
+    if (e && viewport.hasPointerCapture && viewport.hasPointerCapture(e.pointerId)) viewport.releasePointerCapture(e.pointerId);
+  }
+  viewport.addEventListener("pointerup", endDrag);
+  viewport.addEventListener("pointercancel", endDrag);
+  viewport.addEventListener("wheel", function (e) {
+    var p = pages[current];
+    if (!p || !p.full) return;
+    e.preventDefault();
+    var r = viewport.getBoundingClientRect();
+    zoomAt(p, Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)), e.clientX - r.left, e.clientY - r.top);
+  }, { passive: false });
+
+  // ---- pages ------------------------------------------------------------------------------------------------
+  var pageSelect = byId("page-select");
+  function showPage(index) {
+    if (index === current || !pages[index]) return;
+    if (pages[current]) pages[current].section.classList.remove("current");
+    current = index;
+    var p = pages[index];
+    p.section.classList.add("current");
+    if (pageSelect) pageSelect.value = String(index);
+    if (p.full && !p.k) initial(p);
+  }
+  if (pageSelect) pageSelect.addEventListener("change", function () { showPage(Number(pageSelect.value)); });
+  if (byId("page-up")) byId("page-up").addEventListener("click", function () {
+    var parent = data.pages[current] && data.pages[current].parent;
+    if (parent !== null && parent !== undefined) showPage(parent);
+  });
+
+  // ---- selection: highlight the box, centre it, show its values ----------------------------------------------
+  function el(tag, text, cls) {
+    var node = doc.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (cls) node.className = cls;
+    return node;
+  }
+  function rows(pairs, exact) {
+    var table = el("table");
+    pairs.forEach(function (pair) {
+      var tr = table.insertRow();
+      tr.appendChild(el("td", pair[0]));
+      var td = el("td", pair[1]);
+      if (exact && pair[2]) { td.appendChild(doc.createTextNode(" ")); td.appendChild(el("span", "= " + pair[2], "exact")); }
+      tr.appendChild(td);
+    });
+    return table;
+  }
+  function fill(k) {
+    var op = ops[k];
+    panel.textContent = "";
+    panel.dataset.k = String(k);
+    panel.appendChild(el("h3", op.type, "type-name"));
+    panel.appendChild(el("div", op.name, "name"));
+    if (data.metric) {
+      var line = el("div", null, "metric");
+      if (op.fill) { var sw = el("span", null, "swatch"); sw.style.background = op.fill; line.appendChild(sw); line.appendChild(doc.createTextNode(" ")); }
+      line.appendChild(doc.createTextNode(data.metric + ": "));
+      line.appendChild(el("b", op.metric + (data.unit && op.num !== null ? " " + data.unit : "")));
+      panel.appendChild(line);
+    }
+    var where = "operator " + op.id + " · " + op.el;
+    if (data.pages.length > 1) where += op.pages.length ? " · " + op.pages.map(function (i) { return data.pages[i].stem; }).join(", ") : " · not drawn on a page";
+    panel.appendChild(el("div", where, "hint"));
+    panel.appendChild(el("h4", op.values.length ? "values (" + op.values.length + ")" : "no annotation values"));
+    if (op.values.length) panel.appendChild(rows(op.values, true)).className = "values";
+    if (op.sig.length) { panel.appendChild(el("h4", "inputs, outputs, attributes")); panel.appendChild(rows(op.sig, false)); }
+    var button = el("button", "show its row in the table");
+    button.type = "button";
+    button.addEventListener("click", function () { var r = rowOf(k); if (r) { r.scrollIntoView({ block: "center" }); markRow(k); } });
+    panel.appendChild(button);
+  }
+  // nothing selected: how to use it, and the hot spots (a copy of the list under the graph)
+  var hint = panel.firstElementChild, hotList = doc.querySelector("ol.hot");
+  function home() {
+    panel.textContent = "";
+    delete panel.dataset.k;
+    panel.appendChild(hint);
+    if (hotList) {
+      panel.appendChild(el("h4", "hot spots by " + data.metric));
+      var copy = hotList.cloneNode(true);
+      copy.className = "hot side";
+      panel.appendChild(copy);
+    }
+  }
+  home();
+  function rowOf(k) { return tbody ? tbody.querySelector('tr[data-k="' + k + '"]') : null; }
+  function markRow(k) {
+    if (litRow) litRow.classList.remove("hit");
+    litRow = rowOf(k);
+    if (litRow) litRow.classList.add("hit");
+  }
+  function boxOf(k) {
+    var op = ops[k], page = op.pages.indexOf(current) >= 0 ? current : op.pages[0];
+    if (page === undefined) return null;
+    showPage(page);
+    return pages[page].boxes[op.el] || null;
+  }
+  function select(k, centre) {
+    pinned = k;
+    fill(k);
+    markRow(k);
+    if (lit) lit.classList.remove("hit");
+    lit = boxOf(k);
+    if (!lit) return;
+    lit.classList.add("hit");
+    if (centre) centreOn(lit);
+  }
+  function centreOn(g) {
+    var p = pages[current], s = size();
+    if (!p.full) return;
+    var r = g.getBoundingClientRect(), v = p.svg.getBoundingClientRect();
+    var ux = p.x + (r.left + r.width / 2 - v.left) / p.k, uy = p.y + (r.top + r.height / 2 - v.top) / p.k;
+    var bw = r.width / p.k, bh = r.height / p.k;
+    var k = Math.min(Math.max(p.k, 1.2), 8, s.w * 0.6 / bw, s.h * 0.6 / bh);
+    p.k = k;
+    p.x = ux - s.w / (2 * k);
+    p.y = uy - s.h / (2 * k);
+    apply(p);
+    var vr = viewport.getBoundingClientRect();
+    if (vr.top < 0 || vr.bottom > window.innerHeight) viewport.scrollIntoView({ block: "nearest" });
+  }
+  function boxUnder(target) {
+    var g = target.closest ? target.closest("g.node") : null;
+    return g && g.id in opOfEl ? opOfEl[g.id] : -1;
+  }
+  viewport.addEventListener("mouseover", function (e) {
+    var k = boxUnder(e.target);
+    if (k >= 0 && !drag) fill(k);
+  });
+  viewport.addEventListener("mouseleave", function () {
+    if (pinned >= 0) fill(pinned); else home();
+  });
+  viewport.addEventListener("click", function (e) {
+    if (drag && drag.swallow) { drag = null; e.preventDefault(); return; }
+    drag = null;
+    var a = e.target.closest ? e.target.closest("a") : null;
+    var href = a ? a.getAttribute("href") || a.getAttributeNS("http://www.w3.org/1999/xlink", "href") : null;
+    if (href && href.charAt(0) === "#") {  // a link between book pages, or to a box on another page
+      e.preventDefault();
+      var target = href.slice(1);
+      if (target in opOfEl) { select(opOfEl[target], true); return; }
+      var index = data.pages.findIndex(function (pg) { return pg.stem === target; });
+      if (index >= 0) showPage(index);
+      return;
+    }
+    var k = boxUnder(e.target);
+    if (k >= 0) select(k, false);
+  });
+
+  // ---- search -----------------------------------------------------------------------------------------------
+  var search = byId("search"), status = byId("find-status"), found = [], at = 0;
+  function matches(query) {
+    var q = query.trim(), lower = q.toLowerCase(), tiers = [[], [], [], [], []];
+    if (!q) return [];
+    var id = /^\d+$/.test(q) ? "0:" + q : /^\d+:\d+$/.test(q) ? q : null;
+    ops.forEach(function (op, k) {
+      var name = op.name.toLowerCase(), type = op.type.toLowerCase();
+      if (op.id === id || op.el === q) tiers[0].push(k);
+      else if (name === lower) tiers[1].push(k);
+      else if (type === lower) tiers[2].push(k);
+      else if (name.indexOf(lower) >= 0) tiers[3].push(k);
+      else if (type.indexOf(lower) >= 0) tiers[4].push(k);
+    });
+    return [].concat.apply([], tiers);
+  }
+  function go(step) {
+    if (!found.length) { status.textContent = search.value.trim() ? "no match" : ""; return; }
+    at = (at + step + found.length) % found.length;
+    status.textContent = (at + 1) + " of " + found.length;
+    select(found[at], true);
+  }
+  search.addEventListener("input", function () { found = matches(search.value); at = 0; go(0); });
+  search.addEventListener("keydown", function (e) {
+    if (e.key === "Enter") { e.preventDefault(); go(e.shiftKey ? -1 : 1); }
+    if (e.key === "Escape") { search.value = ""; found = []; go(0); search.blur(); }
+  });
+  byId("find-next").addEventListener("click", function () { go(1); });
+  byId("find-prev").addEventListener("click", function () { go(-1); });
+  byId("zoom-in").addEventListener("click", function () { zoomCentre(1.4); });
+  byId("zoom-out").addEventListener("click", function () { zoomCentre(1 / 1.4); });
+  byId("zoom-fit").addEventListener("click", function () { if (pages[current].full) fit(pages[current]); });
+  byId("zoom-reset").addEventListener("click", function () { if (pages[current].full) actual(pages[current], false); });
+  doc.addEventListener("keydown", function (e) {
+    var t = e.target.tagName;
+    if (t === "INPUT" || t === "SELECT" || t === "TEXTAREA" || e.ctrlKey || e.metaKey || e.altKey) return;
+    var keys = { "/": function () { search.focus(); }, "+": function () { zoomCentre(1.4); },
+                 "=": function () { zoomCentre(1.4); }, "-": function () { zoomCentre(1 / 1.4); },
+                 "0": function () { byId("zoom-fit").click(); }, "1": function () { byId("zoom-reset").click(); } };
+    if (keys[e.key]) { e.preventDefault(); keys[e.key](); }
+  });
+  window.addEventListener("resize", function () { var p = pages[current]; if (p && p.full && p.k) apply(p); });
+
+  // ---- the operator table: sort by a header, filter, rows to boxes -------------------------------------------
+  var table = byId("ops"), tbody = table.tBodies[0], heads = table.tHead.rows[0].cells;
+  var all = Array.prototype.slice.call(tbody.rows);
+  all.forEach(function (row, i) { row.dataset.i = String(i); });
+  function sortBy(col, dir) {
+    var numeric = all.some(function (row) { return row.cells[col].dataset.v !== undefined; });
+    var key = function (row) {
+      var cell = row.cells[col];
+      return numeric ? (cell.dataset.v === undefined ? null : Number(cell.dataset.v)) : cell.textContent;
+    };
+    var sorted = all.slice().sort(function (a, b) {
+      var x = key(a), y = key(b), c;
+      if (x === null || y === null) c = x === y ? 0 : x === null ? 1 : -1;  // n/a last either way
+      else c = dir * (numeric ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true }));
+      return c || Number(a.dataset.i) - Number(b.dataset.i);
+    });
+    sorted.forEach(function (row) { tbody.appendChild(row); });
+    Array.prototype.forEach.call(heads, function (th, i) {
+      if (i === col) th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending"); else th.removeAttribute("aria-sort");
+    });
+  }
+  Array.prototype.forEach.call(heads, function (th, col) {
+    th.title = "sort";
+    th.addEventListener("click", function () { sortBy(col, th.getAttribute("aria-sort") === "ascending" ? -1 : 1); });
+  });
+  if (data.metric && heads.length > 4) heads[3].setAttribute("aria-sort", "descending");
+  var filter = byId("filter"), filterStatus = byId("filter-status");
+  filter.addEventListener("input", function () {
+    var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean), shown = 0;
+    all.forEach(function (row) {
+      var text = row.textContent.toLowerCase();
+      var keep = terms.every(function (t) { return text.indexOf(t) >= 0; });
+      row.hidden = !keep;
+      shown += keep ? 1 : 0;
+    });
+    filterStatus.textContent = terms.length ? shown + " of " + all.length + " rows" : "";
+  });
+  function jump(e) {
+    var a = e.target.closest("[data-k]");
+    if (!a || (e.target.closest("a") === null && a.tagName !== "TR")) return;
+    e.preventDefault();
+    select(Number(a.dataset.k), true);
+  }
+  tbody.addEventListener("click", jump);
+  if (hotList) hotList.addEventListener("click", jump);
+  panel.addEventListener("click", function (e) { if (e.target.closest("ol.hot")) jump(e); });
+
+  // ---- start: the page (and operator) the address names, or the first page --------------------------------
+  showPage(0);
+  var hash = decodeURIComponent(location.hash.slice(1));
+  if (hash in opOfEl) select(opOfEl[hash], true);
+  else if (data.pages.some(function (pg) { return pg.stem === hash; })) showPage(data.pages.findIndex(function (pg) { return pg.stem === hash; }));
+})();
