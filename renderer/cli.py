@@ -16,7 +16,7 @@ from .errors import AnnographError
 
 # Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int; -q / -v are added to every
 # command here (renderer.progress holds what they mean).
-COMMANDS: tuple[str, ...] = ("info", "render", "batch", "metrics", "compare", "embed", "export")
+COMMANDS: tuple[str, ...] = ("info", "render", "batch", "metrics", "compare", "diff", "embed", "export")
 
 EPILOG = """ids: an operator is named by its node name, the name of one of its output tensors, N (operator N of
 graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""

@@ -34,6 +34,10 @@ FOLDED_OPS_LISTED = 12  # annotated folded ops listed in the tooltip of the box 
 MAX_DRAWN_VALUES = 40
 """Values drawn in one box (``--show all``); the rest are counted in a last row and listed in the tooltip."""
 EDGE_COLOR_FLOOR = 0.35
+LEGEND_META_ROWS = 24
+"""Totals and graph values listed in the legend (a diff lists its top regressions and improvements there)."""
+BORDER_STYLES = frozenset({"dashed", "dotted"})
+"""Operator ``style`` words drawn on the box border (an HTML-like table takes one)."""
 
 
 @dataclass(slots=True)
@@ -172,15 +176,16 @@ class _Emitter:
             rows.append(_row(f"+{len(shown) - MAX_DRAWN_VALUES} more values (in the tooltip)", ink, size=8))
         if self.scene.heatmap is not None and node.key not in self.scene.heatmap.values:
             rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
-        border_color, border = BORDER_COLOR, 1
+        border_color, border, line = BORDER_COLOR, 1, ""
         if entry is not None:
             border_color = entry.style.get("color", BORDER_COLOR)[:7]
             border = max(1, min(8, round(float(entry.style.get("penwidth", 1)))))
+            line = next((f' STYLE="{w}"' for w in entry.style.get("style", "").split(",") if w in BORDER_STYLES), "")
         if node.key in self.highlight:
             border_color, border = "#000000", 4
         label = (
             f'<TABLE BORDER="{border}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border_color}" '
-            f'BGCOLOR="{fill}">{"".join(rows)}</TABLE>'
+            f'BGCOLOR="{fill}"{line}>{"".join(rows)}</TABLE>'
         )
         attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}", "tooltip": self._op_tooltip(node, entry)}
         container.node(_op_name(node), label=escape.html_label(label), **attrs_out)
@@ -383,7 +388,7 @@ class _Emitter:
             if folded and "operators" in totals:
                 totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
         meta = list(totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
-        for key, value in meta[:16]:
+        for key, value in meta[:LEGEND_META_ROWS]:
             rows.append(
                 f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
                 f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>'

@@ -85,7 +85,14 @@ def group_heatmap(scene: Scene, groups: list[Group], aggregate: str | None = Non
                       heat.info.higher_is_better, heat.info.description)
     cmap = scene.options.cmap or ("traffic_r" if heat.info.higher_is_better else None)
     norm = scene.options.norm if scene.options.norm != "log" or all(v > 0 for v in values.values()) else "linear"
-    scale = Scale.fit(list(values.values()), cmap=cmap, norm=norm)
+    opts = scene.options
+    center = opts.center if norm == "linear" else None
+    low = high = None
+    if center is not None and opts.vmin is not None and opts.vmax is not None and \
+            math.isclose(center - opts.vmin, opts.vmax - center):  # operators on a symmetric scale: groups too
+        half = max((abs(v - center) for v in values.values() if math.isfinite(v)), default=0.0)
+        low, high = center - half, center + half
+    scale = Scale.fit(list(values.values()), cmap=cmap, norm=norm, vmin=low, vmax=high, center=center)
     return Heatmap(info.name, info, values, scale)
 
 

@@ -24,6 +24,9 @@ Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.RE
     ``text`` in every field a user could control (ids, names, keys, values). The injection tests render it
     and check the outputs. Only the generic fallback has none: its syntaxes are injected by
     ``payloads.annotation_file`` directly.
+
+Per command that writes outputs of its own (``COMMANDS``, keyed by its name in ``renderer.cli.COMMANDS``): how
+the injection tests run it with hostile input, and which runs would write over an input (``CommandEntry``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 DEFAULT_READER_MODEL = "samples/onnx/tiny_cnn.onnx"
 
@@ -150,6 +154,49 @@ def _model_explorer(text: str) -> tuple[str, bytes]:
     return "node_data.json", json.dumps({"main": body, text: body}, ensure_ascii=False).encode()
 
 
+# ---- commands that write pictures and reports of their own ---------------------------------------------------
+
+
+def _diff_inject(text: str, folder: Path) -> tuple[list[str], list[Path]]:
+    """``diff`` of two copies of the hostile ONNX model (operators paired by their hostile names) with hostile
+    annotation files, the metric and --title named ``text`` too; every picture format and the summary."""
+    import payloads as P
+
+    before_model = P.hostile_onnx(text, folder / "before.onnx")
+    after_model = folder / "after.onnx"
+    after_model.write_bytes(before_model.read_bytes())
+    metric = P.for_cli(text).strip() or "latency_ms"  # the same name in the files and on the command line
+    sides = []
+    for side, values in (("before", (2.0, 1.0)), ("after", (3.0, 0.5))):
+        doc = {"graph": {"title": text, "meta": {text or "k": text}},
+               "operators": [{"id": text, "meta": {metric: values[0], "note": text}},
+                             {"id": text + "·add", "meta": {metric: values[1]}}]}
+        path = folder / f"{side}.json"
+        path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+        sides.append(path)
+    outputs = [folder / f"diff.{ext}" for ext in ("svg", "html", "md", "dot")] + [folder / "summary.md"]
+    argv = ["diff", str(before_model), str(after_model), "--before", str(sides[0]), "--after", str(sides[1]),
+            f"--metric={metric}", f"--title={P.for_cli(text)}", "--fail-above", "10%", "-q",
+            *[a for o in outputs[:-1] for a in ("-o", str(o))], "--summary", str(outputs[-1])]
+    return argv, outputs
+
+
+def _diff_over_input(folder: Path) -> dict[str, tuple[list[str], Path]]:
+    model = folder / "m.onnx"
+    model.write_bytes(Path(__file__).resolve().parent.parent.joinpath(DEFAULT_READER_MODEL).read_bytes())
+    before, after = folder / "before.yaml", folder / "after.yaml"
+    before.write_text("operators:\n  - {id: stem/conv, latency_us: 10}\n", encoding="utf-8")
+    after.write_text("operators:\n  - {id: stem/conv, latency_us: 15}\n", encoding="utf-8")
+    common = ["diff", str(model), "--before", str(before), "--after", str(after), "--metric", "latency_us"]
+    return {
+        "diff-picture-over-after": ([*common, "-o", str(after)], after),
+        "diff-summary-over-before": ([*common, "-o", str(folder / "d.svg"), "--summary", str(before)], before),
+        "diff-picture-over-model": ([*common, "-o", str(folder / "x.svg"), "-o", str(folder / "./m.onnx")], model),
+        "diff-two-models-over-before-model": (["diff", str(model), str(model), "--metric", "macs", "-o",
+                                               str(model)], model),
+    }
+
+
 # ---- the registries -------------------------------------------------------------------------------------------
 
 LOADERS: dict[str, LoaderEntry] = {
@@ -176,6 +223,25 @@ OUTPUTS: dict[str, OutputEntry] = {
     "summary": OutputEntry(args=lambda path: ["--summary", path, "--top-k", "50"], fmt="md", suffix=".md"),
 }
 """Outputs besides the ``-o`` formats (``renderer.rendering.OUTPUT_FORMATS``), by name."""
+
+
+@dataclass(frozen=True)
+class CommandEntry:
+    """A command that writes outputs of its own (not through ``render``'s arguments).
+
+    ``inject(text, folder) -> (argv, outputs)``: a run carrying ``text`` in every name and text it reads; the
+    injection tests run it and check each output by its extension (``summary.md`` as Markdown).
+    ``over_input(folder) -> {case: (argv, input)}``: runs whose output is one of their inputs; the atomic-write
+    tests check each is refused and leaves the input as it was.
+    """
+
+    inject: Callable[[str, Path], tuple[list[str], list[Path]]]
+    over_input: Callable[[Path], dict[str, tuple[list[str], Path]]]
+
+
+COMMANDS: dict[str, CommandEntry] = {
+    "diff": CommandEntry(inject=_diff_inject, over_input=_diff_over_input),
+}
 
 
 def registry_name(module: object) -> str:

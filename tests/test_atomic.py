@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import payloads as P
+import registry
 from conftest import ONNX, ROOT, TFLITE, one_line_error, run_cli
 
 OLD = b"<svg>the user's previous picture</svg>\n"
@@ -276,6 +277,21 @@ def test_an_output_never_overwrites_an_input(case: str, tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr, run.stderr
     assert "is an input of this run" in run.stderr, run.stderr
     assert kept.read_bytes() == before, f"{case}: {kept.name} was overwritten"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", sorted(registry.COMMANDS))
+def test_commands_of_the_registry_never_overwrite_an_input(command: str, tmp_path: Path) -> None:
+    """Every over-an-input run ``tests/registry.py`` lists for a command is refused, and writes nothing."""
+    cases = registry.COMMANDS[command].over_input(tmp_path)
+    assert cases
+    for case, (args, kept) in cases.items():
+        before = kept.read_bytes()
+        run = run_cli(*args)
+        assert run.returncode == 1, f"{case}: exit {run.returncode}\n{run.stderr}"
+        assert "Traceback" not in run.stderr and "is an input of this run" in run.stderr, run.stderr
+        assert kept.read_bytes() == before, f"{case}: {kept.name} was overwritten"
+        assert not list(tmp_path.glob("*.svg")), f"{case}: wrote a picture"
     assert leftovers(tmp_path) == []
 
 

@@ -146,6 +146,28 @@ def _extra_outputs(folder: Path) -> tuple[dict[str, tuple[Path, str]], list[str]
     return paths, [a for name, entry in registry.OUTPUTS.items() for a in entry.args(str(paths[name][0]))]
 
 
+@pytest.mark.parametrize("payload", P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("rtl-override"),
+                                                        P.payload("xml-forbidden"), P.payload("big")),
+                         ids=lambda p: p.name)
+@pytest.mark.parametrize("command", sorted(registry.COMMANDS))
+def test_commands_of_the_registry_show_hostile_text_literally(command: str, payload: P.Payload, tmp_path: Path,
+                                                              capsys) -> None:  # type: ignore[no-untyped-def]
+    """Each command of ``registry.COMMANDS`` run on its hostile inputs: every output passes its format's checks
+    and shows a short payload as written; stderr stays one line per message."""
+    from renderer.cli import main
+
+    argv, outputs = registry.COMMANDS[command].inject(payload.text, tmp_path)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code in (0, 3), err
+    assert "Traceback" not in err and all(line.startswith("annograph: ") for line in err.splitlines()), err
+    for path in outputs:
+        fmt = {".md": "md", ".svg": "svg", ".html": "html", ".dot": "dot"}[path.suffix]
+        text = P.check_output(fmt, path.read_bytes(), tmp_path)
+        if payload.name in SHORT and text is not None:
+            assert _normal(payload.text) in _normal(text), f"{payload.text!r} is not shown literally in {path.name}"
+
+
 def test_title_through_a_subprocess(tmp_path: Path) -> None:
     title = "".join(p.text for p in P.SHORT_PAYLOADS[:4])
     outputs = [tmp_path / f"out{P.extension(fmt)}" for fmt in PER_PAYLOAD]

@@ -20,6 +20,7 @@ def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in ("renderer/templates/report.html.j2", "renderer/templates/report.md.j2",
                      "renderer/templates/report.js",
+                     "renderer/templates/diff.md.j2",
                      "renderer/colormaps/heat.json", "renderer/colormaps/categories.json",
                      "renderer/data/onnx-ops.json", "renderer/data/tflite-ops.json", "renderer/cli.py"):
         assert expected in names, expected

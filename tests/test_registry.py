@@ -48,3 +48,10 @@ def test_extra_outputs_are_options_of_render_checked_as_a_known_format() -> None
         args = entry.args(f"out{entry.suffix}")
         assert [a for a in args if a.startswith("--")] and {a for a in args if a.startswith("--")} <= flags, name
         assert entry.fmt in P.output_formats(), name
+
+
+def test_registry_commands_are_commands() -> None:
+    from renderer.cli import COMMANDS
+
+    assert set(registry.COMMANDS) <= set(COMMANDS), "tests/registry.py COMMANDS names a command annograph lacks"
+    assert "diff" in registry.COMMANDS

@@ -102,6 +102,13 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
                                        sidecar=not args.no_sidecar, embedded=embedded)
         facts.append(f"{count(len(annotations.ops), 'operator')} and {count(len(annotations.tensors), 'tensor')} "
                      "annotated")
+    say_coverage(annotations)
+    return model, annotations
+
+
+def say_coverage(annotations: Any) -> None:
+    """The sidecars used, one coverage line per source that has rows (a warning when some ids match nothing,
+    else a note), and what was cut reading them."""
     for path in annotations.sidecars:
         note(f"using sidecar annotations {path} (--no-sidecar to skip)")
     for coverage in annotations.coverage:
@@ -111,4 +118,3 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
             note(coverage.line())
     for line in annotations.notes:
         warn(line)
-    return model, annotations

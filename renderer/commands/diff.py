@@ -1,0 +1,159 @@
+"""``annograph diff``: each operator coloured by how a metric changed, before → after; a CI gate on regressions."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "colour each operator by how a metric changed between two runs or two models (exit 3 past --fail-above)"
+
+EXAMPLES = """examples:
+  annograph diff model.onnx --before a.json --after b.json --metric latency_us -o diff.svg
+  annograph diff old.onnx new.onnx --metric macs --change absolute -o diff.svg --summary diff.md
+  annograph diff old.onnx new.onnx -a-before old.json -a-after new.json --metric latency_us --fail-above 10% -o d.png
+
+With one model, --before and --after name annotation files of that model (any format -a reads). With two models,
+operators are paired by node name, then by output tensor name (one line says how many; the rest are listed);
+each model's own annotations and sidecars count, and a built-in metric (macs, params, output_bytes…) is computed
+from each model. The picture is the (after) model: warm boxes got worse, cool ones better, on a scale symmetric
+around 0 (reversed for higher-is-better metrics such as sqnr_db); boxes with a value on one side only are grey
+with a dashed purple border. --fail-above 10% (relative) or 2.5 (metric units) lists each operator whose
+regression is larger on stderr and exits with status 3; the pictures and the summary are written all the same."""
+
+EXIT_REGRESSION = 3
+"""Exit status when an operator's regression crosses ``--fail-above`` (1 stays for errors)."""
+STDERR_LISTED = 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .common import add_dim_argument, positive_seconds
+
+    parser.epilog = EXAMPLES
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="one model (with --before/--after files), or "
+                        "BEFORE and AFTER models of the same graph")
+    parser.add_argument("--before", "-a-before", action="append", default=[], metavar="FILE",
+                        help="annotation file of the before side (repeatable)")
+    parser.add_argument("--after", "-a-after", action="append", default=[], metavar="FILE",
+                        help="annotation file of the after side (repeatable)")
+    parser.add_argument("--metric", required=True, help="operator metric to compare (a file's, or built-in: macs, "
+                        "params, output_bytes…)")
+    parser.add_argument("--change", choices=("relative", "absolute"), default="relative",
+                        help="colour and rank by the relative change in %% (default) or the absolute one")
+    parser.add_argument("-o", "--output", action="append", default=[], required=True, metavar="PATH",
+                        help="picture to write (repeatable): .svg .png .pdf .dot .html .md")
+    parser.add_argument("--summary", metavar="FILE.md", help="also write a Markdown summary for a pull request")
+    parser.add_argument("--fail-above", metavar="N%|N", help="exit 3 when an operator got worse by more than this: "
+                        "10%% (relative) or 2.5 (in the metric's units)")
+    parser.add_argument("--top-k", type=int, default=10, metavar="K",
+                        help="regressions and improvements in the summary's tables (default 10)")
+    better = parser.add_mutually_exclusive_group()
+    better.add_argument("--higher-is-better", dest="higher_is_better", action="store_const", const=True,
+                        default=None, help="a drop is the regression (default: what the files say, else lower is "
+                        "better)")
+    better.add_argument("--lower-is-better", dest="higher_is_better", action="store_const", const=False)
+    parser.add_argument("--annotations-format", metavar="NAME",
+                        help="read every annotation file with this reader instead of detecting it")
+    parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
+    parser.add_argument("--no-sidecar", action="store_true", help="with two models: do not pick up their "
+                        "MODEL.annotations.* files")
+    add_dim_argument(parser)
+    shape = parser.add_argument_group("layout")
+    shape.add_argument("--title", help="picture title (default: Δ METRIC: BEFORE → AFTER)")
+    shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
+    shape.add_argument("--no-edge-labels", action="store_true", help="no shapes on edges")
+    shape.add_argument("--show-constants", action="store_true", help="draw constants and shape computations")
+    shape.add_argument("--collapse", default="auto", metavar="auto|none|DEPTH",
+                       help="big models: an overview with a page per group (as render does)")
+    shape.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds Graphviz may run")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import atomic
+    from .. import diff as differ
+    from ..errors import AnnographError
+    from ..progress import note, warn
+    from ..rendering import output_format, render
+    from ..summary import check_top_k, picture_paths
+
+    if len(args.models) not in (1, 2):
+        raise AnnographError("diff takes one model (with --before and --after files) or two models")
+    if len(args.models) == 1 and not (args.before and args.after):
+        raise AnnographError("with one model, give the annotation files of both sides: --before FILE --after FILE")
+    threshold = differ.Threshold.parse(args.fail_above) if args.fail_above is not None else None
+    check_top_k(args.top_k)
+    outputs = [*args.output, *([args.summary] if args.summary else [])]
+    inputs = [*args.models, *args.before, *args.after]
+    atomic.refuse_inputs(outputs, inputs)
+    for path in args.output:
+        output_format(path)
+
+    model, diff, read = _diff(args)
+    inputs += read
+    atomic.refuse_inputs(outputs, inputs)  # the sidecars found
+    if diff.matching is not None:
+        one_sided = diff.matching.only_before or diff.matching.only_after
+        (warn if one_sided else note)(diff.matching.line(diff.before_name, diff.after_name))
+    options = differ.render_options(diff, _base_options(args))
+    render(model, differ.annotations(diff), options, output=list(args.output))
+    if args.summary:
+        pictures = picture_paths(args.summary, [(path, output_format(path)) for path in args.output])
+        text = differ.markdown(diff, threshold, pictures, args.top_k)
+        atomic.write_all([(args.summary, text.encode("utf-8"))], inputs)
+    note(f"Δ {diff.metric}: " + ", ".join(f"{n} {what}" for what, n in diff.counts().items())
+         + f"; wrote {', '.join(outputs)}")
+    if threshold is None:
+        return 0
+    crossing = diff.crossing(threshold)
+    for item in crossing[:STDERR_LISTED]:
+        change = diff.change_text(item, threshold.relative, compact=True)
+        warn(f"{item.name} ({item.op_type} {item.where}): {diff.metric} {change} ({diff.before_after(item)}) is past "
+             f"--fail-above {threshold}")
+    if len(crossing) > STDERR_LISTED:
+        warn(f"… and {len(crossing) - STDERR_LISTED} more operators past --fail-above {threshold}")
+    return EXIT_REGRESSION if crossing else 0
+
+
+def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """(the model to draw, the diff, the sidecar files read)."""
+    from .. import diff as differ
+    from ..annotations import load_annotations
+    from .common import load_noted, say_coverage
+
+    def annotations(paths: list[str], model, own: bool):  # type: ignore[no-untyped-def]
+        notes = load_annotations(paths, model, fmt=args.annotations_format, strict=args.strict,
+                                 sidecar=own and not args.no_sidecar, embedded=own)
+        say_coverage(notes)
+        return notes
+
+    relative = args.change == "relative"
+    if len(args.models) == 1:
+        model = load_noted(args.models[0], args.dim)
+        before, after = annotations(args.before, model, False), annotations(args.after, model, False)
+        names = _names(args.before, args.after)
+        return model, differ.one_model(model, before, after, args.metric, relative, args.higher_is_better,
+                                       names), []
+    before_model, model = load_noted(args.models[0], args.dim), load_noted(args.models[1], args.dim)
+    before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)
+    diff = differ.two_models(before_model, model, before, after, args.metric, relative, args.higher_is_better,
+                             _names([args.models[0]], [args.models[1]]))
+    return model, diff, [*before.sidecars, *after.sidecars]
+
+
+def _names(before: list[str], after: list[str]) -> tuple[str, str]:
+    """What to call each side: its (first) file's name, or the whole path when both names are the same."""
+    def name(paths: list[str], whole: bool) -> str:
+        first = paths[0] if whole else Path(paths[0]).name
+        return first + (f" +{len(paths) - 1}" if len(paths) > 1 else "")
+
+    whole = Path(before[0]).name == Path(after[0]).name
+    return name(before, whole), name(after, whole)
+
+
+def _base_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from ..options import RenderOptions
+    from ..pages import collapse_depth
+    from .common import parse_dims
+
+    return RenderOptions(title=args.title, rankdir=args.rankdir, edge_labels=not args.no_edge_labels,
+                         show_constants=args.show_constants, collapse=collapse_depth(args.collapse),
+                         timeout=args.timeout, dims=parse_dims(args.dim))

@@ -1,0 +1,83 @@
+"""From the two sides (a model with two annotation sets, or two models with theirs) to a ``Diff``."""
+
+from __future__ import annotations
+
+from ..annotations.records import Annotations, MetricInfo
+from ..errors import MetricError
+from ..heatmap import number_of, resolve_metric
+from ..ir import ElementKey, Model
+from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
+from .matching import match
+
+
+def side_values(model: Model, annotations: Annotations, metric: str, side: str,
+                max_tensor_elements: int | None = None) -> tuple[dict[ElementKey, float], MetricInfo | None]:
+    """Each operator's number for ``metric`` on one side (a built-in metric is computed from ``model`` where
+    the files give none), and what is known of the metric; MetricError naming the side when no operator has
+    one."""
+    from .. import metrics as builtin
+    from ..options import RenderOptions
+
+    if metric in builtin.OP_METRICS:
+        limit = RenderOptions().max_tensor_elements if max_tensor_elements is None else max_tensor_elements
+        annotations = builtin.augment(model, annotations.copy(), {metric},
+                                      RenderOptions(max_tensor_elements=limit))
+    try:
+        name = resolve_metric(metric, annotations, "op")
+    except MetricError as e:
+        raise MetricError(f"{side}: {e}") from None
+    values = {key: number for key, entry in annotations.ops.items()
+              if (number := number_of(entry.values.get(name))) is not None}
+    return values, annotations.metrics.get(name)
+
+
+def one_model(model: Model, before: Annotations, after: Annotations, metric: str, relative: bool = True,
+              higher_is_better: bool | None = None, names: tuple[str, str] = ("before", "after"),
+              max_tensor_elements: int | None = None) -> Diff:
+    """The change of ``metric`` between two annotation sets of one model."""
+    before_values, before_info = side_values(model, before, metric, names[0], max_tensor_elements)
+    after_values, after_info = side_values(model, after, metric, names[1], max_tensor_elements)
+    diff = _new(metric, relative, higher_is_better, names, after_info or before_info)
+    for node in model.nodes():
+        b, a = before_values.get(node.key), after_values.get(node.key)
+        if b is None and a is None:
+            continue
+        missing = ONLY_BEFORE if a is None else ONLY_AFTER if b is None else ""
+        diff.changes.append(OpChange(node.key, node.key, node.display_name, node.op_type, b, a, missing))
+    return diff
+
+
+def two_models(before_model: Model, after_model: Model, before: Annotations, after: Annotations, metric: str,
+               relative: bool = True, higher_is_better: bool | None = None,
+               names: tuple[str, str] = ("before", "after"), max_tensor_elements: int | None = None) -> Diff:
+    """The change of ``metric`` between two models of one graph, operators paired by ``matching.match``.
+    Every operator only one model has is listed, with or without a value."""
+    matching = match(before_model, after_model)
+    before_values, before_info = side_values(before_model, before, metric, names[0], max_tensor_elements)
+    after_values, after_info = side_values(after_model, after, metric, names[1], max_tensor_elements)
+    diff = _new(metric, relative, higher_is_better, names, after_info or before_info)
+    diff.matching = matching
+    paired = {a: b for b, a in matching.pairs.items()}
+    for node in after_model.nodes():
+        before_key = paired.get(node.key)
+        b = before_values.get(before_key) if before_key is not None else None
+        a = after_values.get(node.key)
+        if before_key is None:
+            diff.changes.append(OpChange(node.key, None, node.display_name, node.op_type, None, a, ONLY_AFTER, True))
+        elif b is not None or a is not None:
+            missing = ONLY_BEFORE if a is None else ONLY_AFTER if b is None else ""
+            diff.changes.append(OpChange(node.key, before_key, node.display_name, node.op_type, b, a, missing))
+    for node in matching.only_before:
+        diff.changes.append(OpChange(None, node.key, node.display_name, node.op_type, before_values.get(node.key),
+                                     None, ONLY_BEFORE, True))
+    return diff
+
+
+def _new(metric: str, relative: bool, higher_is_better: bool | None, names: tuple[str, str],
+         info: MetricInfo | None) -> Diff:
+    """An empty diff; the direction is ``higher_is_better`` when given, else the metric's own (its files'
+    ``metrics`` section, a reader's knowledge), else lower is better (costs and errors)."""
+    if higher_is_better is None:
+        higher_is_better = bool(info is not None and info.higher_is_better)
+    unit = info.unit if info is not None else ""
+    return Diff(metric, unit, higher_is_better, relative, names[0], names[1], info=info)

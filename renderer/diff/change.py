@@ -1,0 +1,217 @@
+"""The change of one operator metric between a before and an after side, per operator, and what crosses a gate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..aggregate import combine, rule_for
+from ..annotations.records import MetricInfo
+from ..colors import format_number
+from ..errors import AnnographError
+from ..ir import ElementKey
+from .matching import Matching
+
+ONLY_BEFORE = "only before"
+ONLY_AFTER = "only after"
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """A ``--fail-above`` gate: a change in the regression direction larger than ``value`` (percent when
+    ``relative``, else metric units) fails.
+
+    >>> Threshold.parse("10%"), str(Threshold.parse(" 2.5 "))
+    (Threshold(value=10.0, relative=True), '2.5')
+    """
+
+    value: float
+    relative: bool
+
+    @classmethod
+    def parse(cls, text: str) -> Threshold:
+        raw = text.strip()
+        relative = raw.endswith("%")
+        try:
+            value = float(raw[:-1] if relative else raw)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or value > 1e300:
+            raise AnnographError(f"--fail-above {text[:40]!r}: use a percentage (10%) or a number of metric units "
+                                 "(2.5), 0 or more")
+        return cls(value, relative)
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.relative else f"{self.value:g}"
+
+
+@dataclass(slots=True)
+class OpChange:
+    """One operator's metric before and after.
+
+    Attributes:
+        key: the operator in the drawn model; None for an operator only the before model has.
+        before_key: the operator in the before model (the same as ``key`` with one model).
+        name / op_type: for lists and tables (the drawn model's, else the before model's).
+        before / after: the metric's number on each side, None where there is none.
+        missing: ``only before`` / ``only after`` when one side has no value; ``operator`` says whether the
+            operator itself is missing there (two models), not just its value.
+    """
+
+    key: ElementKey | None
+    before_key: ElementKey | None
+    name: str
+    op_type: str
+    before: float | None
+    after: float | None
+    missing: str = ""
+    operator_missing: bool = False
+
+    @property
+    def where(self) -> str:
+        key = self.key or self.before_key
+        return f"{key[1]}:{key[2]}" if key else "?"
+
+    @property
+    def absolute(self) -> float | None:
+        """after − before; None unless both sides have a value (0 for inf → inf)."""
+        if self.before is None or self.after is None:
+            return None
+        if self.before == self.after:
+            return 0.0
+        return self.after - self.before
+
+    @property
+    def relative(self) -> float | None:
+        """(after − before) / |before| in percent; ±inf from 0 (or from an infinite value) to anything else."""
+        change = self.absolute
+        if change is None or change == 0:
+            return change
+        assert self.before is not None
+        if self.before == 0 or not math.isfinite(change):
+            return math.copysign(math.inf, change)
+        return change / abs(self.before) * 100.0
+
+
+@dataclass(slots=True)
+class Diff:
+    """Every operator's change of ``metric``.
+
+    Attributes:
+        metric: the metric as asked for; ``unit`` its unit where known.
+        higher_is_better: True when a drop is the regression (SQNR, cosine); else a rise is.
+        relative: whether the picture, the ranking and the legend use the relative change (else the absolute).
+        before_name / after_name: what the sides are called in titles and messages (file names).
+        changes: the drawn model's operators in graph order, then operators only the before model has.
+        matching: how two models' operators were paired (None for one model with two annotation files).
+        info: what is known of the metric (for how group boxes and totals combine values).
+    """
+
+    metric: str
+    unit: str
+    higher_is_better: bool
+    relative: bool
+    before_name: str
+    after_name: str
+    changes: list[OpChange] = field(default_factory=list)
+    matching: Matching | None = None
+    info: MetricInfo | None = None
+
+    def change(self, item: OpChange, relative: bool | None = None) -> float | None:
+        """The change shown for ``item`` (relative or absolute as the diff is, unless ``relative`` says)."""
+        return item.relative if (self.relative if relative is None else relative) else item.absolute
+
+    def badness(self, item: OpChange, relative: bool | None = None) -> float | None:
+        """The change signed so that a regression is positive."""
+        change = self.change(item, relative)
+        return None if change is None else (-change if self.higher_is_better else change)
+
+    def compared(self) -> list[OpChange]:
+        return [c for c in self.changes if c.absolute is not None]
+
+    def regressions(self, limit: int | None = None) -> list[OpChange]:
+        """The operators that got worse, worst first (ties in graph order)."""
+        return self._ranked(1.0)[:limit]
+
+    def improvements(self, limit: int | None = None) -> list[OpChange]:
+        """The operators that got better, most improved first."""
+        return self._ranked(-1.0)[:limit]
+
+    def _ranked(self, sign: float) -> list[OpChange]:
+        scored = [(sign * b, i, c) for i, c in enumerate(self.changes)
+                  if (b := self.badness(c)) is not None and sign * b > 0]
+        return [c for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def crossing(self, threshold: Threshold) -> list[OpChange]:
+        """Operators whose regression is larger than ``threshold``, worst first."""
+        scored = [(b, i, c) for i, c in enumerate(self.changes)
+                  if (b := self.badness(c, threshold.relative)) is not None and b > threshold.value]
+        return [c for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def missing(self, side: str) -> list[OpChange]:
+        return [c for c in self.changes if c.missing == side]
+
+    def rule(self) -> str:
+        """How the model total combines operator values: ``sum`` for costs, ``min``/``max`` for scores."""
+        return rule_for(self.metric, self.info)
+
+    def totals(self) -> tuple[float | None, float | None]:
+        """The model-wide figure of each side, over every operator with a value there."""
+        rule = self.rule()
+        return (combine((c.before for c in self.changes if c.before is not None), rule),
+                combine((c.after for c in self.changes if c.after is not None), rule))
+
+    def total_change(self) -> OpChange:
+        """The totals as one change (for its absolute and relative difference)."""
+        before, after = self.totals()
+        return OpChange(None, None, "total", "", before, after)
+
+    def counts(self) -> dict[str, int]:
+        worse = sum(1 for c in self.changes if (b := self.badness(c)) is not None and b > 0)
+        better = sum(1 for c in self.changes if (b := self.badness(c)) is not None and b < 0)
+        return {"worse": worse, "better": better, "unchanged": len(self.compared()) - worse - better,
+                ONLY_BEFORE: len(self.missing(ONLY_BEFORE)), ONLY_AFTER: len(self.missing(ONLY_AFTER))}
+
+    def limit(self) -> float:
+        """The half-width of the symmetric colour range: the largest finite change shown (1 when every
+        change is infinite, so infinities still take the ends)."""
+        finite = [abs(v) for c in self.changes if (v := self.change(c)) is not None and math.isfinite(v)]
+        largest = max(finite, default=0.0)
+        if largest == 0 and any((v := self.change(c)) is not None and v != 0 for c in self.changes):
+            return 1.0
+        return largest
+
+    # -- text ---------------------------------------------------------------------------------------------------
+
+    def value_text(self, value: float | None) -> str:
+        """A metric value as boxes and tables show it: ``13.2``, ``1.2M``; ``—`` for none."""
+        return "—" if value is None else format_number(value)
+
+    def change_text(self, item: OpChange, relative: bool | None = None, compact: bool = False) -> str:
+        """The signed change: ``+50%``, ``-2.5 µs``, ``-262144``: text that reads back as its number (to 4
+        significant digits, whole numbers in full), as the colour metric's value must; ``compact`` for lists and
+        tables (``-262k``)."""
+        relative = self.relative if relative is None else relative
+        change = self.change(item, relative)
+        if change is None:
+            return "—"
+        unit = "%" if relative else self.unit
+        if math.isinf(change):
+            return f"{'+' if change > 0 else '-'}inf" + (f" {unit}" if unit else "")
+        if not change:
+            number = "0"
+        elif compact:
+            number = ("+" if change > 0 else "") + format_number(change)
+        elif 1e4 <= abs(change) < 1e15 and change == round(change):
+            number = f"{change:+.0f}"
+        else:
+            number = f"{change:+.4g}"
+        return number + (unit if unit == "%" else f" {unit}" if unit else "")
+
+    def before_after(self, item: OpChange) -> str:
+        """``10 → 15 µs``."""
+        unit = f" {self.unit}" if self.unit and self.unit != "%" else self.unit
+        return f"{self.value_text(item.before)} → {self.value_text(item.after)}{unit}"
+
+    def direction(self) -> str:
+        return "higher is better" if self.higher_is_better else "lower is better"
