@@ -393,3 +393,15 @@ def test_tflite_operators_pair_by_output_tensor(tmp_path: Path) -> None:
     for group in svg_groups(parse_svg(out), "op").values():
         fill = first_fill(group)
         assert fill is not None and max(abs(a - b) for a, b in zip(_rgb(fill), centre)) <= 2, fill
+
+
+def test_a_files_border_style_is_drawn_too(tmp_path: Path) -> None:
+    """The dashed border the diff gives one-sided boxes is the operator ``style`` any annotation file may set."""
+    notes = tmp_path / "n.yaml"
+    notes.write_text("operators:\n  - {id: stem/conv, style: {style: dotted}}\n  - {id: head/fc, style: {style: "
+                     "'bold,dashed'}}\n", encoding="utf-8")
+    out = tmp_path / "s.svg"
+    run = run_cli("render", MODEL, "-a", notes, "-o", out, "-q")
+    assert run.returncode == 0, run.stderr
+    ops = svg_groups(parse_svg(out), "op")
+    assert _dashed(ops["op-0-0"]) and _dashed(ops["op-0-16"]) and not _dashed(ops["op-0-2"])

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     better.add_argument("--higher-is-better", dest="higher_is_better", action="store_const", const=True,
                         default=None, help="a drop is the regression (default: what the files say, else lower is "
                         "better)")
-    better.add_argument("--lower-is-better", dest="higher_is_better", action="store_const", const=False)
+    better.add_argument("--lower-is-better", dest="higher_is_better", action="store_const", const=False,
+                        help="a rise is the regression")
     parser.add_argument("--annotations-format", metavar="NAME",
                         help="read every annotation file with this reader instead of detecting it")
     parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")

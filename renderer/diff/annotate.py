@@ -84,10 +84,16 @@ def legend_values(diff: Diff) -> dict[str, str]:
         rows["on one side only"] = f"{counts[ONLY_BEFORE]} only before · {counts[ONLY_AFTER]} only after"
     for label, items in (("worse", diff.regressions(LEGEND_LISTED)), ("better", diff.improvements(LEGEND_LISTED))):
         for rank, item in enumerate(items, 1):
-            rows[f"{label} #{rank}"] = (f"{escape.clean(item.name, LEGEND_NAME_CHARS)} "
+            rows[f"{label} #{rank}"] = (f"{_tail(item.name)} "
                                         f"{diff.change_text(item, compact=True)} "
                                         f"({diff.before_after(item)})")
     return rows
+
+
+def _tail(name: str) -> str:
+    """The end of a long name (``…/attention/self/query/MatMul``): scoped names differ at their end."""
+    text = escape.clean(name, 400)
+    return text if len(text) <= LEGEND_NAME_CHARS else escape.ELLIPSIS + text[-(LEGEND_NAME_CHARS - 1):]
 
 
 def render_options(diff: Diff, base: RenderOptions) -> RenderOptions:
