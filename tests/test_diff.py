@@ -174,7 +174,7 @@ def test_summary_tables_list_the_right_operators_in_order(known: dict) -> None: 
     crossing = _table(md, "--fail-above 30%")
     assert [r[0] for r in crossing] == ["stem/conv"]
     assert "1 only before: `head/fc` (`Gemm` 0:16)" in md and "1 only after: `block1/add` (`Add` 0:9)" in md
-    assert "picture: [`diff.svg`](diff.svg), [`diff.png`](diff.png)" in md
+    assert "pictures: [`diff.svg`](diff.svg), [`diff.png`](diff.png)" in md
 
 
 def test_fail_above_exit_code_and_stderr(known: dict) -> None:  # type: ignore[type-arg]

@@ -66,7 +66,7 @@ def _view(diff: Diff, threshold: Threshold | None, pictures: list[str], top: int
         "crossing": [_row(diff, c) for c in crossing[:CROSSING_ROWS]],
         "crossing_count": len(crossing),
         "missing": [{"side": side, "count": len(items),
-                     "items": [{"name": c.name, "type": c.op_type, "id": c.where, "operator": c.operator_missing}
+                     "entries": [{"name": c.name, "type": c.op_type, "id": c.where, "operator": c.operator_missing}
                                for c in items[:MISSING_LISTED]]}
                     for side, items in missing.items() if items],
         "missing_listed": MISSING_LISTED,
