@@ -322,6 +322,14 @@ def test_book_search_switches_to_the_page_holding_the_operator(open_report, book
     target = link.evaluate("a => a.getAttributeNS('http://www.w3.org/1999/xlink', 'href')")
     link.click()
     assert target.startswith("#page-") and page.eval_on_selector("section.current", "s => '#' + s.id") == target
+    # a stub of a tensor coming from another page links to its producer there
+    stub = page.locator('section.current a').filter(has_text=re.compile("from")).first
+    href = stub.evaluate("a => a.getAttributeNS('http://www.w3.org/1999/xlink', 'href')")
+    producer = next(o for o in data["ops"] if "#" + o["el"] == href)
+    page.click("#zoom-fit")
+    stub.click()
+    assert page.eval_on_selector("section.current", "s => s.id") == data["pages"][producer["pages"][0]]["stem"]
+    assert _centred(opened.box_state(producer["el"]))
 
 
 def test_readable_without_script(browser, tiny: Path) -> None:  # type: ignore[no-untyped-def]
