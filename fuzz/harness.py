@@ -1,7 +1,9 @@
 """Mutation fuzzing of every model loader and annotation reader, driven by the registries.
 
 Targets are built from ``renderer.loaders.LOADERS`` and ``renderer.annotations.READERS``, seeded with the
-files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``). One input
+files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``), and from the
+command paths of ``tests/registry.py`` (``--dim`` values, the onnxruntime shape run, ``embed``), which run the
+command on the input in-process. One input
 is a seed with 1–4 random mutations (bit flips, interesting bytes and integers, inserted dictionary tokens,
 deleted, duplicated or spliced ranges, truncation). Each input is written to a file with the seed's name and given
 to the target, which then also runs what a render would run on the result (the IR index, the DOT emitter,
@@ -357,6 +359,7 @@ class Target:
     seeds: list[payloads.Seed]
     run: Callable[[Path], None]
     extensions: set[str] = field(default_factory=set)
+    examples: int | None = None  # at most this many inputs in the in-suite run (a child process each)
 
 
 def _after_load(model) -> None:  # type: ignore[no-untyped-def]
@@ -425,6 +428,8 @@ def targets() -> list[Target]:
     for module in payloads.reader_modules():
         found.append(Target(f"reader-{module.NAME}", payloads.reader_seeds(module),
                             lambda path, m=module: _read(m, path)))
+    for name, entry in payloads.registry.PATHS.items():
+        found.append(Target(f"path-{name}", payloads.path_seeds(name), entry.run, examples=entry.examples))
     return found
 
 

@@ -30,6 +30,15 @@ class _Parser(argparse.ArgumentParser):
 
         self.exit(1, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
+        # argparse before Python 3.13 drops a "--" given as an option's own value (--show=--), handing the
+        # command an empty list where it expects text: keep the value as written.
+        if arg_strings == ["--"] and action.option_strings and action.nargs is None:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 def build_parser() -> argparse.ArgumentParser:
     from .commands.common import add_verbosity_arguments

@@ -101,6 +101,12 @@ PAYLOADS: tuple[Payload, ...] = (
 
 SHORT_PAYLOADS = tuple(p for p in PAYLOADS if p.short)
 
+# ``--dim NAME=VALUE`` values no dim can take: characters that pass isdigit() but not int() ("²") or that int()
+# reads as digits but are no ASCII number ("١", "１"), numbers past int64 and past Python's 4300-digit limit,
+# signs, spaces, other notations, nothing at all.
+DIM_VALUES: tuple[str, ...] = ("\u00b2", "\u0661", "\uff11", "1\u0660", "0", "-1", "+8", " 8", "8 ", "8.0", "1e3", "0x10",
+                               "nan", "inf", str(2**63), "9" * 400, "9" * 5000, "", "=", "1=2", "8\n9")
+
 
 def payload(name: str) -> Payload:
     return next(p for p in PAYLOADS if p.name == name)
@@ -192,6 +198,14 @@ def is_fallback(module: ModuleType) -> bool:
 def reader_model(module: ModuleType) -> Path:
     """The sample model ``module``'s seed and injection files refer to."""
     return ROOT / registry.reader(module).model
+
+
+def path_seeds(name: str) -> list[Seed]:
+    """The seeds of command path ``name`` in ``tests/registry.py``."""
+    hook = registry.PATHS[name].seeds
+    if callable(hook):
+        return [Seed(str(file), bytes(data)) for file, data in hook()]
+    return [Seed(Path(m).name, Path(m).read_bytes()) for pattern in hook for m in sorted(glob.glob(str(ROOT / pattern)))]
 
 
 def reader_seeds(module: ModuleType) -> list[Seed]:

@@ -27,15 +27,23 @@ Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.RE
 
 Per command that writes outputs of its own (``COMMANDS``, keyed by its name in ``renderer.cli.COMMANDS``): how
 the injection tests run it with hostile input, and which runs would write over an input (``CommandEntry``).
+
+Per command path (``PATHS``): hostile input that reaches code other than a loader's or reader's own file (the
+``--dim`` values, the onnxruntime shape run, the embedders). ``run`` takes a (seed or mutated) file and runs the
+command on it in this process, ``seeds`` as above, and ``examples`` caps the in-suite fuzz run for paths that
+start a child process per input.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 DEFAULT_READER_MODEL = "samples/onnx/tiny_cnn.onnx"
@@ -197,6 +205,177 @@ def _diff_over_input(folder: Path) -> dict[str, tuple[list[str], Path]]:
     }
 
 
+# ---- command paths --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PathEntry:
+    run: Callable[[Path], None]
+    seeds: Seeds = ()
+    examples: int | None = None
+
+
+def command(path: Path, argv: list[str], output: Path) -> str:
+    """``annograph argv`` in this process, fed by the file at ``path``: its stderr when it wrote ``output``; an
+    AnnographError naming ``path`` (with the command's error) when it failed cleanly, exit status 1 with the
+    error on one line; AssertionError for anything else (exit status 2, "internal error", a traceback, exit 0
+    without the output)."""
+    from renderer.cli import main
+    from renderer.errors import AnnographError
+
+    output.unlink(missing_ok=True)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse
+            code = e.code if isinstance(e.code, int) else 1
+    text = err.getvalue()
+    assert "Traceback" not in text and "internal error" not in text and "out of memory" not in text, text
+    if code == 0:
+        assert output.is_file() and output.stat().st_size, f"exit status 0 without {output.name}: {text}"
+        return text
+    lines = text.splitlines()
+    assert code == 1 and lines and lines[-1].startswith("annograph: error: "), f"exit status {code}: {text}"
+    raise AnnographError(f"{path}: {lines[-1]}")
+
+
+@cache
+def _scratch() -> Path:
+    """One folder per process for the paths' outputs (each run replaces the last one's)."""
+    return Path(tempfile.mkdtemp(prefix="annograph-path-"))
+
+
+DIMS_INPUTS = ("batch", "height", "width")
+
+
+@cache
+def dims_model() -> Path:
+    """A small detector (stride-2 Conv + Relu ×2 on a batch×3×height×width input) whose value_info carries the
+    derived dims exporters write (``floor(height/2 - 1/2) + 1``), as onnxruntime's symbolic inference would, and
+    a MatMul head on a static input."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, weights, infos, x = [], [], [], "images"
+    h, w = "height", "width"
+    for i, (cin, cout) in enumerate(((3, 8), (8, 8))):
+        weights.append(numpy_helper.from_array(rng.standard_normal((cout, cin, 3, 3)).astype(np.float32), f"c{i}.w"))
+        nodes.append(helper.make_node("Conv", [x, f"c{i}.w"], [f"c{i}"], name=f"conv{i}", strides=[2, 2],
+                                      pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+        h, w = f"floor({h}/2 - 1/2) + 1", f"floor({w}/2 - 1/2) + 1"
+        infos.append(helper.make_tensor_value_info(f"c{i}", TensorProto.FLOAT, ["batch", cout, h, w]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        x = f"r{i}"
+    # a head on a static input: some operators have MACs whatever is pinned, so colouring by MACs always works
+    weights.append(numpy_helper.from_array(np.eye(4, dtype=np.float32), "head.w"))
+    nodes.append(helper.make_node("MatMul", ["features", "head.w"], ["scores"], name="head"))
+    graph = helper.make_graph(
+        nodes, "detector", [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"]),
+                            helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 4])], weights, value_info=infos)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = _scratch() / "detector.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def dims_argv(path: Path) -> list[str]:
+    """``--dim`` options from the file at ``path``: one ``NAME=VALUE`` a line (at most 16; NUL cannot be an
+    argument)."""
+    text = path.read_bytes().decode("utf-8", "replace").replace("\x00", "")
+    return [f"--dim={line}" for line in text.splitlines()[:16]]
+
+
+def _dims(path: Path) -> None:
+    """The ``--dim`` values of the file through the option parser, the loader's pinning and re-inference, the
+    MAC counts and the "pin these dims" hints and stderr line, into a DOT picture coloured by MACs."""
+    out = _scratch() / "dims.dot"
+    command(path, ["render", str(dims_model()), "--color-by", "macs", "--show", "macs,output_bytes", "-o", str(out),
+                   *dims_argv(path)], out)
+
+
+def _dims_seeds() -> list[tuple[str, bytes]]:
+    from payloads import DIM_VALUES, PAYLOADS
+
+    seeds = [("all.dims", b"batch=1\nheight=64\nwidth=48\n"), ("some.dims", b"height=64\n"),
+             ("none.dims", b""), ("not-inputs.dims", b"floor(height/2 - 1/2) + 1=5\nunk__3=2\nnosuch=1\n")]
+    seeds += [(f"value-{i}.dims", f"batch=1\nheight={v}\nwidth=8\n".encode()) for i, v in enumerate(DIM_VALUES)]
+    seeds += [(f"name-{p.name}.dims", f"{p.text}=2\nheight=16\n".encode()) for p in PAYLOADS if len(p.text) < 200]
+    return seeds
+
+
+@cache
+def computed_shapes_model() -> bytes:
+    """A model whose shapes static inference cannot reach once its input dims are pinned: a Range up to a length
+    computed from the input's shape, a Reshape to a computed shape, so loading it runs onnxruntime once."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = {"one": 1, "zero": 0, "eight": 8, "axis0": [0], "s0": [0], "s1": [1], "minus_one": [-1]}
+    initializers = [numpy_helper.from_array(np.array(v, dtype=np.int64), n) for n, v in constants.items()]
+    initializers.append(numpy_helper.from_array(np.ones((4, 8), np.float32), "w"))
+    nodes = [
+        helper.make_node("Shape", ["tokens"], ["shape"], name="shape"),
+        helper.make_node("Slice", ["shape", "s0", "s1"], ["batch_dim"], name="batch_dim"),
+        helper.make_node("Gather", ["shape", "one"], ["length"], name="length", axis=0),
+        helper.make_node("Mul", ["length", "eight"], ["stretched"], name="stretch"),
+        helper.make_node("Range", ["zero", "stretched", "one"], ["positions"], name="positions"),
+        helper.make_node("Cast", ["positions"], ["positions_f"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["positions_f", "axis0"], ["row"], name="row"),
+        helper.make_node("MatMul", ["tokens", "w"], ["projected"], name="project"),
+        helper.make_node("Concat", ["batch_dim", "minus_one"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["projected", "target"], ["flat"], name="flatten"),
+        helper.make_node("Add", ["flat", "row"], ["out"], name="add"),
+    ]
+    graph = helper.make_graph(nodes, "computed", [helper.make_tensor_value_info("tokens", TensorProto.FLOAT,
+                                                                                ["batch", "sequence", 4])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def _ort_shapes(path: Path) -> None:
+    """The model in the file with every input dim of the seed pinned: loading runs onnxruntime for the shapes
+    static inference cannot reach, then the picture is coloured by MACs."""
+    out = _scratch() / "ort.dot"
+    command(path, ["render", str(path), "--dim=batch=1", "--dim=sequence=8", "--color-by", "macs", "-o", str(out)],
+            out)
+
+
+EMBED_NOTES = "graph: {meta: {run: fuzz}}\noperators:\n  - {id: '0', meta: {latency_us: 1.5}}\n"
+
+
+def _embed(path: Path) -> None:
+    """The model in the file embedded (an operator value, a graph value), and the copy read back."""
+    from renderer.annotations.embedded import ENTRY, from_model
+    from renderer.loaders import load_model
+
+    folder = _scratch()
+    notes = folder / "notes.yaml"
+    notes.write_text(EMBED_NOTES)
+    out = folder / f"copy{path.suffix}"
+    command(path, ["embed", str(path), "-a", str(notes), "--no-sidecar", "-q", "-o", str(out)], out)
+    copy = load_model(out)
+    assert ENTRY in copy.metadata, "the copy lost the embedded entry"
+    (found,) = from_model(copy)
+    assert found.graph.values.get("run") == "fuzz", found.graph.values
+
+
+def _embed_seeds() -> list[tuple[str, bytes]]:
+    from payloads import ROOT, hostile_tflite
+
+    return [("hostile.tflite", hostile_tflite("<b>x</b>")),
+            *[(p, (ROOT / "samples" / kind / p).read_bytes()) for kind, p in (
+                ("tflite", "okay_nabu.tflite"), ("tflite", "tiny_keras_int8_asymmetric.tflite"),
+                ("onnx", "tiny_cnn.onnx"), ("onnx", "control_flow.onnx"), ("onnx", "unnamed_nodes.onnx"))]]
+
+
 # ---- the registries -------------------------------------------------------------------------------------------
 
 LOADERS: dict[str, LoaderEntry] = {
@@ -223,6 +402,12 @@ OUTPUTS: dict[str, OutputEntry] = {
     "summary": OutputEntry(args=lambda path: ["--summary", path, "--top-k", "50"], fmt="md", suffix=".md"),
 }
 """Outputs besides the ``-o`` formats (``renderer.rendering.OUTPUT_FORMATS``), by name."""
+
+PATHS: dict[str, PathEntry] = {
+    "dims": PathEntry(_dims, _dims_seeds),
+    "ort_shapes": PathEntry(_ort_shapes, lambda: [("computed_shapes.onnx", computed_shapes_model())], examples=12),
+    "embed": PathEntry(_embed, _embed_seeds, examples=60),
+}
 
 
 @dataclass(frozen=True)

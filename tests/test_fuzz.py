@@ -49,6 +49,7 @@ def test_every_registered_module_is_a_target() -> None:
     names = {t.name for t in TARGETS}
     assert {f"loader-{m.FORMAT}" for m in payloads.loader_modules()} <= names
     assert {f"reader-{m.NAME}" for m in payloads.reader_modules()} <= names
+    assert {f"path-{name}" for name in payloads.registry.PATHS} <= names
     assert all(t.seeds for t in TARGETS), [t.name for t in TARGETS if not t.seeds]
 
 
@@ -69,7 +70,7 @@ def test_mutated_inputs_fail_cleanly(target, tmp_path_factory) -> None:  # type:
     operation = st.tuples(st.sampled_from(harness.OPERATIONS), st.integers(0, 2**31), st.integers(0, 2**31),
                           st.binary(min_size=1, max_size=8))
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=min(EXAMPLES, target.examples or EXAMPLES), deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(st.integers(0, len(seeds) - 1), st.integers(0, len(seeds) - 1), st.lists(operation, min_size=1, max_size=4))
     def run(base: int, other: int, operations: list[tuple[str, int, int, bytes]]) -> None:

@@ -467,3 +467,93 @@ def test_subgraph_link_tooltip_is_literal(tmp_path: Path) -> None:
     assert links, "no subgraph link drawn"
     titles = [v for e in links[0].iter() for n, v in e.attrib.items() if n.endswith("}title")]
     assert any(t.startswith(f"{op_type} runs graph") for t in titles), titles
+
+
+# ---- --dim: hostile values and names ---------------------------------------------------------------------------
+
+_ACCEPTED_DIM_VALUES = {"0": 0, " 8": 8, "8 ": 8}
+
+
+@pytest.mark.parametrize("value", P.DIM_VALUES + ("--",), ids=repr)
+def test_dim_values_no_dim_can_take_are_one_line_errors(value: str, tmp_path: Path) -> None:
+    """Through the option parser (``--dim=--`` included, which argparse used to hand over as an empty list): a
+    value that is no ASCII whole number of int64 is refused in one line naming the option, never read as some
+    other number; the few that are plain numbers pin the dim to that number."""
+    from renderer.errors import AnnographError
+
+    model, out = registry.dims_model(), tmp_path / "pinned.dot"
+    argv = ["render", str(model), "--show", "macs", f"--dim=height={value}", "--dim=width=8", "--dim=batch=1",
+            "-o", str(out)]
+    if value in _ACCEPTED_DIM_VALUES:
+        registry.command(model, argv, out)
+        size = _ACCEPTED_DIM_VALUES[value]
+        # conv0's box states its output shape: batch 1, 8 channels, ceil(height / 2) × ceil(8 / 2)
+        assert f"1×8×{(size + 1) // 2}×4" in out.read_text(encoding="utf-8") or size == 0
+        return
+    with pytest.raises(AnnographError) as error:
+        registry.command(model, argv, out)
+    assert f"--dim 'height={value}'" in str(error.value) or "--dim" in str(error.value), error.value
+    assert not out.exists()
+
+
+_DIM_NAME_PAYLOADS = P.SHORT_PAYLOADS + (P.payload("controls"), P.payload("newlines"), P.payload("rtl-override"),
+                                         P.payload("xml-forbidden"))
+
+
+@pytest.mark.parametrize("payload", _DIM_NAME_PAYLOADS, ids=lambda p: p.name)
+def test_dim_names_carrying_payloads(payload: P.Payload, tmp_path: Path) -> None:
+    """A model whose symbolic input dim is the payload: the "pin it" hints (box tooltips, any stderr line) name
+    it safely in the picture and on the terminal, and ``--dim PAYLOAD=3`` pins it, which sends the model through
+    the onnxruntime shape run (its error, naming the payload op, must stay one clean line). A name with "=" in it
+    cannot be given, as NAME=VALUE splits at the first one."""
+    model = P.hostile_onnx(payload.text, tmp_path / "hostile.onnx")
+    out = tmp_path / "free.svg"
+    err = registry.command(model, ["render", str(model), "--show", "output_bytes", "--edge-by", "bytes",
+                                   "-o", str(out)], out)
+    assert not _TERMINAL_UNSAFE.search(err) and len(err.splitlines()) == err.count("annograph: "), err
+    text = P.check_output("svg", out.read_bytes(), tmp_path)
+    if payload.name in SHORT:
+        assert _normal(f"--dim {payload.text}=N") in _normal(text or "") + " " + _normal(err), err
+    pinned = tmp_path / "pinned.svg"
+    argv = ["render", str(model), "--show", "output_bytes", "-o", str(pinned), f"--dim={P.for_cli(payload.text)}=3"]
+    if "=" in payload.text:
+        from renderer.errors import AnnographError
+
+        with pytest.raises(AnnographError, match="expected NAME=VALUE"):
+            registry.command(model, argv, pinned)
+        return
+    err = registry.command(model, argv, pinned)  # every input dim known: onnxruntime runs for the custom op's
+    assert not _TERMINAL_UNSAFE.search(err) and len(err.splitlines()) == err.count("annograph: "), err
+    text = P.check_output("svg", pinned.read_bytes(), tmp_path) or ""
+    if "\x00" not in payload.text and payload.text.strip() == payload.text:
+        assert "--dim" not in text and "--dim" not in err, (text[:500], err)  # nothing left to pin
+
+
+def test_double_dash_as_an_option_value_is_that_text() -> None:
+    """``--OPTION=--`` for every option of every command that takes one value: the command gets "--" (or a usage
+    error), never the empty list argparse used to hand over (``--show=--`` was an internal error)."""
+    import argparse
+
+    from renderer.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    checked = 0
+    for name, sub in commands.items():
+        positional = ["m.onnx"] * sum(1 for a in sub._actions if not a.option_strings and a.nargs in (None, 1))
+        positional += ["m.onnx", "n.onnx"] * any(not a.option_strings and a.nargs in ("+", "*") for a in sub._actions)
+        required = [x for a in sub._actions if a.option_strings and a.required for x in (a.option_strings[0], "out")]
+        for action in sub._actions:
+            if not action.option_strings or action.nargs is not None or action.const is not None or not action.dest:
+                continue
+            option = next(o for o in action.option_strings if o.startswith("--"))
+            try:
+                args = parser.parse_args([name, *positional, *required, f"{option}=--"])
+            except SystemExit as e:
+                assert e.code == 1, (name, option)
+                continue
+            value = getattr(args, action.dest)
+            assert value == "--" or isinstance(value, list) and value[-1:] == ["--"] \
+                or not isinstance(value, (list, str)), (name, option, value)
+            checked += 1
+    assert checked > 20
