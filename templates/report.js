@@ -11,11 +11,11 @@
 
   var viewport = byId("viewport"), panel = byId("panel");
   var sections = Array.prototype.slice.call(viewport.querySelectorAll(":scope > section"));
-  var opOfEl = {};
+  var opOfEl = Object.create(null);  // no inherited keys: a hash such as #constructor names nothing
   ops.forEach(function (op, k) { opOfEl[op.el] = k; });
   // per page: element id -> <g class="node">, and the pan/zoom state
   var pages = sections.map(function (section) {
-    var svg = section.querySelector("svg"), boxes = {};
+    var svg = section.querySelector("svg"), boxes = Object.create(null);
     section.querySelectorAll("g.node").forEach(function (g) { if (g.id in opOfEl) boxes[g.id] = g; });
     var box = svg ? svg.viewBox.baseVal : null;
     return { section: section, svg: svg, boxes: boxes, k: 0, x: 0, y: 0,

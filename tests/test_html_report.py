@@ -53,13 +53,14 @@ def browser() -> Iterator[object]:
 class Opened:
     """A report open in a fresh page, with everything that went wrong recorded."""
 
-    def __init__(self, browser, path: Path) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, browser, path: Path, fragment: str = "") -> None:  # type: ignore[no-untyped-def]
         self.problems: list[str] = []
         self.requests: list[str] = []
         self.navigations: list[str] = []
         self.context = browser.new_context(viewport={"width": 1400, "height": 900})
         self.page = page = self.context.new_page()
         self.url = path.resolve().as_uri()
+        self.address = self.url + fragment
         page.add_init_script(TRAPS)
         page.on("console", lambda m: m.type in ("error", "warning") and self.problems.append(f"console: {m.text}"))
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
@@ -69,7 +70,7 @@ class Opened:
         self.context.route("**/*", lambda route: (self.requests.append(f"routed {route.request.url}"),
                                                   route.continue_() if route.request.url == self.url
                                                   else route.abort()))
-        page.goto(self.url)
+        page.goto(self.address)
         page.wait_for_function("document.documentElement.classList.contains('js')")
 
     def caught(self) -> list[str]:
@@ -78,7 +79,7 @@ class Opened:
     def assert_clean(self) -> None:
         assert self.caught() == [], self.caught()
         assert [u for u in self.requests if u != self.url and u != f"routed {self.url}"] == [], self.requests
-        assert self.navigations == [self.url] and self.page.url == self.url, self.navigations
+        assert self.navigations == [self.address] and self.page.url == self.address, self.navigations
 
     def box_state(self, element_id: str) -> dict:  # type: ignore[type-arg]
         """Where the visible box ``element_id`` is, against the viewport's centre, and its classes."""
@@ -103,8 +104,8 @@ def open_report(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
     """Opens reports in fresh pages; at the end of the test, each must have stayed clean (``assert_clean``)."""
     opened: list[Opened] = []
 
-    def open_(path: Path) -> Opened:
-        opened.append(Opened(browser, path))
+    def open_(path: Path, fragment: str = "") -> Opened:
+        opened.append(Opened(browser, path, fragment))
         return opened[-1]
 
     yield open_
@@ -330,6 +331,14 @@ def test_book_search_switches_to_the_page_holding_the_operator(open_report, book
     stub.click()
     assert page.eval_on_selector("section.current", "s => s.id") == data["pages"][producer["pages"][0]]["stem"]
     assert _centred(opened.box_state(producer["el"]))
+
+
+def test_an_address_naming_nothing_is_ignored(open_report, tiny: Path) -> None:  # type: ignore[no-untyped-def]
+    data = _data(tiny)
+    for hash_ in ("#constructor", "#__proto__", "#" + data["ops"][3]["el"]):
+        opened = open_report(tiny, hash_)
+        hit = opened.page.eval_on_selector_all("g.node.hit", "gs => gs.map(g => g.id)")
+        assert hit == ([data["ops"][3]["el"]] if hash_.startswith("#op") else []), (hash_, hit)
 
 
 def test_readable_without_script(browser, tiny: Path) -> None:  # type: ignore[no-untyped-def]
