@@ -31,10 +31,6 @@ _open_bars = 0
 _lock = threading.Lock()
 
 
-def level() -> Verbosity:
-    return _level
-
-
 def from_flags(quiet: bool, verbose: bool) -> Verbosity:
     return Verbosity.QUIET if quiet else Verbosity.VERBOSE if verbose else Verbosity.NORMAL
 
@@ -100,8 +96,9 @@ class _NoBar:
 
 @contextlib.contextmanager
 def bar(total: float, desc: str, unit: str = "it", unit_scale: bool = False) -> Iterator[Any]:
-    """A progress bar of ``total`` steps (``update(n)`` as they are done) on a terminal, else a no-op."""
-    if not shows_bars():
+    """A progress bar of ``total`` steps (``update(n)`` as they are done) on a terminal, else a no-op (also for
+    a single step, which a bar would not make any clearer)."""
+    if total < 2 or not shows_bars():
         yield _NoBar()
         return
     from tqdm import tqdm

@@ -112,6 +112,29 @@ def test_layout_bar_on_a_terminal_and_not_with_quiet(tmp_path: Path) -> None:
             assert (other.parent / name).read_bytes() == (piped.parent / name).read_bytes(), name
 
 
+@pytest.mark.parametrize(("command", "bar"), [("batch", rb"batch: +\d+%\|.*model"),
+                                            ("compare", rb"comparing: +\d+%\|.*tensor")])
+def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> None:
+    """Models done of a batch, tensors compared: a bar on a terminal, the same files as when piped."""
+    import shutil
+
+    (tmp_path / "tty").mkdir()
+    (tmp_path / "piped").mkdir()
+    args = {folder: _invocation(command, tmp_path / folder) for folder in ("tty", "piped")}
+    if command == "batch":  # a bar needs two models at least
+        shutil.copy(ONNX / "tiny_cnn.onnx", tmp_path / "twin.onnx")
+        args = {folder: [tmp_path / "twin.onnx", *given] for folder, given in args.items()}
+    status, shown, _ = _on_terminal([command, *args["tty"]])
+    assert status == 0 and re.search(bar, shown), shown[-300:]
+    piped = run_cli(command, *args["piped"])
+    assert piped.returncode == 0 and "\r" not in piped.stderr and "%|" not in piped.stderr
+    files = sorted(p.relative_to(tmp_path / "piped") for p in (tmp_path / "piped").rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(tmp_path / "tty") for p in (tmp_path / "tty").rglob("*")
+                                     if p.is_file())
+    for name in files:
+        assert (tmp_path / "tty" / name).read_bytes() == (tmp_path / "piped" / name).read_bytes(), name
+
+
 def test_elapsed_time_while_dot_runs(tmp_path: Path) -> None:
     """One long Graphviz run has no steps to count: an elapsed-time line stands in (here from 0 s instead of 1)."""
     out = tmp_path / "one.svg"

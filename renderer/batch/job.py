@@ -76,6 +76,9 @@ class ModelResult:
     files: list[tuple[str, bytes]] = field(default_factory=list)
     pictures: list[Picture] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    """Warnings: printed even with -q."""
+    said: list[str] = field(default_factory=list)
+    """Lines of the normal report (a choice made for the user), dropped by -q."""
     error: str | None = None
 
 
@@ -124,7 +127,7 @@ def _run(job: ModelJob) -> ModelResult:
 def _default_metrics(job: ModelJob, runs: list[tuple[str, Annotations]], result: ModelResult) -> list[str]:
     found = sorted({m for _, notes in runs for m in operator_metrics(notes)})
     if len(found) == 1:
-        result.notes.append(f"{job.model}: colouring by {found[0]}, the only numeric operator metric of the runs "
+        result.said.append(f"{job.model}: colouring by {found[0]}, the only numeric operator metric of the runs "
                             "(--color-by to choose)")
         return found
     if not found:

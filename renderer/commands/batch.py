@@ -98,6 +98,8 @@ def _take(result, folder: Path, inputs: list, done: list) -> None:  # type: igno
 
     for line in result.notes:
         warn(line)
+    for line in result.said:
+        note(line)
     if result.error is not None:
         warn(f"error: {result.error}")
     else:

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from ..annotations import input_paths
     from ..atomic import refuse_inputs, write_text
     from ..exporters import ExportOptions, exporter
+    from ..progress import waiting
     from .common import count, note, stage, warn
 
     module = exporter(args.to)
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_inputs([output], [args.model, *args.annotations])
     model, annotations = load_annotated(args)
     inputs = input_paths(model, annotations)
-    with stage("export") as facts:
+    with stage("export") as facts, waiting(f"exporting to {args.to}"):
         result = module.export(model, annotations, ExportOptions(metric=args.metric, cmap=args.cmap))
         facts.append(f"{args.to}, {count(len(result.text), 'character')}")
     for line in result.notes:

@@ -139,6 +139,7 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from ..errors import AnnographError
+    from ..progress import bar
     from .common import warn
 
     options = render_options(args)
@@ -153,14 +154,16 @@ def run(args: argparse.Namespace) -> int:
     created = _make_folder(folder) if folder is not None else []
     failures = 0
     try:
-        for model_path, outputs in jobs:
-            try:
-                _render_one(model_path, outputs, options, args)
-            except AnnographError as e:
-                if len(jobs) == 1:
-                    raise
-                failures += 1
-                warn(f"error: {e}")
+        with bar(len(jobs), "render", "model") as shown:
+            for model_path, outputs in jobs:
+                try:
+                    _render_one(model_path, outputs, options, args)
+                except AnnographError as e:
+                    if len(jobs) == 1:
+                        raise
+                    failures += 1
+                    warn(f"error: {e}")
+                shown.update(1)
     finally:
         if created and not any(Path(out).exists() for _, outputs in jobs for out in outputs):
             _remove_empty(created)  # a batch that wrote nothing leaves no folder behind
