@@ -165,6 +165,7 @@ def _invocation(command: str, tmp: Path) -> list[str | Path]:
         "batch": [model, "-a", latency, "--color-by", "latency_us", "-o", tmp / "out"],
         "metrics": [model, "-o", tmp / "metrics.csv"],
         "compare": [model, model, "-o", tmp / "errors.json"],
+        "diff": [model, "--before", latency, "--after", latency, "--metric", "latency_us", "-o", tmp / "diff.svg"],
         "embed": [model, "-a", latency, "--no-sidecar", "-o", tmp / "copy.onnx"],
         "export": [model, "-a", latency, "--no-sidecar", "--to", "csv", "-o", tmp / "out.csv"],
     }
