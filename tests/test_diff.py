@@ -405,3 +405,25 @@ def test_a_files_border_style_is_drawn_too(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     ops = svg_groups(parse_svg(out), "op")
     assert _dashed(ops["op-0-0"]) and _dashed(ops["op-0-16"]) and not _dashed(ops["op-0-2"])
+
+
+def test_summary_stays_small_for_a_huge_diff() -> None:
+    """The worst case for the summary's size: 20,000 operators with 300-character names, half worse and half
+    better, every one past the gate, one in ten on one side only, and the largest --top-k."""
+    from renderer import diff as differ
+    from renderer.options import SUMMARY_MAX_TOP_K
+
+    changes = []
+    for i in range(20_000):
+        name = f"@here #12 |`*[] /encoder/layer.{i}/" + "x" * 280
+        before, after = 10.0 + i, (20.0 + i if i % 2 else 5.0)
+        missing = "" if i % 10 else differ.ONLY_BEFORE
+        changes.append(differ.OpChange(("op", 0, i), ("op", 0, i), name, "MatMul" * 20, before,
+                                       None if missing else after, missing, bool(missing)))
+    diff = differ.Diff("latency_us", "µs", False, True, "a" * 300 + ".json", "b" * 300 + ".json", changes)
+    text = differ.markdown(diff, differ.Threshold(0.0, True), ["x.svg"] * 100, SUMMARY_MAX_TOP_K)
+    assert len(text) < 65_536 // 2, len(text)
+    assert len(_table(text, "Regressions")) == SUMMARY_MAX_TOP_K == len(_table(text, "Improvements"))
+    assert "10000 operators crossed" in text and "… and 9970 more." in text and "; … and 1980 more" in text
+    outside_code = re.sub(r"(`+)(.+?)\1", "", text)
+    assert "@here" in text and "@here" not in outside_code and "#12" not in outside_code  # no mention, no link

@@ -10,18 +10,15 @@ from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
 from .matching import match
 
 
-def side_values(model: Model, annotations: Annotations, metric: str, side: str,
-                max_tensor_elements: int | None = None) -> tuple[dict[ElementKey, float], MetricInfo | None]:
+def side_values(model: Model, annotations: Annotations, metric: str,
+                side: str) -> tuple[dict[ElementKey, float], MetricInfo | None]:
     """Each operator's number for ``metric`` on one side (a built-in metric is computed from ``model`` where
     the files give none), and what is known of the metric; MetricError naming the side when no operator has
     one."""
     from .. import metrics as builtin
-    from ..options import RenderOptions
 
     if metric in builtin.OP_METRICS:
-        limit = RenderOptions().max_tensor_elements if max_tensor_elements is None else max_tensor_elements
-        annotations = builtin.augment(model, annotations.copy(), {metric},
-                                      RenderOptions(max_tensor_elements=limit))
+        annotations = builtin.augment(model, annotations.copy(), {metric})
     try:
         name = resolve_metric(metric, annotations, "op")
     except MetricError as e:
@@ -32,11 +29,10 @@ def side_values(model: Model, annotations: Annotations, metric: str, side: str,
 
 
 def one_model(model: Model, before: Annotations, after: Annotations, metric: str, relative: bool = True,
-              higher_is_better: bool | None = None, names: tuple[str, str] = ("before", "after"),
-              max_tensor_elements: int | None = None) -> Diff:
+              higher_is_better: bool | None = None, names: tuple[str, str] = ("before", "after")) -> Diff:
     """The change of ``metric`` between two annotation sets of one model."""
-    before_values, before_info = side_values(model, before, metric, names[0], max_tensor_elements)
-    after_values, after_info = side_values(model, after, metric, names[1], max_tensor_elements)
+    before_values, before_info = side_values(model, before, metric, names[0])
+    after_values, after_info = side_values(model, after, metric, names[1])
     diff = _new(metric, relative, higher_is_better, names, after_info or before_info)
     for node in model.nodes():
         b, a = before_values.get(node.key), after_values.get(node.key)
@@ -49,12 +45,12 @@ def one_model(model: Model, before: Annotations, after: Annotations, metric: str
 
 def two_models(before_model: Model, after_model: Model, before: Annotations, after: Annotations, metric: str,
                relative: bool = True, higher_is_better: bool | None = None,
-               names: tuple[str, str] = ("before", "after"), max_tensor_elements: int | None = None) -> Diff:
+               names: tuple[str, str] = ("before", "after")) -> Diff:
     """The change of ``metric`` between two models of one graph, operators paired by ``matching.match``.
     Every operator only one model has is listed, with or without a value."""
     matching = match(before_model, after_model)
-    before_values, before_info = side_values(before_model, before, metric, names[0], max_tensor_elements)
-    after_values, after_info = side_values(after_model, after, metric, names[1], max_tensor_elements)
+    before_values, before_info = side_values(before_model, before, metric, names[0])
+    after_values, after_info = side_values(after_model, after, metric, names[1])
     diff = _new(metric, relative, higher_is_better, names, after_info or before_info)
     diff.matching = matching
     paired = {a: b for b, a in matching.pairs.items()}
