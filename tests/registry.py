@@ -29,7 +29,7 @@ Per command that writes outputs of its own (``COMMANDS``, keyed by its name in `
 the injection tests run it with hostile input, and which runs would write over an input (``CommandEntry``).
 
 Per command path (``PATHS``): hostile input that reaches code other than a loader's or reader's own file (the
-``--dim`` values, the onnxruntime shape run, the embedders). ``run`` takes a (seed or mutated) file and runs the
+``--dim`` values, the onnxruntime shape run, the embedders, the diff of a mutated after side). ``run`` takes a (seed or mutated) file and runs the
 command on it in this process, ``seeds`` as above, and ``examples`` caps the in-suite fuzz run for paths that
 start a child process per input.
 """
@@ -376,6 +376,33 @@ def _embed_seeds() -> list[tuple[str, bytes]]:
                 ("onnx", "tiny_cnn.onnx"), ("onnx", "control_flow.onnx"), ("onnx", "unnamed_nodes.onnx"))]]
 
 
+DIFF_BEFORE = "operators:\n  - {id: stem/conv, latency_us: 10}\n  - {id: block2/conv, latency_us: 0}\n" \
+              "  - {id: head/fc, latency_us: 4}\n"
+
+
+def _diff(path: Path) -> None:
+    """The file as the after side of ``diff`` on tiny_cnn (the DOT and the summary: no Graphviz run)."""
+    from payloads import ROOT
+
+    folder = _scratch()
+    before = folder / "diff-before.yaml"
+    before.write_text(DIFF_BEFORE, encoding="utf-8")
+    out, summary = folder / "diff.dot", folder / "diff.md"
+    command(path, ["diff", str(ROOT / DEFAULT_READER_MODEL), "--before", str(before), "--after", str(path),
+                   "--metric", "latency_us", "-q", "-o", str(out), "--summary", str(summary)], out)
+    assert summary.is_file() and summary.stat().st_size < 65_536, "no summary, or a summary past GitHub's limit"
+
+
+def _diff_seeds() -> list[tuple[str, bytes]]:
+    rows = [("stem/conv", "15"), ("block2/conv", "3"), ("head/fc", "inf"), ("block1/add", "2.5 ms")]
+    doc = {"metrics": {"latency_us": {"unit": "µs", "higher_is_better": False}},
+           "operators": [{"id": name, "latency_us": value} for name, value in rows]}
+    csv_text = "id,latency_us\n" + "".join(f"{name},{value}\n" for name, value in rows)
+    yaml_text = "operators:\n" + "".join(f"  - {{id: {name}, latency_us: {value}}}\n" for name, value in rows)
+    return [("after.json", json.dumps(doc).encode()), ("after.csv", csv_text.encode()),
+            ("after.yaml", yaml_text.encode())]
+
+
 # ---- the registries -------------------------------------------------------------------------------------------
 
 LOADERS: dict[str, LoaderEntry] = {
@@ -407,6 +434,7 @@ PATHS: dict[str, PathEntry] = {
     "dims": PathEntry(_dims, _dims_seeds),
     "ort_shapes": PathEntry(_ort_shapes, lambda: [("computed_shapes.onnx", computed_shapes_model())], examples=12),
     "embed": PathEntry(_embed, _embed_seeds, examples=60),
+    "diff": PathEntry(_diff, _diff_seeds, examples=60),
 }
 
 
