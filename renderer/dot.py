@@ -242,11 +242,7 @@ class _Emitter:
         lines.extend(self._folded_lines(node))
         for key, value in node.attributes.items():
             lines.append(f"{key} = {escape.clean(_value_text(value), 120)}")
-        for key, value in node.metadata.items():
-            lines.append(f"{key}: {escape.clean(value, 200)}")
-        if entry is not None and entry.values:
-            lines.append("—")
-            lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
+        lines.extend(_stored_and_annotated(node.metadata, entry))
         return escape.tooltip(lines)
 
     def _folded_lines(self, node: Node) -> list[str]:
@@ -358,11 +354,7 @@ class _Emitter:
                 lines.append(f"shape signature: {list(value.type.shape_signature)}")
         if value.quantization is not None:
             lines.append(f"quantization: {value.quantization}")
-        for key, text in value.metadata.items():
-            lines.append(f"{key}: {escape.clean(text, 200)}")
-        if entry is not None and entry.values:
-            lines.append("—")
-            lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
+        lines.extend(_stored_and_annotated(value.metadata, entry))
         return escape.tooltip(lines)
 
     # -- legend ---------------------------------------------------------------------------------------------
@@ -501,6 +493,16 @@ def _attribute_lines(node: Node, limit: int, width: int = LABEL_CHARS) -> list[s
 def _is_subgraph(value: object) -> bool:
     """Graph-valued attributes are drawn as clusters, not listed in the box."""
     return isinstance(value, SubgraphRef) or (isinstance(value, list) and any(isinstance(v, SubgraphRef) for v in value))
+
+
+def _stored_and_annotated(metadata: dict[str, str], entry: Entry | None) -> list[str]:
+    """A tooltip's last lines: what the model file stores with the element, then, after a rule, its
+    annotation values."""
+    lines = [f"{key}: {escape.clean(text, 200)}" for key, text in metadata.items()]
+    if entry is not None and entry.values:
+        lines.append("—")
+        lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
+    return lines
 
 
 def _value_text(value: object, compact: bool = False) -> str:

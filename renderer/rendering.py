@@ -9,6 +9,7 @@ from . import atomic, dot, escape, graphviz_run
 from .annotations import Annotations
 from .annotations.records import AnnotationSet
 from .errors import RenderError
+from .file_formats import chosen_format
 from .folding import fold
 from .heatmap import Heatmap, build
 from .colors import format_number
@@ -28,14 +29,8 @@ OUTPUT_FORMATS: dict[str, str] = {
 
 
 def output_format(path: str | Path, fmt: str | None = None) -> str:
-    if fmt:
-        if fmt not in set(OUTPUT_FORMATS.values()):
-            raise RenderError(f"unknown output format {fmt!r} (use one of {', '.join(sorted(set(OUTPUT_FORMATS.values())))})")
-        return fmt
-    suffix = Path(path).suffix.lower()
-    if suffix not in OUTPUT_FORMATS:
-        raise RenderError(f"{path}: unknown output extension {suffix or '(none)'!r} (use {', '.join(OUTPUT_FORMATS)})")
-    return OUTPUT_FORMATS[suffix]
+    """The picture format of ``path``: ``fmt`` when given, else its extension's (see ``OUTPUT_FORMATS``)."""
+    return chosen_format(path, fmt, OUTPUT_FORMATS, "output", RenderError)
 
 
 def prepare(model: Model, annotations: Annotations | None, options: RenderOptions) -> dot.Scene:

@@ -338,108 +338,23 @@ def hostile_tflite(text: str) -> bytes:
     import numpy as np
     import tflite
 
+    import tflite_build as fb
+
     b = flatbuffers.Builder(4096)
-
-    def vector_of_tables(items: list[int]) -> int:
-        b.StartVector(4, len(items), 4)
-        for item in reversed(items):
-            b.PrependUOffsetTRelative(item)
-        return b.EndVector()
-
-    def ints(values: list[int]) -> int:
-        return b.CreateNumpyVector(np.array(values, dtype=np.int32))
-
-    def buffer(data: bytes) -> int:
-        data_off = b.CreateByteVector(data) if data else None
-        tflite.BufferStart(b)
-        if data_off is not None:
-            tflite.BufferAddData(b, data_off)
-        return tflite.BufferEnd(b)
-
-    def opcode(builtin: int, custom: str | None = None) -> int:
-        custom_off = b.CreateString(custom) if custom is not None else None
-        tflite.OperatorCodeStart(b)
-        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
-        tflite.OperatorCodeAddBuiltinCode(b, builtin)
-        if custom_off is not None:
-            tflite.OperatorCodeAddCustomCode(b, custom_off)
-        tflite.OperatorCodeAddVersion(b, 1)
-        return tflite.OperatorCodeEnd(b)
-
-    def tensor(name: str, buffer_index: int = 0) -> int:
-        name_off, shape_off = b.CreateString(name), ints([1, 4])
-        tflite.TensorStart(b)
-        tflite.TensorAddName(b, name_off)
-        tflite.TensorAddShape(b, shape_off)
-        tflite.TensorAddType(b, tflite.TensorType.FLOAT32)
-        tflite.TensorAddBuffer(b, buffer_index)
-        return tflite.TensorEnd(b)
-
-    def operator(code: int, inputs: list[int], outputs: list[int], custom: bytes | None = None) -> int:
-        in_off, out_off = ints(inputs), ints(outputs)
-        custom_off = b.CreateByteVector(custom) if custom else None
-        tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, code)
-        tflite.OperatorAddInputs(b, in_off)
-        tflite.OperatorAddOutputs(b, out_off)
-        if custom_off is not None:
-            tflite.OperatorAddCustomOptions(b, custom_off)
-        return tflite.OperatorEnd(b)
-
-    def tensor_map(name: str, index: int) -> int:
-        name_off = b.CreateString(name)
-        tflite.TensorMapStart(b)
-        tflite.TensorMapAddName(b, name_off)
-        tflite.TensorMapAddTensorIndex(b, index)
-        return tflite.TensorMapEnd(b)
-
-    def metadata(name: str, buffer_index: int) -> int:
-        name_off = b.CreateString(name)
-        tflite.MetadataStart(b)
-        tflite.MetadataAddName(b, name_off)
-        tflite.MetadataAddBuffer(b, buffer_index)
-        return tflite.MetadataEnd(b)
-
     encoded = text.encode("utf-8")
-    buffers = [buffer(b""), buffer(np.arange(4, dtype=np.float32).tobytes()), buffer(encoded[:200] + b"\0"),
-               buffer(encoded[:1000])]
-    codes = [opcode(tflite.BuiltinOperator.RELU), opcode(tflite.BuiltinOperator.ADD),
-             opcode(tflite.BuiltinOperator.CUSTOM, text or "Custom")]
-    tensors = [tensor(text + "·in"), tensor(text), tensor(text + "·w", 1), tensor(text + "·add"), tensor(text + "·out")]
-    ops = [operator(0, [0], [1]), operator(1, [1, 2], [3]), operator(2, [3], [4], custom=encoded[:64] or b"\0")]
-    tensors_off, ops_off = vector_of_tables(tensors), vector_of_tables(ops)
-    in_off, out_off, name_off = ints([0]), ints([4]), b.CreateString(text)
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensors_off)
-    tflite.SubGraphAddOperators(b, ops_off)
-    tflite.SubGraphAddInputs(b, in_off)
-    tflite.SubGraphAddOutputs(b, out_off)
-    tflite.SubGraphAddName(b, name_off)
-    subgraph = tflite.SubGraphEnd(b)
-
-    sig_in, sig_out = vector_of_tables([tensor_map(text, 0)]), vector_of_tables([tensor_map(text + "·out", 4)])
-    key = b.CreateString(text)
-    tflite.SignatureDefStart(b)
-    tflite.SignatureDefAddInputs(b, sig_in)
-    tflite.SignatureDefAddOutputs(b, sig_out)
-    tflite.SignatureDefAddSignatureKey(b, key)
-    tflite.SignatureDefAddSubgraphIndex(b, 0)
-    signature = tflite.SignatureDefEnd(b)
-
-    meta = vector_of_tables([metadata("min_runtime_version", 2), metadata(text, 3)])
-    codes_off, graphs_off = vector_of_tables(codes), vector_of_tables([subgraph])
-    buffers_off, sigs_off = vector_of_tables(buffers), vector_of_tables([signature])
-    description = b.CreateString(text)
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, codes_off)
-    tflite.ModelAddSubgraphs(b, graphs_off)
-    tflite.ModelAddDescription(b, description)
-    tflite.ModelAddBuffers(b, buffers_off)
-    tflite.ModelAddMetadata(b, meta)
-    tflite.ModelAddSignatureDefs(b, sigs_off)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    buffers = [fb.buffer(b, None), fb.buffer(b, np.arange(4, dtype=np.float32).tobytes()),
+               fb.buffer(b, encoded[:200] + b"\0"), fb.buffer(b, encoded[:1000])]
+    codes = [fb.opcode(b, tflite.BuiltinOperator.RELU), fb.opcode(b, tflite.BuiltinOperator.ADD),
+             fb.opcode(b, tflite.BuiltinOperator.CUSTOM, text or "Custom")]
+    tensors = [fb.tensor(b, name, [1, 4], buffer=1 if name == text + "·w" else 0)
+               for name in (text + "·in", text, text + "·w", text + "·add", text + "·out")]
+    ops = [fb.operator(b, 0, [0], [1]), fb.operator(b, 1, [1, 2], [3]),
+           fb.operator(b, 2, [3], [4], custom=encoded[:64] or b"\0")]
+    subgraph = fb.subgraph(b, text, tensors, ops, [0], [4])
+    signature = fb.signature(b, text, {text: 0}, {text + "·out": 4})
+    meta = [fb.metadata(b, "min_runtime_version", 2), fb.metadata(b, text, 3)]
+    return fb.model(b, codes=codes, subgraphs=[subgraph], buffers=buffers, description=text, metadata=meta,
+                    signatures=[signature])
 
 
 def tflite_name_spans(data: bytes) -> list[tuple[int, int]]:

@@ -61,10 +61,23 @@ def _definitions() -> dict[str, list[str]]:
 def test_shared_helpers_are_written_once() -> None:
     """Helpers that used to be rewritten per module, with different meanings, exist once under one name."""
     found = _definitions()
-    for name in ("first_line", "json_values", "decode_text", "ElementKey", "IdIndex", "_cell", "item", "table"):
+    for name in ("first_line", "json_values", "decode_text", "ElementKey", "IdIndex", "_cell", "item", "table",
+                 "csv_rows", "parse_json", "chosen_format", "_stored_and_annotated"):
         assert len(found.get(name, [])) == 1, (name, found.get(name))
-    for gone in ("_first_line", "plain", "_plain", "_text", "ModelLookup"):
+    for gone in ("_first_line", "plain", "_plain", "_text", "ModelLookup", "read_header", "_parse_json",
+                 "_graphs_in_info_order", "_Reader"):
         assert gone not in found, (gone, found[gone])
+
+
+def test_repeated_loops_have_one_home() -> None:
+    """The tool CSV readers leave reading rows to ``lookup.csv_rows``, and the writers of pictures and metric
+    tables leave "format from the option or the extension" to ``file_formats.chosen_format``."""
+    for reader in ("annotations/onnx_tool_csv.py", "annotations/tflite_quant_debug.py"):
+        tree = ast.parse((PACKAGE / reader).read_text(encoding="utf-8"))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert "csv" not in imported, reader
+    for writer in ("rendering.py", "metrics/export.py"):
+        assert ".suffix" not in (PACKAGE / writer).read_text(encoding="utf-8"), writer
 
 
 def _length(module: str, qualname: str) -> int:
@@ -81,3 +94,15 @@ def test_functions_that_were_split_stay_short() -> None:
     for module, name in (("renderer.annotations.tflite_benchmark", "read"), ("renderer.loaders.onnx", "_Builder._graph"),
                          ("renderer.annotations.__init__", "merge"), ("renderer.metrics.weight_metrics", "compute")):
         assert _length(module, name) <= 40, (module, name, _length(module, name))
+
+
+def test_module_names_say_what_they_hold_and_dead_code_stays_gone() -> None:
+    """Issue 12 found ``annotations/model.py`` (not the ML model), ``metrics/profile.py`` (no profiling), two
+    ``ids.py``, and ``Annotations.entry`` and ``Node.constant_inputs`` that nothing called."""
+    from renderer.annotations.records import Annotations
+    from renderer.ir import Node
+
+    modules = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")]
+    assert "annotations/model.py" not in modules and "metrics/profile.py" not in modules
+    assert [m for m in modules if m.endswith("/ids.py") or m == "ids.py"] == []
+    assert not hasattr(Annotations, "entry") and not hasattr(Node, "constant_inputs")

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import tflite
 
+import tflite_build as fb
+
 from renderer import categories
 from renderer.errors import LoaderError
 from renderer.loaders import tflite as loader
@@ -299,80 +301,20 @@ def test_nabu_fully_connected_and_tensor_type_enums(nabu):
 # ---- synthetic models: IF/custom/optional inputs/dims/odd dtypes, and invalid indices ---------------------------
 
 
-def _string(b: flatbuffers.Builder, text: str) -> int:
-    return b.CreateString(text)
 
 
-def _int_vector(b: flatbuffers.Builder, values: list[int]) -> int:
-    return b.CreateNumpyVector(np.array(values, dtype=np.int32))
 
 
-def _offset_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
-    b.StartVector(4, len(offsets), 4)
-    for off in reversed(offsets):
-        b.PrependUOffsetTRelative(off)
-    return b.EndVector()
 
 
-def _tensor(b, name, shape, dtype, buffer=0, signature=None, variable=False) -> int:
-    name_off = _string(b, name)
-    shape_off = _int_vector(b, shape)
-    sig_off = _int_vector(b, signature) if signature is not None else None
-    tflite.TensorStart(b)
-    tflite.TensorAddName(b, name_off)
-    tflite.TensorAddShape(b, shape_off)
-    if sig_off is not None:
-        tflite.TensorAddShapeSignature(b, sig_off)
-    tflite.TensorAddType(b, dtype)
-    tflite.TensorAddBuffer(b, buffer)
-    tflite.TensorAddIsVariable(b, variable)
-    return tflite.TensorEnd(b)
 
 
-def _operator(b, opcode, inputs, outputs, options_type=0, options=None, custom=None) -> int:
-    in_off, out_off = _int_vector(b, inputs), _int_vector(b, outputs)
-    custom_off = b.CreateByteVector(custom) if custom is not None else None
-    tflite.OperatorStart(b)
-    tflite.OperatorAddOpcodeIndex(b, opcode)
-    tflite.OperatorAddInputs(b, in_off)
-    tflite.OperatorAddOutputs(b, out_off)
-    if options is not None:
-        tflite.OperatorAddBuiltinOptionsType(b, options_type)
-        tflite.OperatorAddBuiltinOptions(b, options)
-    if custom_off is not None:
-        tflite.OperatorAddCustomOptions(b, custom_off)
-    return tflite.OperatorEnd(b)
 
 
-def _subgraph(b, name, tensors, operators, inputs, outputs) -> int:
-    tensors_off, ops_off = _offset_vector(b, tensors), _offset_vector(b, operators)
-    in_off, out_off, name_off = _int_vector(b, inputs), _int_vector(b, outputs), _string(b, name)
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensors_off)
-    tflite.SubGraphAddOperators(b, ops_off)
-    tflite.SubGraphAddInputs(b, in_off)
-    tflite.SubGraphAddOutputs(b, out_off)
-    tflite.SubGraphAddName(b, name_off)
-    return tflite.SubGraphEnd(b)
 
 
-def _opcode(b, builtin, custom=None) -> int:
-    custom_off = _string(b, custom) if custom else None
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))
-    tflite.OperatorCodeAddBuiltinCode(b, builtin)
-    if custom_off is not None:
-        tflite.OperatorCodeAddCustomCode(b, custom_off)
-    tflite.OperatorCodeAddVersion(b, 1)
-    return tflite.OperatorCodeEnd(b)
 
 
-def _buffer(b, data: bytes | None) -> int:
-    data_off = b.CreateByteVector(data) if data else None
-    tflite.BufferStart(b)
-    if data_off is not None:
-        tflite.BufferAddData(b, data_off)
-    return tflite.BufferEnd(b)
 
 
 STRINGS = [b"hello", b"", b"tflite"]
@@ -399,21 +341,21 @@ def build_model(*, version=3, then_index=1, add_opcode=0, add_input=1, const_buf
     """main: ADD(x, const) → IF(cond, sum) and a custom op with an omitted input; then/else subgraphs."""
     T = tflite.TensorType
     b = flatbuffers.Builder(1024)
-    codes = [_opcode(b, tflite.BuiltinOperator.ADD), _opcode(b, tflite.BuiltinOperator.IF),
-             _opcode(b, tflite.BuiltinOperator.CUSTOM, "MyCustomOp")]
-    buffers = [_buffer(b, None), _buffer(b, CONST.tobytes()), _buffer(b, _string_tensor_bytes(STRINGS)),
-               _buffer(b, _int4_bytes(INT4_VALUES)), _buffer(b, b"2.10.0\0\0")]
+    codes = [fb.opcode(b, tflite.BuiltinOperator.ADD), fb.opcode(b, tflite.BuiltinOperator.IF),
+             fb.opcode(b, tflite.BuiltinOperator.CUSTOM, "MyCustomOp")]
+    buffers = [fb.buffer(b, None), fb.buffer(b, CONST.tobytes()), fb.buffer(b, _string_tensor_bytes(STRINGS)),
+               fb.buffer(b, _int4_bytes(INT4_VALUES)), fb.buffer(b, b"2.10.0\0\0")]
 
     tensors = [
-        _tensor(b, "x", [1, 4], T.FLOAT32, signature=[-1, 4]),
-        _tensor(b, "const", [4], T.FLOAT32, buffer=const_buffer),
-        _tensor(b, "sum", [1, 4], T.FLOAT32, signature=[-1, 4]),
-        _tensor(b, "cond", [], cond_dtype if cond_dtype is not None else T.BOOL),
-        _tensor(b, "if_out", [1, 4], T.FLOAT32),
-        _tensor(b, "custom_out", [1, 4], T.FLOAT32),
-        _tensor(b, "words", [3], T.STRING, buffer=2),
-        _tensor(b, "nibbles", [5], T.INT4, buffer=3),
-        _tensor(b, "state", [4], T.FLOAT32, buffer=1, variable=True),
+        fb.tensor(b, "x", [1, 4], T.FLOAT32, signature=[-1, 4]),
+        fb.tensor(b, "const", [4], T.FLOAT32, buffer=const_buffer),
+        fb.tensor(b, "sum", [1, 4], T.FLOAT32, signature=[-1, 4]),
+        fb.tensor(b, "cond", [], cond_dtype if cond_dtype is not None else T.BOOL),
+        fb.tensor(b, "if_out", [1, 4], T.FLOAT32),
+        fb.tensor(b, "custom_out", [1, 4], T.FLOAT32),
+        fb.tensor(b, "words", [3], T.STRING, buffer=2),
+        fb.tensor(b, "nibbles", [5], T.INT4, buffer=3),
+        fb.tensor(b, "state", [4], T.FLOAT32, buffer=1, variable=True),
     ]
     tflite.AddOptionsStart(b)
     tflite.AddOptionsAddFusedActivationFunction(b, tflite.ActivationFunctionType.RELU6)
@@ -423,53 +365,21 @@ def build_model(*, version=3, then_index=1, add_opcode=0, add_input=1, const_buf
     tflite.IfOptionsAddElseSubgraphIndex(b, 2)
     if_options = tflite.IfOptionsEnd(b)
     ops = [
-        _operator(b, add_opcode, [0, add_input], [2], tflite.BuiltinOptions.AddOptions, add_options),
-        _operator(b, 1, [3, 2], [4], tflite.BuiltinOptions.IfOptions, if_options),
-        _operator(b, 2, [2, -1, 6, 7], [5], custom=b"\x01\x02\x03"),
+        fb.operator(b, add_opcode, [0, add_input], [2], tflite.BuiltinOptions.AddOptions, add_options),
+        fb.operator(b, 1, [3, 2], [4], tflite.BuiltinOptions.IfOptions, if_options),
+        fb.operator(b, 2, [2, -1, 6, 7], [5], custom=b"\x01\x02\x03"),
     ]
-    main = _subgraph(b, "main", tensors, ops, [0, 3], [4, 5])
+    main = fb.subgraph(b, "main", tensors, ops, [0, 3], [4, 5])
 
-    then_tensors = [_tensor(b, "a", [1, 4], T.FLOAT32), _tensor(b, "b", [1, 4], T.FLOAT32)]
-    then_ops = [_operator(b, 0, [0, 0], [1])]
-    then_graph = _subgraph(b, "then", then_tensors, then_ops, [0], [1])
-    else_graph = _subgraph(b, "else", [_tensor(b, "a", [1, 4], T.FLOAT32)], [], [0], [0])
+    then_tensors = [fb.tensor(b, "a", [1, 4], T.FLOAT32), fb.tensor(b, "b", [1, 4], T.FLOAT32)]
+    then_ops = [fb.operator(b, 0, [0, 0], [1])]
+    then_graph = fb.subgraph(b, "then", then_tensors, then_ops, [0], [1])
+    else_graph = fb.subgraph(b, "else", [fb.tensor(b, "a", [1, 4], T.FLOAT32)], [], [0], [0])
 
-    key, in_name, out_name = _string(b, "serve"), _string(b, "x_in"), _string(b, "y_out")
-    tflite.TensorMapStart(b)
-    tflite.TensorMapAddName(b, in_name)
-    tflite.TensorMapAddTensorIndex(b, 0)
-    in_map = tflite.TensorMapEnd(b)
-    tflite.TensorMapStart(b)
-    tflite.TensorMapAddName(b, out_name)
-    tflite.TensorMapAddTensorIndex(b, 4)
-    out_map = tflite.TensorMapEnd(b)
-    sig_in, sig_out = _offset_vector(b, [in_map]), _offset_vector(b, [out_map])
-    tflite.SignatureDefStart(b)
-    tflite.SignatureDefAddInputs(b, sig_in)
-    tflite.SignatureDefAddOutputs(b, sig_out)
-    tflite.SignatureDefAddSignatureKey(b, key)
-    tflite.SignatureDefAddSubgraphIndex(b, 0)
-    signature = tflite.SignatureDefEnd(b)
-
-    meta_name = _string(b, "min_runtime_version")
-    tflite.MetadataStart(b)
-    tflite.MetadataAddName(b, meta_name)
-    tflite.MetadataAddBuffer(b, 4)
-    metadata = tflite.MetadataEnd(b)
-
-    codes_off, graphs_off = _offset_vector(b, codes), _offset_vector(b, [main, then_graph, else_graph])
-    buffers_off, sigs_off = _offset_vector(b, buffers), _offset_vector(b, [signature])
-    meta_off, description = _offset_vector(b, [metadata]), _string(b, "synthetic")
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, version)
-    tflite.ModelAddOperatorCodes(b, codes_off)
-    tflite.ModelAddSubgraphs(b, graphs_off)
-    tflite.ModelAddDescription(b, description)
-    tflite.ModelAddBuffers(b, buffers_off)
-    tflite.ModelAddMetadata(b, meta_off)
-    tflite.ModelAddSignatureDefs(b, sigs_off)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    signature = fb.signature(b, "serve", {"x_in": 0}, {"y_out": 4})
+    metadata = fb.metadata(b, "min_runtime_version", 4)
+    return fb.model(b, codes=codes, subgraphs=[main, then_graph, else_graph], buffers=buffers,
+                    description="synthetic", metadata=[metadata], signatures=[signature], version=version)
 
 
 def write(tmp_path: Path, data: bytes, name: str = "model.tflite") -> Path:
@@ -527,17 +437,17 @@ def build_dynamic_sequence_model(custom_last: bool = False) -> bytes:
     cannot prepare."""
     T = tflite.TensorType
     b = flatbuffers.Builder(4096)
-    codes = [_opcode(b, tflite.BuiltinOperator.FULLY_CONNECTED),
-             _opcode(b, tflite.BuiltinOperator.CUSTOM, "Mystery") if custom_last
-             else _opcode(b, tflite.BuiltinOperator.TRANSPOSE)]
+    codes = [fb.opcode(b, tflite.BuiltinOperator.FULLY_CONNECTED),
+             fb.opcode(b, tflite.BuiltinOperator.CUSTOM, "Mystery") if custom_last
+             else fb.opcode(b, tflite.BuiltinOperator.TRANSPOSE)]
     weights = np.arange(32 * 16, dtype=np.float32).reshape(32, 16) / 512
-    buffers = [_buffer(b, None), _buffer(b, weights.tobytes()), _buffer(b, np.array([0, 2, 1], "<i4").tobytes())]
+    buffers = [fb.buffer(b, None), fb.buffer(b, weights.tobytes()), fb.buffer(b, np.array([0, 2, 1], "<i4").tobytes())]
     tensors = [
-        _tensor(b, "tokens", [1, 1, 16], T.FLOAT32, signature=[-1, -1, 16]),
-        _tensor(b, "dense/w", [32, 16], T.FLOAT32, buffer=1),
-        _tensor(b, "dense", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
-        _tensor(b, "perm", [3], T.INT32, buffer=2),
-        _tensor(b, "swapped", [1, 32, 1], T.FLOAT32, signature=[-1, 32, -1]),
+        fb.tensor(b, "tokens", [1, 1, 16], T.FLOAT32, signature=[-1, -1, 16]),
+        fb.tensor(b, "dense/w", [32, 16], T.FLOAT32, buffer=1),
+        fb.tensor(b, "dense", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
+        fb.tensor(b, "perm", [3], T.INT32, buffer=2),
+        fb.tensor(b, "swapped", [1, 32, 1], T.FLOAT32, signature=[-1, 32, -1]),
     ]
     tflite.FullyConnectedOptionsStart(b)
     tflite.FullyConnectedOptionsAddKeepNumDims(b, True)
@@ -545,23 +455,11 @@ def build_dynamic_sequence_model(custom_last: bool = False) -> bytes:
     tflite.TransposeOptionsStart(b)
     transpose_options = tflite.TransposeOptionsEnd(b)
     ops = [
-        _operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, fc_options),
-        _operator(b, 1, [2, 3], [4], custom=b"") if custom_last
-        else _operator(b, 1, [2, 3], [4], tflite.BuiltinOptions.TransposeOptions, transpose_options),
+        fb.operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, fc_options),
+        fb.operator(b, 1, [2, 3], [4], custom=b"") if custom_last
+        else fb.operator(b, 1, [2, 3], [4], tflite.BuiltinOptions.TransposeOptions, transpose_options),
     ]
-    return _finish(b, codes, [_subgraph(b, "main", tensors, ops, [0], [4])], buffers)
-
-
-def _finish(b: flatbuffers.Builder, codes: list[int], graphs: list[int], buffers: list[int]) -> bytes:
-    """A version-3 model of these operator codes, subgraphs and buffers, with the TFL3 identifier."""
-    codes_off, graphs_off, buffers_off = _offset_vector(b, codes), _offset_vector(b, graphs), _offset_vector(b, buffers)
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, codes_off)
-    tflite.ModelAddSubgraphs(b, graphs_off)
-    tflite.ModelAddBuffers(b, buffers_off)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return fb.model(b, codes=codes, subgraphs=[fb.subgraph(b, "main", tensors, ops, [0], [4])], buffers=buffers)
 
 
 def test_dims_pin_any_axis_and_litert_propagates_them(tmp_path):
@@ -625,10 +523,10 @@ def test_invalid_references_raise(tmp_path, kwargs, fragment):
 def test_shared_offsets_do_not_hang(tmp_path):
     """Thousands of operators pointing at one operator with a huge shared input list: bounded by the file size."""
     b = flatbuffers.Builder(1 << 20)
-    tensor = _tensor(b, "t", [1], tflite.TensorType.FLOAT32)
-    op = _operator(b, 0, [0] * 50_000, [0])
-    graph = _subgraph(b, "g", [tensor], [op] * 50_000, [0], [0])
-    path = write(tmp_path, _finish(b, [_opcode(b, 0)], [graph], []))
+    tensor = fb.tensor(b, "t", [1], tflite.TensorType.FLOAT32)
+    op = fb.operator(b, 0, [0] * 50_000, [0])
+    graph = fb.subgraph(b, "g", [tensor], [op] * 50_000, [0], [0])
+    path = write(tmp_path, fb.model(b, codes=[fb.opcode(b, 0)], subgraphs=[graph], buffers=[]))
     start = time.monotonic()
     with pytest.raises(LoaderError, match="more entries than it can hold"):
         loader.load(path)

@@ -35,7 +35,7 @@ from typing import Any
 from .. import inputs
 from ..errors import AnnotationError, first_line
 from ..ir import Model
-from .lookup import TOO_MANY_DIGITS, bounded_lines
+from .lookup import bounded_lines, parse_json
 from .metric_meta import read_metric_infos
 from .records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
 from .style import validate_style
@@ -67,7 +67,7 @@ def read(path: Path, model: Model | None = None) -> AnnotationSet:
     elif kind == "text":
         _read_netron_text(path, text, result)
     else:
-        data = _parse_json(path, text) if kind == "json" else _parse_yaml(path, text)
+        data = parse_json(path, text) if kind == "json" else _parse_yaml(path, text)
         _read_document(path, data, result)
     return result
 
@@ -110,17 +110,6 @@ def _lines(text: str) -> list[str]:
 
 
 # -- JSON / YAML --------------------------------------------------------------------------------------------
-
-
-def _parse_json(path: Path, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
-    except RecursionError:
-        raise AnnotationError(f"{path}: invalid JSON (nested too deeply)") from None
-    except ValueError:
-        raise AnnotationError(f"{path}: invalid JSON ({TOO_MANY_DIGITS})") from None
 
 
 def _parse_yaml(path: Path, text: str) -> Any:

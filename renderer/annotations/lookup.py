@@ -6,6 +6,7 @@ these helpers turn them into ``Ref``s once, so every reader applies the same rul
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -55,17 +56,23 @@ def load_json(path: Path) -> Any:
     """Parse a whole JSON file, with errors (file and line) as AnnotationError."""
     data = inputs.read_bytes(path, MAX_JSON_BYTES, AnnotationError, "a JSON document")
     try:
-        return json.loads(data.decode("utf-8-sig"))
-    except json.JSONDecodeError as e:
-        raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        return parse_json(path, data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise AnnotationError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def parse_json(path: Path, text: str) -> Any:
+    """The JSON document ``text`` read from ``path``, with errors (file and line) as AnnotationError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AnnotationError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
     except RecursionError:
         raise AnnotationError(f"{path}: invalid JSON (nested too deeply)") from None
     except ValueError:  # Python refuses integers of more than 4300 digits (sys.get_int_max_str_digits)
         raise AnnotationError(f"{path}: invalid JSON ({TOO_MANY_DIGITS})") from None
-    except OSError as e:
-        raise AnnotationError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def open_text(path: Path) -> IO[str]:
@@ -118,16 +125,32 @@ def bounded_lines(lines: Iterable[str], path: Path, notes: list[str], delimiter:
         yield line
 
 
-def read_header(reader: Any, path: Path) -> list[str]:
-    """The first row of a ``csv.reader`` as column names: cells stripped (BOM too), repeated names numbered
-    (``a, a`` → ``a, a_2``); an empty file is an AnnotationError."""
-    header = next(reader, None)
-    if header is None:
-        raise AnnotationError(f"{path}: empty file")
-    seen: dict[str, int] = {}
-    columns = []
-    for raw in header:
-        name = raw.strip().lstrip("\ufeff")
-        seen[name] = seen.get(name, 0) + 1
-        columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return columns
+def csv_rows(path: Path, notes: list[str]) -> Iterator[tuple[int, list[str]]]:
+    """A tool's CSV file, streamed, as (line number, cells): first the header (line 1) as column names (cells
+    stripped, BOM too, repeated names numbered: ``a, a`` → ``a, a_2``), then each row that is not blank, which
+    must have as many cells as the header. An empty file, a row of another length, malformed CSV and text that
+    is not UTF-8 are an AnnotationError naming the line; rows cut at MAX_COLUMNS add a line to ``notes``."""
+    with open_text(path) as handle:
+        reader = csv.reader(bounded_lines(handle, path, notes))
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise AnnotationError(f"{path}: empty file")
+            seen: dict[str, int] = {}
+            columns = []
+            for raw in header:
+                name = raw.strip().lstrip("\ufeff")
+                seen[name] = seen.get(name, 0) + 1
+                columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+            yield 1, columns
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(columns):
+                    raise AnnotationError(f"{path}:{reader.line_num}: {len(row)} cells but {len(columns)} columns "
+                                          "in the header")
+                yield reader.line_num, row
+        except csv.Error as e:
+            raise AnnotationError(f"{path}:{reader.line_num}: invalid CSV ({e})") from None
+        except UnicodeDecodeError:
+            raise AnnotationError(f"{path}:{reader.line_num + 1}: not UTF-8 text") from None

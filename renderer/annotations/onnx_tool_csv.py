@@ -11,14 +11,14 @@ The file is streamed.
 
 from __future__ import annotations
 
-import csv
 import re
+from contextlib import closing
 from pathlib import Path
 
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import bounded_lines, node_ref, number, open_text, read_header
+from .lookup import csv_rows, node_ref, number
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
@@ -45,45 +45,31 @@ def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path))
     lookup = IdIndex.build(model)
     main = model.graphs[0].nodes if model.graphs else []
-    with open_text(path) as handle:
-        reader = csv.reader(bounded_lines(handle, path, result.notes))
-        try:
-            columns = read_header(reader, path)
-            if columns[:2] != ["Name", "Type"]:
-                raise AnnotationError(
-                    f"{path}:1: expected an onnx-tool header starting Name,Type (got {','.join(columns[:3])[:60]})"
-                )
-            for row in reader:
-                line = reader.line_num
-                if not any(cell.strip() for cell in row):
+    with closing(csv_rows(path, result.notes)) as rows:  # closes the file when a check below fails
+        _, columns = next(rows)
+        if columns[:2] != ["Name", "Type"]:
+            got = ",".join(columns[:3])[:60]
+            raise AnnotationError(f"{path}:1: expected an onnx-tool header starting Name,Type (got {got})")
+        for line, row in rows:
+            name, op_type = row[0].strip(), row[1].strip()
+            is_total = name == "Total" and op_type == "_"
+            node = None
+            if not is_total:  # the name as written first: a node name may begin or end with spaces
+                node = _find(lookup, main, row[0], row[1]) or _find(lookup, main, name, op_type)
+            if node is None and not is_total:
+                result.unmatched.append(name or f"(row {line})")
+                continue
+            entry = Entry(line=line)
+            for column, cell in zip(columns[2:], row[2:]):
+                cell = cell.strip()
+                if not cell or cell == "_":
                     continue
-                if len(row) != len(columns):
-                    raise AnnotationError(
-                        f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header"
-                    )
-                name, op_type = row[0].strip(), row[1].strip()
-                is_total = name == "Total" and op_type == "_"
-                node = None
-                if not is_total:  # the name as written first: a node name may begin or end with spaces
-                    node = _find(lookup, main, row[0], row[1]) or _find(lookup, main, name, op_type)
-                if node is None and not is_total:
-                    result.unmatched.append(name or f"(row {line})")
-                    continue
-                entry = Entry(line=line)
-                for column, cell in zip(columns[2:], row[2:]):
-                    cell = cell.strip()
-                    if not cell or cell == "_":
-                        continue
-                    value = number(cell) if column not in _TEXT_COLUMNS else None
-                    entry.values[column] = value if value is not None else cell
-                if node is None:
-                    result.graph.values.update({f"total_{k}": v for k, v in entry.values.items()})
-                else:
-                    result.operators.append((node_ref(node), entry))
-        except csv.Error as e:
-            raise AnnotationError(f"{path}:{reader.line_num}: invalid CSV ({e})") from None
-        except UnicodeDecodeError:
-            raise AnnotationError(f"{path}:{reader.line_num + 1}: not UTF-8 text") from None
+                value = number(cell) if column not in _TEXT_COLUMNS else None
+                entry.values[column] = value if value is not None else cell
+            if node is None:
+                result.graph.values.update({f"total_{k}": v for k, v in entry.values.items()})
+            else:
+                result.operators.append((node_ref(node), entry))
     for column in columns[2:]:
         unit, text = _INFO.get(column, ("%" if column.endswith("Percent") else "", f"{column} (onnx-tool)"))
         result.metrics[column] = MetricInfo(column, NAME, unit, None, text)

@@ -16,12 +16,12 @@ and on its output tensor; the file is streamed.
 
 from __future__ import annotations
 
-import csv
+from contextlib import closing
 from pathlib import Path
 
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .lookup import bounded_lines, node_ref, number, open_text, read_header, value_ref
+from .lookup import csv_rows, node_ref, number, value_ref
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
@@ -78,43 +78,30 @@ class _Tensors:
 def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path))
     tensors = _Tensors(model)
-    with open_text(path) as handle:
-        reader = csv.reader(bounded_lines(handle, path, result.notes))
-        try:
-            columns = read_header(reader, path)
-            if columns[:2] != ["op_name", "tensor_idx"] or columns[-1] != "tensor_name":
-                raise AnnotationError(f"{path}:1: expected a header op_name,tensor_idx,…,tensor_name")
-            metric_columns = columns[2:-1]
-            for row in reader:
-                line = reader.line_num
-                if not any(cell.strip() for cell in row):
-                    continue
-                if len(row) != len(columns):
-                    raise AnnotationError(
-                        f"{path}:{line}: {len(row)} cells but {len(columns)} columns in the header"
-                    )
-                op_name, tensor_name = row[0].strip(), row[-1].strip()
-                node = tensors.find(row[-1], row[0]) or tensors.find(tensor_name, op_name)  # as written first
-                if node is None:
-                    result.unmatched.append(f"{op_name} {tensor_name}")
-                    continue
-                entry = Entry(line=line)
-                debug_index = number(row[1])
-                if debug_index is not None:
-                    entry.values["debug_tensor_idx"] = debug_index
-                for column, cell in zip(metric_columns, row[2:-1]):
-                    value = number(cell)
-                    if value is not None:
-                        entry.values[column] = value
-                    elif cell.strip():
-                        entry.values[column] = cell.strip()
-                result.operators.append((node_ref(node), entry))
-                if node.outputs:
-                    result.tensors.append((value_ref(node.outputs[0]), Entry(dict(entry.values), line=line)))
-        except csv.Error as e:
-            raise AnnotationError(f"{path}:{reader.line_num}: invalid CSV ({e})") from None
-        except UnicodeDecodeError:
-            raise AnnotationError(f"{path}:{reader.line_num + 1}: not UTF-8 text") from None
+    with closing(csv_rows(path, result.notes)) as rows:  # closes the file when a check below fails
+        _, columns = next(rows)
+        if columns[:2] != ["op_name", "tensor_idx"] or columns[-1] != "tensor_name":
+            raise AnnotationError(f"{path}:1: expected a header op_name,tensor_idx,…,tensor_name")
+        metric_columns = columns[2:-1]
+        for line, row in rows:
+            op_name, tensor_name = row[0].strip(), row[-1].strip()
+            node = tensors.find(row[-1], row[0]) or tensors.find(tensor_name, op_name)  # as written first
+            if node is None:
+                result.unmatched.append(f"{op_name} {tensor_name}")
+                continue
+            entry = Entry(line=line)
+            debug_index = number(row[1])
+            if debug_index is not None:
+                entry.values["debug_tensor_idx"] = debug_index
+            for column, cell in zip(metric_columns, row[2:-1]):
+                value = number(cell)
+                if value is not None:
+                    entry.values[column] = value
+                elif cell.strip():
+                    entry.values[column] = cell.strip()
+            result.operators.append((node_ref(node), entry))
+            if node.outputs:
+                result.tensors.append((value_ref(node.outputs[0]), Entry(dict(entry.values), line=line)))
     for column in columns[2:-1]:
         if column in ("scale", "zero_point"):
             continue

@@ -12,21 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from ..annotations.records import Entry
-from ..errors import AnnographError
+from ..file_formats import chosen_format
 from ..ir import ElementKey, Model
 
 FORMATS = {".json": "json", ".csv": "csv", ".tsv": "tsv"}
 
 
 def export_format(path: str | Path, fmt: str | None = None) -> str:
-    if fmt:
-        if fmt not in FORMATS.values():
-            raise AnnographError(f"unknown metrics format {fmt!r} (use json, csv or tsv)")
-        return fmt
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise AnnographError(f"{path}: unknown metrics file extension {suffix or '(none)'!r} (use .json, .csv or .tsv)")
-    return FORMATS[suffix]
+    """The table format of ``path``: ``fmt`` when given, else its extension's (see ``FORMATS``)."""
+    return chosen_format(path, fmt, FORMATS, "metrics file")
 
 
 def _id(key: ElementKey) -> str:
