@@ -36,10 +36,12 @@ start a child process per input.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import csv
 import io
 import json
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -242,8 +244,10 @@ def command(path: Path, argv: list[str], output: Path) -> str:
 
 @cache
 def _scratch() -> Path:
-    """One folder per process for the paths' outputs (each run replaces the last one's)."""
-    return Path(tempfile.mkdtemp(prefix="annograph-path-"))
+    """One folder per process for the paths' outputs (each run replaces the last one's), removed at exit."""
+    folder = Path(tempfile.mkdtemp(prefix="annograph-path-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 DIMS_INPUTS = ("batch", "height", "width")
