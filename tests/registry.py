@@ -29,9 +29,9 @@ Per command that writes outputs of its own (``COMMANDS``, keyed by its name in `
 the injection tests run it with hostile input, and which runs would write over an input (``CommandEntry``).
 
 Per command path (``PATHS``): hostile input that reaches code other than a loader's or reader's own file (the
-``--dim`` values, the onnxruntime shape run, the embedders, the diff of a mutated after side). ``run`` takes a (seed or mutated) file and runs the
-command on it in this process, ``seeds`` as above, and ``examples`` caps the in-suite fuzz run for paths that
-start a child process per input.
+``--dim`` values, the onnxruntime shape run, the embedders, a diff's after side). ``run`` takes a (seed or
+mutated) file and runs the command on it in this process, ``seeds`` as above, and ``examples`` caps the
+in-suite fuzz run for paths that start a child process per input.
 """
 
 from __future__ import annotations
