@@ -171,10 +171,11 @@ class _Emitter:
             rows.append(_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
         shown = self._shown_values(entry)
         for key, value in shown[:MAX_DRAWN_VALUES]:
-            rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_value_text(value), 24)}</B>", ink))
+            rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_box_text(value), 24)}</B>", ink))
         if len(shown) > MAX_DRAWN_VALUES:
             rows.append(_row(f"+{len(shown) - MAX_DRAWN_VALUES} more values (in the tooltip)", ink, size=8))
-        if self.scene.heatmap is not None and node.key not in self.scene.heatmap.values:
+        heatmap = self.scene.heatmap
+        if heatmap is not None and node.key not in heatmap.values and heatmap.metric not in dict(shown):
             rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
         border_color, border, line = BORDER_COLOR, 1, ""
         if entry is not None:
@@ -515,6 +516,13 @@ def _value_text(value: object, compact: bool = False) -> str:
     if isinstance(value, str) and metric_value(value) is not None and value.strip().replace(".", "", 1).isdigit():
         return format_number(float(value))
     return str(value)
+
+
+def _box_text(value: object) -> str:
+    """A value as its box shows it: a reason ("n/a (shape of …)") is cut to "n/a", the tooltip keeps it whole."""
+    if isinstance(value, str) and value.startswith("n/a ("):
+        return "n/a"
+    return _value_text(value)
 
 
 def _short(name: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups
+from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups, tooltip_of
 from onnx import TensorProto, helper
 
 import renderer
@@ -58,6 +58,22 @@ def test_colouring_by_a_shape_metric_says_once_which_dims_to_pin(case: str, tmp_
     assert run.returncode == 0 and _pin_lines(run.stderr) == [], run.stderr
     fills = {first_fill(g) for g in svg_groups(parse_svg(tmp_path / "pinned.svg"), "op").values()}
     assert "#e6e6e6" not in fills  # every box has its MACs
+
+
+def test_a_box_without_its_colour_metric_says_n_a_once_and_keeps_the_reason_for_the_tooltip(tmp_path: Path) -> None:
+    run = run_cli("render", _dynamic_batch_cnn(tmp_path), "--color-by", "macs", "-o", tmp_path / "free.svg")
+    assert run.returncode == 0, run.stderr
+    boxes = svg_groups(parse_svg(tmp_path / "free.svg"), "op")
+    uncounted = 0
+    for group in boxes.values():
+        texts = [t.text or "" for t in group.iter(SVG_TEXT)]
+        rows = [t for t in texts if t.startswith("macs:")]
+        assert len(rows) == 1, texts
+        if first_fill(group) == "#e6e6e6":
+            uncounted += 1
+            assert not any("n/a (" in t for t in texts), texts  # the box says n/a, the tooltip says why
+            assert "macs: n/a (" in tooltip_of(group)
+    assert uncounted > 0
 
 
 # ---- a scale over one value -----------------------------------------------------------------------------------
