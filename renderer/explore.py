@@ -131,7 +131,8 @@ def data(scene: Scene, book: Book | None = None) -> dict[str, Any]:
         lower_first = heat.info.higher_is_better is True
         ranked = [k for k, op in enumerate(ops) if op["num"] is not None]
         ranked.sort(key=lambda k: (ops[k]["num"] if lower_first else -ops[k]["num"], k))
-        hot = ranked[:HOT_SPOTS]
+        if len({ops[k]["num"] for k in ranked}) > 1:  # one value everywhere ranks nothing
+            hot = ranked[:HOT_SPOTS]
     pages = [{"stem": "drawing", "title": "", "parent": None}] if book is None else [
         {"stem": page.stem, "title": escape.clean("overview" if page.index == 0 else page.title, 200),
          "parent": page.parent.index if page.parent is not None else None}

@@ -125,7 +125,8 @@ def _top(scene: Scene) -> dict[str, Any]:
     unit = f" ({code(heat.info.unit, 20)})" if heat.info.unit else ""
     unit_cell = f" ({code(heat.info.unit, 20, cell=True)})" if heat.info.unit else ""
     rows = []
-    for rank, (key, value) in enumerate(ranked[: scene.options.summary_top_k], 1):
+    same = len(set(values.values())) == 1
+    for rank, (key, value) in enumerate([] if same else ranked[: scene.options.summary_top_k], 1):
         _, graph, index = key
         node = model.graphs[graph].nodes[index]
         share = ""
@@ -146,6 +147,7 @@ def _top(scene: Scene) -> dict[str, Any]:
         "total": f"{format_number(total)}{unit_cell}" if total is not None else None,
         "shares": total is not None and total > 0,
         "rows": rows,
+        "same": format_number(next(iter(values.values()))) if same else None,
         "valued": len(values),
         "missing": sum(len(g.nodes) for g in model.graphs) - len(values),
     }

@@ -107,6 +107,19 @@ def test_one_value_fills_the_low_end_and_the_legend_says_so(norm: str, tmp_path:
     assert HEAT_HIGH not in {e.get("fill") for e in legend.iter()}  # no gradient bar the boxes do not use
 
 
+def test_one_value_everywhere_ranks_nothing_in_the_summary_and_the_html_report(tmp_path: Path) -> None:
+    summary, html = tmp_path / "moves.md", tmp_path / "moves.html"
+    run = run_cli("render", _data_movement_model(tmp_path), "--color-by", "macs", "-o", summary, "-o", html)
+    assert run.returncode == 0, run.stderr
+    text = summary.read_text(encoding="utf-8")
+    assert "All 3 operators with a value have 0: nothing to rank." in text, text
+    assert "Top " not in text and "| # |" not in text  # no table of three zeros
+    page = html.read_text(encoding="utf-8")
+    assert '<ol class="hot' not in page and "Hot spots" not in page
+    data = json.loads(page.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert data["hot"] == [] and [op["num"] for op in data["ops"]] == [0, 0, 0]
+
+
 @pytest.mark.parametrize("norm", ["linear", "log", "quantile"])
 def test_a_one_value_scale_sits_at_the_low_end(norm: str) -> None:
     scale = Scale.fit([5.0, 5.0, 5.0], norm=norm)
