@@ -18,7 +18,7 @@ A = HERE / "annotations"
 O = HERE / "onnx"
 T = HERE / "tflite"
 
-# (output stem, model, extra arguments, formats)
+# (output stem, model, extra arguments, formats) for ``annograph render``
 JOBS: list[tuple[str, Path, list[str], tuple[str, ...]]] = [
     ("tiny_cnn_latency", O / "tiny_cnn.onnx",
      ["-a", str(A / "tiny_cnn.latency.yaml"), "--color-by", "latency_us", "--edge-by", "bytes"],
@@ -41,6 +41,14 @@ JOBS: list[tuple[str, Path, list[str], tuple[str, ...]]] = [
      ("svg", "html", "pdf")),
 ]
 
+# the same for ``annograph diff``: what quantizing tiny_cnn to uint8 QDQ did to each operator's kernel time
+DIFFS: list[tuple[str, list[str], tuple[str, ...]]] = [
+    ("tiny_cnn_fp32_vs_qdq_u8_latency",
+     [str(O / "tiny_cnn.onnx"), str(O / "tiny_cnn_qdq_u8.onnx"), "--metric", "latency_us",
+      "--before", str(A / "tiny_cnn.latency.yaml"), "--after", str(A / "tiny_cnn_qdq_u8.latency.csv")],
+     ("svg", "png", "html", "md")),
+]
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -49,17 +57,19 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    runs = [(stem, ["render", str(model), *extra], formats) for stem, model, extra, formats in JOBS]
+    runs += [(stem, ["diff", *extra], formats) for stem, extra, formats in DIFFS]
     failed = 0
-    for stem, model, extra, formats in JOBS:
+    for stem, arguments, formats in runs:
         outputs = [a for fmt in formats for a in ("-o", str(out / f"{stem}.{fmt}"))]
-        command = [args.annograph, "render", str(model), *extra, *outputs, "--no-sidecar", "--quiet"]
+        command = [args.annograph, *arguments, *outputs, "--no-sidecar", "--quiet"]
         done = subprocess.run(command, capture_output=True, text=True)
         status = "ok" if done.returncode == 0 else "FAILED"
         print(f"{status:6} {stem}: {', '.join(formats)}")
         if done.returncode != 0:
             failed += 1
             sys.stderr.write(done.stderr)
-    print(f"{len(JOBS) - failed} of {len(JOBS)} pictures rendered into {out}/")
+    print(f"{len(runs) - failed} of {len(runs)} pictures rendered into {out}/")
     return 1 if failed else 0
 
 
