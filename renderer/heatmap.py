@@ -6,6 +6,7 @@ import difflib
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from .annotations.records import Annotations, MetricInfo, metric_value
 from .colors import Scale, format_number
@@ -82,11 +83,51 @@ def operator_metrics(annotations: Annotations) -> list[str]:
                    if k not in builtin and number_of(v) is not None})
 
 
-def sole_metric(annotations: Annotations) -> str | None:
-    """The metric to colour by when none is asked for: the only numeric operator metric the annotations
-    bring, or None when they bring none or several."""
+@dataclass(frozen=True, slots=True)
+class DefaultMetric:
+    """The metric to colour by when none is asked for, and why (or why there is none).
+
+    Attributes:
+        metric: the metric key (qualified when names clash, ``ort.latency_us``), or None.
+        why: with a metric, what makes it the default ("the main metric of p.json (ort)"); without one, why
+            there is none, or "" when there is nothing to say (no metric, or several and none main).
+    """
+
+    metric: str | None
+    why: str = ""
+
+    @property
+    def said(self) -> str:
+        """The one line for stderr ("" for none)."""
+        if self.metric is None:
+            return self.why
+        return f"colouring by {self.metric}, {self.why}; --color-by to choose another"
+
+
+def default_metric(annotations: Annotations) -> DefaultMetric:
+    """The metric to colour by when none is asked for: the only numeric operator metric the annotations bring;
+    else the one main metric of the readers that brought them (an ORT profile's latency_us); else none.
+
+    Two sources declaring different main metrics give none, and ``why`` lists them.
+    """
     names = operator_metrics(annotations)
-    return names[0] if len(names) == 1 else None
+    if len(names) == 1:
+        return DefaultMetric(names[0], "the only numeric operator metric of the annotations")
+    mains = [(name, info) for name in names if (info := annotations.metrics.get(name)) and info.main]
+    described = [f"the main metric of {_files_of(annotations, i.source)} ({i.source})" for _, i in mains]
+    if len(mains) == 1:
+        return DefaultMetric(mains[0][0], described[0])
+    if mains:
+        listed = "; ".join(f"{name}, {text}" for (name, _), text in zip(mains, described))
+        return DefaultMetric(None, f"no default colour metric, the annotations bring several main metrics: "
+                                   f"{listed}; choose one with --color-by")
+    return DefaultMetric(None)
+
+
+def _files_of(annotations: Annotations, source: str) -> str:
+    """The names of the files ``source`` read, for messages."""
+    names = sorted({Path(c.path).name for c in annotations.coverage if c.source == source and c.path})
+    return ", ".join(names) if names else f"the {source} annotations"
 
 
 def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:

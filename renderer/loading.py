@@ -2,8 +2,9 @@
 reads them: shared by ``renderer.show`` (Jupyter) and the Sphinx directive.
 
 Paths or already-loaded objects are accepted; the model's own annotations and its sidecar files are merged
-first, as the command does, and without ``color_by`` the annotations' only numeric operator metric colours the
-boxes. What the command would print on stderr is collected in ``Loaded.notes``.
+first, as the command does, and without ``color_by`` the annotations' default metric colours the boxes (their
+only numeric operator metric, or the main metric of the tool that wrote them). What the command would print on
+stderr is collected in ``Loaded.notes``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class Loaded:
     Attributes:
         model: the loaded ``ir.Model``.
         annotations: the merged ``Annotations`` (the model's own, sidecars, then the files given).
-        options: the render options, ``color_by`` filled in when the annotations bring one metric only.
+        options: the render options, ``color_by`` filled in with the annotations' default metric if not given.
         notes: loader notes and coverage lines, one line each.
         unmatched: the notes that report annotation ids matching nothing (also in ``notes``).
     """
@@ -76,7 +77,6 @@ def load(
         AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
     """
     from .annotations import Annotations, load_annotations
-    from .heatmap import sole_metric
     from .ir import Model
     from .loaders import load_model
 
@@ -92,10 +92,22 @@ def load(
     unmatched = [c.line() for c in annotations.coverage if c.unmatched]
     notes += [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched]
     notes += annotations.notes
-    if options.color_by is None and (metric := sole_metric(annotations)) is not None:
-        options = dataclasses.replace(options, color_by=metric)
-        notes.append(f"colouring by {metric}, the only numeric operator metric of the annotations")
+    options, said = default_color(options, annotations)
+    notes += [said] if said else []
     return Loaded(model, annotations, options, notes, unmatched)
+
+
+def default_color(options: RenderOptions, annotations: Any) -> tuple[RenderOptions, str]:
+    """``options`` colouring by the annotations' default metric (``heatmap.default_metric``) when they name
+    none, and the line that says which and why ("" when there is nothing to say)."""
+    from .heatmap import default_metric
+
+    if options.color_by is not None:
+        return options, ""
+    default = default_metric(annotations)
+    if default.metric is not None:
+        options = dataclasses.replace(options, color_by=default.metric)
+    return options, default.said
 
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
@@ -107,4 +119,4 @@ def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar:
             *map(Path, annotation_paths)]
 
 
-__all__ = ["Loaded", "input_files", "load", "render_options", "show_list"]
+__all__ = ["Loaded", "default_color", "input_files", "load", "render_options", "show_list"]

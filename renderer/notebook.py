@@ -88,7 +88,8 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
         model: a path to an ONNX or TFLite file, or a model from ``renderer.load_model``.
         annotations: None, one annotation file, a list of them, or ``renderer.load_annotations``'s result.
             The model's sidecar files are read too, as the command does (``sidecar=False`` to skip).
-        color_by: the metric filling the boxes; by default the annotations' only numeric operator metric.
+        color_by: the metric filling the boxes; by default the annotations' only numeric operator metric, or
+            their tool's main one (``renderer.heatmap.default_metric``).
         options: a RenderOptions to start from.
         **fields: any RenderOptions field (``cmap="viridis"``, ``collapse="none"``, ``show="all"``...).
 

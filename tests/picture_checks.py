@@ -1,4 +1,5 @@
-"""Checks of a picture of tiny_cnn.onnx coloured by its sample latencies, shared by the Jupyter and Sphinx tests.
+"""Checks of a picture of tiny_cnn.onnx coloured by its sample latencies (the YAML or the ORT profile),
+shared by the Jupyter, Sphinx and default-colour tests.
 
 The expected boxes come from the model (the operators the folding draws) and the expected fills from the
 sample file's numbers through matplotlib's viridis, computed here, not by ``renderer.colors``.
@@ -6,18 +7,36 @@ sample file's numbers through matplotlib's viridis, computed here, not by ``rend
 
 from __future__ import annotations
 
+import json
+import statistics
 from pathlib import Path
 
 from conftest import ONNX, SAMPLES, first_fill, parse_svg, svg_groups
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
 LATENCY = SAMPLES / "annotations" / "tiny_cnn.latency.yaml"
+PROFILE = SAMPLES / "annotations" / "tiny_cnn.ort_profile.json"
 
 
 def latencies(path: Path = LATENCY) -> dict[str, float]:
     import yaml
 
     return {op["id"]: float(op["meta"]["latency_us"]) for op in yaml.safe_load(path.read_text())["operators"]}
+
+
+def profile_latencies(path: Path = PROFILE) -> tuple[dict[str, float], dict[str, float]]:
+    """(mean over the runs after the first, first run) of each node's summed kernel time, read from the trace
+    here: a run ends at its ``model_run`` event."""
+    runs: list[dict[str, float]] = [{}]
+    for event in json.loads(path.read_text(encoding="utf-8")):
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            name = event["name"].removesuffix("_kernel_time")
+            runs[-1][name] = runs[-1].get(name, 0) + event["dur"]
+        elif event.get("cat") == "Session" and event["name"] == "model_run":
+            runs.append({})
+    runs = [run for run in runs if run]
+    assert len(runs) > 2
+    return {name: statistics.mean(run[name] for run in runs[1:]) for name in runs[0]}, runs[0]
 
 
 def viridis_hex(value: float, lo: float, hi: float) -> str:

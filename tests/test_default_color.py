@@ -1,10 +1,15 @@
-"""With no --color-by, a single numeric metric in the annotations colours the boxes, and stderr says so."""
+"""With no --color-by, a single numeric metric in the annotations colours the boxes, or else the main metric
+of the tool that wrote them (an ORT profile's latency_us), and stderr says so."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from conftest import ONNX, SAMPLES, first_fill, parse_svg, run_cli, svg_groups
+import pytest
+from picture_checks import PROFILE, TINY_CNN, profile_latencies, viridis_hex
+
+from conftest import ONNX, SAMPLES, SVG_NS, first_fill, parse_svg, run_cli, svg_groups
 
 
 def fills(svg: Path) -> set[str | None]:
@@ -36,3 +41,127 @@ def test_several_metrics_or_none_leave_boxes_plain(tmp_path: Path) -> None:
     text.write_text("id,note\nstem/conv,tiled\n")
     run = run_cli("render", ONNX / "tiny_cnn.onnx", "-a", text, "-o", tmp_path / "text.svg")
     assert run.returncode == 0 and "colouring by" not in run.stderr
+
+
+# ---- a tool's main metric: when the annotations bring several metrics --------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+QDQ_LOSS = FIXTURES / "qdq_loss" / "tiny_cnn_qdq_u8.json"
+
+
+def box_fills(svg: Path | str) -> dict[str, str | None]:
+    """Operator name → box fill, the name read from tiny_cnn as loaded."""
+    import renderer
+
+    names = {n.element_id: n.name for n in renderer.load_model(TINY_CNN).nodes()}
+    return {names[key]: first_fill(g) for key, g in svg_groups(parse_svg(svg), "op").items()}
+
+
+def legend_text(svg: Path) -> str:
+    legend = next(g for g in parse_svg(svg).iter(f"{SVG_NS}g") if g.get("id") == "legend")
+    return " ".join(t.text or "" for t in legend.iter(f"{SVG_NS}text"))
+
+
+def assert_viridis(fills: dict[str, str | None], values: dict[str, float]) -> None:
+    lo, hi = min(values.values()), max(values.values())
+    assert fills == {name: viridis_hex(v, lo, hi) for name, v in values.items()}
+    assert len(set(fills.values())) >= 10, fills  # the boxes really spread over the map
+
+
+def test_ort_profile_colours_by_its_latency_without_color_by(tmp_path: Path) -> None:
+    svg = tmp_path / "a.svg"
+    run = run_cli("render", TINY_CNN, "-a", PROFILE, "--cmap", "viridis", "-o", svg)
+    assert run.returncode == 0, run.stderr
+    said = "colouring by latency_us, the main metric of tiny_cnn.ort_profile.json (ort); --color-by to choose"
+    assert f"annograph: {said} another" == run.stderr.splitlines()[-1]
+    assert_viridis(box_fills(svg), profile_latencies()[0])
+    assert "latency_us (µs)" in legend_text(svg)
+    explicit = tmp_path / "b.svg"
+    assert run_cli("render", TINY_CNN, "-a", PROFILE, "--cmap", "viridis", "--color-by", "latency_us",
+                   "-o", explicit).returncode == 0
+    assert svg.read_bytes() == explicit.read_bytes()
+    quiet = run_cli("render", TINY_CNN, "-a", PROFILE, "-q", "-o", tmp_path / "q.svg")
+    assert quiet.returncode == 0 and "colouring by" not in quiet.stderr
+
+
+def test_color_by_another_metric_still_wins(tmp_path: Path) -> None:
+    svg = tmp_path / "a.svg"
+    run = run_cli("render", TINY_CNN, "-a", PROFILE, "--cmap", "viridis", "--color-by", "latency_first_us",
+                  "-o", svg)
+    assert run.returncode == 0 and "colouring by" not in run.stderr, run.stderr
+    assert_viridis(box_fills(svg), profile_latencies()[1])
+    assert "latency_first_us (µs)" in legend_text(svg) and "latency_us (µs)" not in legend_text(svg)
+
+
+def test_a_clashing_name_colours_by_the_qualified_main_metric(tmp_path: Path) -> None:
+    """The sample YAML has latency_us too, so the profile's is ``ort.latency_us``: that one colours."""
+    svg = tmp_path / "a.svg"
+    run = run_cli("render", TINY_CNN, "-a", PROFILE, "-a", SAMPLES / "annotations" / "tiny_cnn.latency.yaml",
+                  "--cmap", "viridis", "-o", svg)
+    assert run.returncode == 0, run.stderr
+    assert "colouring by ort.latency_us, the main metric of tiny_cnn.ort_profile.json (ort)" in run.stderr
+    assert_viridis(box_fills(svg), profile_latencies()[0])
+    assert "ort.latency_us (µs)" in legend_text(svg)
+
+
+def test_two_different_main_metrics_give_no_default_and_say_so(tmp_path: Path) -> None:
+    svg, summary = tmp_path / "a.svg", tmp_path / "a.md"
+    run = run_cli("render", TINY_CNN, "-a", PROFILE, "-a", QDQ_LOSS, "-o", svg, "--summary", summary)
+    assert run.returncode == 0, run.stderr
+    [said] = [line for line in run.stderr.splitlines() if "main metric" in line]
+    assert said == ("annograph: no default colour metric, the annotations bring several main metrics: "
+                    "latency_us, the main metric of tiny_cnn.ort_profile.json (ort); xmodel_err, the main "
+                    "metric of tiny_cnn_qdq_u8.json (qdq-loss); choose one with --color-by")
+    assert set(box_fills(svg).values()) == {"#ffffff"}
+    assert "No colour metric" in summary.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("model", "notes", "metric"), [
+    (FIXTURES / "tflite_debugger" / "tiny_keras_float.tflite",
+     FIXTURES / "tflite_benchmark" / "tiny_keras_float.benchmark_model.cpu.txt", "latency_us"),
+    (FIXTURES / "tflite_debugger" / "tiny_keras_float.tflite",
+     FIXTURES / "tflite_benchmark" / "tiny_keras_float.litert_profile.builtin.txt", "latency_us"),
+    (FIXTURES / "tflite_debugger" / "tiny_keras_int8.tflite",
+     FIXTURES / "tflite_debugger" / "layer_stats.csv", "mean_squared_error"),
+    (TINY_CNN, QDQ_LOSS, "xmodel_err"),
+])
+def test_each_tool_colours_by_its_main_metric(model: Path, notes: Path, metric: str, tmp_path: Path) -> None:
+    svg = tmp_path / "a.svg"
+    run = run_cli("render", model, "-a", notes, "-o", svg)
+    assert run.returncode == 0, run.stderr
+    assert f"colouring by {metric}, the main metric of {notes.name} (" in run.stderr
+    explicit = tmp_path / "b.svg"
+    assert run_cli("render", model, "-a", notes, "--color-by", metric, "-o", explicit).returncode == 0
+    assert svg.read_bytes() == explicit.read_bytes()
+    assert len({first_fill(g) for g in svg_groups(parse_svg(svg), "op").values()}) >= 4
+    assert metric in legend_text(svg)
+
+
+def test_qdq_loss_without_a_float_model_colours_by_qdq_err(tmp_path: Path) -> None:
+    data = json.loads(QDQ_LOSS.read_text(encoding="utf-8"))
+    data["activations"] = {name: {"qdq_err": body["qdq_err"]} for name, body in data["activations"].items()}
+    notes = tmp_path / "qdq.json"
+    notes.write_text(json.dumps(data), encoding="utf-8")
+    run = run_cli("render", TINY_CNN, "-a", notes, "-o", tmp_path / "a.svg")
+    assert run.returncode == 0, run.stderr
+    assert "colouring by qdq_err, the main metric of qdq.json (qdq-loss)" in run.stderr
+
+
+def test_onnx_tool_declares_no_main_metric(tmp_path: Path) -> None:
+    run = run_cli("render", TINY_CNN, "-a", FIXTURES / "onnx_tool" / "tiny_cnn.csv", "-o", tmp_path / "a.svg")
+    assert run.returncode == 0 and "colouring by" not in run.stderr, run.stderr
+
+
+def test_the_python_api_and_batch_pick_the_same_default(tmp_path: Path) -> None:
+    import renderer
+
+    picture = renderer.show(TINY_CNN, PROFILE, cmap="viridis")
+    assert picture.options.color_by == "latency_us"
+    assert any(note.startswith("colouring by latency_us, the main metric") for note in picture.notes)
+    assert_viridis(box_fills(picture.svg), profile_latencies()[0])
+    out = tmp_path / "batch"
+    run = run_cli("batch", TINY_CNN, "-a", PROFILE, "-o", out)
+    assert run.returncode == 0, run.stderr
+    assert "colouring by latency_us, the main metric of tiny_cnn.ort_profile.json (ort)" in run.stderr
+    [svg] = out.glob("*.svg")
+    assert "latency_us" in svg.name

@@ -15,6 +15,7 @@ import yaml
 
 import payloads as P
 from conftest import ONNX, ROOT, SAMPLES, one_line_error, parse_svg, run_cli, svg_groups
+from picture_checks import PROFILE, profile_latencies
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import transformer_models  # noqa: E402
@@ -143,6 +144,17 @@ def test_without_a_colour_metric_says_how_to_get_one(tmp_path: Path) -> None:
     assert _cli("render", ONNX / "tiny_cnn.onnx", "-o", summary, "-q") == 0
     text = summary.read_text(encoding="utf-8")
     assert "No colour metric" in text and not [t for t in _tables(text) if t[0][:1] == ["#"]]
+
+
+def test_a_profile_ranks_by_its_main_metric_without_color_by(tmp_path: Path) -> None:
+    summary = tmp_path / "s.md"
+    assert _cli("render", ONNX / "tiny_cnn.onnx", "-a", PROFILE, "-o", summary, "--top-k", "5", "-q") == 0
+    text = summary.read_text(encoding="utf-8")
+    table = _top_table(text)
+    assert table[0] == ["#", "operator", "type", "latency_us", "share of total"]
+    latency = profile_latencies()[0]
+    assert [row[1] for row in table[1:]] == sorted(latency, key=lambda name: -latency[name])[:5]
+    assert "No colour metric" not in text
 
 
 def test_same_input_same_bytes(tmp_path: Path) -> None:

@@ -214,5 +214,5 @@ def _metric_info(aset: AnnotationSet, name: str, value: object) -> MetricInfo:
         info.unit = base.unit or info.unit
         info.higher_is_better = base.higher_is_better
         info.description = base.description
-        info.gradient, info.thresholds = base.gradient, base.thresholds
+        info.gradient, info.thresholds, info.main = base.gradient, base.thresholds, base.main
     return info

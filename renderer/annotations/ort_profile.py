@@ -13,7 +13,8 @@ The file is a JSON array of Chrome-trace events, one per line. The ones used her
 Aggregation: per run, the durations of one node are summed (a Loop body runs several times per run); over
 runs, ``latency_us`` is the mean and ``latency_us_median`` the median, leaving out the first run (warm-up)
 when there are several; ``latency_first_us`` is the first run. Without ``model_run`` events every event counts
-as one run (the k-th event of a node belongs to run k).
+as one run (the k-th event of a node belongs to run k). ``latency_us`` is the main metric: it colours the
+picture when no ``--color-by`` is given.
 
 With graph optimizations on, ORT fuses and renames nodes. Mapping, in order: the node name; ``OpType_N`` by
 ORT's index (op type must agree); a name built from an output tensor (``stem/relu_out_nchwc`` → the producer
@@ -52,6 +53,7 @@ METRICS = {
         "µs",
         False,
         "ONNX Runtime kernel time per run, mean over runs (first run left out when several)",
+        main=True,
     ),
     "latency_us_median": MetricInfo(
         "latency_us_median",

@@ -15,6 +15,9 @@ saves them in this shape (any other writer may produce it too)::
 Every number is an SQNR in dB (``20·log10(‖x‖ / ‖x − y‖)``): higher is better. ``qdq_err`` compares an
 activation before and after its QuantizeLinear/DequantizeLinear pair in the QDQ model, ``xmodel_err`` the
 float model's activation with the QDQ model's. A bare number for an activation is kept as ``activation_err``.
+The main metric (the colour without ``--color-by``) is ``xmodel_err``: how far the deployed model has
+drifted from the float one at each operator, the first question asked of a quantized model; ``qdq_err`` when
+the file has no float-model comparison.
 
 Mapping works on the float model and on the QDQ model: an activation goes to the operator producing the tensor
 of that name (and to the tensor itself); a weight goes to every operator consuming it, looking through the
@@ -25,6 +28,7 @@ DequantizeLinear's output keeps ``<name>``). An operator reading several weights
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,7 @@ METRICS = {
         "dB",
         True,
         "SQNR of the QDQ model's activation against the float model's; higher is better",
+        main=True,
     ),
     "activation_err": MetricInfo("activation_err", NAME, "dB", True, "activation error (ORT qdq_loss_debug)"),
     "weight_err": MetricInfo(
@@ -85,6 +90,8 @@ def read(path: Path, model: Model) -> AnnotationSet:
     lookup = IdIndex.build(model)
     _activations(path, data.get("activations") or {}, lookup, result)
     _weights(path, data.get("weights") or {}, lookup, result)
+    if not any("xmodel_err" in entry.values for _, entry in result.operators):
+        result.metrics["qdq_err"] = dataclasses.replace(METRICS["qdq_err"], main=True)
     return result
 
 

@@ -65,6 +65,8 @@ class MetricInfo:
         description: one line for the legend and reports.
         gradient: colour stops (position 0..1, #rrggbb) the source asks for, used when no --cmap is given.
         thresholds: (upper bound, #rrggbb) pairs the source asks for, used when no --cmap is given.
+        main: the tool's headline measurement (an ORT profile's latency_us), declared by its reader: the
+            metric the picture is coloured by when no --color-by is given (``heatmap.default_metric``).
     """
 
     name: str
@@ -74,6 +76,7 @@ class MetricInfo:
     description: str = ""
     gradient: list[tuple[float, str]] | None = None
     thresholds: list[tuple[float, str]] | None = None
+    main: bool = False
 
 
 @dataclass(slots=True)

@@ -41,7 +41,8 @@ as ``Delegate/<name>:<n>``.
 Mapping: the operator at the row's index when its op type agrees and its outputs are the named tensors;
 else the operator of that type producing the first named tensor. Values (per run): ``latency_us`` (the
 average), ``latency_first_us``, ``percent``, ``cdf_percent``, ``memory_kb``, ``times_called``, ``start_us``
-when present, and ``node_type``. The file is streamed.
+when present, and ``node_type``; ``latency_us`` is the main metric (the colour without ``--color-by``). The
+file is streamed.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ _COLUMNS = {
 }
 
 METRICS = {
-    "latency_us": MetricInfo("latency_us", NAME, "µs", False, "TFLite benchmark_model average time per run"),
+    "latency_us": MetricInfo("latency_us", NAME, "µs", False, "TFLite benchmark_model average time per run",
+                             main=True),
     "latency_first_us": MetricInfo("latency_first_us", NAME, "µs", False, "TFLite benchmark_model first run"),
     "start_us": MetricInfo("start_us", NAME, "µs", None, "average start time within a run (benchmark_model)"),
     "percent": MetricInfo("percent", NAME, "%", False, "share of the subgraph's run time (benchmark_model)"),

@@ -12,6 +12,10 @@ deployed model has ``X`` plus a digit (``StatefulPartitionedCall_1:0`` for the i
 ``StatefulPartitionedCall_1:01``, whose plain name belongs to the final DEQUANTIZE); and converter names may be
 ``;``-joined fused names, matched part by part. The row's values go on the operator
 and on its output tensor; the file is streamed.
+
+The main metric (the colour without ``--color-by``) is ``mean_squared_error`` when the file has it:
+TensorFlow's debugger guide ranks layers by ``sqrt(mean_squared_error) / scale``, so it is the error users
+read first; ``max_abs_error`` is one outlier, ``mean_error`` cancels out, ``stddev`` ignores bias.
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
             "",
             False if lower else None,
             _ERRORS.get(column, f"{column} (QuantizationDebugger)"),
+            main=column == "mean_squared_error",
         )
     return result
 

@@ -13,7 +13,7 @@ from ..annotations import Annotations, load_annotations
 from ..colors import NA_COLOR, format_number, text_color
 from ..errors import AnnographError, MetricError
 from ..folding import fold
-from ..heatmap import Heatmap, build, operator_metrics
+from ..heatmap import Heatmap, build, default_metric, operator_metrics
 from ..ir import ElementKey
 from ..options import RenderOptions
 from . import caption
@@ -30,7 +30,7 @@ class ModelJob:
     Attributes:
         model: the model file.
         runs: annotation files, one picture set each.
-        metrics: metrics to colour by; empty means the runs' only numeric operator metric.
+        metrics: metrics to colour by; empty means the runs' default (``_default_metrics``).
         options: colour and layout options (color_by is set per picture).
         prefix: output names start with this (the model's name when a batch has several models).
         annotations_format / strict: as for ``render``.
@@ -125,10 +125,20 @@ def _run(job: ModelJob) -> ModelResult:
 
 
 def _default_metrics(job: ModelJob, runs: list[tuple[str, Annotations]], result: ModelResult) -> list[str]:
+    """The metric every run is coloured by when no --color-by is given: the only numeric operator metric of
+    the runs, else each run's default (``default_metric``, a tool's main metric) when they all agree."""
     found = sorted({m for _, notes in runs for m in operator_metrics(notes)})
+    defaults = [default_metric(notes) for _, notes in runs]
     if len(found) == 1:
-        result.said.append(f"{job.model}: colouring by {found[0]}, the only numeric operator metric of the runs "
-                            "(--color-by to choose)")
+        said = f"colouring by {found[0]}, the only numeric operator metric of the runs"
+    elif len({d.metric for d in defaults}) == 1 and defaults[0].metric is not None:
+        found = [defaults[0].metric]
+        said = f"colouring by {found[0]}, " + (defaults[0].why if len(runs) == 1 else
+                                               f"the main metric of each of the {len(runs)} runs")
+    else:
+        said = ""
+    if said:
+        result.said.append(f"{job.model}: {said}; --color-by to choose another")
         return found
     if not found:
         raise MetricError(f"{job.model}: the annotation files give no numeric operator metric to colour by")

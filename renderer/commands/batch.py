@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="annotation file or pattern, one picture set per file (repeatable; {model} allowed)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the pictures and index.html")
     parser.add_argument("--color-by", "--colour-by", metavar="LIST",
-                        help="metrics to colour by, comma-separated (default: the runs' only numeric metric)")
+                        help="metrics to colour by, comma-separated (default: the runs' only numeric "
+                        "metric, or their tool's main one)")
     parser.add_argument("--shared-scale", action="store_true",
                         help="one colour range per metric across all runs of a model (default: one per picture)")
     parser.add_argument("--annotations-format", metavar="NAME", help="read every -a file with this reader")

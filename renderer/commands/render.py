@@ -64,7 +64,9 @@ def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
 
     look = parser.add_argument_group("colour")
     if edges:
-        look.add_argument("--color-by", "--colour-by", metavar="METRIC", help="operator metric filling the boxes")
+        look.add_argument("--color-by", "--colour-by", metavar="METRIC",
+                          help="operator metric filling the boxes (default: the annotations' only numeric "
+                          "metric, or their tool's main one)")
     look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
                       "matplotlib one; append _r to reverse")
     look.add_argument("--norm", choices=("linear", "log", "quantile"), default="linear")
@@ -207,20 +209,15 @@ def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[n
 
 
 def default_color(options, annotations):  # type: ignore[no-untyped-def]
-    """``options`` colouring by the annotations' only numeric operator metric when no --color-by was given
-    (said on stderr)."""
-    import dataclasses
-
-    from ..heatmap import sole_metric
+    """``options`` colouring by the annotations' default metric when no --color-by was given (said on
+    stderr)."""
+    from .. import loading
     from .common import note
 
-    if options.color_by is not None:
-        return options
-    metric = sole_metric(annotations)
-    if metric is None:
-        return options
-    note(f"colouring by {metric}, the only numeric operator metric of the annotations (--color-by to choose)")
-    return dataclasses.replace(options, color_by=metric)
+    options, said = loading.default_color(options, annotations)
+    if said:
+        note(said)
+    return options
 
 
 def _show(text: str | None) -> list[str] | None:
