@@ -291,6 +291,9 @@ class Model:
     opsets: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     """What the loader wants the user told (one line each), e.g. how ``--dim`` could be applied."""
+    pinnable_dims: list[str] = field(default_factory=list)
+    """The names ``--dim`` can pin, as the file declares them (pinning leaves this as it was): the symbolic dims
+    of an ONNX model's inputs, a TFLite model's dynamic input axes (``axisK``, ``batch`` for axis 0)."""
     attachments: dict[str, bytes | memoryview] = field(default_factory=dict)
     raw: Any = None
     """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""

@@ -134,7 +134,7 @@ class AnnographDirective(SphinxDirective):
 
     def _fields(self) -> dict[str, Any]:
         """RenderOptions fields from the directive's options, as text where the command line takes text."""
-        from .commands.common import parse_dims
+        from .pinning import parse as parse_dims
 
         fields: dict[str, Any] = {}
         for option, name in (("color-by", "color_by"), ("cmap", "cmap"), ("collapse", "collapse"),

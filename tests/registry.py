@@ -298,16 +298,25 @@ def dims_argv(path: Path) -> list[str]:
 def _dims(path: Path) -> None:
     """The ``--dim`` values of the file through the option parser, the loader's pinning and re-inference, the
     MAC counts and the "pin these dims" hints and stderr line, into a DOT picture coloured by MACs."""
+    from renderer.errors import AnnographError
+
     out = _scratch() / "dims.dot"
-    command(path, ["render", str(dims_model()), "--color-by", "macs", "--show", "macs,output_bytes", "-o", str(out),
-                   *dims_argv(path)], out)
+    try:
+        command(path, ["render", str(dims_model()), "--color-by", "macs", "--show", "macs,output_bytes", "-o",
+                       str(out), *dims_argv(path)], out)
+    except AnnographError as e:
+        # a name that pins nothing: the model named, and its free input dims listed for the user to pick from
+        if "--dim" in str(e) and "free input dim" in str(e):
+            assert str(dims_model()) in str(e) and "'batch', 'height', 'width'" in str(e), e
+        raise
 
 
 def _dims_seeds() -> list[tuple[str, bytes]]:
     from payloads import DIM_VALUES, PAYLOADS
 
     seeds = [("all.dims", b"batch=1\nheight=64\nwidth=48\n"), ("some.dims", b"height=64\n"),
-             ("none.dims", b""), ("not-inputs.dims", b"floor(height/2 - 1/2) + 1=5\nunk__3=2\nnosuch=1\n")]
+             ("none.dims", b""), ("not-inputs.dims", b"floor(height/2 - 1/2) + 1=5\nunk__3=2\nnosuch=1\n"),
+             ("typo.dims", b"batch=1\nheigth=64\nwidth=48\n"), ("spaced.dims", b" height =8\nbatch=1\n")]
     seeds += [(f"value-{i}.dims", f"batch=1\nheight={v}\nwidth=8\n".encode()) for i, v in enumerate(DIM_VALUES)]
     seeds += [(f"name-{p.name}.dims", f"{p.text}=2\nheight=16\n".encode()) for p in PAYLOADS if len(p.text) < 200]
     return seeds

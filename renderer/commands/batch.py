@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from ..batch.contact_sheet import html
     from ..batch.parallel import local_workers, run_dask, run_local
     from ..errors import AnnographError
+    from ..loaders import check_dims
     from ..progress import bar, count
     from .common import stage, warn
     from .render import render_options
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     inputs = [*args.models, *(f for job in jobs for f in job.runs)]
     atomic.refuse_inputs([folder / "index.html"], inputs)
+    check_dims(args.models, options.dims)  # each job pins what its model has; a --dim none has is an error
     folder.mkdir(parents=True, exist_ok=True)
     workers = 0 if args.dask else local_workers(args.jobs)
     results = run_dask(jobs, args.dask) if args.dask else run_local(jobs, workers)

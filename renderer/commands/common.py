@@ -6,7 +6,6 @@ import argparse
 import math
 from typing import Any
 
-from ..errors import AnnographError
 from ..progress import Verbosity, count, from_flags, note, stage, warn
 
 LARGEST_OPTION = 1e300  # so that differences and sums of option values stay finite
@@ -29,21 +28,6 @@ def positive_seconds(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
     return value
-
-
-def parse_dims(items: list[str]) -> dict[str, int]:
-    """``["batch=1", "seq=128"]`` → {"batch": 1, "seq": 128}."""
-    from ..id_rules import whole_number
-
-    dims: dict[str, int] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        number = whole_number(value)
-        if not sep or not name.strip() or number is None:
-            raise AnnographError(f"--dim {item!r}: expected NAME=VALUE with a whole number (ASCII digits), "
-                                 "e.g. batch=1")
-        dims[name.strip()] = number
-    return dims
 
 
 def add_annotation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,12 +58,14 @@ def add_dim_argument(parser: argparse.ArgumentParser) -> None:
                              "or a TFLite axis (--dim axis1=128; batch is axis0)")
 
 
-def load_noted(path: str, dim_args: list[str]) -> Any:
-    """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr."""
+def load_noted(path: str, dim_args: list[str], check_dims: bool = True) -> Any:
+    """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr.
+    ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union)."""
     from ..loaders import load_model
+    from ..pinning import parse
 
     with stage("load") as facts:
-        model = load_model(path, dims=parse_dims(dim_args))
+        model = load_model(path, dims=parse(dim_args), check_dims=check_dims)
         facts.append(f"{model.path} ({model.format}, {count(len(model.graphs), 'graph')}, "
                      f"{count(sum(len(g.nodes) for g in model.graphs), 'operator')}, "
                      f"{count(sum(len(g.values) for g in model.graphs), 'tensor')})")
@@ -88,15 +74,16 @@ def load_noted(path: str, dim_args: list[str]) -> Any:
     return model
 
 
-def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True) -> tuple[Any, Any]:
+def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True,
+                   check_dims: bool = True) -> tuple[Any, Any]:
     """The model and its merged annotations (``renderer.load_annotations``): the model's own (when ``embedded``),
-    sidecars (unless ``--no-sidecar``), then ``-a`` files.
+    sidecars (unless ``--no-sidecar``), then ``-a`` files. ``check_dims`` as for ``load_noted``.
 
     Prints one coverage line per source that has rows (a warning when some ids match nothing, else a note).
     """
     from ..annotations import load_annotations
 
-    model = load_noted(model_path or args.model, args.dim)
+    model = load_noted(model_path or args.model, args.dim, check_dims)
     with stage("annotations") as facts:
         annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
                                        sidecar=not args.no_sidecar, embedded=embedded)

@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from ..compare import compare_dumps, compare_models, document
     from ..errors import AnnographError
-    from .common import count, load_noted, parse_dims, stage, warn
+    from ..pinning import parse as parse_dims
+    from .common import count, load_noted, stage, warn
 
     inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]
     atomic.refuse_inputs([args.output, *(args.save_dumps or [])], inputs)

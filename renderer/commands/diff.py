@@ -118,6 +118,8 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """(the model to draw, the diff, the sidecar files read)."""
     from .. import diff as differ
     from ..annotations import load_annotations
+    from ..pinning import check_union
+    from ..pinning import parse as parse_dims
     from .common import load_noted, say_coverage
 
     def annotations(paths: list[str], model, own: bool):  # type: ignore[no-untyped-def]
@@ -133,7 +135,8 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         names = _names(args.before, args.after)
         return model, differ.one_model(model, before, after, args.metric, relative, args.higher_is_better,
                                        names), []
-    before_model, model = load_noted(args.models[0], args.dim), load_noted(args.models[1], args.dim)
+    before_model, model = (load_noted(path, args.dim, check_dims=False) for path in args.models[:2])
+    check_union(args.models[:2], parse_dims(args.dim), [before_model.pinnable_dims, model.pinnable_dims])
     before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)
     diff = differ.two_models(before_model, model, before, after, args.metric, relative, args.higher_is_better,
                              _names([args.models[0]], [args.models[1]]))
@@ -153,7 +156,7 @@ def _names(before: list[str], after: list[str]) -> tuple[str, str]:
 def _base_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..options import RenderOptions
     from ..pages import collapse_depth
-    from .common import parse_dims
+    from ..pinning import parse as parse_dims
 
     return RenderOptions(title=args.title, rankdir=args.rankdir, edge_labels=not args.no_edge_labels,
                          show_constants=args.show_constants, collapse=collapse_depth(args.collapse),

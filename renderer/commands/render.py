@@ -123,7 +123,7 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """RenderOptions from the parsed colour and layout options (absent ones at their defaults)."""
     from ..options import SUMMARY_TOP_K, RenderOptions
     from ..pages import collapse_depth
-    from .common import parse_dims
+    from ..pinning import parse as parse_dims
 
     return RenderOptions(
         color_by=getattr(args, "color_by", None), cmap=args.cmap, norm=args.norm, vmin=args.vmin, vmax=args.vmax,
@@ -153,13 +153,18 @@ def run(args: argparse.Namespace) -> int:
         check_top_k(options.summary_top_k)
         jobs = [(model, [*outputs, *extra]) for model, outputs in jobs]
     atomic.refuse_inputs([out for _, outputs in jobs for out in outputs], [*args.models, *args.annotations])
+    several = len(jobs) > 1
+    if several:  # a --dim may belong to some of the models only; one none of them has is an error
+        from ..loaders import check_dims
+
+        check_dims([model for model, _ in jobs], options.dims)
     created = _make_folder(folder) if folder is not None else []
     failures = 0
     try:
         with bar(len(jobs), "render", "model") as shown:
             for model_path, outputs in jobs:
                 try:
-                    _render_one(model_path, outputs, options, args)
+                    _render_one(model_path, outputs, options, args, check_dims=not several)
                 except AnnographError as e:
                     if len(jobs) == 1:
                         raise
@@ -178,11 +183,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
+                check_dims: bool) -> None:
     from ..rendering import render
     from .common import load_annotated, warn
 
-    model, annotations = load_annotated(args, model_path)
+    model, annotations = load_annotated(args, model_path, check_dims=check_dims)
     options = default_color(options, annotations)
     if options.color_by:
         _say_what_to_pin(model, annotations, options.color_by)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from ..errors import AnnographError
 from ..loaders import load_model
+from ..pinning import check_union
 from .core import Comparison, TensorResult, compare_dumps, compare_onnx, compare_tflite
 from .document import document
+from .inputs import feedable_dims
 from .metrics import METRICS, error_metrics
 
 
@@ -21,8 +23,9 @@ def compare_models(reference: str | Path, candidate: str | Path, inputs: str | P
     """Run ``reference`` and ``candidate`` (both ONNX, or both TFLite) on the same inputs and compare every
     tensor the reference computes with its counterpart in the candidate."""
     dims = dict(dims or {})
-    model = load_model(str(reference), dims=dims)
-    other = load_model(str(candidate), dims=dims)
+    model = load_model(str(reference), dims=dims, check_dims=False)
+    other = load_model(str(candidate), dims=dims, check_dims=False)
+    check_union([reference, candidate], dims, [feedable_dims(model), feedable_dims(other)])
     if model.format != other.format:
         raise AnnographError(f"{candidate}: a {other.format.upper()} model; {reference} is {model.format.upper()}: "
                              "compare two models of one format, or dumps with --dumps")

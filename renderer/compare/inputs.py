@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AnnographError, unreadable
+
+if TYPE_CHECKING:
+    from ..ir import Model
 
 INT_HIGH = 10
 """Random integer inputs (token ids, indices, lengths) are drawn from [0, INT_HIGH): valid for any vocabulary."""
@@ -25,6 +28,18 @@ class InputSpec:
     name: str
     shape: tuple[int | str | None, ...]
     dtype: str
+
+
+def feedable_dims(model: Model) -> list[str]:
+    """The ``dims`` names ``concrete_shape`` can use on ``model``'s inputs: its pinnable dims, and ``axisK`` (``batch``
+    for axis 0) for each dynamic axis, named or not."""
+    names = list(model.pinnable_dims)
+    for value in model.main.inputs:
+        shape = value.type.shape_signature or value.type.shape if value.type else None
+        for axis, size in enumerate(shape or ()):
+            if not isinstance(size, int) or size < 0:
+                names += [f"axis{axis}"] + (["batch"] if axis == 0 else [])
+    return names
 
 
 def concrete_shape(spec: InputSpec, dims: dict[str, int], notes: list[str]) -> tuple[int, ...]:

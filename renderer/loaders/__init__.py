@@ -4,12 +4,15 @@ Each loader module exposes:
     FORMAT: str                       the format tag stored in ``Model.format``
     EXTENSIONS: tuple[str, ...]       usual file extensions (lower case, with the dot)
     match(head: bytes) -> bool        cheap check on the first bytes of the file
-    load(path: Path, dims: dict[str, int] | None = None) -> ir.Model
-                                      parse; raise LoaderError naming the file on any failure
+    load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True) -> ir.Model
+                                      parse; raise LoaderError naming the file on any failure (and, with
+                                      ``check_dims``, for a ``dims`` name the model cannot pin: ``pinning``)
+    pinnable(path: Path) -> list[str] the names ``dims`` can pin, read without loading the whole model
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 from pathlib import Path
@@ -75,16 +78,33 @@ def refuse_impossible_shapes(model: Model, path: Path) -> Model:
     return model
 
 
-def load_model(path: str | Path, dims: dict[str, int] | None = None) -> Model:
+def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_dims: bool = True) -> Model:
     """Load an ONNX or TFLite model into the IR.
 
     Args:
         path: the model file.
-        dims: values for symbolic / dynamic dimensions (``batch=1``), used for shapes.
+        dims: values for the model's free input dims (``batch=1``; a TFLite model's by axis, ``axis1=128``),
+            used for shapes.
+        check_dims: a ``dims`` name that is no free input dim of the model is an error; with False it is left
+            out (for runs over several models, which check the names against all of them: ``check_dims``).
 
     Raises:
-        LoaderError: missing, unknown or corrupt file, with the path in the message.
+        LoaderError: missing, unknown or corrupt file, or a ``dims`` name it cannot pin, with the path in the
+            message.
     """
     path = Path(path)
     module = detect(path)
-    return module.load(path, dims=dims)
+    return module.load(path, dims=dims, check_dims=check_dims)
+
+
+def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:
+    """An AnnographError naming the files when a ``dims`` name is a free input dim of none of the models at
+    ``paths`` that can be read; each file's own problems are left for its load to report."""
+    from ..pinning import check_union
+
+    read: dict[str | Path, list[str]] = {}
+    for path in paths if dims else []:
+        with contextlib.suppress(LoaderError):
+            read[path] = detect(Path(path)).pinnable(Path(path))
+    if read:
+        check_union(list(read), dims, list(read.values()))

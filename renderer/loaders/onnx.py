@@ -57,7 +57,8 @@ def _dtype_names() -> dict[int, str]:
     return names
 
 
-def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
+def _parse(path: Path) -> tuple[Any, onnx_wire.Split | None, onnx.ModelProto]:
+    """(the mapped file, where its large weights lie, the proto parsed without them)."""
     import onnx
 
     buffer = map_file(path)
@@ -71,6 +72,30 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         raise LoaderError(f"{path}: not a valid ONNX model ({first_line(e)})") from None
     if not proto.HasField("graph"):
         raise LoaderError(f"{path}: not a valid ONNX model (no graph)")
+    return buffer, parts, proto
+
+
+def pinnable(path: Path) -> list[str]:
+    """The names ``--dim`` can pin in the model at ``path`` (its inputs' symbolic dims), without loading it."""
+    return _symbolic(_parse(path)[2].graph.input)
+
+
+def _symbolic(values: Any) -> list[str]:
+    """The symbolic dims of ``values`` (ValueInfoProtos), in order, each once."""
+    names: dict[str, None] = {}
+    for value in values:
+        if value.type.HasField("tensor_type"):
+            names.update((d.dim_param, None) for d in value.type.tensor_type.shape.dim
+                         if d.HasField("dim_param") and d.dim_param)
+    return list(names)
+
+
+def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True) -> ir.Model:
+    import onnx
+
+    from ..pinning import resolve
+
+    buffer, parts, proto = _parse(path)
     if proto.ir_version > onnx.IR_VERSION:
         raise LoaderError(
             f"{path}: ONNX IR version {proto.ir_version} is newer than this onnx package supports "
@@ -81,6 +106,8 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         if opset.domain in ("", "ai.onnx") and opset.version > newest:
             raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
     file_shapes = _shapes(proto)
+    free = _symbolic(proto.graph.input)
+    dims = resolve(path, dims, free, _symbolic([*proto.graph.value_info, *proto.graph.output]), check_dims)
     if dims:
         _pin_dims(proto.graph, dims)
         _drop_symbolic_shapes(proto.graph)
@@ -96,6 +123,7 @@ def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
         raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {first_line(e)})") from None
     if note:
         model.notes.append(note)
+    model.pinnable_dims = free
     return model
 
 
@@ -157,8 +185,7 @@ def _drop_symbolic_shapes(graph: onnx.GraphProto) -> None:
     (``floor(DynamicDimension.1/2 - 1/2) + 1``) would otherwise stay, as onnx keeps a name it is given where it
     cannot prove a value. A dim named like an input dim still free (``seq``) is kept: it says what inference
     may not be able to."""
-    free = {d.dim_param for vi in graph.input if vi.type.HasField("tensor_type")
-            for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")}
+    free = set(_symbolic(graph.input))
 
     def stale(value: onnx.ValueInfoProto) -> bool:
         return value.type.HasField("tensor_type") and any(

@@ -21,7 +21,7 @@ and a ``Value.metadata["data"]`` note.
 ``dims`` pins dynamic dimensions (-1 in ``shape_signature``) by position: ``axisK`` for axis K, ``batch`` for
 axis 0. The main graph's inputs are resized and LiteRT propagates the shapes through every operator
 (``litert_shapes``); where it cannot, each tensor's own -1 axes are pinned by position, and a note on the model
-says why. Signatures keep their -1. Other keys are ignored.
+says why. Signatures keep their -1. A key naming no dynamic axis of an input is an error (``pinning``).
 
 ``Model.raw`` is ``(tflite.Model, buffer)``: the flatbuffer accessor and the mapped file bytes it reads.
 Writers that edit a copy of the file (``annograph embed``) ask ``layout`` where its parts are, rather than
@@ -112,13 +112,35 @@ def match(head: bytes) -> bool:
     return len(head) >= 8 and head[4:8] == _IDENTIFIER
 
 
-def load(path: Path, dims: dict[str, int] | None = None) -> ir.Model:
-    """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file."""
+def _mapped(path: Path) -> bytes | mmap.mmap:
     buffer = map_file(path)
     if len(buffer) < 8 or buffer[4:8] != _IDENTIFIER:
         raise LoaderError(f"{path}: not a TFLite model (no TFL3 file identifier)")
+    return buffer
+
+
+def pinnable(path: Path) -> list[str]:
+    """The names ``--dim`` can pin in the model at ``path`` (its inputs' dynamic axes), without loading it."""
     try:
-        model = _Builder(path, buffer, dims or {}).build()
+        return _Builder(path, _mapped(path), {}).dynamic_input_axes()
+    except LoaderError:
+        raise
+    except Exception as e:
+        raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
+
+
+def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True) -> ir.Model:
+    """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file.
+    ``check_dims``: a ``dims`` name that is no dynamic input axis is an error (else it is left out)."""
+    buffer = _mapped(path)
+    from ..pinning import resolve
+
+    try:
+        builder = _Builder(path, buffer, {})
+        free = builder.dynamic_input_axes()
+        builder.dims = dims = resolve(path, dims, free, (), check_dims)
+        model = builder.build()
+        model.pinnable_dims = free
         if dims:
             _propagate_shapes(path, model, dims)
         return refuse_impossible_shapes(model, path)
@@ -290,6 +312,23 @@ class _Builder:
         return i
 
     # ---- model -----------------------------------------------------------------------------------------------
+
+    def dynamic_input_axes(self) -> list[str]:
+        """``axisK`` for each axis K that some input of the main graph declares dynamic (-1 in its shape
+        signature), and ``batch`` with axis 0: the names ``dims`` can pin."""
+        if self.fb.SubgraphsLength() < 1:
+            return []
+        sg = self.fb.Subgraphs(0)
+        n_tensors = self.count(sg.TensorsLength(), "subgraph 0 tensors")
+        axes: set[int] = set()
+        for t in self.array(sg.InputsAsNumpy(), "subgraph 0 inputs").tolist():
+            tensor = sg.Tensors(self.index(t, n_tensors, "subgraph 0 input tensor"))
+            signature = self.array(tensor.ShapeSignatureAsNumpy(), "subgraph 0 input shape signature").tolist()
+            axes.update(axis for axis, size in enumerate(signature) if size == -1)
+        names = []
+        for axis in sorted(axes):
+            names += ["axis0", "batch"] if axis == 0 else [f"axis{axis}"]
+        return names
 
     def build(self) -> ir.Model:
         fb, model = self.fb, self.model
