@@ -122,7 +122,7 @@ def test_two_different_main_metrics_give_no_default_and_say_so(tmp_path: Path) -
     (FIXTURES / "tflite_debugger" / "tiny_keras_float.tflite",
      FIXTURES / "tflite_benchmark" / "tiny_keras_float.litert_profile.builtin.txt", "latency_us"),
     (FIXTURES / "tflite_debugger" / "tiny_keras_int8.tflite",
-     FIXTURES / "tflite_debugger" / "layer_stats.csv", "mean_squared_error"),
+     FIXTURES / "tflite_debugger" / "layer_stats.csv", "rmse_per_scale"),
     (TINY_CNN, QDQ_LOSS, "xmodel_err"),
 ])
 def test_each_tool_colours_by_its_main_metric(model: Path, notes: Path, metric: str, tmp_path: Path) -> None:

@@ -52,6 +52,28 @@ def test_debugger_rows_map_by_tensor_name_and_op_type(variant: str) -> None:
     assert notes.metrics["mean_squared_error"].higher_is_better is False
 
 
+def test_debugger_error_in_quantization_steps_is_the_main_metric(tmp_path: Path) -> None:
+    """rmse_per_scale = sqrt(mean_squared_error) / scale per row (TensorFlow's guide ranks layers by it); a file
+    without a scale column keeps mean_squared_error as its main metric."""
+    path = DEBUGGER / "layer_stats.csv"
+    model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
+    notes = load_annotations(path, model)
+    header, *rows = csv_rows(path)
+    expected = sorted(float(c["mean_squared_error"]) ** 0.5 / float(c["scale"])
+                      for c in (dict(zip(header, row)) for row in rows))
+    got = sorted(e.values["rmse_per_scale"] for e in notes.ops.values())
+    assert got == pytest.approx(expected, rel=1e-12) and len(got) == len(rows)
+    assert min(got) > 0 and max(got) / min(got) > 2  # a ranking, not one number
+    assert notes.metrics["rmse_per_scale"].main and not notes.metrics["mean_squared_error"].main
+    assert notes.metrics["rmse_per_scale"].higher_is_better is False
+    scale_at = header.index("scale")
+    no_scale = tmp_path / "no_scale.csv"
+    no_scale.write_text("\n".join(",".join(r[:scale_at] + r[scale_at + 1:]) for r in [header, *rows]) + "\n")
+    plain = load_annotations(no_scale, model)
+    assert "rmse_per_scale" not in plain.metrics and plain.metrics["mean_squared_error"].main
+    assert all("rmse_per_scale" not in e.values for e in plain.ops.values())
+
+
 def test_debugger_trailing_digit_quirk_maps_softmax_not_dequantize() -> None:
     model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
     softmax = next(n for n in model.main.nodes if n.op_type == "SOFTMAX")

@@ -13,13 +13,16 @@ deployed model has ``X`` plus a digit (``StatefulPartitionedCall_1:0`` for the i
 ``;``-joined fused names, matched part by part. The row's values go on the operator
 and on its output tensor; the file is streamed.
 
-The main metric (the colour without ``--color-by``) is ``mean_squared_error`` when the file has it:
-TensorFlow's debugger guide ranks layers by ``sqrt(mean_squared_error) / scale``, so it is the error users
-read first; ``max_abs_error`` is one outlier, ``mean_error`` cancels out, ``stddev`` ignores bias.
+TensorFlow's debugger guide ranks layers by ``sqrt(mean_squared_error) / scale``, the error in quantization
+steps, which compares layers whose outputs have different ranges; rows with both columns get it as
+``rmse_per_scale``, and it is the main metric (the colour without ``--color-by``). Without a scale column the
+main metric is ``mean_squared_error``: ``max_abs_error`` is one outlier, ``mean_error`` cancels out,
+``stddev`` ignores bias.
 """
 
 from __future__ import annotations
 
+import math
 from contextlib import closing
 from pathlib import Path
 
@@ -37,7 +40,18 @@ _ERRORS = {
     "mean_squared_error": "mean squared quantization error of the layer's output (QuantizationDebugger)",
     "mean_abs_error": "mean |float − dequantized| of the layer's output (QuantizationDebugger)",
     "stddev": "standard deviation of the quantization error (QuantizationDebugger)",
+    "rmse_per_scale": "sqrt(mean_squared_error) / scale: the layer's RMS error in quantization steps",
 }
+RMSE_PER_SCALE = "rmse_per_scale"
+
+
+def _rmse_per_scale(values: dict[str, object]) -> float | None:
+    mse, scale = values.get("mean_squared_error"), values.get("scale")
+    if not isinstance(mse, (int, float)) or not isinstance(scale, (int, float)):
+        return None
+    if not (math.isfinite(mse) and math.isfinite(scale)) or mse < 0 or scale <= 0:
+        return None
+    return math.sqrt(mse) / scale
 
 
 def match(path: Path, head: str) -> bool:
@@ -103,10 +117,15 @@ def read(path: Path, model: Model) -> AnnotationSet:
                     entry.values[column] = value
                 elif cell.strip():
                     entry.values[column] = cell.strip()
+            steps = _rmse_per_scale(entry.values)
+            if steps is not None:
+                entry.values[RMSE_PER_SCALE] = steps
             result.operators.append((node_ref(node), entry))
             if node.outputs:
                 result.tensors.append((value_ref(node.outputs[0]), Entry(dict(entry.values), line=line)))
-    for column in columns[2:-1]:
+    stepped = "mean_squared_error" in metric_columns and "scale" in metric_columns
+    main = RMSE_PER_SCALE if stepped else "mean_squared_error"
+    for column in columns[2:-1] + ([RMSE_PER_SCALE] if stepped else []):
         if column in ("scale", "zero_point"):
             continue
         lower = column in _ERRORS or "error" in column
@@ -116,7 +135,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
             "",
             False if lower else None,
             _ERRORS.get(column, f"{column} (QuantizationDebugger)"),
-            main=column == "mean_squared_error",
+            main=column == main,
         )
     return result
 
