@@ -138,12 +138,14 @@ def test_errors_are_warnings_naming_the_document_and_line(project: Path) -> None
         ".. annograph:: models/tiny_cnn.onnx\n   :collapse: deep\n\n"   # line 8
         ".. annograph:: models/tiny_cnn.onnx\n   :annotations: models/nope.yaml\n\n"  # line 11
         ".. annograph:: models/tiny_cnn.onnx\n   :dims: batch\n\n"      # line 14
+        ".. annograph:: models/tiny_cnn.onnx\n   :dims: batch=1\n\n"    # line 17: tiny_cnn has no free dims
         "Text after.\n", encoding="utf-8")
     result = build(project)
     lines = [line for line in result.warnings.splitlines() if line.strip()]
     assert "Traceback" not in result.warnings
     index = str(project / "index.rst")
-    expected = {4: "missing.onnx", 6: "broken.onnx", 8: "--collapse 'deep'", 11: "nope.yaml", 14: "--dim 'batch'"}
+    expected = {4: "missing.onnx", 6: "broken.onnx", 8: "--collapse 'deep'", 11: "nope.yaml", 14: "--dim 'batch'",
+                17: "tiny_cnn.onnx: --dim 'batch=1' pins nothing"}
     assert len(lines) == len(expected), lines
     for line, (number, word) in zip(lines, sorted(expected.items())):
         assert line.startswith(f"{index}:{number}: WARNING: annograph: ") and word in line, line
