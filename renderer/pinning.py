@@ -3,9 +3,11 @@
 A model's pinnable dims are its free input dims as the file declares them: an ONNX model's symbolic dims of
 the main graph's inputs, a TFLite model's dynamic input axes (``axisK``, and ``batch`` for axis 0). A dim
 further down the graph (``unk__3``, ``floor(height/2 - 1/2) + 1``) follows from those and cannot be pinned
-by name (the "pin it" hints name input dims only, see ``metrics.input_dims``). A name that pins nothing is
-an error rather than a silent no-op: a typo (``sequenc``) would otherwise leave every shape free. In a run over
-several models a name only needs to be pinnable in one of them.
+by name (the "pin it" hints name input dims only, see ``metrics.input_dims``). A name that pins nothing in a
+model with free input dims is an error rather than a silent no-op: a typo (``sequenc``) would otherwise leave
+every shape free. A model whose inputs are all fixed loses nothing, so there it is a warning (a loop or CI job
+passing ``--dim batch=1`` to every model keeps working). In a run over several models a name only needs to be
+pinnable in one of them.
 """
 
 from __future__ import annotations
@@ -48,12 +50,15 @@ def matching(name: str, names: Sequence[str]) -> str | None:
 def resolve(path: object, dims: Mapping[str, int] | None, names: Sequence[str], inner: Iterable[str] = (),
             check: bool = True) -> dict[str, int]:
     """``dims`` keyed by the model's own names; with ``check``, a LoaderError for a name that pins nothing
-    (``inner``: the file's other symbolic dims, for a better word on those), else such names are dropped."""
+    (``inner``: the file's other symbolic dims, for a better word on those) or a warning when the model has no
+    free input dims; without, such names are dropped."""
     resolved: dict[str, int] = {}
     for name, value in (dims or {}).items():
         found = matching(name, names)
         if found is not None:
             resolved[found] = value
+        elif check and not names:
+            _ignored(refusal([path], name, value, names))
         elif check:
             raise LoaderError(refusal([path], name, value, names, set(inner)))
     return resolved
@@ -61,11 +66,19 @@ def resolve(path: object, dims: Mapping[str, int] | None, names: Sequence[str], 
 
 def check_union(paths: Sequence[object], dims: Mapping[str, int], names: Sequence[Sequence[str]]) -> None:
     """An AnnographError for the first name of ``dims`` that is pinnable in none of the models (``names[i]``
-    are those of ``paths[i]``)."""
+    are those of ``paths[i]``); a warning instead when none of them has a free input dim."""
     every = list(dict.fromkeys(n for per_model in names for n in per_model))
     for name, value in dims.items():
-        if matching(name, every) is None:
+        if matching(name, every) is None and not every:
+            _ignored(refusal(paths, name, value, every))
+        elif matching(name, every) is None:
             raise AnnographError(refusal(paths, name, value, every))
+
+
+def _ignored(line: str) -> None:
+    from .progress import warn
+
+    warn(f"{line}; ignored")
 
 
 def refusal(paths: Sequence[object], name: str, value: int, names: Sequence[str], inner: set[str] = frozenset()) -> str:  # type: ignore[assignment]

@@ -106,6 +106,7 @@ class AnnographDirective(SphinxDirective):
         sidecar = "no-sidecar" not in self.options
         fields = self._fields()
         loading.render_options(**fields)  # a bad option is an error before any file is read
+        self._drop_idle_dims(model, fields)
         inputs = loading.input_files(model, annotations, sidecar)
         for path in inputs:
             self.env.note_dependency(str(path))
@@ -128,6 +129,17 @@ class AnnographDirective(SphinxDirective):
         node["classes"] += self.options.get("class", [])
         self.set_source_info(node)
         return node
+
+    def _drop_idle_dims(self, model: str, fields: dict[str, Any]) -> None:
+        """``:dims:`` on a model whose input shapes are all fixed pins nothing and loses nothing: a warning at
+        the directive's line (the command line warns on stderr), and the picture is drawn without them."""
+        from .loaders import detect
+        from .pinning import refusal
+
+        if fields.get("dims") and not detect(Path(model)).pinnable(Path(model)):
+            for name, value in fields.pop("dims").items():
+                logger.warning("annograph: %s; ignored", refusal([model], name, value, []),
+                               location=(self.env.docname, self.lineno))
 
     def _path(self, given: str) -> str:
         return self.env.relfn2path(given, self.env.docname)[1]
