@@ -56,7 +56,7 @@ def add_dim_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                         help="pin a free input dimension (repeatable): an ONNX input's dim name (--dim batch=1 "
                              "--dim 'seq len=128'; split at the last =) or a TFLite axis (--dim axis1=128; batch is "
-                             "axis0); a name the model does not have is an error")
+                             "axis0); a name none of the model's free dims has is an error")
 
 
 def load_noted(path: str, dim_args: list[str], check_dims: bool = True) -> Any:
