@@ -5,8 +5,10 @@
 
 A notebook shows the ``text/html`` form, the SVG inline (so the tooltips of the boxes work) in a scrolling box
 with the coverage lines under it; ``image/svg+xml`` is there for front ends that take only pictures. The SVG is
-Graphviz's output of our escaped DOT and passes ``report._check_svg`` (no script, handler or foreign object)
-before it is shown.
+Graphviz's output of our escaped DOT and passes ``inline_svg.parse`` (no script, handler or foreign object)
+before it is shown. Both forms of one output share the same prefix on every id (``inline_svg``), made from a hash
+of the SVG and how many times this process has shown that SVG before: two outputs in one notebook never share
+an id, and running the notebook again in a new kernel gives the same bytes.
 
 ``renderer.render`` keeps returning plain bytes (of any format, PDF and PNG too); ``show`` is the object that
 displays itself.
@@ -14,12 +16,16 @@ displays itself.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from . import escape
 from .loading import Loaded, load, render_options
 from .options import RenderOptions
+
+_SHOWN: dict[str, int] = {}
+"""How many times each SVG (by hash) has been displayed in this process."""
 
 
 class Picture:
@@ -50,11 +56,26 @@ class Picture:
         book = f", overview of {self.pages} pages" if self.pages > 1 else ""
         return f"<annograph picture of {Path(self.model.path).name}{colour}{book}>"
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """IPython asks for this once per display: both forms inline the picture under one prefix."""
+        svg = self._inlined()
+        return {"image/svg+xml": svg, "text/html": self._html(svg)}
+
     def _repr_svg_(self) -> str:
-        return self.svg
+        return self._inlined()
 
     def _repr_html_(self) -> str:
-        body = inline_svg(self.svg)
+        return self._html(self._inlined())
+
+    def _inlined(self) -> str:
+        """The SVG with its ids under a prefix no earlier display in this process has used."""
+        from .inline_svg import inline, prefix_for
+
+        digest = hashlib.sha256(self.svg.encode("utf-8")).hexdigest()
+        count = _SHOWN[digest] = _SHOWN.get(digest, -1) + 1
+        return inline(self.svg, prefix_for(digest, str(count)))
+
+    def _html(self, body: str) -> str:
         lines = list(self.notes)
         if self.pages > 1:
             lines.append(f"the overview of {self.pages} pages: save('model.html') writes every page into one file, "
@@ -106,6 +127,7 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
 def draw_svg(loaded: Loaded) -> tuple[str, int]:
     """The SVG (of the overview, for a book of pages) and the number of pages, checked for active content."""
     from . import dot, graphviz_run
+    from .inline_svg import parse
     from .rendering import plan_book, prepare
 
     scene = prepare(loaded.model, loaded.annotations, loaded.options)
@@ -120,17 +142,8 @@ def draw_svg(loaded: Loaded) -> tuple[str, int]:
         data = produce(scene, book, outputs, links_for(outputs))[0][1]  # type: ignore[assignment]
         pages = len(book.pages)
     svg = data.decode("utf-8")  # type: ignore[union-attr]
-    inline_svg(svg)
+    parse(svg)
     return svg, pages
 
 
-def inline_svg(svg: str) -> str:
-    """``svg`` without its XML prolog, for an HTML page; RenderError when it holds anything active."""
-    from .report import _XML_PROLOG, _check_svg
-
-    body = _XML_PROLOG.sub("", svg)
-    _check_svg(body)
-    return body
-
-
-__all__ = ["Picture", "draw_svg", "inline_svg", "show"]
+__all__ = ["Picture", "draw_svg", "show"]

@@ -23,10 +23,11 @@ as its dependencies) changes.
 
 HTML: the SVG is written into the build's ``_images/`` as ``annograph-HASH.svg`` and inlined into the page, so the
 boxes' tooltips work and nothing is fetched. The SVG is Graphviz's drawing of our escaped DOT, and is checked for
-active content (script, handlers, foreign objects, javascript: links) before it is inlined. A big model drawn as
-an overview with linked pages (``:collapse: auto`` above the page limit, or a depth) is embedded as
-``<object data="_images/annograph-HASH.svg">`` instead, with its pages beside it in ``_images/``, so that the
-overview's links to the pages work; ``:collapse: none`` draws it as one inline picture instead.
+active content (script, handlers, foreign objects, javascript: links) before it is inlined. Its ids are
+prefixed (``inline_svg``) with a hash of the document's name and the picture's place on the page, so two pictures
+on one page share no id, and a build gives the same page every time. A big model drawn as an overview with
+linked pages (``:collapse: auto`` above the page limit, or a depth) has its pages beside it in ``_images/``, and
+the inlined overview's links point there; ``:collapse: none`` draws it as one picture instead.
 LaTeX: the picture as a PDF (for a big model, the overview first and a page each: the first page is shown).
 Any other builder gets the ``:alt:`` text in brackets.
 
@@ -180,7 +181,7 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
     import tempfile
 
     from . import loading
-    from .notebook import inline_svg
+    from .inline_svg import parse
     from .rendering import render
 
     loaded = loading.load(model, annotations, loading.render_options(**fields), sidecar=sidecar)
@@ -191,7 +192,7 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
         render(loaded.model, loaded.annotations, loaded.options, output=str(drawn))
         pages = drawn.with_name(drawn.name + ".pages")
         for svg in [drawn, *sorted(pages.glob("*.svg"))]:
-            inline_svg(svg.read_text(encoding="utf-8"))
+            parse(svg.read_text(encoding="utf-8"))
         if pages.is_dir() and not output.with_name(pages.name).exists():
             pages.replace(output.with_name(pages.name))
         notes = drawn.with_suffix(".notes.json")
@@ -228,12 +229,16 @@ def _ship(source: Path, folder: Path) -> None:
 
 def visit_html(self: Any, node: annograph) -> None:
     from . import escape
-    from .notebook import inline_svg
+    from .inline_svg import inline, prefix_for
 
     source = Path(node["svg"])
+    # the n-th picture of the page: unique on the page, and the same prefix in every build
+    index = next(k for k, found in enumerate(self.document.findall(annograph)) if found is node)
     try:
         _ship(source, Path(self.builder.outdir) / self.builder.imagedir)
-        svg = inline_svg(source.read_text(encoding="utf-8"))
+        svg = inline(source.read_text(encoding="utf-8"), prefix_for(self.builder.current_docname, str(index)),
+                     # the overview's links to its pages are relative to the SVG file, not to this page
+                     base=f"{self.builder.imgpath}/" if node["pages"] else "")
     except (AnnographError, OSError) as e:
         logger.warning("annograph: %s", _one_line(e), location=node)
         raise nodes.SkipNode from None
@@ -243,8 +248,6 @@ def visit_html(self: Any, node: annograph) -> None:
     if width:  # the viewBox keeps the proportions; the wrapper sets the width
         svg = _SVG_SIZE.sub(r'\1 width="100%"', svg, count=1)
     url = f"{self.builder.imgpath}/{source.name}"
-    if node["pages"]:  # the overview's links to its pages are relative to the SVG file, not to this page
-        svg = svg.replace(f'href="{source.name}.pages/', f'href="{url}.pages/')
     style = f"width:{width};overflow:auto" if width else "overflow:auto"
     link = "open the overview (its boxes link to the pages)" if node["pages"] else "open the picture"
     self.body.append(f'<div class="{escape.svg_text(classes)}" role="img" aria-label="{alt}" style="{style}">{svg}'

@@ -7,11 +7,16 @@ sample file's numbers through matplotlib's viridis, computed here, not by ``rend
 
 from __future__ import annotations
 
+import html.parser
 import json
+import re
 import statistics
 from pathlib import Path
 
 from conftest import ONNX, SAMPLES, first_fill, parse_svg, svg_groups
+
+INLINE_PREFIX = re.compile(r"ag[0-9a-f]{8}-")
+_URL_REF = re.compile(r"url\(\s*['\"]?#([^)'\"\s]+)")
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
 LATENCY = SAMPLES / "annotations" / "tiny_cnn.latency.yaml"
@@ -46,16 +51,51 @@ def viridis_hex(value: float, lo: float, hi: float) -> str:
     return "#" + "".join(f"{int(round(c * 255)):02x}" for c in rgba[:3])
 
 
-def check_tiny_cnn(svg: bytes | str, annotations: Path = LATENCY) -> dict[str, str]:
+def inlined_prefix(svg: bytes | str) -> str:
+    """The prefix on every id of an SVG inlined into a page (``ag`` and 8 hex digits); asserts that every id has
+    it, no id repeats, and every in-picture reference (``#id`` link, ``url(#id)``) names an id of this SVG."""
+    root = parse_svg(svg)
+    ids = [e.get("id") for e in root.iter() if e.get("id") is not None]
+    assert ids and len(ids) == len(set(ids)), "an id repeats within the picture"
+    found = INLINE_PREFIX.match(ids[0])
+    assert found, ids[0]
+    assert all(i.startswith(found.group()) for i in ids), [i for i in ids if not i.startswith(found.group())][:5]
+    refs = [v[1:] for e in root.iter() for k, v in e.attrib.items() if k.endswith("href") and v.startswith("#")]
+    refs += [r for e in root.iter() for v in e.attrib.values() for r in _URL_REF.findall(v)]
+    assert set(refs) <= set(ids), sorted(set(refs) - set(ids))[:5]
+    return found.group()
+
+
+class _Ids(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.ids += [v for k, v in attrs if k == "id" and v is not None]
+
+
+def page_ids(page: str) -> list[str]:
+    """Every id attribute of an HTML page, as a browser's parser reads them (svg elements included)."""
+    parser = _Ids()
+    parser.feed(page)
+    parser.close()
+    return parser.ids
+
+
+def check_tiny_cnn(svg: bytes | str, annotations: Path = LATENCY, inlined: bool = False) -> dict[str, str]:
     """The SVG has one box per drawn operator of tiny_cnn, and the hottest, coolest and a middle operator of
-    ``annotations`` are filled as viridis says (linear, from the data's range). Returns name → fill."""
+    ``annotations`` are filled as viridis says (linear, from the data's range). Returns name → fill.
+
+    ``inlined``: the SVG was written into a page, its ids under a prefix (``inlined_prefix`` checks them)."""
     import renderer
     from renderer.folding import fold
 
     model = renderer.load_model(TINY_CNN)
     folding = fold(model)
     drawn = {n.element_id: n for n in model.nodes() if folding.is_drawn(n)}
-    groups = svg_groups(parse_svg(svg), "op")
+    prefix = inlined_prefix(svg) if inlined else ""
+    groups = {i.removeprefix(prefix): g for i, g in svg_groups(parse_svg(svg), "op").items()}
     assert sorted(groups) == sorted(drawn), (len(groups), len(drawn))
     values = latencies(annotations)
     lo, hi = min(values.values()), max(values.values())

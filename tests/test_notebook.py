@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn
+from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, page_ids
 
 import payloads as P
 from conftest import ROOT, parse_svg, svg_groups
@@ -52,20 +52,49 @@ def test_a_notebook_cell_displays_the_picture(kernel_name: str, tmp_path: Path) 
     assert len(shown) == 1, outputs[0]
     data = shown[0]["data"]
     assert {"image/svg+xml", "text/html", "text/plain"} <= set(data), set(data)
-    check_tiny_cnn(data["image/svg+xml"])
+    check_tiny_cnn(data["image/svg+xml"], inlined=True)
     html = data["text/html"]
     svg = html[html.index("<svg"):html.rindex("</svg>") + len("</svg>")]
-    fills = check_tiny_cnn(svg)  # the HTML form inlines the same picture, tooltips and all
-    assert svg in data["image/svg+xml"]
+    fills = check_tiny_cnn(svg, inlined=True)  # the HTML form inlines the same picture, tooltips and all
+    assert svg == data["image/svg+xml"]  # both forms of one output: the same ids
     P.check_html(html.encode("utf-8"))
     assert "matched 18/18 operators" in html  # the coverage line, as the command prints it
     assert "tiny_cnn.onnx" in data["text/plain"] and "latency_us" in data["text/plain"]
     # the second cell: saved files, colour metric taken from the annotations as the command does
     printed = "".join(o.get("text", "") for o in outputs[1])
     assert printed.split() == ["1", "latency_us"], outputs[1]
-    assert (tmp_path / "saved.svg").read_text(encoding="utf-8") == data["image/svg+xml"]
+    saved = (tmp_path / "saved.svg").read_text(encoding="utf-8")
+    assert check_tiny_cnn(saved) == fills  # the file keeps Graphviz's ids
+    import renderer
+
+    model = renderer.load_model(TINY_CNN)
+    renderer.render(model, renderer.load_annotations(LATENCY, model), renderer.RenderOptions(
+        cmap="viridis", color_by="latency_us"), output=str(tmp_path / "rendered.svg"))
+    assert (tmp_path / "rendered.svg").read_text(encoding="utf-8") == saved  # as `annograph render -o` writes it
     assert (tmp_path / "saved.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert len(fills) == 3
+
+
+def test_pictures_in_one_notebook_share_no_id(kernel_name: str, tmp_path: Path) -> None:
+    """Two cells showing the same picture and one another: their outputs, put on one page as a front end does,
+    share no id, each picture's references stay inside it, and a new kernel running the notebook again writes the
+    same outputs."""
+    cells = ["import renderer\n"
+             f"renderer.show({str(TINY_CNN)!r}, {str(LATENCY)!r}, cmap='viridis')",
+             f"renderer.show({str(TINY_CNN)!r}, {str(LATENCY)!r}, cmap='viridis')",
+             f"renderer.show({str(P.SAMPLES / 'onnx' / 'control_flow.onnx')!r}, collapse='none')"]
+    outputs = _run_notebook(cells, kernel_name, tmp_path)
+    shown = [next(o["data"] for o in cell if o["output_type"] == "execute_result") for cell in outputs]
+    htmls = [data["text/html"] for data in shown]
+    for data in shown[:2]:
+        check_tiny_cnn(data["image/svg+xml"], inlined=True)
+    prefixes = [inlined_prefix(data["image/svg+xml"]) for data in shown]
+    assert len(set(prefixes)) == 3
+    ids = page_ids("".join(htmls))
+    assert len(ids) == len(set(ids)) > 2 * 18, sorted({i for i in ids if ids.count(i) > 1})[:5]
+    assert htmls[0].replace(prefixes[0], prefixes[1]) == htmls[1]
+    again = _run_notebook(cells, kernel_name, tmp_path)
+    assert [next(o["data"] for o in cell if o["output_type"] == "execute_result") for cell in again] == shown
 
 
 def test_show_takes_loaded_objects_and_options(tmp_path: Path) -> None:
@@ -75,7 +104,9 @@ def test_show_takes_loaded_objects_and_options(tmp_path: Path) -> None:
     notes = renderer.load_annotations(LATENCY, model)
     picture = renderer.show(model, notes, color_by="latency_us", options=renderer.RenderOptions(cmap="viridis"))
     check_tiny_cnn(picture.svg)
-    assert picture._repr_svg_() == picture.svg
+    first, again = picture._repr_svg_(), picture._repr_svg_()  # shown twice: two prefixes
+    assert inlined_prefix(first) != inlined_prefix(again)
+    assert first.replace(inlined_prefix(first), inlined_prefix(again)) == again
     assert renderer.show(TINY_CNN, [LATENCY], cmap="viridis", show="none").svg != picture.svg  # no values listed
     with pytest.raises(renderer.AnnographError, match="unknown render option 'colour'"):
         renderer.show(model, colour="x")
@@ -114,6 +145,7 @@ def test_hostile_names_display_inert(payload: P.Payload, tmp_path: Path) -> None
     annotations = hostile_annotations(payload.text, model, tmp_path, ids=["0", "0:1"])
     picture = renderer.show(model, annotations, color_by="latency_ms", title=payload.text, show="all")
     visible = "\n".join(P.svg_texts(P.check_svg(picture._repr_svg_().encode("utf-8"))))
+    inlined_prefix(picture._repr_svg_())
     page = P.check_html(picture._repr_html_().encode("utf-8"))
     if payload.short:
         assert _normal(payload.text) in _normal(visible) and _normal(payload.text) in _normal(page)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, latencies
+from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, latencies, page_ids
 
 import payloads as P
 from conftest import ROOT, parse_svg, svg_groups
 
+INLINE_ID = re.compile(r'id="ag[0-9a-f]{8}-')
 CONF = 'project = "annograph test"\nextensions = ["renderer.sphinx"]\n'
 DIRECTIVE = """\
 Model
@@ -95,7 +96,7 @@ def test_the_page_holds_the_picture_and_it_is_drawn_again_only_when_an_input_cha
     assert first.warnings == ""
     [div] = divs(first.page())
     assert 'aria-label="tiny_cnn coloured by latency"' in div
-    check_tiny_cnn(svg_of(div))
+    check_tiny_cnn(svg_of(div), inlined=True)
     shipped = list((first.out / "_images").glob("annograph-*.svg"))
     assert [p.name for p in shipped] == list(_cache(project)), "the picture is in _images under its hash"
     check_tiny_cnn(shipped[0].read_bytes())
@@ -125,8 +126,83 @@ def test_the_page_holds_the_picture_and_it_is_drawn_again_only_when_an_input_cha
     changed = build(project)
     assert len(drawn) == 2 and len(_cache(project)) == 2
     [div] = divs(changed.page())
-    fills = check_tiny_cnn(svg_of(div), annotation)
+    fills = check_tiny_cnn(svg_of(div), annotation, inlined=True)
     assert fills[coolest] == "#fde725"  # viridis at 1.0: the formerly coolest box is now the hottest
+
+
+def _three_pictures(project: Path) -> Build:
+    """A page with tiny_cnn twice (the same directive) and control_flow, built."""
+    shutil.copy(P.SAMPLES / "onnx" / "control_flow.onnx", project / "models")
+    (project / "index.rst").write_text(DIRECTIVE + "\n" + DIRECTIVE.split("\n", 3)[3] + "\n.. annograph:: "
+                                       "models/control_flow.onnx\n   :collapse: none\n", encoding="utf-8")
+    return build(project)
+
+
+def test_pictures_on_one_page_share_no_id(project: Path, tmp_path: Path) -> None:
+    """The same model twice and another model on one page: every id of the page is unique, every reference in a
+    picture names an id of that picture, the shipped files keep Graphviz's ids, and a second build of the same
+    source elsewhere writes the same page."""
+    result = _three_pictures(project)
+    assert result.warnings == ""
+    page = result.page()
+    found = divs(page)
+    assert len(found) == 3
+    prefixes = [inlined_prefix(svg_of(div)) for div in found]
+    assert len(set(prefixes)) == 3
+    ids = page_ids(page)
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})[:5]
+    assert sum(i.startswith(tuple(prefixes)) for i in ids) > 2 * 18  # the pictures' ids are on the page
+    first, second = (check_tiny_cnn(svg_of(div), inlined=True) for div in found[:2])
+    assert first == second  # the same picture, only its ids differ
+    assert svg_of(found[0]).replace(prefixes[0], prefixes[1]) == svg_of(found[1])
+    for shipped in (result.out / "_images").glob("annograph-*.svg"):
+        assert not INLINE_ID.search(shipped.read_text(encoding="utf-8")), shipped.name
+    copy = tmp_path / "again" / "src"
+    shutil.copytree(project, copy, ignore=shutil.ignore_patterns("build"))
+    assert build(copy).page() == page
+
+
+def test_the_page_with_three_pictures_opens_in_chromium_without_errors(project: Path) -> None:
+    """Debian's chromium reads the built page as a browser does: no console error, three pictures, no id twice
+    in the document, and any in-picture reference (``href="#…"``, ``url(#…)``) finds an element of its own
+    picture (these pictures hold none; ``test_inline_svg`` has Graphviz's gradients and links)."""
+    from playwright.sync_api import sync_playwright
+
+    from test_html_report import ARGS, CHROMIUM
+
+    result = _three_pictures(project)
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto((result.out / "index.html").resolve().as_uri())
+            page.wait_for_load_state("load")
+            found = page.evaluate("""() => {
+                const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+                const svgs = [...document.querySelectorAll('div.annograph svg')];
+                const stray = [];
+                for (const svg of svgs) {
+                    for (const e of svg.querySelectorAll('*')) {
+                        for (const a of e.attributes) {
+                            const refs = [...a.value.matchAll(/^#(.+)$|url\\(#([^)]+)\\)/g)].map(m => m[1] || m[2]);
+                            for (const r of a.name.endsWith('href') || a.value.includes('url(') ? refs : []) {
+                                const target = document.getElementById(r);
+                                if (!target || target.closest('svg') !== svg) stray.push(r);
+                            }
+                        }
+                    }
+                }
+                return {ids: ids.length, unique: new Set(ids).size, svgs: svgs.length,
+                        boxes: svgs.map(s => s.querySelectorAll('g.op').length), stray};
+            }""")
+        finally:
+            browser.close()
+    assert problems == []
+    assert found["svgs"] == 3 and found["ids"] == found["unique"] > 3 * 18, found
+    assert found["boxes"][:2] == [18, 18] and found["stray"] == [], found
 
 
 def test_errors_are_warnings_naming_the_document_and_line(project: Path) -> None:
