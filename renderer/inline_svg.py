@@ -71,7 +71,7 @@ def inline(svg: str, prefix: str, base: str = "") -> str:
 
     root = parse(svg)
     for element in root.iter():
-        element.tag = _plain(element.tag)
+        element.tag = _html_name(element.tag)
         for name, value in list(element.attrib.items()):
             if name == "id":
                 value = prefix + value
@@ -83,14 +83,14 @@ def inline(svg: str, prefix: str, base: str = "") -> str:
             if "url(" in value:
                 value = _URL_REF.sub(lambda m: f"url({m.group(1)}#{prefix}{m.group(2)}{m.group(1)})", value)
             del element.attrib[name]
-            element.set(_plain(name), value)
+            element.set(_html_name(name), value)
     # written with the usual prefixes, as Graphviz does: an HTML parser knows xlink:href, not ns0:href
     root.set("xmlns", SVG_NS)
     root.set("xmlns:xlink", XLINK_NS)
     return ElementTree.tostring(root, encoding="unicode")
 
 
-def _plain(name: str) -> str:
+def _html_name(name: str) -> str:
     """``{namespace}local`` as it is written in an HTML page: ``local``, ``xlink:local``, ``xml:local``."""
     if not name.startswith("{"):
         return name
