@@ -99,4 +99,5 @@ def _html_name(name: str) -> str:
         raise RenderError(f"refusing to embed an SVG using the namespace {namespace!r}")
     return _PREFIXES[namespace] + local
 
+
 __all__ = ["UNSAFE_TAGS", "XML_PROLOG", "inline", "parse", "prefix_for"]
