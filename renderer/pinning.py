@@ -58,7 +58,7 @@ def resolve(path: object, dims: Mapping[str, int] | None, names: Sequence[str], 
         if found is not None:
             resolved[found] = value
         elif check and not names:
-            _ignored(refusal([path], name, value, names))
+            _warn_idle([path], name, value)
         elif check:
             raise LoaderError(refusal([path], name, value, names, set(inner)))
     return resolved
@@ -70,15 +70,20 @@ def check_union(paths: Sequence[object], dims: Mapping[str, int], names: Sequenc
     every = list(dict.fromkeys(n for per_model in names for n in per_model))
     for name, value in dims.items():
         if matching(name, every) is None and not every:
-            _ignored(refusal(paths, name, value, every))
+            _warn_idle(paths, name, value)
         elif matching(name, every) is None:
             raise AnnographError(refusal(paths, name, value, every))
 
 
-def _ignored(line: str) -> None:
+def idle(paths: Sequence[object], name: str, value: int) -> str:
+    """The one line saying ``--dim name=value`` is ignored: the model(s) at ``paths`` have no free input dim."""
+    return f"{refusal(paths, name, value, [])}; ignored"
+
+
+def _warn_idle(paths: Sequence[object], name: str, value: int) -> None:
     from .progress import warn
 
-    warn(f"{line}; ignored")
+    warn(idle(paths, name, value))
 
 
 def refusal(paths: Sequence[object], name: str, value: int, names: Sequence[str], inner: set[str] = frozenset()) -> str:  # type: ignore[assignment]
@@ -100,4 +105,4 @@ def refusal(paths: Sequence[object], name: str, value: int, names: Sequence[str]
     return f"{files}: {flag} pins nothing: {whose} free input dim called {clean(name, 80)!r}{guess}; {theirs}"
 
 
-__all__ = ["check_union", "matching", "parse", "refusal", "resolve"]
+__all__ = ["check_union", "idle", "matching", "parse", "refusal", "resolve"]

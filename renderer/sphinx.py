@@ -135,12 +135,11 @@ class AnnographDirective(SphinxDirective):
         """``:dims:`` on a model whose input shapes are all fixed pins nothing and loses nothing: a warning at
         the directive's line (the command line warns on stderr), and the picture is drawn without them."""
         from .loaders import detect
-        from .pinning import refusal
+        from .pinning import idle
 
         if fields.get("dims") and not detect(Path(model)).pinnable(Path(model)):
             for name, value in fields.pop("dims").items():
-                logger.warning("annograph: %s; ignored", refusal([model], name, value, []),
-                               location=(self.env.docname, self.lineno))
+                logger.warning("annograph: %s", idle([model], name, value), location=(self.env.docname, self.lineno))
 
     def _path(self, given: str) -> str:
         return self.env.relfn2path(given, self.env.docname)[1]
