@@ -142,7 +142,7 @@ def test_model_explorer_export_and_read_back(cnn_notes: Path, tmp_path: Path) ->
     run = run_cli("export", ONNX / "tiny_cnn.onnx", "-a", cnn_notes, "--to", "model-explorer", "-o", out)
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())
-    assert doc["name"] == "latency_us" and doc["results"]["stem/conv_out"] == {
+    assert doc["name"] == "latency_us" and doc["results"]["stem/conv"] == {
         "value": 13.25,
         "bgColor": "#ff0000",
     }
@@ -249,6 +249,63 @@ def test_model_explorer_package_accepts_the_file(
             for key in body["results"]:
                 node = model.graphs[[g.name for g in model.graphs].index(graph_id)].nodes[int(key)]
                 assert nodes[graph_id][key] == node.op_type.lower()
+
+
+ONNX_ADAPTER = r"""
+import json, sys
+from model_explorer_onnx.main import ONNXAdapter
+
+graphs = ONNXAdapter().convert(sys.argv[1], {})["graphs"]
+print(json.dumps({g.id: {n.id: n.label for n in g.nodes} for g in graphs}))
+"""
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "unnamed_nodes", "control_flow", "silero_vad"])
+def test_model_explorer_onnx_adapter_finds_every_value(tmp_path: Path, name: str) -> None:
+    """Every operator's value, exported, lands on the node Model Explorer's ONNX adapter draws for it (same op
+    type), and every operator node the adapter draws has its value: unnamed nodes, duplicate names, If branches
+    embedded in their graph, Loop bodies as graphs of their own."""
+    python = _model_explorer_python()
+    if python is None or subprocess.run(
+        [python, "-c", "import model_explorer_onnx"], capture_output=True, check=False
+    ).returncode:
+        pytest.skip("model-explorer-onnx is not installed next to ai-edge-model-explorer")
+    model_path = ONNX / f"{name}.onnx"
+    model = load_model(model_path)
+    ops = [node for graph in model.graphs for node in graph.nodes]
+    notes = tmp_path / "every_op.json"
+    notes.write_text(json.dumps({"operators": [
+        {"id": f"{n.graph.index}:{n.index}", "meta": {"serial": i + 1}} for i, n in enumerate(ops)
+    ]}))
+    out = tmp_path / "node_data.json"
+    run = run_cli("export", model_path, "-a", notes, "--to", "model-explorer", "-o", out)
+    assert run.returncode == 0, run.stderr
+    done = subprocess.run(
+        [python, "-c", ONNX_ADAPTER, str(model_path)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    drawn = json.loads(done.stdout.strip().splitlines()[-1])
+    doc = json.loads(out.read_text())
+    bodies = {model.main.name or "<main>": doc} if "results" in doc else doc
+    found = {}
+    for graph_id, body in bodies.items():
+        for node_id, result in body["results"].items():
+            op = ops[int(result["value"]) - 1]
+            assert drawn[graph_id][node_id] == op.op_type, (graph_id, node_id, op.op_type)
+            found[(graph_id, node_id)] = op
+    shown = {
+        (graph_id, node_id)
+        for graph_id, nodes in drawn.items()
+        for node_id, label in nodes.items()
+        if not node_id.startswith("[value] ") and label not in ("(Phi)", "(Capture)")  # the adapter's own
+    }
+    assert shown == set(found)
+    assert len(set(map(id, found.values()))) == len(found)
+    left_out = len(ops) - len(found)
+    if left_out:
+        assert f"{left_out} operators left out" in run.stderr
+    back = load_annotations(out, model, sidecar=False, embedded=False)
+    assert sorted(back.ops) == sorted(op.key for op in found.values())
 
 
 def test_model_explorer_needs_a_numeric_metric(tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ Two forms:
 * graph-keyed ``ModelNodeData``: ``{"<graph id>": {"results": {...}, ...}, ...}``.
 
 A result key is a node id or one of the node's output tensor names. For TFLite, Model Explorer's node id is the
-operator index and its graph id the subgraph name (checked against its own adapter in the tests). A graph id
-matches a graph's name; when the model has one graph, any single id is taken to mean it. Keys are tried as an
-operator name, an output tensor name, then an operator index, within that graph.
+operator index and its graph id the subgraph name; for ONNX, ``model-explorer-onnx`` names both as
+``exporters/model_explorer_onnx_ids.py`` derives them (both checked against the adapters in the tests), and those
+ids are tried first. Otherwise a graph id matches a graph's name; when the model has one graph, any single id is
+taken to mean it. Keys are tried as an operator name, an output tensor name, then an operator index, within
+that graph.
 
 The value becomes the metric named by ``name`` (default ``value``); ``bgColor``/``textColor`` become the
 element's ``fillcolor``/``fontcolor`` style (colours we cannot check are dropped). ``gradient`` (colour stops
@@ -62,6 +64,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
                 f"{path}: expected 'results', or graph ids mapping to objects with 'results'"
             )
     result = AnnotationSet(source=NAME, path=str(path))
+    adapter_ids = _adapter_ids(model)
     for graph_id, body in graphs:
         metric = (
             body.get("name") if isinstance(body.get("name"), str) and _METRIC.match(body["name"]) else "value"
@@ -77,12 +80,28 @@ def read(path: Path, model: Model) -> AnnotationSet:
         _colouring(where, body, info)
         for key, item in results.items():
             entry = _entry(where, key, item, metric)
-            node = _node(graph, key) if graph is not None else None
+            node = adapter_ids.get((graph_id, key)) or (_node(graph, key) if graph is not None else None)
             if node is None:
                 result.unmatched.append(key if graph_id is None else f"{graph_id}/{key}")
             else:
                 result.operators.append((node_ref(node), entry))
     return result
+
+
+def _adapter_ids(model: Model) -> dict[tuple[str | None, str], Node]:
+    """(graph id, node id) as Model Explorer's ONNX adapter names them → operator; graph id None: the main one."""
+    if model.format != "onnx":
+        return {}
+    from ..exporters.model_explorer_onnx_ids import MAIN_GRAPH_FALLBACK, onnx_node_ids
+
+    main = model.main.name or MAIN_GRAPH_FALLBACK
+    found: dict[tuple[str | None, str], Node] = {}
+    for (_, s, n), (graph_id, node_id) in onnx_node_ids(model).items():
+        node = model.graphs[s].nodes[n]
+        found[(graph_id, node_id)] = node
+        if graph_id == main:
+            found[(None, node_id)] = node
+    return found
 
 
 def _graph(model: Model, graph_id: str | None) -> Graph | None:

@@ -4,9 +4,11 @@ The file is what ``model_explorer.node_data_builder`` writes:
 
 * TFLite: the graph-keyed form ``{"<subgraph name>": {"results": {"<operator index>": {"value": …}}, …}}``;
   Model Explorer's TFLite adapter names graphs by subgraph name and nodes by operator index.
-* ONNX: the bare form ``{"results": {"<output tensor name>": {"value": …}}, …}`` (Model Explorer matches a
-  result key against a node's output ``tensor_name``), which applies to the graph on screen; when values live
-  in several graphs, the graph-keyed form keyed by graph name.
+* ONNX: keyed by the node ids Model Explorer's ONNX adapter (``model-explorer-onnx``) gives: the node name, as
+  ``model_explorer_onnx_ids`` derives it. The bare form ``{"results": {"<node id>": {"value": …}}, …}`` when every
+  value is in the main graph (it applies to the graph on screen), else the graph-keyed form keyed by the
+  adapter's graph ids. Operators the adapter does not show (bodies of loops inside loops) are left out, and a
+  note says how many.
 
 Each result carries the operator's ``fillcolor``/``fontcolor`` style as ``bgColor``/``textColor`` when it has
 one. A ``gradient`` with five stops samples the colour map (``--cmap``, default as ``render`` chooses: ``heat``,
@@ -21,8 +23,9 @@ from typing import Any
 
 from ..annotations.records import Annotations, metric_value
 from ..errors import MetricError
-from ..ir import Model
+from ..ir import ElementKey, Graph, Model
 from . import ExportOptions, ExportResult
+from .model_explorer_onnx_ids import MAIN_GRAPH_FALLBACK, onnx_node_ids
 
 NAME = "model-explorer"
 DESCRIPTION = "Model Explorer node data JSON (one metric; --metric to choose)"
@@ -47,39 +50,37 @@ def export(model: Model, annotations: Annotations, options: ExportOptions) -> Ex
     else:
         raise MetricError("no numeric operator values to export to Model Explorer")
 
-    per_graph: dict[int, dict[str, Any]] = {}
+    keys = _node_keys(model)
+    per_graph: dict[str, dict[str, Any]] = {}
     values: list[float] = []
     skipped = 0
-    for (_, s, n), entry in sorted(annotations.ops.items()):
+    for op_key, entry in sorted(annotations.ops.items()):
         number = metric_value(entry.values.get(metric))
         if number is None:
             continue
-        node = model.graphs[s].nodes[n]
-        if model.format == "tflite":
-            key = str(n)
-        else:
-            key = next((v.name for v in node.outputs if v.name), "")
-            if not key:
-                skipped += 1
-                continue
+        if op_key not in keys:
+            skipped += 1
+            continue
+        graph_id, node_id = keys[op_key]
         result: dict[str, Any] = {"value": number}
         if "fillcolor" in entry.style:
             result["bgColor"] = entry.style["fillcolor"]
         if "fontcolor" in entry.style:
             result["textColor"] = entry.style["fontcolor"]
-        per_graph.setdefault(s, {})[key] = result
+        per_graph.setdefault(graph_id, {})[node_id] = result
         values.append(number)
     if skipped:
         notes.append(
-            f"{skipped} operators without a named output left out (Model Explorer keys ONNX results by "
-            "output tensor name)"
+            f"{skipped} operators left out: Model Explorer's ONNX adapter shows no graph for them "
+            "(bodies of loops inside other operators' graphs)"
         )
     gradient = _gradient(values, metric, annotations, options.cmap)
     bodies = {s: _body(results, metric, gradient) for s, results in per_graph.items()}
-    if model.format == "onnx" and len(bodies) <= 1:
-        doc: Any = next(iter(bodies.values()), _body({}, metric, gradient))
+    main_id = model.main.name or MAIN_GRAPH_FALLBACK
+    if model.format == "onnx" and set(bodies) <= {main_id}:
+        doc: Any = bodies.get(main_id, _body({}, metric, gradient))
     else:
-        doc = {_graph_id(model, s): body for s, body in bodies.items()}
+        doc = bodies
     return ExportResult(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", notes)
 
 
@@ -106,9 +107,16 @@ def _numeric_metrics(annotations: Annotations) -> list[str]:
     return names
 
 
-def _graph_id(model: Model, index: int) -> str:
-    name = model.graphs[index].name
-    return name or ("main" if index == 0 else f"subgraph_{index}")
+def _node_keys(model: Model) -> dict[ElementKey, tuple[str, str]]:
+    """Operator → (graph id, node id) as Model Explorer's adapter for the model's format names them."""
+    if model.format == "onnx":
+        return onnx_node_ids(model)
+    # the built-in TFLite adapter: graphs by subgraph name, nodes by operator index
+    return {node.key: (_tflite_graph_id(graph), str(node.index)) for graph in model.graphs for node in graph.nodes}
+
+
+def _tflite_graph_id(graph: Graph) -> str:
+    return graph.name or ("main" if graph.index == 0 else f"subgraph_{graph.index}")
 
 
 def _gradient(
