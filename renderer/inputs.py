@@ -21,9 +21,9 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from .errors import AnnographError, unreadable
+from .errors import AnnographError, first_line, unreadable
 
 MODEL_LIMIT = 2**31 - 1
 """Largest model read into memory from a stream (protobuf's limit for one ONNX message; TFLite flatbuffers
@@ -165,4 +165,182 @@ def _close(stream: _Stream) -> None:
 
 
 def _size(n: int) -> str:
+    if n >= 1 << 60:  # a header's shape can multiply to more than a float holds
+        return f"over 2^{n.bit_length() - 1} bytes"
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+NPZ_LIMIT = 4 << 30
+"""Largest total of the sizes an ``.npz`` file's members declare (what its arrays would take once inflated)."""
+NPZ_MEMBERS = 100_000
+"""Most members an ``.npz`` file may list (its central directory is read whole)."""
+_NPY_HEADER_LIMIT = 10_000
+_NAME_SHOWN = 60
+
+
+class NpzArchive:
+    """An ``.npz`` file (arrays saved by ``numpy.savez``), read from its headers first and its arrays one at a time.
+
+    Opening checks what every member declares before anything is inflated: a zip archive, at most
+    ``NPZ_MEMBERS`` members, each a ``.npy`` file with a readable header of a numeric dtype (``kinds``) whose
+    data fits the member's declared size, and declared sizes summing to at most ``limit``. So a zip bomb, a
+    member that is not an array, or a header promising more than the file holds is one line naming the file and
+    the member, and ``array`` inflates one member, never more than it declared. A pipe or FIFO is read once
+    through this module's bounded buffer (and its 30 s wait for a writer).
+
+    Attributes:
+        path: the file, as given.
+        names: array names (member names without ``.npy``), in file order.
+    """
+
+    def __init__(self, path: str | Path, error: type[AnnographError], kind: str, limit: int | None = None,
+                 kinds: str = "biuf") -> None:
+        import zipfile
+
+        self.path, self._error, self._kind, self._kinds = path, error, kind, kinds
+        limit = NPZ_LIMIT if limit is None else limit
+        source: IO[bytes] = io.BytesIO(read_bytes(path, limit, error, kind)) if is_stream(path) else self._open()
+        try:
+            self._check_magic(source)
+            self._count_members(source)
+            self._zip = zipfile.ZipFile(source)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as e:
+            source.close()
+            raise error(f"{path}: not a readable .npz file ({_cut(first_line(e, 100))})") from None
+        try:
+            self.names, self._headers = self._read_headers(limit)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> IO[bytes]:
+        try:
+            return open(self.path, "rb")
+        except OSError as e:
+            raise self._error(unreadable(self.path, e, self._kind)) from None
+
+    def _check_magic(self, source: IO[bytes]) -> None:
+        start = source.read(8)
+        source.seek(0)
+        if start.startswith(b"\x93NUMPY"):
+            raise self._error(f"{self.path}: a single .npy array, not {self._kind} (an .npz with one array per name)")
+        if not start.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+            raise self._error(f"{self.path}: not an .npz file (no zip archive: {self._kind} is an .npz of arrays, "
+                              "as numpy.savez writes)")
+
+    def _count_members(self, source: IO[bytes]) -> None:
+        """Refuse a central directory of more than ``NPZ_MEMBERS`` entries before zipfile reads it whole."""
+        import zipfile
+
+        end = getattr(zipfile, "_EndRecData", None)  # the end record's fields; read by zipfile itself the same way
+        record = end(source) if end is not None else None
+        if record is not None and record[4] > NPZ_MEMBERS:  # _ECD_ENTRIES_TOTAL
+            raise self._error(f"{self.path}: {record[4]} members, more than the {NPZ_MEMBERS} annograph reads "
+                              f"as {self._kind}")
+        source.seek(0)
+
+    def _read_headers(self, limit: int) -> tuple[list[str], dict[str, tuple[tuple[int, ...], Any, bool]]]:
+        infos = self._zip.infolist()
+        declared = sum(info.file_size for info in infos)
+        if declared > limit:
+            raise self._error(f"{self.path}: its members would inflate to {_size(declared)}, more than annograph "
+                              f"reads as {self._kind} ({_size(limit)})")
+        names: list[str] = []
+        headers: dict[str, tuple[tuple[int, ...], Any, bool]] = {}
+        for info in infos:
+            if info.is_dir():
+                continue
+            if not info.filename.endswith(".npy"):
+                raise self._error(f"{self.path}: member {_name(info.filename)} is not a .npy array ({self._kind} "
+                                  "holds one .npy file per array)")
+            name = info.filename[:-4]
+            if name in headers:
+                raise self._error(f"{self.path}: two arrays named {_name(name)}")
+            headers[name] = self._header(info)
+            names.append(name)
+        return names, headers
+
+    def _header(self, info: Any) -> tuple[tuple[int, ...], Any, bool]:
+        """Shape, dtype and Fortran order of one member, checked against what it declares."""
+        import math
+        import zipfile
+
+        import numpy as np
+
+        label = f"{self.path}: array {_name(info.filename[:-4])}"
+        try:
+            with self._zip.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read(member, max_header_size=_NPY_HEADER_LIMIT)
+        except (ValueError, TypeError, SyntaxError, EOFError, OSError, RuntimeError, zipfile.BadZipFile,
+                NotImplementedError) as e:
+            raise self._error(f"{label}: not a readable .npy header ({_cut(first_line(e, 100))})") from None
+        if dtype.hasobject or dtype.fields is not None or dtype.kind not in self._kinds:
+            raise self._error(f"{label}: holds {_dtype(dtype)} values, not numbers")
+        data = math.prod(shape) * dtype.itemsize
+        if data > info.file_size:
+            raise self._error(f"{label}: its header promises {_size(data)}, more than the member's "
+                              f"{_size(info.file_size)}")
+        return tuple(int(n) for n in shape), dtype, bool(fortran)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The array's shape, from its header (nothing inflated)."""
+        return self._headers[name][0]
+
+    def dtype(self, name: str) -> Any:
+        """The array's numpy dtype, from its header."""
+        return self._headers[name][1]
+
+    def nbytes(self, name: str) -> int:
+        """Bytes the array takes once loaded."""
+        import math
+
+        shape, dtype, _ = self._headers[name]
+        return math.prod(shape) * dtype.itemsize
+
+    def array(self, name: str) -> Any:
+        """One array, inflated now (at most the size its member declared)."""
+        import zipfile
+
+        import numpy as np
+
+        try:
+            with self._zip.open(name + ".npy") as member:
+                return np.lib.format.read_array(member, allow_pickle=False, max_header_size=_NPY_HEADER_LIMIT)
+        except (ValueError, EOFError, OSError, RuntimeError, zipfile.BadZipFile, NotImplementedError) as e:
+            raise self._error(f"{self.path}: array {_name(name)}: {_cut(first_line(e, 100))}") from None
+
+    def arrays(self) -> dict[str, Any]:
+        """Every array by name (what fits ``limit`` already), for files as small as a model's inputs."""
+        return {name: self.array(name) for name in self.names}
+
+    def close(self) -> None:
+        zipped = getattr(self, "_zip", None)
+        if zipped is not None:
+            zipped.close()
+
+    def __enter__(self) -> NpzArchive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _name(name: str) -> str:
+    """A member or array name from a hostile file, quoted and cut."""
+    return repr(name[:_NAME_SHOWN] + ("…" if len(name) > _NAME_SHOWN else ""))
+
+
+def _cut(text: str) -> str:
+    return text.replace("\n", " ")
+
+
+def _dtype(dtype: Any) -> str:
+    if dtype.hasobject:
+        return "Python object"
+    if dtype.fields is not None:
+        return "structured"
+    return {"S": "byte string", "U": "string", "V": "raw (void)", "c": "complex", "M": "date", "m": "time delta"}.get(
+        dtype.kind, dtype.kind)

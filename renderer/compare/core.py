@@ -191,41 +191,55 @@ def compare_tflite(reference: str, candidate: str, model: Model, inputs: str | N
 
 
 def compare_dumps(reference: str, candidate: str, model: Model) -> Comparison:
-    """Two ``.npz`` dumps keyed by tensor id (name, ``N`` or ``S:N``) of ``model``."""
-    from .inputs import load_npz
+    """Two ``.npz`` dumps keyed by tensor id (name, ``N`` or ``S:N``) of ``model``, read header first and compared
+    one pair of arrays at a time (``inputs.NpzArchive``)."""
+    from ..inputs import NpzArchive
 
-    ref_arrays, cand_arrays = load_npz(reference, "a tensor dump"), load_npz(candidate, "a tensor dump")
     comparison = Comparison(model, reference, candidate)
     index = IdIndex.build(model)
-    for path, arrays in ((reference, ref_arrays), (candidate, cand_arrays)):
-        unknown = []
-        for ident in arrays:
-            try:
-                index.tensor(ident)
-            except Unresolved:
-                unknown.append(ident)
-        if unknown:
-            shown = ", ".join(repr(u) for u in unknown[:MAX_LISTED])
-            raise AnnographError(
-                f"{path}: {len(unknown)} of {len(arrays)} arrays name no tensor of {model.path} ({shown}); "
-                "keys are tensor names, N or S:N")
-    only_ref = [k for k in ref_arrays if k not in cand_arrays]
-    only_cand = [k for k in cand_arrays if k not in ref_arrays]
-    comparison.missing = only_ref
-    if only_cand:
-        comparison.notes.append(f"{len(only_cand)} arrays of {candidate} are not in {reference}: "
-                                + ", ".join(only_cand[:MAX_LISTED]))
-    pairs = sorted((index.tensor(k), k) for k in ref_arrays if k in cand_arrays)
-    with bar(len(pairs), "comparing", "tensor") as shown:
-        for key, ident in pairs:
-            comparison.results.append(measure(key, ident, ref_arrays[ident], cand_arrays[ident]))
-            shown.update(1)
+    with NpzArchive(reference, AnnographError, "a tensor dump") as ref_dump, \
+            NpzArchive(candidate, AnnographError, "a tensor dump") as cand_dump:
+        ref_keys, cand_keys = _dump_keys(ref_dump, index, model), _dump_keys(cand_dump, index, model)
+        comparison.missing = [ident for key, ident in ref_keys.items() if key not in cand_keys]
+        only_cand = [ident for key, ident in cand_keys.items() if key not in ref_keys]
+        if only_cand:
+            comparison.notes.append(f"{len(only_cand)} arrays of {candidate} are not in {reference}: "
+                                    + ", ".join(only_cand[:MAX_LISTED]))
+        pairs = sorted(key for key in ref_keys if key in cand_keys)
+        with bar(len(pairs), "comparing", "tensor") as shown:
+            for key in pairs:
+                ident = ref_keys[key]
+                comparison.results.append(measure(key, ident, ref_dump.array(ident), cand_dump.array(cand_keys[key])))
+                shown.update(1)
     if not comparison.results:
-        shown = ", ".join(repr(n) for n in list(ref_arrays)[:MAX_LISTED])
-        raise AnnographError(f"{candidate}: has none of the {len(ref_arrays)} arrays of {reference} ({shown}); "
+        shown = ", ".join(repr(n) for n in ref_dump.names[:MAX_LISTED])
+        raise AnnographError(f"{candidate}: has none of the {len(ref_dump.names)} arrays of {reference} ({shown}); "
                              "the dumps do not correspond")
     comparison.inputs = "dumps"
     return comparison
+
+
+def _dump_keys(dump: Any, index: IdIndex, model: Model) -> dict[ElementKey, str]:
+    """The tensor each array of ``dump`` names → the array's name; a name that finds no tensor, or two names for
+    one tensor (``x``, ``3`` and ``0:3``), is a one-line error."""
+    found: dict[ElementKey, str] = {}
+    unknown = []
+    for ident in dump.names:
+        try:
+            key = index.tensor(ident)
+        except Unresolved:
+            unknown.append(ident)
+            continue
+        if key in found:
+            raise AnnographError(f"{dump.path}: arrays {found[key][:80]!r} and {ident[:80]!r} name one tensor of {model.path}; "
+                                 "keep one array per tensor")
+        found[key] = ident
+    if unknown:
+        shown = ", ".join(repr(u[:80]) for u in unknown[:MAX_LISTED])
+        raise AnnographError(
+            f"{dump.path}: {len(unknown)} of {len(dump.names)} arrays name no tensor of {model.path} ({shown}); "
+            "keys are tensor names, N or S:N")
+    return found
 
 
 def _main_tensor(index: IdIndex, name: str) -> ElementKey | None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AnnographError, unreadable
+from ..errors import AnnographError
 
 if TYPE_CHECKING:
     from ..ir import Model
@@ -93,18 +93,9 @@ def load_feeds(path: str | Path, specs: list[InputSpec]) -> dict[str, Any]:
 
 
 def load_npz(path: str | Path, kind: str) -> dict[str, Any]:
-    """Every array of an ``.npz`` file by key, or a one-line error naming the file."""
-    import zipfile
+    """Every array of an ``.npz`` file by key, or a one-line error naming the file (``inputs.NpzArchive``'s bounds:
+    headers checked before anything is inflated)."""
+    from ..inputs import NpzArchive
 
-    import numpy as np
-
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise AnnographError(f"{path}: a single .npy array, not {kind} (an .npz with one array per tensor)")
-        with data:
-            return {key: data[key] for key in data.files}
-    except OSError as e:
-        raise AnnographError(unreadable(path, e, kind)) from None
-    except (ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise AnnographError(f"{path}: not a readable .npz file ({str(e).splitlines()[0] if str(e) else 'corrupt'})") from None
+    with NpzArchive(path, AnnographError, kind) as archive:
+        return archive.arrays()

@@ -1,43 +1,194 @@
-"""Run a runtime (LiteRT, onnxruntime) on a model in a child Python process.
+"""Run a runtime (LiteRT, onnxruntime) on a model in a child Python process, under one resource policy.
 
-A model that passed our loader can still crash a runtime's native code, or take all the memory: that must cost a
-note, not the whole command. The child is ``python -m MODULE`` for a module that calls ``serve``: it reads one JSON
-request on stdin and prints one JSON answer as the last line of its stdout, ``{"error": reason}`` on failure.
+A model that passed our loader can still crash a runtime's native code, loop for ever, or ask for all the memory
+(a few hundred bytes can describe a Loop of 2^62 steps or a tensor of gigabytes): that must cost one line, not the
+machine. Every child run (the shape runs, ``compare``) goes through ``run`` here, and this module alone decides
+what a run may take:
+
+* memory: what the model's known sizes explain (its file, its inputs, the activations static shapes announce),
+  ``FACTOR`` times over plus ``FLOOR``, and never more than the machine can give now (``MemAvailable``, the
+  cgroup's ``memory.max`` or v1 limit less its usage, this process's ``RLIMIT_AS``). The child enforces it as an
+  address-space limit counted from its size once the runtime is imported, so a tiny model can never take
+  gigabytes: outputs that outgrow what the model explains end the run at once.
+* time: ``seconds`` of wall-clock time (the parent stops the child), and CPU time in the child as a backstop.
+
+``ANNOGRAPH_RUN_MEMORY`` (bytes, or ``512MiB``, ``8GiB``) and ``ANNOGRAPH_RUN_SECONDS`` replace the computed
+memory and time of every run (still capped by what the machine has), for a model that legitimately needs more,
+or for tests that want a small limit.
+
+The child is ``python -m MODULE`` for a module that calls ``serve``: it reads one JSON request on stdin and prints
+one JSON answer as the last line of its stdout, ``{"error": reason}`` on failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+FLOOR = 1 << 30
+"""Memory any run may take beyond the runtime itself, whatever the model (a model of 300 bytes gets this)."""
+FACTOR = 4
+"""Memory per byte the model's known sizes account for (weights held twice, activations, their copies)."""
+MACHINE_SHARE = 0.8
+"""Share of what the machine has available now that one run may take."""
+SECONDS = 30.0
+"""Wall-clock seconds any run may take, plus one per ``BYTES_PER_SECOND`` of known sizes."""
+BYTES_PER_SECOND = 8 << 20
+MEMORY_ENV = "ANNOGRAPH_RUN_MEMORY"
+SECONDS_ENV = "ANNOGRAPH_RUN_SECONDS"
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
-def run(module: str, request: dict[str, Any], runtime: str, doing: str, timeout: float) -> tuple[dict[str, Any], str]:
-    """Run ``python -m module`` on ``request``: (its answer, "") or ({}, why not).
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one child run may take.
+
+    Attributes:
+        memory: bytes of address space beyond the runtime's own once it is imported.
+        seconds: wall-clock seconds (and, times the CPUs, CPU seconds).
+    """
+
+    memory: int
+    seconds: float
+
+
+def limits(known_bytes: int, max_seconds: float | None = None) -> Limits:
+    """The limits of a run whose model explains ``known_bytes`` (its file and external data, its inputs, the
+    activations static shapes announce); ``max_seconds`` caps the time (a command's ``--timeout``)."""
+    memory = FLOOR + FACTOR * max(0, int(known_bytes))
+    seconds = SECONDS + max(0, int(known_bytes)) / BYTES_PER_SECOND
+    if max_seconds is not None:
+        seconds = min(seconds, max_seconds)
+    memory = _from_env(MEMORY_ENV, memory, parse_bytes)
+    seconds = _from_env(SECONDS_ENV, seconds, _parse_seconds)
+    return Limits(min(memory, int(available_memory() * MACHINE_SHARE)), seconds)
+
+
+def available_memory() -> int:
+    """Bytes the machine can give a new process now: the least of ``MemAvailable``, the cgroup limits (v2, v1) less
+    their usage, and this process's address-space limit."""
+    found = [_meminfo_available(), *_cgroup_headroom()]
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            found.append(soft)
+    except ImportError:  # Windows: no rlimits
+        pass
+    known = [n for n in found if n is not None and n >= 0]
+    return min(known) if known else 1 << 62
+
+
+def _meminfo_available() -> int | None:
+    try:
+        text = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^MemAvailable:\s+(\d+) kB", text, re.M)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _cgroup_headroom() -> list[int]:
+    """Limit less usage of this process's cgroup and each of its parents (v2), or of its v1 memory cgroup."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # cgroup v2: every level up to the root may limit
+            folder = Path("/sys/fs/cgroup") / path.lstrip("/")
+            for level in [folder, *folder.parents]:
+                found.append(_headroom(level / "memory.max", level / "memory.current"))
+                if level == Path("/sys/fs/cgroup"):
+                    break
+        elif "memory" in controllers.split(","):
+            folder = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            found.append(_headroom(folder / "memory.limit_in_bytes", folder / "memory.usage_in_bytes"))
+    return [n for n in found if n is not None]
+
+
+def _headroom(limit_file: Path, usage_file: Path) -> int | None:
+    try:
+        limit_text = limit_file.read_text().strip()
+        if limit_text == "max" or int(limit_text) >= 1 << 60:  # v1 writes "no limit" as a huge number
+            return None
+        return max(0, int(limit_text) - int(usage_file.read_text().strip()))
+    except (OSError, ValueError):
+        return None
+
+
+def parse_bytes(text: str) -> int:
+    """``"512MiB"`` → 536870912; plain numbers are bytes. ValueError for anything else."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(f"{text!r} is not a size (bytes, or a number with KiB, MiB or GiB)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def _parse_seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1e7:
+        raise ValueError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def _from_env(name: str, default: Any, parse: Callable[[str], Any]) -> Any:
+    from ..errors import AnnographError
+
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return parse(text)
+    except ValueError as e:
+        raise AnnographError(f"{name}: {e}") from None
+
+
+def describe(size: int) -> str:
+    """Bytes as the messages say them (``1.0 GiB``)."""
+    from ..metrics import format_bytes
+
+    return format_bytes(size)
+
+
+def run(module: str, request: dict[str, Any], runtime: str, doing: str,
+        limit: Limits | float) -> tuple[dict[str, Any], str]:
+    """Run ``python -m module`` on ``request`` under ``limit``: (its answer, "") or ({}, why not, in one line).
 
     Args:
         module: the child's module name (``__name__`` of a module that calls ``serve``).
         request: JSON-serializable request.
         runtime: the runtime's name for messages (``LiteRT``).
-        doing: what it does, for the timeout message (``to prepare the model``).
-        timeout: seconds the child may run.
+        doing: what it does, for the messages (``to prepare the model``).
+        limit: the run's ``Limits`` (from ``limits``); a number is a timeout for a model that explains nothing.
     """
     import json
-    import os
     import subprocess
     import sys
 
+    if not isinstance(limit, Limits):
+        limit = limits(0, float(limit))
     env = dict(os.environ)  # the child imports this package from where this process found it
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
+    env["MALLOC_ARENA_MAX"] = "2"  # one 64 MiB arena per thread would count against the address-space limit
+    env["PYTHONWARNINGS"] = "ignore"
     try:
-        done = subprocess.run([sys.executable, "-m", module], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        done = subprocess.run([sys.executable, "-m", module], input=json.dumps({**request, "limits": asdict(limit)}),
+                              capture_output=True, text=True, timeout=limit.seconds, env=env, errors="replace")
     except subprocess.TimeoutExpired:
-        return {}, f"{runtime} took over {timeout:g} s {doing}"
+        return {}, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
     try:
         answer = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {}, f"{runtime} failed on the model (exit status {done.returncode})"
+        return {}, _died(done.returncode, runtime, doing, limit)
     if not isinstance(answer, dict):
         return {}, f"{runtime} failed on the model (no answer)"
     if "error" in answer:
@@ -45,10 +196,84 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, timeout:
     return answer, ""
 
 
-def serve(handler: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """The child's side: one request from stdin, one answer line to stdout."""
+def _died(status: int, runtime: str, doing: str, limit: Limits) -> str:
+    """The line for a child that gave no answer: killed by a signal (its memory or CPU limit, a crash), or exited."""
+    import signal
+
+    if status >= 0:
+        return f"{runtime} failed on the model (exit status {status})"
+    try:
+        name = signal.Signals(-status).name
+    except ValueError:
+        name = f"signal {-status}"
+    if name == "SIGXCPU":
+        return f"{runtime} took over its CPU time {doing} (set {SECONDS_ENV} to allow more)"
+    return (f"{runtime} stopped with {name} {doing}, under a limit of {describe(limit.memory)} of memory "
+            f"(what the model's sizes explain; set {MEMORY_ENV} to allow more)")
+
+
+def over_memory(runtime: str, memory: int) -> str:
+    """The line for a run that asked for more memory than its limit."""
+    return (f"{runtime} needed more than the {describe(memory)} of memory the model's sizes explain "
+            f"(set {MEMORY_ENV} to allow more)")
+
+
+def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "the runtime",
+          preload: Iterable[str] = ()) -> None:
+    """The child's side: one request from stdin, the modules in ``preload`` imported, the request's limits set,
+    one answer line to stdout. A ``MemoryError`` (numpy over the limit) is ``over_memory``'s line for ``runtime``."""
+    import importlib
     import json
     import sys
+    import warnings
 
+    warnings.simplefilter("ignore")
     request = json.loads(sys.stdin.read())
-    print(json.dumps(handler(request)))
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # the handler says what is missing
+            pass
+    limit = Limits(**request["limits"])
+    _apply(limit)
+    try:
+        answer = handler(request)
+    except MemoryError:
+        answer = {"error": over_memory(runtime, limit.memory)}
+    print(json.dumps(answer))
+
+
+def _apply(limit: Limits) -> None:
+    """Cap this process's address space at its size now plus ``limit.memory``, and its CPU time."""
+    try:
+        import resource
+    except ImportError:  # not on Windows; the parent's timeout still bounds the run
+        return
+    cpus = os.cpu_count() or 1
+    cpu = int(limit.seconds * cpus) + 2
+    _lower(resource, resource.RLIMIT_CPU, cpu)
+    _lower(resource, resource.RLIMIT_AS, own_size() + limit.memory)
+
+
+def _lower(resource: Any, kind: int, value: int) -> None:
+    soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    if soft == resource.RLIM_INFINITY or value < soft:
+        resource.setrlimit(kind, (value, hard))
+
+
+def own_size() -> int:
+    """This process's address space now (``VmSize``), 0 where /proc cannot tell."""
+    try:
+        match = re.search(r"^VmSize:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
+    except OSError:
+        return 0
+    return int(match.group(1)) * 1024 if match else 0
+
+
+def allocation_failed(message: str) -> bool:
+    """Whether a runtime's error text says an allocation failed (the address-space limit was reached)."""
+    text = message.lower()
+    return any(word in text for word in ("bad_alloc", "failed to allocate", "allocation fail", "unable to allocate",
+                                         "cannot allocate", "out of memory"))

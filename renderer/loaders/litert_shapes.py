@@ -56,15 +56,19 @@ def _interpreter(path: Path):  # type: ignore[no-untyped-def]
 def propagate(path: Path, inputs: Mapping[int, tuple[int, ...]]) -> tuple[dict[int, tuple[int, ...]], str]:
     """Resize main-graph input tensors (tensor index → new shape) and return every main-graph tensor's shape
     after LiteRT prepared the model, or ``({}, reason)`` when it cannot. LiteRT runs in a child process
-    (``isolated``)."""
+    (``isolated``), its memory from the file's size and the new input shapes."""
+    import math
+
     request = {"path": str(path), "inputs": {str(k): list(v) for k, v in inputs.items()}}
-    answer, reason = isolated.run(__name__, request, "LiteRT", "to prepare the model", _TIMEOUT_SECONDS)
+    known = path.stat().st_size + sum(8 * math.prod(shape) for shape in inputs.values())
+    answer, reason = isolated.run(__name__, request, "LiteRT", "to prepare the model",
+                                  isolated.limits(known, MAX_SECONDS))
     if reason:
         return {}, reason
     return {int(k): tuple(int(x) for x in v) for k, v in answer["shapes"].items()}, ""
 
 
-_TIMEOUT_SECONDS = 120
+MAX_SECONDS = 120.0
 
 
 def _prepare(request: dict[str, Any]) -> dict[str, Any]:
@@ -82,4 +86,4 @@ def _prepare(request: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    isolated.serve(_prepare)
+    isolated.serve(_prepare, "LiteRT", ("numpy", "ai_edge_litert.interpreter", "tflite_runtime.interpreter"))

@@ -5,7 +5,8 @@ onnx's shape inference stops at data-dependent shapes (a ``Range`` up to a compu
 operators could get no MAC count although every input dim is pinned. When every input dim is known and
 onnxruntime is installed (the optional ``[ort]`` extra), the model runs once on zero inputs (zeros are valid token
 ids) with every tensor still missing a shape exposed as a graph output, and the shapes it produced fill the gaps.
-The run is bounded (model size, the activations already known, a timeout) and isolated in a child process.
+The run is isolated in a child process under ``isolated``'s resource policy: memory and time from what the model's
+file, inputs and already known activations explain, so a tiny model computing a huge tensor fails in one line.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ MAX_MODEL_BYTES = 2**31 - 1
 """Larger models are not run: protobuf cannot hold the copy with the extra outputs."""
 MAX_ACTIVATION_BYTES = 4 * 2**30
 """Nor are models whose statically known activations alone exceed this (every exposed tensor is kept)."""
-_TIMEOUT_SECONDS = 120
-_RUNTIME_BYTES = 2 * 2**30
+MAX_SECONDS = 120.0
 _ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
 
 
@@ -78,10 +78,11 @@ def fill(path: Path, proto: onnx.ModelProto) -> str:
     if known > MAX_ACTIVATION_BYTES:
         return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
                 "(pin smaller input dims)")
-    # the address space the child may take: weights and every activation twice over, plus the runtime itself
-    memory = 2 * size + 2 * MAX_ACTIVATION_BYTES + _RUNTIME_BYTES
-    request = {"path": str(path), "inputs": inputs, "outputs": missing, "memory": memory}
-    answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", _TIMEOUT_SECONDS)
+    input_types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
+    feeds = sum(math.prod(dims) * _ELEMENT_BYTES.get(input_types.get(name, 0), 4) for name, dims in inputs.items())
+    limit = isolated.limits(size + known + feeds, MAX_SECONDS)
+    request = {"path": str(path), "inputs": inputs, "outputs": missing}
+    answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit)
     if reason:
         return f"{what}; onnxruntime could not run it for them: {reason}"
     found = _write_shapes(graph, answer["shapes"])
@@ -145,7 +146,6 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     import onnxruntime as ort
     from onnx import helper
 
-    _limit_memory(int(request["memory"]))
     try:
         model = onnx.load(request["path"])
         types = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
@@ -165,6 +165,8 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         names = [o.name for o in session.get_outputs()]
         results = session.run(names, feeds)
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
+        if isolated.allocation_failed(str(e)):
+            return {"error": isolated.over_memory("onnxruntime", int(request["limits"]["memory"]))}
         return {"error": first_line(e, 200)}
     wanted = set(request["outputs"])
     shapes = {}
@@ -178,19 +180,5 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     return {"shapes": shapes}
 
 
-def _limit_memory(limit: int) -> None:
-    """Cap the child's address space, so a shape computed from zeros that asks for the moon fails the run
-    instead of taking the machine's memory."""
-    try:
-        import resource
-    except ImportError:  # not on Windows; the timeout still bounds the run
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    if soft == resource.RLIM_INFINITY or limit < soft:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
 if __name__ == "__main__":
-    isolated.serve(_run)
+    isolated.serve(_run, "onnxruntime", ("numpy", "onnx", "onnxruntime"))

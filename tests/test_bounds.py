@@ -1,0 +1,239 @@
+"""Issue 19: every child run under one resource policy (``renderer/loaders/isolated.py``), ``compare`` in the child,
+and ``.npz`` files read from their headers first (``renderer.inputs.NpzArchive``).
+
+The hostile models are a few hundred bytes (``hostile_models.py``); the limits are set low through
+``ANNOGRAPH_RUN_MEMORY`` / ``ANNOGRAPH_RUN_SECONDS`` so that each case ends in seconds. The memory each takes with
+the defaults is measured in ``benchmarks/bench_bounds.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hostile_models as H
+from conftest import ONNX, ROOT, one_line_error, run_cli
+
+from renderer import inputs
+from renderer.errors import AnnographError
+from renderer.loaders import isolated, load_model
+
+LOW = {"ANNOGRAPH_RUN_MEMORY": "160MiB", "ANNOGRAPH_RUN_SECONDS": "20"}
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+# ---- the policy -----------------------------------------------------------------------------------------------
+
+
+def test_a_tiny_model_gets_the_floor_and_the_machine_caps_everything() -> None:
+    assert isolated.limits(300).memory == min(isolated.FLOOR + 1200, int(isolated.available_memory() * 0.8))
+    assert isolated.limits(10**15).memory <= isolated.available_memory()
+    assert isolated.limits(0, 5.0).seconds == 5.0 and isolated.limits(10**9).seconds > isolated.SECONDS
+
+
+def test_the_address_space_limit_of_this_process_caps_a_run() -> None:
+    """``ulimit -v`` (RLIMIT_AS) is part of what the machine allows: a run never plans beyond it."""
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY));"
+            "from renderer.loaders import isolated; print(isolated.limits(10**12).memory)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert 0 < int(done.stdout) <= int((3 << 30) * isolated.MACHINE_SHARE)
+
+
+def test_cgroup_limits_count_usage(tmp_path: Path) -> None:
+    limit, usage = tmp_path / "memory.max", tmp_path / "memory.current"
+    usage.write_text("300\n")
+    for text, expected in (("1000\n", 700), ("max\n", None), (f"{1 << 62}\n", None), ("200\n", 0)):
+        limit.write_text(text)
+        assert isolated._headroom(limit, usage) == expected
+
+
+def test_overrides_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANNOGRAPH_RUN_MEMORY", "256MiB")
+    monkeypatch.setenv("ANNOGRAPH_RUN_SECONDS", "7")
+    assert isolated.limits(10**9) == isolated.Limits(min(256 << 20, int(isolated.available_memory() * 0.8)), 7.0)
+    monkeypatch.setenv("ANNOGRAPH_RUN_MEMORY", "lots")
+    with pytest.raises(AnnographError, match="ANNOGRAPH_RUN_MEMORY: 'lots' is not a size"):
+        isolated.limits(0)
+
+
+def test_a_child_killed_by_a_signal_is_one_line() -> None:
+    limit = isolated.Limits(1 << 30, 30.0)
+    abort = isolated._died(-6, "onnxruntime", "to run the model", limit)
+    assert abort.startswith("onnxruntime stopped with SIGABRT to run the model, under a limit of 1.0 GiB")
+    assert "took over its CPU time" in isolated._died(-24, "LiteRT", "to prepare the model", limit)
+    assert isolated._died(3, "LiteRT", "to prepare the model", limit) == "LiteRT failed on the model (exit status 3)"
+
+
+def test_a_growing_loop_ends_the_shape_run_at_its_memory_limit(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: a 514-byte model whose Loop emits 256 KiB a step made a plain render use 9.6 GB for ~90 s under
+    the old fixed 10 GiB cap; now the run stops where the model's sizes stop explaining its memory."""
+    monkeypatch.setenv("ANNOGRAPH_RUN_MEMORY", "160MiB")
+    path = _write(tmp_path / "growing.onnx", H.growing_loop())
+    started = time.monotonic()
+    model = load_model(path)
+    assert time.monotonic() - started < 30
+    (note,) = model.notes
+    assert note.endswith("onnxruntime could not run it for them: onnxruntime needed more than the 160.0 MiB of "
+                         "memory the model's sizes explain (set ANNOGRAPH_RUN_MEMORY to allow more)"), note
+
+
+def test_a_loop_of_2_62_steps_ends_at_the_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANNOGRAPH_RUN_SECONDS", "2")
+    path = _write(tmp_path / "endless.onnx", H.endless_loop())
+    started = time.monotonic()
+    (note,) = load_model(path).notes
+    assert time.monotonic() - started < 20
+    assert note.endswith("onnxruntime took over 2 s to run the model (set ANNOGRAPH_RUN_SECONDS to allow more)"), note
+
+
+# ---- npz files ------------------------------------------------------------------------------------------------
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _zip(path: Path, members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
+    with zipfile.ZipFile(path, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _refused(path: Path, limit: int | None = None) -> str:
+    with pytest.raises(AnnographError) as caught:
+        inputs.NpzArchive(path, AnnographError, "an inputs file", limit=limit)
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < len(str(path)) + 250 and message.startswith(str(path)), message
+    return message
+
+
+def test_a_zip_bomb_is_refused_from_its_headers(tmp_path: Path) -> None:
+    """Issue 19: a 1 MB file took 1.1 GB, growing with each member; now the declared sizes are summed first."""
+    zeros = _npy(np.zeros(1 << 26, np.uint8))  # 64 MiB each, deflated to ~64 KiB
+    bomb = _zip(tmp_path / "bomb.npz", {f"a{i}.npy": zeros for i in range(3)})
+    assert bomb.stat().st_size < 1 << 20
+    import tracemalloc
+
+    tracemalloc.start()
+    message = _refused(bomb, limit=128 << 20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert "its members would inflate to 192.0 MiB, more than annograph reads as an inputs file (128.0 MiB)" in message
+    assert peak < 8 << 20, peak
+
+
+def test_arrays_are_inflated_one_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "two.npz"
+    np.savez_compressed(path, a=np.arange(4, dtype=np.float32), b=np.ones((2, 3), np.int64))
+    with inputs.NpzArchive(path, AnnographError, "a tensor dump") as archive:
+        assert archive.names == ["a", "b"] and archive.shape("b") == (2, 3) and archive.nbytes("b") == 48
+        assert archive.array("a").tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("array, said", [
+    (np.array(["a", "b"]), "holds string values, not numbers"),
+    (np.array([b"a"]), "holds byte string values, not numbers"),
+    (np.zeros(2, dtype=[("a", "i4"), ("b", "f4")]), "holds structured values, not numbers"),
+    (np.zeros(2, dtype="V4"), "holds raw (void) values, not numbers"),
+])
+def test_arrays_that_are_not_numbers_are_one_line(array: np.ndarray, said: str, tmp_path: Path) -> None:
+    """Issue 19 item 11: these were 'internal error' lines."""
+    path = _zip(tmp_path / "odd.npz", {"x.npy": _npy(array)})
+    assert _refused(path) == f"{path}: array 'x': {said}"
+
+
+def test_what_is_not_an_npz_says_so(tmp_path: Path) -> None:
+    text = _write(tmp_path / "notes.npz", b"operators: []\n" * 20)
+    message = _refused(text)
+    assert "not an .npz file" in message and "pickle" not in message and "unsafe" not in message
+    member = _zip(tmp_path / "readme.npz", {"readme.txt": b"hello"})
+    assert _refused(member) == (f"{member}: member 'readme.txt' is not a .npy array (an inputs file holds one .npy "
+                                "file per array)")
+    np.save(tmp_path / "one.npy", np.zeros(3))
+    assert "a single .npy array" in _refused(tmp_path / "one.npy")
+
+
+def test_a_hostile_header_gives_a_short_line(tmp_path: Path) -> None:
+    """Issue 19 item 12: a 2,000-character error line from an npz header."""
+    header = "{'descr': '<" + "f" * 2000 + "', 'fortran_order': False, 'shape': (3,), }"
+    raw = b"\x93NUMPY\x01\x00" + (len(header) + 1).to_bytes(2, "little") + header.encode() + b"\n"
+    message = _refused(_zip(tmp_path / "long.npz", {"x" * 3000 + ".npy": raw}))
+    assert "not a readable .npy header" in message
+    huge = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + "9" * 2000 + ",), }"
+    raw = b"\x93NUMPY\x01\x00" + (len(huge) + 1).to_bytes(2, "little") + huge.encode() + b"\n"
+    message = _refused(_zip(tmp_path / "promise.npz", {"x.npy": raw}))
+    assert "its header promises over 2^" in message and "more than the member's" in message
+
+
+def _tiny_dump(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def test_one_tensor_named_three_ways_is_one_entry_or_an_error(tmp_path: Path) -> None:
+    """Issue 19 item 12: ``x``, ``N`` and ``0:N`` for one tensor gave three entries."""
+    model = load_model(ONNX / "tiny_cnn.onnx")
+    value = next(v for v in model.main.values if v.producer is not None)
+    data = np.zeros((1,), np.float32)
+    ref = _tiny_dump(tmp_path / "ref.npz", **{value.name: data, str(value.index): data, f"0:{value.index}": data})
+    error = one_line_error(run_cli("compare", "--dumps", ref, ref, "--model", ONNX / "tiny_cnn.onnx",
+                                   "-o", tmp_path / "e.json"))
+    assert f"arrays {value.name!r} and {str(value.index)!r} name one tensor" in error
+
+
+def test_dumps_and_inputs_from_a_fifo_without_a_writer_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 19 item 7: ``compare --inputs FIFO`` / ``--dumps FIFO`` waited for ever."""
+    from renderer import cli
+
+    monkeypatch.setattr(inputs, "STREAM_WAIT_SECONDS", 0.5)
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    tiny = str(ONNX / "tiny_cnn.onnx")
+    for argv in (["compare", tiny, tiny, "--inputs", str(fifo)],
+                 ["compare", "--dumps", str(fifo), str(fifo), "--model", tiny]):
+        started = time.monotonic()
+        assert cli.main([*argv, "-o", str(tmp_path / "e.json")]) == 1
+        assert time.monotonic() - started < 15
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{fifo}: nothing to read for" in err[0], err
+
+
+def test_a_dump_through_a_fifo_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from renderer import cli
+
+    model = load_model(ONNX / "tiny_cnn.onnx")
+    value = next(v for v in model.main.values if v.producer is not None)
+    data = _tiny_dump(tmp_path / "ref.npz", **{value.name: np.ones(4, np.float32)}).read_bytes()
+    fifo = tmp_path / "cand.npz"
+    os.mkfifo(fifo)
+
+    def writer() -> None:
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    code = cli.main(["compare", "--dumps", str(tmp_path / "ref.npz"), str(fifo), "--model",
+                     str(ONNX / "tiny_cnn.onnx"), "-o", str(tmp_path / "e.json")])
+    thread.join(10)
+    assert code == 0, capsys.readouterr().err
