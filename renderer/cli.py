@@ -23,12 +23,13 @@ graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annogr
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage mistakes are one line, like every other error (argparse would print the whole usage first)."""
+    """Usage mistakes are one line, like every other error (argparse would print the whole usage first), and
+    exit with status 2, as argparse's own do."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         from .escape import clean
 
-        self.exit(1, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
+        self.exit(2, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
         # argparse before Python 3.13 drops a "--" given as an option's own value (--show=--), handing the
@@ -41,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .commands.common import add_verbosity_arguments
+    from .commands.common import add_verbosity_arguments, require_output_names
     from .version import __version__
 
     parser = _Parser(
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(command)
+        require_output_names(command)
         add_verbosity_arguments(command)
         command.set_defaults(run=module.run)
     return parser

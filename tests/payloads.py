@@ -582,14 +582,17 @@ def check_scripts(policy: str, scripts: list[dict[str, str | None]], texts: list
 
 
 _OWN_FRAGMENT = re.compile(r"^#[\w.:-]+$")
+_OWN_PICTURE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.svg$")
+"""A picture a batch wrote, linked from its contact sheet: a plain file name in the same folder."""
 
 
-def check_html(data: bytes) -> str:
+def check_html(data: bytes, pictures: bool = False) -> str:
     """Parse the HTML report and assert it has no handler, dangerous link or foreign object, and no script but
     our own (``check_scripts``).
 
-    Returns the visible text (entities resolved), scripts left out. Our own <meta> (charset, CSP) and <style>
-    in <head> are allowed, and only those: one each of the fixed ones the template writes.
+    Returns the visible text (entities resolved), scripts left out. Our own <meta> (charset, CSP, generator) and
+    <style> in <head> are allowed, and only those: one each of the fixed ones the template writes. ``pictures``:
+    links to plain ``.svg`` file names are allowed too (a batch's contact sheet).
     """
     document = data.decode("utf-8")
     # html.parser resolves each character reference through a Python callback: seconds for the megabytes of
@@ -615,7 +618,7 @@ def check_html(data: bytes) -> str:
             continue
         if tag == "meta":
             metas += 1
-            assert {k for k, _ in attrs} <= {"charset", "http-equiv", "content"}, attrs
+            assert {k for k, _ in attrs} <= {"charset", "http-equiv", "content", "name"}, attrs
             if dict(attrs).get("http-equiv") == "Content-Security-Policy":
                 policy = dict(attrs).get("content") or ""
             continue
@@ -627,7 +630,8 @@ def check_html(data: bytes) -> str:
             name = name.lower()
             assert not name.startswith("on"), f"event handler {name}={value!r:.60}"
             if name in URL_ATTRIBUTES or name.endswith(":href"):
-                assert _OWN_FRAGMENT.match(value or ""), f"link attribute {name}={value!r:.60} in HTML"
+                own = _OWN_FRAGMENT.match(value or "") or (pictures and _OWN_PICTURE.match(value or ""))
+                assert own, f"link attribute {name}={value!r:.60} in HTML"
             if name == "style":
                 assert "url(" not in (value or "").lower(), value
     assert styles <= 1 and metas <= 2, (styles, metas)
@@ -712,6 +716,8 @@ def check_output(fmt: str, data: bytes, folder: Path) -> str | None:
         return "\n".join(svg_texts(check_svg(data)))
     if fmt == "html":
         return check_html(data)
+    if fmt == "sheet":  # a batch's index.html: links to the pictures beside it
+        return check_html(data, pictures=True)
     if fmt == "dot":
         check_dot(data, folder)
         return None

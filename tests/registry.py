@@ -207,6 +207,46 @@ def _diff_over_input(folder: Path) -> dict[str, tuple[list[str], Path]]:
     }
 
 
+def _batch_inject(text: str, folder: Path) -> tuple[list[str], list[Path]]:
+    """``batch`` of the hostile ONNX model twice under one file name (``a/m.onnx``, ``b/m.onnx``: names by path
+    hash) with a run file whose metric, values and ids are ``text``; the pictures and the contact sheet."""
+    import payloads as P
+    from renderer.batch.job import _file_name, model_prefixes
+
+    models = []
+    for side in ("a", "b"):
+        (folder / side).mkdir()
+        models.append(str(P.hostile_onnx(text, folder / side / "m.onnx")))
+    metric = P.for_cli(text).strip() or "latency_ms"
+    doc = {"graph": {"title": text}, "operators": [{"id": text, "meta": {metric: 2.0, "note": text}},
+                                                   {"id": text + "·add", "meta": {metric: 0.5}}]}
+    run = folder / "run.json"
+    run.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    out = folder / "out"
+    pictures = [out / _file_name(prefix, 0, str(run), metric, set()) for prefix in model_prefixes(models)]
+    argv = ["batch", *models, "-a", str(run), f"--color-by={metric}", "-q", "--jobs", "1", "-o", str(out)]
+    return argv, [*pictures, out / "index.html"]
+
+
+def _batch_over_input(folder: Path) -> dict[str, tuple[list[str], Path]]:
+    model = folder / "m.onnx"
+    model.write_bytes(Path(__file__).resolve().parent.parent.joinpath(DEFAULT_READER_MODEL).read_bytes())
+    notes = "operators:\n  - {id: stem/conv, latency_us: 10}\n"
+    first, second = folder / "out1", folder / "out2"
+    first.mkdir()
+    second.mkdir()
+    index = first / "index.html"  # an annotation file named index.html, in the output folder
+    index.write_text(notes, encoding="utf-8")
+    run = folder / "run.yaml"
+    run.write_text(notes, encoding="utf-8")
+    (second / "000_run.latency_us.svg").symlink_to(run)  # a picture's name, linked to the run it draws
+    common = ["batch", str(model), "--color-by", "latency_us"]
+    return {
+        "batch-index-over-run": ([*common, "-a", str(index), "-o", str(first)], index),
+        "batch-picture-over-run": ([*common, "-a", str(run), "-o", str(second)], run),
+    }
+
+
 # ---- command paths --------------------------------------------------------------------------------------------
 
 
@@ -467,6 +507,7 @@ class CommandEntry:
 
 COMMANDS: dict[str, CommandEntry] = {
     "diff": CommandEntry(inject=_diff_inject, over_input=_diff_over_input),
+    "batch": CommandEntry(inject=_batch_inject, over_input=_batch_over_input),
 }
 
 

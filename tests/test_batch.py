@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ONNX, SVG_NS, XLINK_NS, first_fill, parse_svg, run_cli, svg_groups
+from conftest import ONNX, SVG_NS, TFLITE, XLINK_NS, first_fill, parse_svg, run_cli, svg_groups
 
 import renderer
 from renderer.colors import format_number
@@ -257,3 +257,179 @@ def test_a_worker_dying_mid_task_does_not_lose_its_model(tmp_path: Path) -> None
     [remote] = results
     assert remote.error is None, remote.error
     assert remote.files == local.files and len(remote.files) == 12
+
+
+def sheet_links(folder: Path) -> tuple[list[str], str]:
+    """The contact sheet's links and its text."""
+
+    class Sheet(html.parser.HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.links: list[str] = []
+            self.text: list[str] = []
+
+        def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+            if tag == "a":
+                self.links.append(dict(attrs)["href"])
+
+        def handle_data(self, data):  # type: ignore[no-untyped-def]
+            self.text.append(data)
+
+    sheet = Sheet()
+    sheet.feed((folder / "index.html").read_text(encoding="utf-8"))
+    return sheet.links, " ".join(sheet.text)
+
+
+def operator_ids(svg: bytes) -> set[str]:
+    return set(svg_groups(parse_svg(svg), "op"))
+
+
+def rendered_ids(model: Path) -> set[str]:
+    """The operator ids of ``render``'s picture of ``model``."""
+    from renderer.rendering import render_bytes
+
+    return operator_ids(render_bytes(renderer.load_model(str(model))))
+
+
+def test_two_batches_on_one_cluster_each_get_their_own_pictures(tmp_path: Path) -> None:
+    """A batch started while another holds its results on the same scheduler: each gets its own model's pictures
+    (fixed task keys made Dask hand the second batch the first one's results)."""
+    distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
+    from renderer.batch import ModelJob
+    from renderer.batch.parallel import run_dask
+    from renderer.cli import main
+
+    first_runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "first", 2)
+    second_runs = write_runs(ONNX / "unnamed_nodes.onnx", tmp_path / "second", 1, seed=3)
+    first = [ModelJob(str(ONNX / "tiny_cnn.onnx"), (str(first_runs[0]),), ("latency_us",)),
+             ModelJob(str(ONNX / "tiny_cnn.onnx"), (str(first_runs[1]),), ("error",))]
+    tiny = rendered_ids(ONNX / "tiny_cnn.onnx")
+    unnamed = rendered_ids(ONNX / "unnamed_nodes.onnx")
+    assert tiny != unnamed
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        running = run_dask(first, cluster.scheduler_address)
+        one = next(running)  # the first batch holds its tasks on the scheduler while the second one runs
+        out = tmp_path / "out"
+        assert main(["batch", str(ONNX / "unnamed_nodes.onnx"), "-a", str(second_runs[0]), "--color-by", "latency_us",
+                     "-o", str(out), "--dask", cluster.scheduler_address, "-q"]) == 0
+        rest = list(running)
+    pictures = svgs(out)
+    assert sorted(pictures) == ["000_run0.latency_us.svg"]
+    assert operator_ids(pictures["000_run0.latency_us.svg"]) == unnamed
+    links, text = sheet_links(out)
+    assert links == ["000_run0.latency_us.svg"] and "unnamed_nodes.onnx" in text and "tiny_cnn" not in text
+    for result, metric in zip([one, *rest], ("latency_us", "error")):
+        assert result.error is None and result.model.endswith("tiny_cnn.onnx")
+        [(name, data)] = result.files
+        assert name.endswith(f".{metric}.svg") and operator_ids(data) == tiny
+
+
+def test_a_result_is_checked_against_its_job(tmp_path: Path) -> None:
+    """A result that is not its job's (as a reused task key gave) is an error for that model, never written."""
+    from concurrent.futures import Future
+
+    from renderer.batch import ModelJob, run_job
+    from renderer.batch.parallel import _result
+
+    runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 1)
+    mine = ModelJob(str(ONNX / "unnamed_nodes.onnx"), (str(runs[0]),), ("latency_us",))
+    other = ModelJob(str(ONNX / "tiny_cnn.onnx"), (str(runs[0]),), ("latency_us",))
+    future: Future = Future()
+    future.set_result(run_job(other))
+    result = _result(mine, future)
+    assert result.files == [] and "result of another job" in result.error and "unnamed_nodes.onnx" in result.error
+    same: Future = Future()
+    same.set_result(run_job(other))
+    assert _result(other, same).error is None
+
+
+def test_models_of_one_name_get_files_of_their_own(tmp_path: Path) -> None:
+    """m.onnx and m.tflite, a/m.onnx and b/m.onnx, a_m.onnx: every model its own files, the index links each
+    model to its own."""
+    import shutil
+
+    models = {"m.onnx": ONNX / "tiny_cnn.onnx", "m.tflite": TFLITE / "tiny_keras_int8_asymmetric.tflite",
+              "a/m.onnx": ONNX / "unnamed_nodes.onnx", "b/m.onnx": ONNX / "light_squeezenet.onnx",
+              "a_m.onnx": ONNX / "tiny_cnn_qdq_u8.onnx", "A_M.onnx": ONNX / "control_flow.onnx"}
+    for name, source in models.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copyfile(source, tmp_path / name)
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("operators:\n  - {id: '0', cost: 3}\n")
+    out = tmp_path / "out"
+    run = run_cli("batch", *(tmp_path / n for n in models), "-a", run_file, "--color-by", "cost", "-o", out)
+    assert run.returncode == 0, run.stderr
+    pictures = svgs(out)
+    assert len(pictures) == len(models), sorted(pictures)
+    assert len({n.casefold() for n in pictures}) == len(models)
+    expected = {name: rendered_ids(tmp_path / name)
+                for name in models}
+    assert len({frozenset(ids) for ids in expected.values()}) == len(models)  # six different models
+    sheet = (out / "index.html").read_text(encoding="utf-8")
+    for section in sheet.split("<h2>")[1:]:
+        model = section.split("</h2>")[0]
+        [link] = [line.split('href="')[1].split('"')[0] for line in section.splitlines() if 'href="' in line]
+        [name] = [n for n in models if model == str(tmp_path / n)]
+        assert operator_ids(pictures[link]) == expected[name], (model, link)
+    assert {"m_onnx", "m_tflite"} <= {n.split(".")[0] for n in pictures}
+
+
+def test_batch_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
+    """A user's own index.html in the output folder is refused before anything is rendered; a picture name taken
+    by a user's file fails that model; an earlier batch's files are replaced."""
+    runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.html").write_text("<p>my notes</p>")
+    run = run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", runs[0], "--color-by", "error", "-o", out)
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
+    assert "index.html" in run.stderr and "not written by annograph batch" in run.stderr
+    assert (out / "index.html").read_text() == "<p>my notes</p>" and sorted(p.name for p in out.iterdir()) == ["index.html"]
+    (out / "index.html").unlink()
+    (out / "000_run0.error.svg").write_text("mine")
+    run = run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", runs[0], "--color-by", "error", "-o", out)
+    assert run.returncode == 1 and "000_run0.error.svg exists and was not written by annograph batch" in run.stderr
+    assert (out / "000_run0.error.svg").read_text() == "mine"
+    (out / "000_run0.error.svg").unlink()
+    batch(ONNX / "tiny_cnn.onnx", "-a", runs[0], "--color-by", "error", "-o", out)
+    batch(ONNX / "tiny_cnn.onnx", "-a", runs[0], "--color-by", "error", "-o", out)  # its own files: replaced
+    assert sorted(p.name for p in out.iterdir()) == ["000_run0.error.svg", "index.html"]
+
+
+def test_annotation_files_after_one_flag(tmp_path: Path) -> None:
+    """``-a runs/a.csv runs/b.csv`` (an unquoted glob the shell expanded), a quoted pattern, and repeated flags
+    give the same pictures."""
+    runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 2)
+    batch(ONNX / "tiny_cnn.onnx", "-a", *runs, "--color-by", "error", "-o", tmp_path / "listed")
+    batch(ONNX / "tiny_cnn.onnx", "-a", str(tmp_path / "runs" / "*.csv"), "--color-by", "error", "-o", tmp_path / "glob")
+    batch(ONNX / "tiny_cnn.onnx", "-a", runs[0], "-a", runs[1], "--color-by", "error", "-o", tmp_path / "repeated")
+    listed = svgs(tmp_path / "listed")
+    assert sorted(listed) == ["000_run0.error.svg", "001_run1.error.svg"]
+    assert listed == svgs(tmp_path / "glob") == svgs(tmp_path / "repeated")
+
+
+def test_bidi_controls_in_run_names_are_shown_not_obeyed(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    tricky = folder / "good\u202egpj.exe\u2066.yaml"
+    tricky.write_text("operators:\n  - {id: '0', cost: 3}\n")
+    out = tmp_path / "out"
+    batch(ONNX / "tiny_cnn.onnx", "-a", tricky, "--color-by", "cost", "-o", out)
+    sheet = (out / "index.html").read_text(encoding="utf-8")
+    assert "\u202e" not in sheet and "\u2066" not in sheet
+    assert "good&lt;U+202E&gt;gpj.exe&lt;U+2066&gt;.yaml" in sheet
+
+
+@pytest.mark.parametrize("command", ["info", "render", "batch", "metrics", "compare", "diff", "embed", "export"])
+def test_an_empty_output_name_is_a_usage_error(command: str, tmp_path: Path) -> None:
+    from renderer.cli import COMMANDS, build_parser
+
+    assert command in COMMANDS
+    takes_output = any("-o" in a.option_strings for a in build_parser()._subparsers._group_actions[0].choices[command]._actions)
+    run = run_cli(command, ONNX / "tiny_cnn.onnx", "-o", "", env={"HOME": str(tmp_path)})
+    if not takes_output:
+        assert run.returncode == 2 and "unrecognized arguments" in run.stderr
+        return
+    assert run.returncode == 2, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "-o" in run.stderr and "empty name" in run.stderr
+    assert not list(tmp_path.iterdir())

@@ -162,7 +162,7 @@ def test_commands_of_the_registry_show_hostile_text_literally(command: str, payl
     assert code in (0, 3), err
     assert "Traceback" not in err and all(line.startswith("annograph: ") for line in err.splitlines()), err
     for path in outputs:
-        fmt = {".md": "md", ".svg": "svg", ".html": "html", ".dot": "dot"}[path.suffix]
+        fmt = "sheet" if path.name == "index.html" else {".md": "md", ".svg": "svg", ".html": "html", ".dot": "dot"}[path.suffix]
         text = P.check_output(fmt, path.read_bytes(), tmp_path)
         if payload.name in SHORT and text is not None:
             assert _normal(payload.text) in _normal(text), f"{payload.text!r} is not shown literally in {path.name}"

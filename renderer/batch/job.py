@@ -4,8 +4,11 @@ return every picture's bytes. Nothing is written here, so the same job gives the
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +49,11 @@ class ModelJob:
     strict: bool = False
     shared_scale: bool = False
 
+    def token(self) -> str:
+        """A digest of everything the job's pictures depend on: equal for equal jobs, different otherwise. A
+        result carries its job's token, so a result can be checked against the job it is meant for."""
+        return hashlib.sha256(repr(self).encode("utf-8", "surrogateescape")).hexdigest()
+
 
 @dataclass(slots=True)
 class Picture:
@@ -73,6 +81,8 @@ class ModelResult:
     """What a job returns: the files to write, the pictures they are, notes, or the error that stopped it."""
 
     model: str
+    job: str = ""
+    """The token of the job that made it (``ModelJob.token``)."""
     files: list[tuple[str, bytes]] = field(default_factory=list)
     pictures: list[Picture] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -87,13 +97,13 @@ def run_job(job: ModelJob) -> ModelResult:
     try:
         return _run(job)
     except AnnographError as e:
-        return ModelResult(job.model, error=str(e))
+        return ModelResult(job.model, job.token(), error=str(e))
 
 
 def _run(job: ModelJob) -> ModelResult:
     from ..loaders import load_model
 
-    result = ModelResult(job.model)
+    result = ModelResult(job.model, job.token())
     if not job.runs:
         raise AnnographError(f"{job.model}: no annotation files for this model")
     model = load_model(job.model, dims=job.options.dims, check_dims=False)  # the command checked them all
@@ -122,6 +132,28 @@ def _run(job: ModelJob) -> ModelResult:
             valued = sum(1 for key in drawn if heat is not None and key in heat.values)
             result.pictures.append(Picture(name, Path(path).name, metric, low, high, valued, len(drawn) - valued))
     return result
+
+
+def model_prefixes(models: list[str]) -> list[str]:
+    """The start of each model's file names in a batch of several (one model: ""): its file name without the
+    extension; with the extension (``m_onnx``, ``m_tflite``) when another model has the same stem; and a short
+    hash of its path when that is taken too (``a/m.onnx``, ``b/m.onnx``). No two are equal, even ignoring case,
+    and none holds a dot, so every file of the batch has its own name."""
+    if len(models) <= 1:
+        return [""] * len(models)
+    stems = [safe_name(Path(m).stem).replace(".", "_") for m in models]
+    shared = Counter(s.casefold() for s in stems)
+    taken: set[str] = set()
+    chosen = []
+    for model, stem in zip(models, stems):
+        named = safe_name(Path(model).name).replace(".", "_")
+        hashed = f"{named}-{hashlib.sha256(os.path.abspath(model).encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+        candidates = ([stem] if shared[stem.casefold()] == 1 else []) + [named, hashed]
+        candidates += [f"{hashed}-{n}" for n in range(2, len(models) + 2)]  # one file named twice
+        prefix = next(c for c in candidates if c.casefold() not in taken)
+        taken.add(prefix.casefold())
+        chosen.append(prefix)
+    return chosen
 
 
 def _default_metrics(job: ModelJob, runs: list[tuple[str, Annotations]], result: ModelResult) -> list[str]:
@@ -182,13 +214,16 @@ def _value_text(heat: Heatmap | None, key: ElementKey) -> str:
     return format_number(value)
 
 
-def _file_name(prefix: str, index: int, run: str, metric: str, taken: set[str]) -> str:
-    """``[prefix.]NNN_run.metric.svg`` in safe characters only (file names reach the contact sheet's links)."""
-    def safe(text: str) -> str:
-        return _UNSAFE_NAME.sub("_", text).strip("._-")[:NAME_CHARS] or "x"
+def safe_name(text: str) -> str:
+    """``text`` in the characters file names of a batch are made of (``[A-Za-z0-9_.-]``), at most NAME_CHARS."""
+    return _UNSAFE_NAME.sub("_", text).strip("._-")[:NAME_CHARS] or "x"
 
-    stem = f"{index:03d}_{safe(Path(run).stem)}.{safe(metric)}"
-    name = f"{safe(prefix)}.{stem}.svg" if prefix else f"{stem}.svg"
+
+def _file_name(prefix: str, index: int, run: str, metric: str, taken: set[str]) -> str:
+    """``[prefix.]NNN_run.metric.svg`` in safe characters only (file names reach the contact sheet's links).
+    ``prefix`` holds no dot (``model_prefixes``), so two models' names never meet."""
+    stem = f"{index:03d}_{safe_name(Path(run).stem)}.{safe_name(metric)}"
+    name = f"{prefix}.{stem}.svg" if prefix else f"{stem}.svg"
     base, n = name, 2
     while name in taken:
         name = base.removesuffix(".svg") + f"-{n}.svg"

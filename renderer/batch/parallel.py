@@ -1,13 +1,14 @@
 """Running batch jobs: in this process, over local worker processes, or on an existing Dask cluster.
 
 Each job is a pure function of its ``ModelJob`` and returns bytes, so where it runs does not change what is
-written. Results come back in job order. A job that raises (a bug, or a worker lost more often than Dask
+written. Results come back in job order, each checked against its job (``ModelJob.token``) before it is used. A job that raises (a bug, or a worker lost more often than Dask
 retries) becomes an error result for its model; the others are unaffected.
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 from ..errors import AnnographError
@@ -53,15 +54,22 @@ def run_dask(jobs: list[ModelJob], address: str) -> Iterator[ModelResult]:
     except (OSError, TimeoutError, ValueError) as e:
         raise AnnographError(f"--dask {address}: cannot reach the scheduler ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     with client:
-        # pure=False: a job is cheap to describe but its files may change between two runs of one session
-        futures = client.map(run_job, jobs, pure=False, key=[f"annograph-batch-{i}" for i in range(len(jobs))])
+        # Dask treats tasks of equal keys as one: every key is new to this run (and its files may have changed
+        # since an earlier run of the same jobs), so a batch never receives another batch's results.
+        run = uuid.uuid4().hex
+        keys = [f"annograph-batch-{run}-{i}-{job.token()[:16]}" for i, job in enumerate(jobs)]
+        futures = client.map(run_job, jobs, pure=False, key=keys)
         for job, future in zip(jobs, futures):
             yield _result(job, future)
 
 
 def _result(job: ModelJob, future) -> ModelResult:  # type: ignore[no-untyped-def]
     try:
-        return future.result()
+        result = future.result()
     except Exception as e:  # noqa: BLE001  a bug, a crashed worker: this model fails, the batch goes on
         first = str(e).splitlines()[0] if str(e) else ""
         return ModelResult(job.model, error=f"{job.model}: failed in a worker: {type(e).__name__}: {first}")
+    if not isinstance(result, ModelResult) or result.job != job.token():
+        return ModelResult(job.model, error=f"{job.model}: the worker returned the result of another job; "
+                                            "nothing of it was written")
+    return result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 from pathlib import Path
 
 HELP = "render many heatmaps of one or more models (one layout per model, identical geometry) into a folder"
@@ -25,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
-    parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE|GLOB",
-                        help="annotation file or pattern, one picture set per file (repeatable; {model} allowed)")
+    parser.add_argument("-a", "--annotations", action="extend", nargs="+", default=[], metavar="FILE|GLOB",
+                        help="annotation files or patterns, one picture set per file (-a a.json b.json, -a "
+                        "'runs/*.json', or repeated; {model} allowed)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the pictures and index.html")
     parser.add_argument("--color-by", "--colour-by", metavar="LIST",
                         help="metrics to colour by, comma-separated (default: the runs' only numeric "
@@ -46,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from ..batch import ModelJob
-    from ..batch.contact_sheet import html
+    from ..batch.contact_sheet import earlier_files, html
+    from ..batch.job import model_prefixes
     from ..batch.parallel import local_workers, run_dask, run_local
     from ..errors import AnnographError
     from ..loaders import check_dims
@@ -62,15 +65,15 @@ def run(args: argparse.Namespace) -> int:
     if folder.exists() and not folder.is_dir():
         raise AnnographError(f"{folder}: not a folder")
     several = len(args.models) > 1
-    stems = [Path(m).stem for m in args.models]
     jobs = [
         ModelJob(model, tuple(_expand(args.annotations, Path(model).stem)), metrics, options,
-                 prefix=_prefix(model, stems) if several else "", annotations_format=args.annotations_format,
+                 prefix=prefix, annotations_format=args.annotations_format,
                  strict=args.strict, shared_scale=args.shared_scale)
-        for model in args.models
+        for model, prefix in zip(args.models, model_prefixes(args.models))
     ]
     inputs = [*args.models, *(f for job in jobs for f in job.runs)]
     atomic.refuse_inputs([folder / "index.html"], inputs)
+    ours = earlier_files(folder)  # refuses a folder whose index.html batch did not write
     check_dims(args.models, options.dims)  # each job pins what its model has; a --dim none has is an error
     folder.mkdir(parents=True, exist_ok=True)
     workers = 0 if args.dask else local_workers(args.jobs)
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         facts.append(f"{count(len(jobs), 'model')} on " + (f"the Dask cluster {args.dask}" if args.dask
                                                              else count(min(workers, len(jobs)), "local worker")))
         for result in results:
-            _take(result, folder, inputs, done)
+            _take(result, folder, inputs, ours, done)
             failed += result.error is not None
             shown.update(1)
     atomic.write_text(folder / "index.html", html(done, f"annograph batch: {len(jobs)} model{'s' if several else ''}"),
@@ -94,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _take(result, folder: Path, inputs: list, done: list) -> None:  # type: ignore[no-untyped-def, type-arg]
-    """Say how one model went and write its pictures."""
+def _take(result, folder: Path, inputs: list, ours: set[str], done: list) -> None:  # type: ignore[no-untyped-def, type-arg]
+    """Say how one model went and write its pictures (never over a file an earlier batch did not write)."""
     from .. import atomic
     from .common import note, warn
 
@@ -103,6 +106,12 @@ def _take(result, folder: Path, inputs: list, done: list) -> None:  # type: igno
         warn(line)
     for line in result.said:
         note(line)
+    atomic.refuse_inputs([folder / name for name, _ in result.files], inputs)
+    foreign = next((name for name, _ in result.files if name not in ours and os.path.lexists(folder / name)), None)
+    if result.error is None and foreign is not None:
+        result.error = (f"{result.model}: {folder / foreign} exists and was not written by annograph batch; "
+                        "move it, or choose another folder")
+        result.files, result.pictures = [], []
     if result.error is not None:
         warn(f"error: {result.error}")
     else:
@@ -121,9 +130,3 @@ def _expand(patterns: list[str], stem: str) -> list[str]:
         else:
             files.append(concrete)
     return list(dict.fromkeys(files))
-
-
-def _prefix(model: str, stems: list[str]) -> str:
-    """The model's name in output file names; the full path when two models share a file name."""
-    stem = Path(model).stem
-    return stem if stems.count(stem) == 1 else str(Path(model).with_suffix("")).replace("/", "_")

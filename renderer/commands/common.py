@@ -30,6 +30,24 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+OUTPUT_FLAGS = frozenset({"-o", "--summary", "--save-dumps"})
+"""Options that name a file or folder to write: an empty name is a usage error for every command."""
+
+
+def output_name(text: str) -> str:
+    """argparse type: a file or folder name to write, never empty (``-o ""`` would write beside nothing)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty name is not a file or folder to write")
+    return text
+
+
+def require_output_names(parser: argparse.ArgumentParser) -> None:
+    """Every output option of ``parser`` (``OUTPUT_FLAGS``) refuses an empty name."""
+    for action in parser._actions:
+        if OUTPUT_FLAGS & set(action.option_strings) and action.type is None:
+            action.type = output_name
+
+
 def add_annotation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE",
                         help="annotation file (repeatable; JSON, YAML, CSV, or a tool's own output)")
