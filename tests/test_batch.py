@@ -42,6 +42,27 @@ def svgs(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("*.svg"))}
 
 
+def sheet_links(folder: Path) -> tuple[list[str], str]:
+    """The contact sheet's links and its text."""
+
+    class Sheet(html.parser.HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.links: list[str] = []
+            self.text: list[str] = []
+
+        def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+            if tag == "a":
+                self.links.append(dict(attrs)["href"])
+
+        def handle_data(self, data):  # type: ignore[no-untyped-def]
+            self.text.append(data)
+
+    sheet = Sheet()
+    sheet.feed((folder / "index.html").read_text(encoding="utf-8"))
+    return sheet.links, " ".join(sheet.text)
+
+
 def op_texts(group) -> list:  # type: ignore[no-untyped-def]
     return list(group.iter(f"{SVG_NS}text"))
 
@@ -114,24 +135,8 @@ def test_values_and_fills_are_those_of_a_single_render(tiny_batch, tmp_path: Pat
 
 def test_contact_sheet_links_every_picture(tiny_batch) -> None:  # type: ignore[no-untyped-def]
     out, runs = tiny_batch
-
-    class Links(html.parser.HTMLParser):
-        def __init__(self) -> None:
-            super().__init__()
-            self.links: list[str] = []
-            self.text: list[str] = []
-
-        def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
-            if tag == "a":
-                self.links.append(dict(attrs)["href"])
-
-        def handle_data(self, data):  # type: ignore[no-untyped-def]
-            self.text.append(data)
-
-    sheet = Links()
-    sheet.feed((out / "index.html").read_text(encoding="utf-8"))
-    assert sorted(sheet.links) == sorted(svgs(out))
-    text = " ".join(sheet.text)
+    links, text = sheet_links(out)
+    assert sorted(links) == sorted(svgs(out))
     for run in runs:
         assert run.name in text
     assert "latency_us" in text and "…" in text
@@ -257,27 +262,6 @@ def test_a_worker_dying_mid_task_does_not_lose_its_model(tmp_path: Path) -> None
     [remote] = results
     assert remote.error is None, remote.error
     assert remote.files == local.files and len(remote.files) == 12
-
-
-def sheet_links(folder: Path) -> tuple[list[str], str]:
-    """The contact sheet's links and its text."""
-
-    class Sheet(html.parser.HTMLParser):
-        def __init__(self) -> None:
-            super().__init__()
-            self.links: list[str] = []
-            self.text: list[str] = []
-
-        def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
-            if tag == "a":
-                self.links.append(dict(attrs)["href"])
-
-        def handle_data(self, data):  # type: ignore[no-untyped-def]
-            self.text.append(data)
-
-    sheet = Sheet()
-    sheet.feed((folder / "index.html").read_text(encoding="utf-8"))
-    return sheet.links, " ".join(sheet.text)
 
 
 def operator_ids(svg: bytes) -> set[str]:
