@@ -552,7 +552,7 @@ def test_double_dash_as_an_option_value_is_that_text() -> None:
             try:
                 args = parser.parse_args([name, *positional, *required, f"{option}=--"])
             except SystemExit as e:
-                assert e.code == 1, (name, option)
+                assert e.code == 2, (name, option)
                 continue
             value = getattr(args, action.dest)
             assert value == "--" or isinstance(value, list) and value[-1:] == ["--"] \
