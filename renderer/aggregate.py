@@ -48,3 +48,19 @@ def combine(values: Iterable[float], rule: str) -> float | None:
     if rule == "min":
         return min(finite)
     return math.fsum(finite) / len(finite)
+
+
+def shares(parts: list[float], total: float, places: int = 1) -> list[float] | None:
+    """Each part as a percentage of ``total``, rounded to ``places`` decimals so that the rounded shares add
+    up to the rounded sum of the exact ones (100 when the parts make up the total): the largest remainders
+    take the spare units. None when a share means nothing (a total that is not positive, a negative part)."""
+    if not (math.isfinite(total) and total > 0) or any(not math.isfinite(p) or p < 0 for p in parts):
+        return None
+    unit = 10 ** places
+    exact = [p / total * 100 * unit for p in parts]
+    floors = [math.floor(e) for e in exact]
+    spare = round(math.fsum(exact)) - sum(floors)
+    by_remainder = sorted(range(len(parts)), key=lambda i: (floors[i] - exact[i], i))
+    for i in by_remainder[:max(0, spare)]:
+        floors[i] += 1
+    return [f / unit for f in floors]

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import graphviz
 
 from . import escape
-from .aggregate import combine, rule_for
+from .aggregate import combine, rule_for, shares
 from .annotations.records import MetricInfo
 from .colors import Scale, format_number, text_color
 from .dot import BORDER_COLOR, EDGE_COLOR, FONT, Scene, _Emitter, _io_name, _op_name, _row, _unique
-from .grouping import Group
+from .grouping import Group, display_path
 from .heatmap import Heatmap
 from .ir import Node, Value
 from .metrics import format_bytes
@@ -106,6 +106,10 @@ class _PageEmitter(_Emitter):
         self.groups = [g for run in self.runs for g in run]
         self.group_index = {id(g): i for i, g in enumerate(self.groups)}
         self.box_heat = group_heatmap(scene, self.groups, scene.options.aggregate)
+        self.share: dict[int, float] = {}  # id(first group of a run) or 0 for the page's own operators → %
+        self.group_share = 0.0
+        self.instance_share: dict[int, float] = {}
+        self._compute_shares()
         self.stubs: dict[str, tuple[str, str, str]] = {}  # dot name → (label, href, tooltip)
         self.stub_ids: dict[str, str] = {}
         self._cluster_count = 0
@@ -145,6 +149,36 @@ class _PageEmitter(_Emitter):
                      **{"class": "stub"})
         return dot.source
 
+    # -- shares of the model total ------------------------------------------------------------------------
+
+    def _compute_shares(self) -> None:
+        """Each box's (a run's as a whole) and the page's own operators' share of the model total, for a
+        summed metric; rounded together with the rest of the model so the overview's add up to 100 %."""
+        heat = self.scene.heatmap
+        if heat is None or self.book.kind != "groups" or \
+                rule_for(heat.metric, heat.info, self.opts.aggregate) != "sum":
+            return
+        values = heat.values
+        root = self.book.pages[0].group
+        total = math.fsum(v for v in (values.get(n.key) for n in root.members()) if v is not None and math.isfinite(v))
+
+        def summed(nodes: Iterable[Node]) -> float:
+            return math.fsum(v for v in (values.get(n.key) for n in nodes) if v is not None and math.isfinite(v))
+
+        keys = [id(run[0]) for run in self.runs] + [0]
+        parts = [summed(n for g in run for n in g.members()) for run in self.runs] + [summed(self.page.drawn_ops())]
+        rounded = shares(parts + [max(0.0, total - math.fsum(parts))], total)
+        if rounded is not None:
+            self.share = dict(zip(keys, rounded))
+            self.group_share = 100 * summed(self.page.group.members()) / total
+            self.instance_share = {id(g): 100 * summed(g.members()) / total for run in self.runs for g in run}
+
+    def _share_text(self, key: int) -> str:
+        """``93.5 % of MACs`` (the metric's name escaped), or "" when there is no share."""
+        if key not in self.share:
+            return ""
+        return f"<B>{self.share[key]:.1f} %</B> of {escape.html_text(self.scene.heatmap.metric, 28)}"  # type: ignore[union-attr]
+
     # -- content --------------------------------------------------------------------------------------------
 
     def _content(self, container: graphviz.Digraph, ops: list[Node], inlines: list[Inline],
@@ -157,7 +191,7 @@ class _PageEmitter(_Emitter):
                 sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">'
                                                  f'{escape.html_text(inline.group.label, 80)}</FONT>'),
                          style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
-                         labeljust="l", tooltip=escape.tooltip([inline.group.path or inline.group.label]))
+                         labeljust="l", tooltip=escape.tooltip([display_path(inline.group)]))
                 self._content(sub, inline.ops, inline.inlines, inline.boxes)
         for run in boxes:
             if len(run) == 1:
@@ -181,19 +215,21 @@ class _PageEmitter(_Emitter):
         rows = [
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{ink}" POINT-SIZE="12"><B>{escape.html_text(title, 48)}'
             f'</B></FONT></TD></TR>',
-            _row(f"{len(members):,} operators" + (f" · {group.kind}" if group.kind in ("graph", "stage") else ""), ink),
+            _row(f"{len(members):,} operators" + (" · subgraph" if group.kind == "graph" else ""), ink),
             _row(escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""),
                                   64), ink, 8),
         ]
         if self.box_heat is not None:
             shown = format_number(number) if number is not None else "n/a"
+            if self.share:
+                rows.append(_row(self._share_text(id(group)), ink, 11))
             rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)} "  # type: ignore[union-attr]
                              f"{escape.html_text(rule_for(self.scene.heatmap.metric, self.scene.heatmap.info, self.opts.aggregate), 8)}: "  # type: ignore[union-attr]
                              f"<B>{escape.html_text(shown, 24)}</B>", ink))
         rows.append(_row(f'<U>open page {target.index}</U>', ink, 8))
         label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="4" COLOR="{BORDER_COLOR}" '
                  f'BGCOLOR="{fill}" STYLE="rounded">{"".join(rows)}</TABLE>')
-        tip = [f"group {group.path or group.label}  (page {target.index}, box-{target.index})",
+        tip = [f"{display_path(group)}  (page {target.index})",
                f"{len(members):,} operators: " + ", ".join(f"{t} ×{c}" for t, c in types[:12])]
         if self.box_heat is not None:
             tip.append(f"{self.scene.heatmap.metric}: {format_number(number) if number is not None else 'n/a'}")  # type: ignore[union-attr]
@@ -206,7 +242,7 @@ class _PageEmitter(_Emitter):
         head = self.book.page_of_group[id(run[0])]
         members = list(run[0].members())
         types = Counter(n.op_type for n in members).most_common()
-        title = f"{run[0].label} … {run[-1].label}  × {len(run)}"
+        title = f"{'repeated block' if run[0].position else f'{run[0].label} … {run[-1].label}'}  × {len(run)}"
         rows = [
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="12"><B>'
             f'{escape.html_text(title, 60)}</B></FONT></TD></TR>',
@@ -221,6 +257,9 @@ class _PageEmitter(_Emitter):
         if self.box_heat is not None and heat is not None:
             rule = rule_for(heat.metric, heat.info, self.opts.aggregate)
             total = combine((v for v in values if v is not None), rule)
+            if self.share:
+                rows.append(f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="11">'
+                            f'{self._share_text(id(run[0]))} (all {len(run)})</FONT></TD></TR>')
             rows.append(f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="9">'
                         f'{escape.html_text(heat.metric, 28)} {rule} per instance; {rule} of all: '
                         f'<B>{escape.html_text(format_number(total) if total is not None else "n/a", 24)}</B>'
@@ -230,10 +269,13 @@ class _PageEmitter(_Emitter):
             page = self.book.page_of_group[id(group)]
             fill = self.box_heat.scale.color(number) if self.box_heat else "#ffffff"
             shown = format_number(number) if number is not None else ("n/a" if self.box_heat else "")
+            where = display_path(group)
+            if id(group) in self.instance_share:
+                where += f" ({self.instance_share[id(group)]:.1f} % of {heat.metric})"  # type: ignore[union-attr]
             cells.append(
                 f'<TD BGCOLOR="{fill}" HREF="{self.links.href(self.page, page)}" ID="box-{page.index}" '
-                f'TITLE="{escape.html_text(f"{group.path or group.label}: {shown}", 120)}" BORDER="1" COLOR="#9a9a9a">'
-                f'<FONT POINT-SIZE="8" COLOR="{text_color(fill)}">{escape.html_text(_short_label(group.label), 12)}'
+                f'TITLE="{escape.html_text(f"{where}: {shown}", 160)}" BORDER="1" COLOR="#9a9a9a">'
+                f'<FONT POINT-SIZE="8" COLOR="{text_color(fill)}">{escape.html_text(_short_label(group), 12)}'
                 f"</FONT></TD>"
             )
         for start in range(0, len(cells), RUN_COLUMNS):
@@ -241,7 +283,7 @@ class _PageEmitter(_Emitter):
             rows.append(f"<TR>{''.join(chunk)}</TR>")
         label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="2" CELLPADDING="3" COLOR="{BORDER_COLOR}" '
                  f'BGCOLOR="{GROUP_PLAIN_FILL}" STYLE="rounded">{"".join(rows)}</TABLE>')
-        tip = [f"{len(run)} groups of the same structure, {run[0].path} … {run[-1].path}",
+        tip = [f"{len(run)} groups of the same structure, {display_path(run[0])} … {display_path(run[-1])}",
                f"{len(members):,} operators each: " + ", ".join(f"{t} ×{c}" for t, c in types[:12])]
         container.node(f"box_{head.index}", label=escape.html_label(label), id=f"run-{head.index}",
                        tooltip=escape.tooltip(tip), **{"class": "group run"})
@@ -287,8 +329,12 @@ class _PageEmitter(_Emitter):
             seen[value.key] += 1
             container.edge(source, target, id=value.element_id if k == 0 else f"{value.element_id}.{k}",
                            **self._edge_style(value))
+        first_seen = {pair: k for k, pair in enumerate(bundled)}
         for k, ((source, target), carried) in enumerate(bundled.items()):
-            container.edge(source, target, id=f"x-{self.page.index}-{k}", **self._bundle_style(carried))
+            if first_seen.get((target, source), k) < k:
+                continue  # drawn with the other direction, which came first in graph order
+            back = bundled.get((target, source), [])
+            container.edge(source, target, id=f"x-{self.page.index}-{k}", **self._bundle_style(carried, back))
         for node in drawn:
             for sub in node.subgraphs:
                 target = self._first_local(sub.nodes)
@@ -361,7 +407,7 @@ class _PageEmitter(_Emitter):
             text = f"{'from' if direction == 'in' else 'to'} {node.op_type} {node.graph.index}:{node.index}"
             return self._add_stub(name, text, "", [f"{text}: {node.display_name}", "outside this view"])
         name = f"stub_{direction}_{owner.index}"
-        where = owner.title if owner.index else "overview"
+        where = display_path(owner.group) if owner.index else "overview"
         text = f"{'from' if direction == 'in' else 'to'} {where}"
         return self._add_stub(name, text, self.links.href(self.page, owner, node.element_id),
                               [f"{text} (page {owner.index})", f"first: {node.op_type} {node.display_name}"])
@@ -382,23 +428,20 @@ class _PageEmitter(_Emitter):
             self.stub_ids[name] = f"stub-{self.page.index}-{len(self.stub_ids)}"
         return name
 
-    def _bundle_style(self, carried: list[Value]) -> dict[str, object]:
-        total = sum(b for b in (_bytes(v) for v in carried) if b is not None)
-        known = all(_bytes(v) is not None for v in carried)
-        if len(carried) == 1 and carried[0].type is not None:
-            text = carried[0].type.shape_text()
-        else:
-            text = f"{len(carried)} tensors"
-        if total:
-            text += f" · {format_bytes(total)}{'' if known else '+'}"
-        tip = [f"{len(carried)} tensor{'s' if len(carried) > 1 else ''}, {format_bytes(total)}"]
-        tip += [f"{escape.clean(v.name, 80)} {v.type or ''}" for v in carried[:MAX_TOOLTIP_TENSORS]]
-        if len(carried) > MAX_TOOLTIP_TENSORS:
-            tip.append(f"… {len(carried) - MAX_TOOLTIP_TENSORS} more")
-        attrs: dict[str, object] = {"class": "tensor bundle", "tooltip": escape.tooltip(tip),
-                                    "penwidth": f"{min(4.0, 1.0 + math.log2(len(carried))):.2f}"}
+    def _bundle_style(self, carried: list[Value], back: list[Value] | None = None) -> dict[str, object]:
+        """An edge carrying several tensors; with ``back``, also those going the other way (two groups that
+        feed each other are one edge with both counts, not two opposing arrows that read as a loop)."""
+        text, tip = _carried_text(carried)
+        width = len(carried)
+        attrs: dict[str, object] = {"class": "tensor bundle"}
+        if back:
+            back_text, back_tip = _carried_text(back)
+            text, tip = f"→ {text}  ← {back_text}", ["→ " + tip[0], *tip[1:], "← " + back_tip[0], *back_tip[1:]]
+            width += len(back)
+            attrs.update(dir="both", arrowtail="normal")
+        attrs.update(tooltip=escape.tooltip(tip), penwidth=f"{min(4.0, 1.0 + math.log2(width)):.2f}")
         if self.opts.edge_labels:
-            attrs["label"] = escape.attr(text, 60)
+            attrs["label"] = escape.attr(text, 90)
         return attrs
 
     # -- legend pieces --------------------------------------------------------------------------------------
@@ -428,18 +471,42 @@ class _PageEmitter(_Emitter):
                 totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
         group = self.page.group
         if self.page.index:
-            totals["group"] = group.path or group.label
+            totals["group"] = display_path(group)
         in_boxes = sum(g.size for g in self.groups)
         totals["on this page"] = f"{len(drawn):,} operators" + (
             f", {len(self.groups)} groups holding {in_boxes:,} more" if self.groups else "")
+        if self.share and drawn:
+            metric = self.scene.heatmap.metric  # type: ignore[union-attr]
+            totals["operators drawn here"] = f"{self.share[0]:.1f} % of {metric}"
+            if self.page.index:
+                totals["this group"] = f"{self.group_share:.1f} % of {metric}"
         return totals
 
 
-def _short_label(label: str) -> str:
+def _short_label(group: Group) -> str:
     """``layer.12`` → ``12``: the part that tells instances of a run apart."""
-    tail = label.rsplit("/", 1)[-1]
+    if group.position:
+        return str(group.position[0])
+    tail = group.label.rsplit("/", 1)[-1]
     digits = tail.rsplit(".", 1)[-1] if "." in tail else tail.rsplit("_", 1)[-1]
     return digits if digits.isdigit() else tail
+
+
+def _carried_text(carried: list[Value]) -> tuple[str, list[str]]:
+    """The label (``3 tensors · 1.2 MiB``, a lone tensor's shape) and tooltip lines of tensors on one edge."""
+    total = sum(b for b in (_bytes(v) for v in carried) if b is not None)
+    known = all(_bytes(v) is not None for v in carried)
+    if len(carried) == 1 and carried[0].type is not None:
+        text = carried[0].type.shape_text()
+    else:
+        text = f"{len(carried)} tensors"
+    if total:
+        text += f" · {format_bytes(total)}{'' if known else '+'}"
+    tip = [f"{len(carried)} tensor{'s' if len(carried) > 1 else ''}, {format_bytes(total)}"]
+    tip += [f"{escape.clean(v.name, 80)} {v.type or ''}" for v in carried[:MAX_TOOLTIP_TENSORS]]
+    if len(carried) > MAX_TOOLTIP_TENSORS:
+        tip.append(f"… {len(carried) - MAX_TOOLTIP_TENSORS} more")
+    return text, tip
 
 
 def _is_element(name: str) -> bool:

@@ -15,14 +15,17 @@ Pure: IR in, group tree out (no Graphviz, no files). The rules, in the order ``g
    at most ``INLINE_MAX`` operators when the parent's whole content fits one page (``max_items``): a page for
    a Linear's MatMul + Add helps nobody, while ``embeddings`` (3 ops) stays a box on a 400-op overview.
 5. **Wide levels.** A group with more than ``max_items`` direct items (operators + child groups) is split,
-   never drawn as a strip. Only operators: cut them, in graph order, into contiguous ``stage`` groups of
-   ``max_items // 2`` to ``max_items`` operators at the narrowest points (fewest tensors crossing the cut).
-   Mixed: each run of two or more consecutive loose operators becomes one ``gathered`` group (``37 ops: Add,
-   Mul, …``); if still too wide, the items are cut into contiguous ``gathered`` runs the same way
-   (``14 groups: layers.12 … layers.25``). Repeated while a level is too wide, so stages nest into
-   super-stages.
+   never drawn as a strip. Only operators: first a block repeated at least ``BLOCK_MIN_REPEATS`` times is
+   looked for (``repeated_spans``: a flat-named transformer's layers, a CNN's identical bottlenecks); each
+   repeat becomes a ``block`` group. Still only operators: cut them, in graph order, into contiguous ``stage``
+   groups of ``max_items // 2`` to ``max_items`` operators at the narrowest points (fewest tensors crossing
+   the cut). Mixed: each run of two or more consecutive loose operators becomes one ``gathered`` group; if
+   still too wide, the items are cut into contiguous ``gathered`` runs the same way. Repeated while a level is
+   too wide, so stages nest into super-stages. Cut-out runs are named last (``_name_synthetic``) by the named
+   groups they hold (``layers.12 … layers.25``), else by where they sit and what they compute
+   (``between embeddings and encoder · Mul Div Floor Cast``), never by operator indices or counts.
 6. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
-7. **Repeats.** Consecutive sibling scope or subgraph groups with the same structure (op types in graph order,
+7. **Repeats.** Consecutive sibling scope, subgraph or block groups with the same structure (op types in graph order,
    and the internal edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` it.
 
 Deterministic: the tree depends only on the model and the arguments; paths are unique.
@@ -57,8 +60,8 @@ MAX_SCOPE_DEPTH = 32
 """Scope components beyond this are ignored (a hostile name must not make the tree arbitrarily deep)."""
 _MAX_METADATA_CHARS = 20_000
 
-KINDS = ("root", "scope", "graph", "stage", "gathered")
-TWIN_KINDS = frozenset({"scope", "graph"})
+KINDS = ("root", "scope", "graph", "block", "stage", "gathered")
+TWIN_KINDS = frozenset({"scope", "graph", "block"})
 """Kinds that can be marked as repeats: named blocks and bodies, not the runs cut out of a level."""
 
 
@@ -68,11 +71,11 @@ class Group:
 
     Attributes:
         label: what the box shows: the scope (``layers.0``, ``encoder/layers.0`` for a collapsed chain),
-            ``graph 3: body``, ``stage 4 (ops 120–181)``, ``14 groups: layers.12 … layers.25``.
-        path: unique ``/``-joined path from the root ("" for the root). Scope groups add their scope
-            components; other kinds add ``#graph3``, ``#stage2``, ``#gathered1`` (a scope component
-            starting with ``#`` is written ``##…``).
-        kind: ``root`` | ``scope`` | ``graph`` | ``stage`` | ``gathered`` (see the module docstring).
+            ``graph 3: body``, ``block 3 of 40``, ``layers.12 … layers.25``, ``after embeddings · MatMul Add``.
+        path: unique ``/``-joined path from the root ("" for the root), an internal key never shown (see
+            ``display_path``). Scope groups add their scope components; other kinds add ``#graph3``,
+            ``#stage2``, ``#gathered1``, ``#block4`` (a scope component starting with ``#`` is written ``##…``).
+        kind: ``root`` | ``scope`` | ``graph`` | ``block`` | ``stage`` | ``gathered`` (module docstring).
         nodes: operators placed directly here, in graph order.
         children: child groups in graph order (by their first operator).
         parent: the enclosing group, None for the root.
@@ -81,6 +84,7 @@ class Group:
         scope: for ``scope`` groups, the full scope they stand for; for ``root``/``graph``, the scope
             whose content they took (rule 3), else ().
         graph: the graph whose operators this group holds (directly or below, subgraphs aside).
+        position: for ``block`` groups, (k, n): the k-th of n repeats found in a flat run.
 
     The tree is read-only once ``group_model`` returns (``members`` and ``size`` are cached).
     """
@@ -95,6 +99,7 @@ class Group:
     twin_of: Group | None = field(default=None, repr=False)
     scope: tuple[str, ...] = ()
     graph: Graph | None = field(default=None, repr=False)
+    position: tuple[int, int] = ()
     _parts: tuple[str, ...] = field(default=(), repr=False)
     _order: dict[Node, int] | None = field(default=None, repr=False)
     _members: list[Node] | None = field(default=None, repr=False)
@@ -333,6 +338,7 @@ class _Builder:
         if max_depth is not None:
             self._limit_depth(root, max_depth)
         self._finish(root)
+        _name_synthetic(root, model.format)
         _mark_repeats(root)
         return root
 
@@ -437,8 +443,12 @@ class _Builder:
         while stack:
             group = stack.pop()
             gathered_loose = False
+            looked_for_blocks = False
             while group.items > self.max_items:
-                if all(c.kind in ("stage", "graph") for c in group.children):
+                if not group.children and not looked_for_blocks:
+                    looked_for_blocks = True
+                    self._blocks(group)
+                elif all(c.kind in ("stage", "graph") for c in group.children):
                     self._cut(group, self._items(group), "stage")
                 elif not gathered_loose and self._gather_loose(group):
                     gathered_loose = True
@@ -446,6 +456,24 @@ class _Builder:
                     gathered_loose = True
                     self._cut(group, self._items(group), "gathered")
             stack.extend(group.children)
+
+    def _blocks(self, group: Group) -> None:
+        """Wrap each repeated run of operators (``repeated_spans``) into ``block`` groups, one per repeat."""
+        nodes = group.nodes
+        spans = repeated_spans([f"{n.domain}:{n.op_type}" for n in nodes])
+        if not spans:
+            return
+        taken: set[int] = set()
+        for start, period, count in spans:
+            for k in range(count):
+                run = nodes[start + k * period:start + (k + 1) * period]
+                block = Group(f"block {k + 1} of {count}", "", "block", nodes=run, parent=group, graph=group.graph,
+                              position=(k + 1, count))
+                self._rank_group(block)
+                group.children.append(block)
+            taken.update(range(start, start + count * period))
+        group.nodes = [n for i, n in enumerate(nodes) if i not in taken]
+        group.children.sort(key=self._first)
 
     def _items(self, group: Group) -> list[Node | Group]:
         items: list[tuple[int, Node | Group]] = [(self.order[n], n) for n in group.nodes]
@@ -465,7 +493,7 @@ class _Builder:
         if not runs:
             return False
         for run in runs:
-            wrapper = Group(_ops_label(run), "", "gathered", nodes=run, parent=group, graph=group.graph)
+            wrapper = Group("gathered", "", "gathered", nodes=run, parent=group, graph=group.graph)
             self.first_rank[id(wrapper)] = self.order[run[0]]
             group.children.append(wrapper)
         taken = {id(n) for run in runs for n in run}
@@ -477,15 +505,11 @@ class _Builder:
         """Replace ``group``'s direct items by contiguous runs of them, cut at the narrowest points."""
         runs = segment(_cut_widths(items, group, self.order), len(items), self.max_items)
         new_children: list[Group] = []
-        for number, (start, end) in enumerate(runs, 1):
+        for start, end in runs:
             run = items[start:end]
             nodes = [x for x in run if isinstance(x, Node)]
             children = [x for x in run if isinstance(x, Group)]
-            if kind == "stage":
-                label = _stage_label(group, run, number, runs, start, end)
-            else:
-                label = _gathered_label(nodes, children)
-            wrapper = Group(label, "", kind, nodes=nodes, children=children, parent=group, graph=group.graph)
+            wrapper = Group(kind, "", kind, nodes=nodes, children=children, parent=group, graph=group.graph)
             for child in children:
                 child.parent = wrapper
             self._rank_group(wrapper)
@@ -529,6 +553,68 @@ class _Builder:
                     counts[child.kind] += 1
                     segment_text = f"#{child.kind}{counts[child.kind]}"
                 child.path = f"{group.path}/{segment_text}" if group.path else segment_text
+
+
+# -- repeats in a flat run ---------------------------------------------------------------------------------
+
+BLOCK_MIN_OPS = 8
+"""Fewest operators in a repeated block found in a flat run (a Conv + Relu pair repeated is no block)."""
+BLOCK_MIN_REPEATS = 3
+BLOCK_MAX_OPS = 1024
+"""Longest block looked for: the search costs one pass over the run per candidate length."""
+
+
+def repeated_spans(types: list[str], min_ops: int = BLOCK_MIN_OPS, min_repeats: int = BLOCK_MIN_REPEATS,
+                   max_ops: int = BLOCK_MAX_OPS) -> list[tuple[int, int, int]]:
+    """Where a run of operators repeats a block: ``(start, length, count)`` spans, in order, not overlapping.
+
+    ``types`` is the run's op types in graph order. The span covering most operators is taken first (among
+    equals, the shortest block), then the parts before and after it are searched the same way. A flat-named
+    transformer's layers come out as one span of ``count`` layers; a CNN's identical bottlenecks as one per
+    stage. Blocks are aligned where the repetition starts, which can be a few operators off the layer's own
+    first operator when the part before ends like a layer does.
+    """
+    import numpy as np  # lazily: annograph --help stays instant
+
+    codes: dict[str, int] = {}
+    seq = np.array([codes.setdefault(t, len(codes)) for t in types], dtype=np.int64)
+    spans: list[tuple[int, int, int]] = []
+    pending = [(0, len(types))]
+    while pending:
+        low, high = pending.pop()
+        best = _longest_repeat(seq[low:high], min_ops, min_repeats, max_ops)
+        if best is None:
+            continue
+        start, length, count = best
+        spans.append((low + start, length, count))
+        pending += [(low, low + start), (low + start + length * count, high)]
+    return sorted(spans)
+
+
+def _longest_repeat(seq, min_ops: int, min_repeats: int, max_ops: int) -> tuple[int, int, int] | None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    n = len(seq)
+    best: tuple[int, int, int, int] | None = None  # (covered, start, length, count)
+    for length in range(min_ops, min(max_ops, n // min_repeats) + 1):
+        same = np.concatenate(([False], seq[:-length] == seq[length:], [False]))
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+        if not len(edges):
+            continue
+        starts, ends = edges[0::2], edges[1::2]
+        k = int((ends - starts).argmax())
+        count = (int(ends[k] - starts[k]) + length) // length
+        start = int(starts[k])
+        if count >= min_repeats and (best is None or count * length > best[0]) and \
+                _primitive(seq[start:start + length]):
+            best = (count * length, start, length, count)
+    return best[1:] if best else None
+
+
+def _primitive(block) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``block`` is no shorter block repeated (a chain of 8 Relu is no block of 8: it is Relu × 8)."""
+    n = len(block)
+    return not any(n % d == 0 and (block[d:] == block[:-d]).all() for d in range(1, n // 2 + 1))
 
 
 # -- cutting a sequence -------------------------------------------------------------------------------------
@@ -588,48 +674,134 @@ def _cut_widths(items: list[Node | Group], owner: Group, order: dict[Node, int])
     return widths
 
 
-# -- labels -------------------------------------------------------------------------------------------------
+# -- names --------------------------------------------------------------------------------------------------
 
-def _ops_label(nodes: list[Node]) -> str:
-    types = [t for t, _ in Counter(n.op_type for n in nodes).most_common()]
-    shown = ", ".join(types[:3]) + (", …" if len(types) > 3 else "")
-    return f"{len(nodes)} ops: {shown}"
-
-
-def _edge_name(item: Node | Group, last: bool) -> str:
-    while isinstance(item, Group) and item.kind in ("stage", "gathered") and (item.children or item.nodes):
-        inner: list = item.children or item.nodes
-        item = inner[-1] if last else inner[0]
-    return item.label if isinstance(item, Group) else item.op_type
+SYNTHETIC_KINDS = frozenset({"stage", "gathered"})
+"""Kinds cut out of a level by ``_split_wide``: named after what they hold and where they sit, never by index."""
+_CATEGORY_RANK = {c: i for i, c in enumerate((
+    "layer", "attention", "pool", "normalization", "activation", "reduce", "control", "elementwise",
+    "quantization", "tensor", "data", "shape", "other"))}
+SUMMARY_TYPES = 4
+"""Operator types a name lists for what a run of operators computes."""
 
 
-def _gathered_label(nodes: list[Node], children: list[Group]) -> str:
-    if not children:
-        return _ops_label(nodes)
-    first, last = _edge_name(children[0], False), _edge_name(children[-1], True)
-    span = first if len(children) == 1 else f"{first}, {last}" if len(children) == 2 else f"{first} … {last}"
-    count = f"{len(children)} group" + ("s" if len(children) > 1 else "")
-    if nodes:
-        count += f", {len(nodes)} op" + ("s" if len(nodes) > 1 else "")
-    return f"{count}: {span}"
+def computes(nodes: Iterable[Node], fmt: str = "onnx", most: int = SUMMARY_TYPES) -> str:
+    """What ``nodes`` compute, as their op types (``MatMul Softmax Add Mul …``): weight-bearing and costly
+    categories before element-wise and shape plumbing, then the more frequent first."""
+    from .categories import category
+
+    counts = Counter(n.op_type for n in nodes)
+    ranked = sorted(counts, key=lambda t: (_CATEGORY_RANK.get(category(fmt, t), len(_CATEGORY_RANK)), -counts[t], t))
+    return " ".join(ranked[:most]) + (" …" if len(ranked) > most else "")
 
 
-def _stage_label(group: Group, run: list[Node | Group], number: int, runs: list[tuple[int, int]],
-                 start: int, end: int) -> str:
-    own = [n for n in _nodes_of(run) if n.graph is group.graph] if group.graph is not None else []
-    ops = f" (ops {min(n.index for n in own)}–{max(n.index for n in own)})" if own else ""
-    if all(isinstance(x, Group) and x.kind == "stage" for x in run):  # stages of stages
-        return f"stages {start + 1}–{end}{ops}"
-    return f"stage {number}{ops}"
+def span_name(groups: list[Group]) -> str:
+    """A run of sibling groups by their own names: ``layer.3``, ``layer.3, layer.4``, ``layer.3 … layer.9``."""
+    if not groups:
+        return ""
+    if len(groups) > 2 and all(g.position for g in groups) and groups[0].position[1] == groups[-1].position[1]:
+        return f"blocks {groups[0].position[0]}–{groups[-1].position[0]} of {groups[0].position[1]:,}"
+    first, last = groups[0].label, groups[-1].label
+    return first if len(groups) == 1 else f"{first}, {last}" if len(groups) == 2 else f"{first} … {last}"
 
 
-def _nodes_of(items: Iterable[Node | Group]) -> Iterator[Node]:
+def name_run(items: Iterable[Node | Group], fmt: str = "onnx") -> str:
+    """A name for items drawn together (a page packing sibling groups, a cut-out run): the named groups in it,
+    first … last, and what its loose operators compute (``layer.3 … layer.9 · Add Mul``); "" for none."""
+    named: list[Group] = []
+    loose: list[Node] = []
     for item in items:
         if isinstance(item, Node):
-            yield item
+            loose.append(item)
         else:
-            for group in item.walk():
-                yield from group.nodes
+            _named_inside(item, named, loose)
+    parts = [span_name(named)] if named else []
+    if loose:
+        parts.append(computes(loose, fmt))
+    return " · ".join(parts)
+
+
+def display_path(group: Group) -> str:
+    """Where ``group`` is, by the model's names: its named ancestors' labels and its own, ``encoder/layer.3``
+    (cut-out runs above it are skipped: their names describe a position, which the group's own name does)."""
+    parts = [group.label]
+    parent = group.parent
+    while parent is not None and parent.parent is not None:
+        if parent.kind not in SYNTHETIC_KINDS:
+            parts.append(parent.label)
+        parent = parent.parent
+    return "/".join(reversed(parts))
+
+
+def _named_inside(group: Group, named: list[Group], loose: list[Node]) -> None:
+    """The named groups at the top of ``group`` (looking through cut-out runs) and the operators beside them."""
+    if group.kind not in SYNTHETIC_KINDS:
+        named.append(group)
+        return
+    order = group._order or {}
+    items: list[tuple[int, Node | Group]] = [(order.get(n, 0), n) for n in group.nodes]
+    items += [(order.get(next(c.members()), 0), c) for c in group.children if c.size]
+    for _, item in sorted(items, key=lambda pair: pair[0]):
+        if isinstance(item, Node):
+            loose.append(item)
+        else:
+            _named_inside(item, named, loose)
+
+
+def _edge_names(group: Group) -> tuple[str | None, str | None]:
+    """The first and last named groups inside ``group`` (itself when named), looking through cut-out runs."""
+    named: list[Group] = []
+    _named_inside(group, named, [])
+    return (named[0].label, named[-1].label) if named else (None, None)
+
+
+def _context(group: Group) -> tuple[str | None, str | None]:
+    """The nearest named groups before and after ``group`` in graph order, looking outwards through the cut-out
+    runs that hold it, never past a named parent (whose name the page's breadcrumb already shows)."""
+    before = after = None
+    current = group
+    while current.parent is not None and (before is None or after is None):
+        siblings = current.parent.children
+        i = next(k for k, c in enumerate(siblings) if c is current)
+        if before is None:
+            before = next((n for c in reversed(siblings[:i]) if (n := _edge_names(c)[1])), None)
+        if after is None:
+            after = next((n for c in siblings[i + 1:] if (n := _edge_names(c)[0])), None)
+        if current.parent.kind not in SYNTHETIC_KINDS:
+            break
+        current = current.parent
+    return before, after
+
+
+def _where(before: str | None, after: str | None) -> str:
+    if before and after:
+        return f"between {before} and {after}"
+    if before:
+        return f"after {before}"
+    if after:
+        return f"before {after}"
+    return ""
+
+
+def _name_synthetic(root: Group, fmt: str) -> None:
+    """Name every cut-out run by the named groups it holds, else by where it sits and what it computes; runs
+    of one level that sit alike are told apart by ``part k of n``."""
+    for group in root.walk():
+        runs = [c for c in group.children if c.kind in SYNTHETIC_KINDS]
+        places: dict[int, str | None] = {}  # None: named by the groups it holds
+        for run in runs:
+            places[id(run)] = None if _edge_names(run)[0] else _where(*_context(run))
+        alike = Counter(places.values())
+        seen: Counter[str] = Counter()
+        for run in runs:
+            place = places[id(run)]
+            if place is None:
+                run.label = name_run([run], fmt)
+                continue
+            if alike[place] > 1:
+                seen[place] += 1
+                place = f"part {seen[place]} of {alike[place]} {place}".rstrip()
+            run.label = " · ".join(p for p in (place, computes(run.members(), fmt)) if p)
 
 
 # -- repeated blocks ----------------------------------------------------------------------------------------

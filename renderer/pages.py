@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .errors import AnnographError
-from .grouping import Group, group_model, repeated_runs
+from .grouping import Group, display_path, group_model, repeated_runs
 from .ir import Graph, Model, Node, Value
 
 NodeKey = tuple[str, int, int]
@@ -181,7 +181,7 @@ def _long_edge_span(graph: Graph, nodes: list[Node], drawn: Callable[[Node], boo
 
 
 def _add_page(book: Book, group: Group, parent: Page | None, page_ops: int, overview_boxes: int) -> Page:
-    page = Page(len(book.pages), group, list(group.nodes), parent=parent, title=group.path or "overview")
+    page = Page(len(book.pages), group, list(group.nodes), parent=parent, title=display_path(group) if group.parent else "overview")
     book.pages.append(page)
     book.page_of_group[id(group)] = page
     for node in group.nodes:

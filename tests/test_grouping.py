@@ -13,6 +13,7 @@ import pytest
 from conftest import ONNX, ROOT, TFLITE
 
 from renderer.folding import fold
+from renderer import grouping
 from renderer.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment
 from renderer.ir import Graph, Model, Node
 from renderer.loaders import load_model
@@ -132,12 +133,22 @@ def check_follows_names(root: Group, model: Model) -> int:
     return checked
 
 
+INDEX_RANGE = re.compile(r"\bops? \d+\s*[–-]\s*\d+|\d+ (?:ops|groups|operators)\b|#\w+|\bstages? \d")
+"""What a group's name must never be made of: operator index ranges, counts, internal ids."""
+
+
+def check_names(root: Group) -> None:
+    for group in root.walk():
+        assert not INDEX_RANGE.search(group.label), group.label
+
+
 def check_stages(stages: list[Group], nodes: list[Node], max_items: int) -> None:
-    """Stages hold the given operators, each in exactly one, contiguous in graph order, at most max_items."""
+    """Stages (or repeated blocks) hold the given operators, each in exactly one, contiguous in graph order, at
+    most max_items."""
     position = {node: i for i, node in enumerate(nodes)}
     covered = []
     for stage in stages:
-        assert stage.kind == "stage"
+        assert stage.kind in ("stage", "block")
         members = list(stage.members())
         spots = [position[n] for n in members]
         assert spots == list(range(spots[0], spots[0] + len(spots))), f"{stage.label} is not contiguous"
@@ -171,22 +182,32 @@ def test_samples_keep_every_invariant(path: Path, max_items: int) -> None:
     assert tree_shape(root) == tree_shape(group_model(load_model(path), drawn, max_items=max_items))
 
 
-@pytest.mark.parametrize("name", ["light_resnet50.onnx", "light_inception_v1.onnx", "unnamed_nodes.onnx"])
-def test_models_without_usable_names_are_cut_into_stages(name: str) -> None:
+@pytest.mark.parametrize(("name", "block"), [("light_resnet50.onnx", 10), ("light_inception_v1.onnx", 14),
+                                             ("unnamed_nodes.onnx", 0)])
+def test_models_without_usable_names_are_cut_into_their_repeated_blocks(name: str, block: int) -> None:
+    """ResNet-50's identical bottlenecks (10 drawn ops) and Inception's identical modules (14) are found in the
+    flat run and named ``block k of n``, the runs around them by where they sit and what they compute."""
     model = load_model(ONNX / name)
     drawn = drawn_in(model)
     root = group_model(model, drawn, max_items=60)
+    check_tree(root, model, 60)
+    check_names(root)
     nodes = [n for n in model.main.nodes if drawn(n)]
-    assert not any(g.kind in ("scope", "gathered") for g in root.walk())
+    assert not any(g.kind == "scope" for g in root.walk())
     if len(nodes) <= 60:
         assert root.nodes == nodes and not root.children
         return
-    stages = root.children
-    check_stages(stages, nodes, 60)
-    assert all(len(list(s.members())) >= 30 for s in stages), "no tiny stage"
-    for number, stage in enumerate(stages, 1):
-        indices = [n.index for n in stage.members()]
-        assert stage.label == f"stage {number} (ops {min(indices)}–{max(indices)})"
+    blocks = [g for g in root.walk() if g.kind == "block"]
+    assert blocks and all(b.size == block for b in blocks)
+    runs = repeated_runs(root)
+    assert max(len(r) for r in runs) >= 3, "identical blocks are one run"
+    for run in runs:
+        count = run[0].position[1]
+        assert [g.label for g in run][-1].endswith(f"of {count}")
+    for group in root.children:
+        if group.kind != "block":
+            assert re.match(r"(before|after|between) block \d+ of \d+( and block \d+ of \d+)? · \w+", group.label), \
+                group.label
 
 
 def test_tflite_without_scoped_tensor_names_is_cut_into_stages() -> None:
@@ -197,9 +218,11 @@ def test_tflite_without_scoped_tensor_names_is_cut_into_stages() -> None:
     check_stages(leaf_stages(root), nodes, 40)
 
 
-def test_stage_cuts_are_the_narrowest_in_their_window() -> None:
-    """Recount, naively, the tensors crossing every cut of ResNet-50 and check each chosen cut is a minimum
-    of the window it was chosen from (runs of 30 to 60, the rest no shorter than 30)."""
+def test_stage_cuts_are_the_narrowest_in_their_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recount, naively, the tensors crossing every cut of ResNet-50 (its repeated blocks not looked for) and
+    check each chosen cut is a minimum of the window it was chosen from (runs of 30 to 60, the rest no shorter
+    than 30)."""
+    monkeypatch.setattr(grouping.repeated_spans, "__defaults__", (grouping.BLOCK_MIN_OPS, 10**9, grouping.BLOCK_MAX_OPS))
     model = load_model(ONNX / "light_resnet50.onnx")
     drawn = drawn_in(model)
     root = group_model(model, drawn, max_items=60)
@@ -334,15 +357,22 @@ def test_real_dynamo_export_groups_by_its_metadata() -> None:
         assert set(by_path[f"encoder/layer.{i}"].members()) == expected
 
 
-def test_flat_named_transformer_is_cut_into_stages(transformers: dict[str, Model]) -> None:
+def test_flat_named_transformer_is_cut_into_its_repeated_layers(transformers: dict[str, Model]) -> None:
+    """node_MatMul_64 names say nothing: the 12 layers are found as 12 identical blocks, one run, at one depth,
+    as many operators each as the scoped export's layers."""
     model = transformers["flat"]
     drawn = drawn_in(model)
     root = group_model(model, drawn, max_items=60)
     check_tree(root, model, 60)
+    check_names(root)
+    scoped = group_model(transformers["scoped"], drawn_in(transformers["scoped"]), max_items=60)
+    layer_size = next(g.size for g in scoped.walk() if g.label == "layer.0")
+    blocks = [g for g in root.walk() if g.kind == "block"]
+    assert [b.label for b in blocks] == [f"block {k} of 12" for k in range(1, 13)]
+    assert {b.size for b in blocks} == {layer_size} and {b.depth for b in blocks} == {1}
+    assert repeated_runs(root) == [blocks]
     nodes = [n for n in model.main.nodes if drawn(n)]
-    assert all(g.kind == "stage" for g in root.children) and not root.nodes
-    check_stages(root.children, nodes, 60)
-    assert all(30 <= g.size <= 60 for g in root.children)
+    assert len(root.nodes) == len(nodes) - 12 * layer_size
 
 
 @pytest.mark.parametrize("naming", ["scoped", "flat"])
@@ -406,15 +436,12 @@ def test_many_small_siblings_are_gathered_never_a_strip(tmp_path: Path) -> None:
     assert numbers == list(range(728)), "gathered runs keep graph order"
     gathered = [g for g in root.walk() if g.kind == "gathered"]
     assert gathered
-    for group in gathered:
-        match = re.fullmatch(r"(\d+) groups?(?:, (\d+) ops?)?: (.+)", group.label) or \
-            re.fullmatch(r"(\d+) ops: (.+)", group.label)
-        assert match, group.label
-        if group.label.split(" ", 2)[1].startswith("group"):
-            assert int(match.group(1)) == len(group.children)
-            assert int(match.group(2) or 0) == len(group.nodes)
-        else:
-            assert int(match.group(1)) == len(group.nodes) and not group.children
+    check_names(root)
+    for group in gathered:  # named by the resblocks it holds, first … last, and its loose ops
+        inner = [g for g in group.walk() if g.kind == "scope"]
+        assert group.label.startswith(inner[0].label) and f"… {inner[-1].label}" in group.label, group.label
+        if any(g.nodes for g in group.walk() if g.kind == "gathered"):
+            assert group.label.endswith(" · Relu"), group.label
     # the first resblocks are reached through a gathered box that names them
     first = blocks[0]
     assert any(g.kind == "gathered" and "resblocks.0" in g.label for g in iter_ancestors(first))
@@ -448,25 +475,30 @@ def test_loose_ops_beside_groups_are_wrapped_when_the_level_is_too_wide(tmp_path
     root = group_model(model, drawn, max_items=60)
     check_tree(root, model, 60)
     loose = next(g for g in root.walk() if g.kind == "gathered")
-    assert loose.label == "70 ops: Relu" and loose.size == 70
+    assert loose.label == "before blocks.0 · Relu" and loose.size == 70
+    assert [g.label for g in loose.children] == ["part 1 of 2 before blocks.0 · Relu",
+                                                 "part 2 of 2 before blocks.0 · Relu"]
     check_stages(loose.children, list(loose.members()), 60)
 
 
 def test_twenty_thousand_ops_stay_within_bounds() -> None:
-    """A synthetic 20,000-operator transformer-shaped graph, scoped and flat: every level fits; the flat one
-    nests stages into super-stages."""
+    """A synthetic 20,000-operator transformer-shaped graph, scoped and flat: every level fits; the flat one's
+    590 layers are found as repeated blocks, gathered into runs named by the blocks they hold."""
     for scoped in (True, False):
         model = synthetic_transformer(layers=590, scoped=scoped)
         assert len(model.main.nodes) > 20_000
         root = group_model(model, lambda n: True, max_items=60)
         check_tree(root, model, 60, is_drawn=lambda n: True)
         if scoped:
-            layers = [g for g in root.walk() if g.label.startswith("layers.")]
+            layers = [g for g in root.walk() if g.kind == "scope" and g.label.startswith("layers.")]
             assert len(layers) == 590 and sum(g.repeat for g in layers if g.repeat > 1) == 590
         else:
-            check_stages(leaf_stages(root), model.main.nodes, 60)
-            assert all(c.kind == "stage" and c.children for c in root.children), "super-stages"
-            assert all(c.label.startswith("stages ") for c in root.children)
+            blocks = [g for g in root.walk() if g.kind == "block"]
+            assert len(blocks) == 590 and {b.size for b in blocks} == {37}
+            assert {b.depth for b in blocks} == {2}, "identical blocks sit at one depth"
+            assert sum(len(run) for g in root.children for run in repeated_runs(g)) == 590
+            check_names(root)
+            assert all(re.fullmatch(r"blocks \d+–\d+ of 590", c.label) for c in root.children if c.kind == "gathered")
 
 
 def synthetic_transformer(layers: int, scoped: bool) -> Model:

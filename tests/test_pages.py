@@ -341,9 +341,9 @@ def test_timeout_covers_the_whole_report_and_names_the_page(tmp_path: Path, big:
     assert not out.exists() and not (tmp_path / "b.svg.pages").exists()
 
 
-def test_flat_names_give_stages_and_a_mask_read_everywhere_is_one_edge(tmp_path: Path) -> None:
-    """No usable names: the overview is a chain of stages; the attention mask, read by every stage, reaches
-    them through one note instead of a fan of 40 long edges."""
+def test_flat_names_give_the_repeated_layers_as_one_run(tmp_path: Path) -> None:
+    """No usable names (node_MatMul_64): the 40 layers are found as 40 identical blocks, drawn as one run box
+    with a linked cell each, as the scoped export's layers are; nothing is named by operator indices."""
     path = tmp_path / "flat.onnx"
     _transformer_models().write(path, 40, "flat")
     out = tmp_path / "flat.svg"
@@ -351,12 +351,10 @@ def test_flat_names_give_stages_and_a_mask_read_everywhere_is_one_edge(tmp_path:
     assert run.returncode == 0, run.stderr
     root = parse_svg(out)
     texts = [t.text or "" for t in root.iter(f"{SVG_NS}text")]
-    stages = [t for t in texts if t.startswith("stage ")]
-    assert len(stages) == len(_ids(root, "box-")) > 10
-    fans = [g for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").startswith("fan-")]
-    assert len(fans) == 1
-    note = "".join(t.text or "" for t in fans[0].iter(f"{SVG_NS}text"))
-    assert re.fullmatch(r"to \d+ groups", note) and int(note.split()[1]) > 6
+    assert "repeated block" in " ".join(texts) and len(_ids(root, "run-")) == 1
+    cells = [a for a in root.iter(f"{SVG_NS}a") if re.fullmatch(r"block \d+ of 40: .*", a.get(f"{XLINK_NS}title") or "")]
+    assert len(cells) == 40
+    assert not any(re.search(r"\bops? \d+[–-]\d+|#\w+\d|\bstage \d", t) for t in texts)
 
 
 def test_error_metrics_aggregate_to_the_worst_member(tmp_path: Path, big: Path, big_report: tuple[Path, Path]) -> None:

@@ -1,0 +1,185 @@
+"""The overview of a big model, read as a person would: groups named by the model, each box's share of the
+cost, one edge between groups that feed each other. Real exported models, checked by parsing the SVG."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+import re
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from conftest import ONNX, ROOT, SVG_NS, XLINK_NS, parse_svg, run_cli
+
+import renderer
+from renderer.folding import fold
+
+INDEX_RANGE = re.compile(r"\bops? \d+\s*[–-]\s*\d+|\bstages? \d")
+INTERNAL_ID = re.compile(r"#(?:stage|gathered|graph|block)\d|\bbox-\d|\brun-\d")
+COUNTED = re.compile(r"^\d[\d,]* (?:ops|groups|operators)\b|\b\d+ groups?, \d+ ops?\b")
+SHARE = re.compile(r"([0-9]+\.[0-9]) % of (\S+)")
+
+
+def _transformer_models():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("transformer_models", ROOT / "benchmarks" / "transformer_models.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules.setdefault("transformer_models", module)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _pages(overview: Path) -> list[Path]:
+    folder = overview.with_name(overview.name + ".pages")
+    return [overview, *sorted(folder.glob("page-*.svg"))]
+
+
+def _texts(element) -> list[str]:  # type: ignore[no-untyped-def]
+    return [t.text or "" for t in element.iter(f"{SVG_NS}text")]
+
+
+def _by_class(root, name: str) -> list:  # type: ignore[no-untyped-def]
+    return [g for g in root.iter(f"{SVG_NS}g") if name in (g.get("class") or "").split()]
+
+
+def _names_on(path: Path) -> list[tuple[str, str]]:
+    """(what, text) for every group title, stub label, breadcrumb and link title on one page."""
+    root = parse_svg(path)
+    found = []
+    for box in _by_class(root, "group"):
+        texts = [t for t in _texts(box) if t.strip()]
+        found.append(("group title", texts[0]))
+    for stub in _by_class(root, "stub"):
+        found.append(("stub", " ".join(_texts(stub))))
+    for cluster in _by_class(root, "cluster"):
+        found.append(("cluster title", " ".join(_texts(cluster))[:200]))
+    legend = next((g for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").endswith("-legend")), None)
+    if legend is not None:
+        found += [("crumb", (a.get(f"{XLINK_NS}title") or "")) for a in legend.iter(f"{SVG_NS}a")]
+    for anchor in root.iter(f"{SVG_NS}a"):
+        found.append(("link title", anchor.get(f"{XLINK_NS}title") or ""))
+    return found
+
+
+def _render(model: Path, out: Path, *args: str) -> Path:
+    run = run_cli("render", model, "-o", out, "--no-sidecar", *args, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def flat40(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _transformer_models().write(tmp_path_factory.mktemp("flat") / "flat40.onnx", 40, "flat")
+
+
+CASES = [
+    ("bert_scoped.onnx", ["--collapse", "2"]),
+    ("bert_dynamo.onnx", ["--collapse", "2"]),
+    ("unnamed_nodes.onnx", ["--collapse", "1"]),
+    ("silero_vad.onnx", ["--collapse", "3"]),
+    ("light_resnet50.onnx", ["--collapse", "2"]),
+    ("light_inception_v1.onnx", ["--collapse", "2"]),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), CASES + [("flat40", [])], ids=[c[0] for c in CASES] + ["flat40"])
+def test_groups_stubs_crumbs_and_links_are_named_by_the_model(name: str, args: list[str], tmp_path: Path,
+                                                             flat40: Path) -> None:
+    """No page of a scoped, dynamo, unnamed, If-bodied, CNN or flat-named model names a group, stub or
+    breadcrumb by operator index ranges, counts or internal ids (``#stage5``, ``box-12``)."""
+    model = flat40 if name == "flat40" else ONNX / name
+    overview = _render(model, tmp_path / "m.svg", *args)
+    pages = _pages(overview)
+    checked = 0
+    for page in pages:
+        for what, text in _names_on(page):
+            assert not INDEX_RANGE.search(text), (page.name, what, text)
+            assert not INTERNAL_ID.search(text), (page.name, what, text)
+            if what != "link title":  # a box's tooltip may count its operators; its name may not
+                assert not COUNTED.search(text), (page.name, what, text)
+            checked += 1
+    assert checked > (3 if name == "unnamed_nodes.onnx" else 10)
+
+
+def _latency(model: Path, path: Path) -> dict[str, float]:
+    values = {}
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "latency_us"])
+        for node in renderer.load_model(model).main.nodes:
+            values[f"op-0-{node.index}"] = value = float((node.index * 37) % 101 + 1)
+            writer.writerow([f"0:{node.index}", value])
+    return values
+
+
+@pytest.mark.parametrize("naming", ["scoped", "flat"])
+def test_shares_of_a_summed_metric_add_up_to_100_over_the_overview(naming: str, tmp_path: Path) -> None:
+    """Every box says its share of the model's total latency (``12.3 % of latency_us``), a run of identical
+    layers its share as a whole; with the share of the operators drawn in full on the overview (its legend)
+    they make 100 %, and each equals the box's summed latency over the model total."""
+    model = _transformer_models().write(tmp_path / "m.onnx", 40, naming)
+    notes = tmp_path / "latency.csv"
+    latency = _latency(model, notes)
+    overview = _render(model, tmp_path / "m.svg", "-a", str(notes), "--color-by", "latency_us")
+    root = parse_svg(overview)
+    loaded = renderer.load_model(model)
+    drawn = fold(loaded).is_drawn
+    total = math.fsum(latency[n.element_id] for n in loaded.main.nodes if drawn(n))  # folded constants: in no box
+    shares = []
+    for box in _by_class(root, "group"):
+        found = list(SHARE.finditer("".join(_texts(box))))
+        assert len(found) == 1 and found[0].group(2) == "latency_us", _texts(box)
+        shares.append(float(found[0].group(1)))
+    legend = " ".join(_texts(next(g for g in root.iter(f"{SVG_NS}g") if g.get("id") == "overview-legend")))
+    here = re.search(r"operators drawn here\s+([0-9.]+) % of latency_us", legend)
+    assert here, legend
+    shares.append(float(here.group(1)))
+    assert len(shares) >= 2 and math.isclose(sum(shares), 100.0, abs_tol=0.1), shares
+    on_overview = [latency[i] for i in (g.get("id") for g in root.iter(f"{SVG_NS}g")) if i in latency]
+    assert float(here.group(1)) == pytest.approx(100 * math.fsum(on_overview) / total, abs=0.1)
+    for anchor in root.iter(f"{SVG_NS}a"):  # each box's tooltip gives its sum; its share is that over the total
+        box = re.search(r"latency_us: ([0-9.e+k]+)$", anchor.get(f"{XLINK_NS}title") or "")
+        if box and "% of" not in (anchor.get(f"{XLINK_NS}title") or ""):
+            value = float(box.group(1).replace("k", "e3"))
+            shown = [float(m.group(1)) for m in SHARE.finditer("".join(_texts(anchor)))]
+            assert shown and shown[0] == pytest.approx(100 * value / total, abs=0.1)
+
+
+def _pingpong(path: Path) -> Path:
+    """Three scopes in a chain a → b → a → b: groups a and b feed each other."""
+    nodes, names, k = [], [], 0
+    for scope in ("a", "b", "a", "b"):
+        for _ in range(5):
+            op = "Relu" if scope == "a" else "Tanh"  # not twins: two boxes, not one run
+            nodes.append(helper.make_node(op, [f"t{k}"], [f"t{k + 1}"], name=f"/{scope}/{op}_{k}"))
+            k += 1
+    graph = helper.make_graph(nodes, "pingpong", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info(f"t{k}", TensorProto.FLOAT, [1, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def test_groups_that_feed_each_other_are_one_edge_with_both_counts(tmp_path: Path) -> None:
+    overview = _render(_pingpong(tmp_path / "p.onnx"), tmp_path / "p.svg", "--collapse", "1")
+    root = parse_svg(overview)
+    boxes = {g.get("id"): " ".join(_texts(g)) for g in _by_class(root, "group")}
+    assert len(boxes) == 2, boxes
+    between = []
+    for edge in root.iter(f"{SVG_NS}g"):
+        if "edge" not in (edge.get("class") or "").split():
+            continue
+        title = next(edge.iter(f"{SVG_NS}title")).text or ""
+        ends = title.replace("&#45;", "-").split("->")
+        if all(e.startswith("box_") for e in ends):
+            between.append(edge)
+    assert len(between) == 1, "one edge between the two groups, not two opposing arrows"
+    text = " ".join(_texts(between[0]))
+    assert re.fullmatch(r"→ 2 tensors · 64 B\s+← 1×8 · 32 B", text), text  # a→b twice, b→a once
+    heads = [p for p in between[0].iter(f"{SVG_NS}polygon")]
+    assert len(heads) == 2, "an arrowhead at each end"
