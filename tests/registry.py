@@ -107,6 +107,51 @@ def _tflite_benchmark(text: str) -> tuple[str, bytes]:
     return "benchmark.txt", "\n".join(lines).encode()
 
 
+def _flat(text: str) -> str:
+    """``text`` on one line, for the line-based formats (no real row could hold a line break)."""
+    return " ".join(text.splitlines())
+
+
+def _vela(text: str) -> tuple[str, bytes]:
+    """Vela 5's per-layer CSV (unquoted, as regor writes it) for the hostile TFLite model: an NPU row named by
+    operator 0's output ``text``, a CPU row by operator 1's output, an unmatched row; ``text`` as the operator
+    types too, without commas there (Vela's type names have none, and only the last cell, the name, may)."""
+    flat = _flat(text)
+    kind = flat.replace(",", " ")
+    header = ("Original Operator,NNG Operator,Target,Staging Usage,Peak% (Staging),Op Cycles,Network% (cycles),NPU,"
+              "SRAM AC,DRAM AC,OnFlash AC,OffFlash AC,MAC Count,Network% (MAC),Util% (MAC),Name")
+    rows = [f"{kind},{kind},NPU,64,50.0,120,60.0,100,20,0,0,0,16,100.0,6.7,{flat}",
+            f"Add,Passthrough,CPU,0,0.0,0,0.0,0,0,0,0,0,0,0.0,100,{flat}·add",
+            f"{kind},Mul,NPU,64,50.0,80,40.0,80,10,0,0,0,0,0.0,0.0,{flat}·missing"]
+    return "model_per-layer.csv", "\n".join([header, *rows, ""]).encode()
+
+
+def _openvino(text: str) -> tuple[str, bytes]:
+    """A detailed-counters report: ``text`` as the Relu's layer name, type and kernel, the Add not run, an
+    inserted layer named after ``text``, and the Total row; two request tables. Only the name, the first
+    cell, may hold a ``;`` (the types are the plugin's words)."""
+    flat = _flat(text)
+    kind = flat.replace(";", " ")
+    table = ["layerName;execStatus;layerType;execType;realTime (ms);cpuTime (ms)",
+             f"{flat};Status.EXECUTED;{kind};{kind};0.012;0.011",
+             f"{flat}·add;Status.NOT_RUN;Add;undef;0.000;0.000",
+             f"{flat}_abcd_acdb;Status.EXECUTED;Reorder;jit_uni_bf16;0.002;0.002",
+             "Total;;;;0.014;0.013", ""]
+    return "benchmark_detailed_counters_report.csv", "\n".join(table * 2).encode()
+
+
+def _tensorrt(text: str) -> tuple[str, bytes]:
+    """A trtexec profile: a layer fused from the nodes ``text`` and ``text·add``, the custom node's layer,
+    and an inserted reformat named after ``text``."""
+    layers = [{"name": f"{text} + {text}·add", "timeMs": 12.5, "averageMs": 0.0125, "medianMs": 0.012,
+               "percentage": 60.0},
+              {"name": f"PWN({text}·custom)", "timeMs": 5.0, "averageMs": 0.005, "medianMs": 0.005, "percentage": 24.0},
+              {"name": f"Reformatting CopyNode for Input Tensor 0 to {text}", "timeMs": 3.3, "averageMs": 0.0033,
+               "medianMs": 0.0033, "percentage": 16.0}]
+    lines = ['  { "count" : 1000 }', *[", " + json.dumps(layer, ensure_ascii=False) for layer in layers]]
+    return "profile.json", ("[\n" + "\n".join(lines) + "\n]\n").encode()
+
+
 def _tflite_quant_debug(text: str) -> tuple[str, bytes]:
     """Rows with op type and tensor name ``text`` (the second names the hostile models' custom operator's
     output), ``text`` as a value and as a direct-compare metric's name (one line of at most 200 characters:
@@ -467,6 +512,11 @@ READERS: dict[str, ReaderEntry] = {
     "ort_profile": ReaderEntry(inject=_ort_profile),
     "tflite_benchmark": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_float.tflite",
                                     inject=_tflite_benchmark),
+    "vela": ReaderEntry(model="samples/tflite/tiny_keras_int8_asymmetric.tflite", inject=_vela,
+                        seeds=["tests/fixtures/vela/*.csv"]),
+    "openvino_counters": ReaderEntry(inject=_openvino, seeds=["tests/fixtures/openvino/*.csv"]),
+    "tensorrt_profile": ReaderEntry(inject=_tensorrt, seeds=["tests/fixtures/tensorrt/*.json",
+                                                             "tests/fixtures/tensorrt/names_only/*.json"]),
     "tflite_quant_debug": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_int8.tflite",
                                       inject=_tflite_quant_debug),
     "ort_qdq_loss": ReaderEntry(model="samples/onnx/tiny_cnn_qdq_u8.onnx", inject=_ort_qdq_loss),

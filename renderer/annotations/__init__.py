@@ -25,7 +25,10 @@ from .records import (
 )
 
 # The fuzz and injection tests iterate over this tuple, so every reader added here is covered.
-READERS: tuple[str, ...] = ("ort_profile", "tflite_benchmark", "tflite_quant_debug", "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic")
+READERS: tuple[str, ...] = (
+    "ort_profile", "tflite_benchmark", "vela", "openvino_counters", "tensorrt_profile", "tflite_quant_debug",
+    "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic",
+)
 
 HEAD_CHARS = 4096
 

@@ -1,0 +1,168 @@
+"""OpenVINO ``benchmark_app -report_type detailed_counters`` (or ``average_counters``) CSV:
+``benchmark_detailed_counters_report.csv`` in the ``-report_folder``.
+
+``;``-separated, no quoting: a table per infer request (one for ``average_counters``), each with the header
+``layerName;execStatus;layerType;execType;realTime (ms);cpuTime (ms)``, its layers in execution order, a
+``Total;;;;…`` row and a blank line. The Python benchmark_app writes ``Status.EXECUTED`` / ``Status.NOT_RUN`` and
+times with 3 decimals (1 µs steps); the C++ one ``EXECUTED`` / ``NOT_RUN`` / ``OPTIMIZED_OUT``, 6 decimals, and
+may end each line with a ``;``. Names are the first cell and may hold ``;``: the other cells are counted from the
+right. Its sorted variant (``sort_detailed_counters``) adds a `` %`` column.
+
+Layer names are the plugin's: mostly the ONNX node's name, the output tensor's name for a node writing a graph
+output, and names of layers the plugin made: reorders and converts it inserted
+(``Convert_161_abcd_acdb_Multiply_4183``) and layers it rebuilt when fusing (a Conv with its BatchNormalization
+folded in becomes ``Multiply_4183``, its name lost). A Conv or MatMul with a bias becomes the layer
+``<node>/WithoutBiases`` and an Add, called ``<node>``, fused into it. Mapping: the node of that name, else the
+producer of the tensor of that name, else the same for the name without ``/WithoutBiases``; the rest are reported
+in the coverage line with their type and time. ``Parameter``, ``Result`` and ``Constant``
+layers are the graph's inputs, outputs and weights, not operators: they are left out.
+
+A layer with the status ``NOT_RUN`` or ``OPTIMIZED_OUT`` was fused into another layer (a Relu into the Conv
+before it) or needs no work (a Reshape): the file does not say which, so its operator gets ``exec_status`` and
+no time, rather than a 0 that would paint it as the fastest.
+
+Values (per operator, averaged over the request tables): ``real_time_us`` (the main metric: it colours the
+picture when no ``--color-by`` is given), ``cpu_time_us``, ``layer_type``, ``exec_type`` (the kernel, with the
+precision it ran in) and ``exec_status``; the file's milliseconds are turned into microseconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import AnnotationError
+from ..id_rules import IdIndex
+from ..ir import Model, Node
+from .lookup import MAX_COLUMNS, node_ref, number, numbered_lines, open_text
+from .records import AnnotationSet, Entry, MetricInfo
+
+NAME = "openvino"
+DESCRIPTION = "OpenVINO benchmark_app -report_type detailed_counters / average_counters CSV"
+
+HEADER = ("layerName", "execStatus", "layerType", "execType", "realTime (ms)", "cpuTime (ms)")
+WITHOUT_BIASES = "/WithoutBiases"
+_NOT_OPERATORS = frozenset({"Parameter", "Result", "Const", "Constant", "Input", "Output"})
+
+METRICS = {
+    "real_time_us": MetricInfo("real_time_us", NAME, "µs", False,
+                               "OpenVINO layer time per inference (realTime; mean over the infer requests)",
+                               main=True),
+    "cpu_time_us": MetricInfo("cpu_time_us", NAME, "µs", False, "OpenVINO layer CPU time per inference (cpuTime)"),
+}
+
+
+def match(path: Path, head: str) -> bool:
+    return head.lstrip("\ufeff").startswith(";".join(HEADER))
+
+
+@dataclass
+class _Layer:
+    """One layer name's rows over the request tables."""
+
+    line: int
+    status: str
+    layer_type: str
+    exec_type: str
+    real_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
+
+
+def read(path: Path, model: Model) -> AnnotationSet:
+    result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
+    layers, tables = _layers(path)
+    lookup = IdIndex.build(model)
+    placed: dict[Node, list[tuple[str, _Layer]]] = {}
+    for name, layer in layers.items():
+        if layer.layer_type in _NOT_OPERATORS:
+            continue
+        node = _find(lookup, name)
+        if node is None:
+            time = f", {_us(statistics.fmean(layer.real_ms)):g} µs" if layer.real_ms else ""
+            result.unmatched.append(f"{name} ({layer.layer_type}{time})")
+        else:
+            placed.setdefault(node, []).append((name, layer))
+    for node, named in placed.items():
+        result.operators.append((node_ref(node), _entry(node, named)))
+    result.graph.values["openvino_infer_requests"] = tables
+    return result
+
+
+def _us(ms: float) -> float:
+    """Milliseconds as microseconds, without the float noise of the product."""
+    return float(f"{ms * 1000:.9g}")
+
+
+def _find(lookup: IdIndex, name: str) -> Node | None:
+    for candidate in dict.fromkeys((name, name.removesuffix(WITHOUT_BIASES))):
+        node = lookup.node(candidate) or lookup.producer(candidate)
+        if node is not None:
+            return node
+    return None
+
+
+def _entry(node: Node, named: list[tuple[str, _Layer]]) -> Entry:
+    ran = [layer for _, layer in named if _executed(layer.status)]
+    entry = Entry(line=named[0][1].line)
+    if ran:
+        entry.values["real_time_us"] = round(sum(_us(statistics.fmean(x.real_ms)) for x in ran if x.real_ms), 3)
+        entry.values["cpu_time_us"] = round(sum(_us(statistics.fmean(x.cpu_ms)) for x in ran if x.cpu_ms), 3)
+    first = named[0][1]
+    entry.values["exec_status"] = "EXECUTED" if ran else _status(first.status)
+    entry.values["layer_type"] = first.layer_type
+    entry.values["exec_type"] = first.exec_type
+    names = [name for name, _ in named]
+    if names != [node.name]:
+        entry.values["openvino_layer"] = ", ".join(names)[:200]  # how OpenVINO called it
+    return entry
+
+
+def _status(text: str) -> str:
+    return text.removeprefix("Status.")
+
+
+def _executed(text: str) -> bool:
+    return _status(text) == "EXECUTED"
+
+
+def _layers(path: Path) -> tuple[dict[str, _Layer], int]:
+    """Layer name → its rows over every table, and the number of tables."""
+    layers: dict[str, _Layer] = {}
+    tables, width = 0, len(HEADER)
+    with open_text(path) as handle:
+        for line_number, line in numbered_lines(path, handle):
+            text = line.removesuffix(";") if line.endswith(";") and line.count(";") > 5 else line
+            if not text.strip():
+                continue
+            if line.count(";") > MAX_COLUMNS:
+                raise AnnotationError(f"{path}:{line_number}: more than {MAX_COLUMNS} cells")
+            cells = text.split(";")
+            if tuple(c.strip() for c in cells[:6]) == HEADER:
+                tables += 1
+                width = len(cells)
+                continue
+            if tables == 0:
+                raise AnnotationError(f"{path}:{line_number}: expected the header {';'.join(HEADER)}")
+            _add_row(layers, text, width, path, line_number)
+    if tables == 0:
+        raise AnnotationError(f"{path}: empty file")
+    return layers, tables
+
+
+def _add_row(layers: dict[str, _Layer], text: str, width: int, path: Path, line_number: int) -> None:
+    cells = text.rsplit(";", width - 1)
+    if len(cells) != width:
+        raise AnnotationError(f"{path}:{line_number}: {len(cells)} cells but {width} columns in the header")
+    name, status, layer_type, exec_type, real, cpu = (c.strip() for c in cells[:6])
+    if name == "Total" and not status and not layer_type:
+        return
+    times = [number(real), number(cpu)]
+    if times[0] is None or times[1] is None:
+        bad = real if times[0] is None else cpu
+        raise AnnotationError(f"{path}:{line_number}: time {bad[:20]!r} is not a number")
+    layer = layers.get(cells[0])
+    if layer is None:
+        layer = layers[cells[0]] = _Layer(line_number, status, layer_type, exec_type)
+    layer.real_ms.append(float(times[0]))
+    layer.cpu_ms.append(float(times[1]))
