@@ -125,6 +125,21 @@ def bounded_lines(lines: Iterable[str], path: Path, notes: list[str], delimiter:
         yield line
 
 
+def column_names(cells: list[str]) -> list[str]:
+    """A CSV header's cells as column names: stripped (a BOM too), a repeated name numbered.
+
+    >>> column_names(["Name", " Network%", "Network%"])
+    ['Name', 'Network%', 'Network%_2']
+    """
+    seen: dict[str, int] = {}
+    columns = []
+    for raw in cells:
+        name = raw.strip().lstrip("\ufeff")
+        seen[name] = seen.get(name, 0) + 1
+        columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return columns
+
+
 def csv_rows(path: Path, notes: list[str]) -> Iterator[tuple[int, list[str]]]:
     """A tool's CSV file, streamed, as (line number, cells): first the header (line 1) as column names (cells
     stripped, BOM too, repeated names numbered: ``a, a`` → ``a, a_2``), then each row that is not blank, which
@@ -136,12 +151,7 @@ def csv_rows(path: Path, notes: list[str]) -> Iterator[tuple[int, list[str]]]:
             header = next(reader, None)
             if header is None:
                 raise AnnotationError(f"{path}: empty file")
-            seen: dict[str, int] = {}
-            columns = []
-            for raw in header:
-                name = raw.strip().lstrip("\ufeff")
-                seen[name] = seen.get(name, 0) + 1
-                columns.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+            columns = column_names(header)
             yield 1, columns
             for row in reader:
                 if not any(cell.strip() for cell in row):

@@ -43,7 +43,7 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import MAX_COLUMNS, bounded_lines, node_ref, number, numbered_lines, open_text
+from .lookup import MAX_COLUMNS, bounded_lines, column_names, node_ref, number, numbered_lines, open_text
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "vela"
@@ -116,7 +116,7 @@ class _Layout:
 
     @classmethod
     def of(cls, cells: list[str], path: Path) -> _Layout:
-        columns = _numbered(cells)
+        columns = column_names(cells)
         if not columns or columns[0] not in _ORIGINAL or columns[-1] != "Name" or "NNG Operator" not in columns:
             raise AnnotationError(f"{path}:1: not a Vela per-layer header (expected Original Operator,NNG "
                                   "Operator,…,Name)")
@@ -125,17 +125,6 @@ class _Layout:
         layout.target = columns.index("Target") if "Target" in columns else None
         layout.numbers = {i: c for i, c in enumerate(columns) if c in _COLUMNS}
         return layout
-
-
-def _numbered(cells: list[str]) -> list[str]:
-    """Header cells, stripped, a repeated name numbered (``Network%``, ``Network%_2``)."""
-    seen: dict[str, int] = {}
-    out = []
-    for raw in cells:
-        name = raw.strip().lstrip("\ufeff")
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
-    return out
 
 
 @dataclass
@@ -182,7 +171,7 @@ def _rows(path: Path) -> Iterator[_Row]:
         layout = _Layout.of(next(csv.reader([first[1]]), []), path)
         cells_of = _quoted_rows(lines, path) if layout.legacy else _plain_rows(lines, layout, path)
         for line_number, cells in cells_of:
-            if _numbered(cells) != layout.columns:  # the legacy core repeats the header before each subgraph
+            if column_names(cells) != layout.columns:  # the legacy core repeats the header before each subgraph
                 yield _row(layout, cells, path, line_number)
 
 
