@@ -6,6 +6,7 @@ escaped DOT is the one value marked safe, after a check that it carries no scrip
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -103,13 +104,22 @@ def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
     return _explorable(scene, book, pages)
 
 
+_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
+
+
 def _inline_svg(svg: str):  # type: ignore[no-untyped-def]
+    """The page's SVG as the text of its ``<noscript>``: markup when scripts are off, one text node for the
+    script to build the page from when it is shown. Graphviz's comments (node ids) go; with them the only ``<``
+    left open tags, so nothing in it can end the ``<noscript>``."""
     import markupsafe
 
     from .inline_svg import XML_PROLOG, parse
 
-    parse(svg)  # the check only: the standalone report keeps Graphviz's text as it is
-    return markupsafe.Markup(XML_PROLOG.sub("", svg))
+    parse(svg)  # the check only: the standalone report keeps Graphviz's markup as it is
+    text = _COMMENT.sub("", XML_PROLOG.sub("", svg))
+    if "</noscript" in text.lower():
+        raise RenderError("unexpected SVG from Graphviz: it holds '</noscript'")
+    return markupsafe.Markup(text)
 
 
 def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) -> str:
@@ -127,10 +137,8 @@ def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) ->
     rows = []
     for k in order:
         op = ops[k]
-        graph, index = op["id"].split(":")
         preview = "; ".join(f"{key}: {shown}" for key, shown, _ in op["values"][:6])
-        rows.append({**op, "k": k, "order": int(graph) * 1_000_000 + int(index),
-                     "preview": escape.clean(preview, 400)})
+        rows.append({**op, "k": k, "preview": escape.clean(preview, 400)})
     hot = [{**ops[k], "k": k} for k in data["hot"]]
     script = explore.script_source()
     if "</script" in script.lower() or "<!--" in script:

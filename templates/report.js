@@ -13,15 +13,38 @@
   var sections = Array.prototype.slice.call(viewport.querySelectorAll(":scope > section"));
   var opOfEl = Object.create(null);  // no inherited keys: a hash such as #constructor names nothing
   ops.forEach(function (op, k) { opOfEl[op.el] = k; });
-  // per page: element id -> <g class="node">, and the pan/zoom state
+  // Each page's SVG travels as the text of its <noscript> (markup without script, one text node with it); only
+  // the page shown is built into the DOM. Per page: the pan/zoom state, kept while the page is not shown.
   var pages = sections.map(function (section) {
-    var svg = section.querySelector("svg"), boxes = Object.create(null);
-    section.querySelectorAll("g.node").forEach(function (g) { if (g.id in opOfEl) boxes[g.id] = g; });
-    var box = svg ? svg.viewBox.baseVal : null;
-    return { section: section, svg: svg, boxes: boxes, k: 0, x: 0, y: 0,
-             full: box && box.width ? { x: box.x, y: box.y, w: box.width, h: box.height } : null };
+    return { section: section, source: section.querySelector("noscript"), svg: null, boxes: null,
+             k: 0, x: 0, y: 0, full: null, font: 0 };
   });
   var current = -1, pinned = -1, lit = null, litRow = null;
+  var SVG_NS = "http://www.w3.org/2000/svg", READABLE_PX = 8;
+
+  function build(p) {
+    if (p.svg || !p.source) return;
+    var parsed = new DOMParser().parseFromString(p.source.textContent, "image/svg+xml").documentElement;
+    if (parsed.namespaceURI !== SVG_NS || parsed.localName !== "svg" ||
+        parsed.getElementsByTagName("parsererror").length) return;
+    var svg = doc.importNode(parsed, true), boxes = Object.create(null);
+    p.section.appendChild(svg);
+    svg.querySelectorAll("g.node").forEach(function (g) { if (g.id in opOfEl) boxes[g.id] = g; });
+    p.svg = svg;
+    p.boxes = boxes;
+    var box = svg.viewBox.baseVal;
+    if (!p.full && box && box.width) p.full = { x: box.x, y: box.y, w: box.width, h: box.height };
+    svg.setAttribute("width", "100%");
+    svg.setAttribute("height", "100%");
+    svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+    if (p.full && p.k) apply(p);
+  }
+  function drop(p) {
+    if (!p.svg) return;
+    if (lit && p.svg.contains(lit)) lit = null;
+    p.svg.remove();
+    p.svg = p.boxes = null;
+  }
 
   // ---- pan and zoom: the viewBox is the view, k screen pixels per SVG unit --------------------------------
   function size() { return { w: viewport.clientWidth || 1, h: viewport.clientHeight || 1 }; }
@@ -30,7 +53,7 @@
     var s = size();
     p.svg.setAttribute("viewBox", [p.x, p.y, s.w / p.k, s.h / p.k].join(" "));
   }
-  function fit(p) {
+  function fit(p) {  // the whole page
     var s = size();
     p.k = fitScale(p);
     p.x = p.full.x + p.full.w / 2 - s.w / (2 * p.k);
@@ -55,11 +78,46 @@
     var p = pages[current], s = size();
     if (p && p.full) zoomAt(p, factor, s.w / 2, s.h / 2);
   }
-  function initial(p) {
-    p.svg.setAttribute("width", "100%");
-    p.svg.setAttribute("height", "100%");
-    p.svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
-    if (fitScale(p) >= 0.6) fit(p); else actual(p, true);
+  function boxesOf(p) {  // the drawn boxes (operators, groups, inputs, stubs), not the legend
+    return Array.prototype.filter.call(p.svg.querySelectorAll("g.node"), function (g) { return !/legend$/.test(g.id); });
+  }
+  function smallestText(p) {  // the smallest text size in the page's boxes, in SVG units (pt)
+    var least = Infinity;
+    boxesOf(p).forEach(function (g) {
+      g.querySelectorAll("text").forEach(function (t) {
+        var size = parseFloat(t.getAttribute("font-size"));
+        if (size > 0 && t.textContent.trim()) least = Math.min(least, size);
+      });
+    });
+    return least < Infinity ? least : 14;
+  }
+  // The first view (and "fit"): the whole page when its smallest box text stays readable (8 px); otherwise
+  // as wide as the window allows at that text size, at the height where most boxes are whole on screen.
+  function readable(p) {
+    var s = size();
+    if (!p.font) p.font = smallestText(p);
+    var least = READABLE_PX / p.font;
+    if (fitScale(p) >= least) { fit(p); return; }
+    p.k = Math.max(least, Math.min(s.w * 0.97 / p.full.w, 1));
+    var wide = p.full.w * p.k;
+    p.x = wide < s.w ? p.full.x + p.full.w / 2 - s.w / (2 * p.k) : p.full.x;
+    p.y = p.full.y;
+    apply(p);
+    p.y = bestTop(p, s.h / p.k);
+    apply(p);
+  }
+  function bestTop(p, height) {  // the top (SVG units) of the band of this height holding the most boxes whole
+    var v = p.svg.getBoundingClientRect(), spans = boxesOf(p).map(function (g) {
+      var r = g.getBoundingClientRect();
+      return [p.y + (r.top - v.top) / p.k, p.y + (r.bottom - v.top) / p.k];
+    });
+    var best = p.full.y, most = -1, margin = 8;
+    [p.full.y].concat(spans.map(function (sp) { return sp[0] - margin; })).forEach(function (top) {
+      top = Math.max(p.full.y, Math.min(top, p.full.y + p.full.h - height));
+      var count = spans.filter(function (sp) { return sp[0] >= top && sp[1] <= top + height; }).length;
+      if (count > most) { most = count; best = top; }
+    });
+    return best;
   }
 
   var drag = null;
@@ -97,19 +155,46 @@
 
   // ---- pages ------------------------------------------------------------------------------------------------
   var pageSelect = byId("page-select");
-  function showPage(index) {
-    if (index === current || !pages[index]) return;
-    if (pages[current]) pages[current].section.classList.remove("current");
-    current = index;
-    var p = pages[index];
-    p.section.classList.add("current");
-    if (pageSelect) pageSelect.value = String(index);
-    if (p.full && !p.k) initial(p);
+  var searchPushed = false;  // typing in the search box adds one history entry, not one per key
+  function showPage(index, how) {
+    if (!pages[index]) return;
+    var changed = index !== current;
+    if (changed) {
+      if (pages[current]) { pages[current].section.classList.remove("current"); drop(pages[current]); }
+      current = index;
+      var p = pages[index];
+      p.section.classList.add("current");
+      build(p);
+      if (pageSelect) pageSelect.value = String(index);
+      if (p.full && !p.k) readable(p);
+    }
+    if (how && changed && pages.length > 1) remember(how);
   }
-  if (pageSelect) pageSelect.addEventListener("change", function () { showPage(Number(pageSelect.value)); });
+  // How: "push" (a step Back returns from), "search" (the first page change of a search pushes, the next
+  // replace), or nothing (following Back and Forward, or the address).
+  function remember(how) {
+    var replace = how === "search" && searchPushed;
+    history[replace ? "replaceState" : "pushState"]({ page: current }, "", "#" + data.pages[current].stem);
+    searchPushed = how === "search";
+  }
+  function pageIndex(stem) {
+    return data.pages.findIndex(function (pg) { return pg.stem === stem; });
+  }
+  function fragment() {  // the address's fragment, or null when it is malformed (#%)
+    try { return decodeURIComponent(location.hash.slice(1)); } catch (e) { return null; }
+  }
+  function follow(target, how) {  // an operator's box or a page, named by a link or the address
+    if (target === null) return false;
+    if (target in opOfEl) { select(opOfEl[target], true, how); return true; }
+    var index = pageIndex(target);
+    if (index >= 0) showPage(index, how);
+    return index >= 0;
+  }
+  window.addEventListener("popstate", function () { if (!follow(fragment())) showPage(0); });
+  if (pageSelect) pageSelect.addEventListener("change", function () { showPage(Number(pageSelect.value), "push"); });
   if (byId("page-up")) byId("page-up").addEventListener("click", function () {
     var parent = data.pages[current] && data.pages[current].parent;
-    if (parent !== null && parent !== undefined) showPage(parent);
+    if (parent !== null && parent !== undefined) showPage(parent, "push");
   });
 
   // ---- selection: highlight the box, centre it, show its values ----------------------------------------------
@@ -174,18 +259,18 @@
     litRow = rowOf(k);
     if (litRow) litRow.classList.add("hit");
   }
-  function boxOf(k) {
+  function boxOf(k, how) {
     var op = ops[k], page = op.pages.indexOf(current) >= 0 ? current : op.pages[0];
     if (page === undefined) return null;
-    showPage(page);
-    return pages[page].boxes[op.el] || null;
+    showPage(page, how);
+    return (pages[page].boxes && pages[page].boxes[op.el]) || null;
   }
-  function select(k, centre) {
+  function select(k, centre, how) {
     pinned = k;
     fill(k);
     markRow(k);
     if (lit) lit.classList.remove("hit");
-    lit = boxOf(k);
+    lit = boxOf(k, how);
     if (!lit) return;
     lit.classList.add("hit");
     if (centre) centreOn(lit);
@@ -222,10 +307,7 @@
     var href = a ? a.getAttribute("href") || a.getAttributeNS("http://www.w3.org/1999/xlink", "href") : null;
     if (href && href.charAt(0) === "#") {  // a link between book pages, or to a box on another page
       e.preventDefault();
-      var target = href.slice(1);
-      if (target in opOfEl) { select(opOfEl[target], true); return; }
-      var index = data.pages.findIndex(function (pg) { return pg.stem === target; });
-      if (index >= 0) showPage(index);
+      follow(href.slice(1), "push");
       return;
     }
     var k = boxUnder(e.target);
@@ -248,22 +330,23 @@
     });
     return [].concat.apply([], tiers);
   }
-  function go(step) {
+  function go(step, how) {
     if (!found.length) { status.textContent = search.value.trim() ? "no match" : ""; return; }
     at = (at + step + found.length) % found.length;
     status.textContent = (at + 1) + " of " + found.length;
-    select(found[at], true);
+    select(found[at], true, how);
   }
-  search.addEventListener("input", function () { found = matches(search.value); at = 0; go(0); });
+  search.addEventListener("focus", function () { searchPushed = false; });
+  search.addEventListener("input", function () { found = matches(search.value); at = 0; go(0, "search"); });
   search.addEventListener("keydown", function (e) {
-    if (e.key === "Enter") { e.preventDefault(); go(e.shiftKey ? -1 : 1); }
+    if (e.key === "Enter") { e.preventDefault(); go(e.shiftKey ? -1 : 1, "push"); }
     if (e.key === "Escape") { search.value = ""; found = []; go(0); search.blur(); }
   });
-  byId("find-next").addEventListener("click", function () { go(1); });
-  byId("find-prev").addEventListener("click", function () { go(-1); });
+  byId("find-next").addEventListener("click", function () { go(1, "push"); });
+  byId("find-prev").addEventListener("click", function () { go(-1, "push"); });
   byId("zoom-in").addEventListener("click", function () { zoomCentre(1.4); });
   byId("zoom-out").addEventListener("click", function () { zoomCentre(1 / 1.4); });
-  byId("zoom-fit").addEventListener("click", function () { if (pages[current].full) fit(pages[current]); });
+  byId("zoom-fit").addEventListener("click", function () { if (pages[current].full) readable(pages[current]); });
   byId("zoom-reset").addEventListener("click", function () { if (pages[current].full) actual(pages[current], false); });
   doc.addEventListener("keydown", function (e) {
     var t = e.target.tagName;
@@ -278,20 +361,33 @@
   // ---- the operator table: sort by a header, filter, rows to boxes -------------------------------------------
   var table = byId("ops"), tbody = table.tBodies[0], heads = table.tHead.rows[0].cells;
   var all = Array.prototype.slice.call(tbody.rows);
-  all.forEach(function (row, i) { row.dataset.i = String(i); });
-  function sortBy(col, dir) {
-    var numeric = all.some(function (row) { return row.cells[col].dataset.v !== undefined; });
-    var key = function (row) {
-      var cell = row.cells[col];
-      return numeric ? (cell.dataset.v === undefined ? null : Number(cell.dataset.v)) : cell.textContent;
-    };
-    var sorted = all.slice().sort(function (a, b) {
-      var x = key(a), y = key(b), c;
-      if (x === null || y === null) c = x === y ? 0 : x === null ? 1 : -1;  // n/a last either way
-      else c = dir * (numeric ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true }));
-      return c || Number(a.dataset.i) - Number(b.dataset.i);
+  // Sorting reads the report's data, never the cells: per column a key for each row (the rows keep their
+  // order in the file as data-i, which breaks ties), compared as numbers, or as text in natural order.
+  var collator = new Intl.Collator(undefined, { numeric: true }), keys = [];
+  function keyOf(col) {
+    if (keys[col]) return keys[col];
+    var column = heads[col] ? heads[col].dataset.col : "";
+    keys[col] = all.map(function (row) {
+      var op = ops[Number(row.dataset.k)], id = op.id.split(":");
+      if (column === "0") return Number(id[0]) * 1e6 + Number(id[1]);
+      if (column === "1") return op.type;
+      if (column === "2") return op.name;
+      if (column === "3") return op.num;
+      return row.cells[col] ? row.cells[col].textContent : "";  // the values preview, read once
     });
-    sorted.forEach(function (row) { tbody.appendChild(row); });
+    return keys[col];
+  }
+  function sortBy(col, dir) {
+    var key = keyOf(col), numeric = key.some(function (v) { return typeof v === "number"; });
+    var order = all.map(function (row, i) { return i; }).sort(function (a, b) {
+      var x = key[a], y = key[b], c;
+      if (x === null || y === null) c = x === y ? 0 : x === null ? 1 : -1;  // n/a last either way
+      else c = dir * (numeric ? x - y : collator.compare(x, y));
+      return c || a - b;
+    });
+    var rows = doc.createDocumentFragment();
+    order.forEach(function (i) { rows.appendChild(all[i]); });
+    tbody.appendChild(rows);
     Array.prototype.forEach.call(heads, function (th, i) {
       if (i === col) th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending"); else th.removeAttribute("aria-sort");
     });
@@ -316,15 +412,13 @@
     var a = e.target.closest("[data-k]");
     if (!a || (e.target.closest("a") === null && a.tagName !== "TR")) return;
     e.preventDefault();
-    select(Number(a.dataset.k), true);
+    select(Number(a.dataset.k), true, "push");
   }
   tbody.addEventListener("click", jump);
   if (hotList) hotList.addEventListener("click", jump);
   panel.addEventListener("click", function (e) { if (e.target.closest("ol.hot")) jump(e); });
 
-  // ---- start: the page (and operator) the address names, or the first page --------------------------------
-  showPage(0);
-  var hash = decodeURIComponent(location.hash.slice(1));
-  if (hash in opOfEl) select(opOfEl[hash], true);
-  else if (data.pages.some(function (pg) { return pg.stem === hash; })) showPage(data.pages.findIndex(function (pg) { return pg.stem === hash; }));
+  // ---- start: the page (or operator) the address names, else the first page --------------------------------
+  follow(fragment());
+  if (current < 0) showPage(0);
 })();

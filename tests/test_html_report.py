@@ -71,7 +71,9 @@ class Opened:
                                                   route.continue_() if route.request.url == self.url
                                                   else route.abort()))
         page.goto(self.address)
-        page.wait_for_function("document.documentElement.classList.contains('js')")
+        # polled from here: Playwright's wait_for_function evaluates strings, which the report's policy forbids
+        while not page.evaluate("document.documentElement.classList.contains('js')"):
+            page.wait_for_timeout(20)
 
     def caught(self) -> list[str]:
         return self.problems + self.page.evaluate("window.__caught")
@@ -79,7 +81,9 @@ class Opened:
     def assert_clean(self) -> None:
         assert self.caught() == [], self.caught()
         assert [u for u in self.requests if u != self.url and u != f"routed {self.url}"] == [], self.requests
-        assert self.navigations == [self.address] and self.page.url == self.address, self.navigations
+        # the one load; moving between pages only changes the fragment (history.pushState), never the document
+        assert self.navigations[:1] == [self.address], self.navigations
+        assert all(u.split("#")[0] == self.url for u in self.navigations + [self.page.url]), self.navigations
 
     def box_state(self, element_id: str) -> dict:  # type: ignore[type-arg]
         """Where the visible box ``element_id`` is, against the viewport's centre, and its classes."""
@@ -470,7 +474,7 @@ def test_the_policy_allows_exactly_our_script(tiny: Path, book: Path) -> None:
         assert head.scripts[1][1] == ours
         assert "<" not in head.scripts[0][1]
         P.check_html(path.read_bytes())
-    assert 1_000 < len(ours.encode()) < 16_000
+    assert 1_000 < len(ours.encode()) < 24_000
 
 
 def test_same_bytes_each_run(tmp_path: Path, tiny: Path) -> None:
