@@ -3,7 +3,7 @@ box is (page and element id), the hot spots, and the Content-Security-Policy tha
 
 The browser finds boxes through this data, never by reading text out of the SVG: ``ops[k].el`` is the id our
 DOT gave the operator's ``<g class="node">`` (``Node.element_id``), ``ops[k].pages`` the book pages drawing it.
-The data travels as JSON in a ``<script type="application/json">`` block (``script_json``), which a browser
+The data travels ``packed`` (the values' texts in one table of strings) as JSON in a ``<script type="application/json">`` block (``script_json``), which a browser
 never runs; the script itself is allowed by its SHA-256 in the policy (``policy``), so no other script can run.
 """
 
@@ -147,4 +147,21 @@ def data(scene: Scene, book: Book | None = None) -> dict[str, Any]:
     }
 
 
-__all__ = ["HOT_SPOTS", "data", "policy", "script_json", "script_source"]
+def packed(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` (``data``'s) with each text of the operators' values and signatures stored once, in
+    ``strings``, and named by its index there: keys, units and long n/a reasons repeat on every operator.
+
+    >>> packed({"ops": [{"values": [["a", "n/a", None]], "sig": [["x", "n/a"]]}]})
+    {'ops': [{'values': [[0, 1, None]], 'sig': [[2, 1]]}], 'strings': ['a', 'n/a', 'x']}
+    """
+    index: dict[str, int] = {}
+
+    def at(text: str | None) -> int | None:
+        return None if text is None else index.setdefault(text, len(index))
+
+    ops = [{**op, "values": [[at(text) for text in entry] for entry in op["values"]],
+            "sig": [[at(text) for text in entry] for entry in op["sig"]]} for op in report["ops"]]
+    return {**report, "ops": ops, "strings": list(index)}
+
+
+__all__ = ["HOT_SPOTS", "data", "packed", "policy", "script_json", "script_source"]

@@ -105,6 +105,17 @@ def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
 
 
 _COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
+_TEXT_TAG = re.compile(r"<text [^>]*>")
+# what every <text> of ours says: the SVG default (start), or the report's style sheet (font-family)
+_DEFAULT_TEXT_ATTRIBUTES = (' text-anchor="start"', ' font-family="Helvetica,sans-Serif"')
+
+
+def _plain_text_tag(tag: re.Match[str]) -> str:
+    text = tag.group(0)
+    for attribute in _DEFAULT_TEXT_ATTRIBUTES:
+        text = text.replace(attribute, "", 1)
+    return text
+
 
 
 def _inline_svg(svg: str):  # type: ignore[no-untyped-def]
@@ -116,7 +127,7 @@ def _inline_svg(svg: str):  # type: ignore[no-untyped-def]
     from .inline_svg import XML_PROLOG, parse
 
     parse(svg)  # the check only: the standalone report keeps Graphviz's markup as it is
-    text = _COMMENT.sub("", XML_PROLOG.sub("", svg))
+    text = _TEXT_TAG.sub(_plain_text_tag, _COMMENT.sub("", XML_PROLOG.sub("", svg)))
     if "</noscript" in text.lower():
         raise RenderError("unexpected SVG from Graphviz: it holds '</noscript'")
     return markupsafe.Markup(text)
@@ -146,7 +157,7 @@ def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) ->
     return _environment().get_template("report.html.j2").render(
         **{**view, "rows": rows}, pages=pages, hot=hot, hot_lowest=data["better"] == "higher",
         csp=explore.policy(script),
-        data_json=markupsafe.Markup(explore.script_json(data)), script=markupsafe.Markup(script))
+        data_json=markupsafe.Markup(explore.script_json(explore.packed(data))), script=markupsafe.Markup(script))
 
 
 def markdown(scene: Scene, path: str | None = None, outputs: list[tuple[str, str]] | None = None) -> str:

@@ -106,18 +106,21 @@
     p.y = bestTop(p, s.h / p.k);
     apply(p);
   }
-  function bestTop(p, height) {  // the top (SVG units) of the band of this height holding the most boxes whole
+  // The top (SVG units) of a band of this height: the highest one holding nearly as many boxes whole as the
+  // fullest band does (the top of the page, unless a band below holds a fifth more).
+  function bestTop(p, height) {
     var v = p.svg.getBoundingClientRect(), spans = boxesOf(p).map(function (g) {
       var r = g.getBoundingClientRect();
       return [p.y + (r.top - v.top) / p.k, p.y + (r.bottom - v.top) / p.k];
     });
-    var best = p.full.y, most = -1, margin = 8;
-    [p.full.y].concat(spans.map(function (sp) { return sp[0] - margin; })).forEach(function (top) {
-      top = Math.max(p.full.y, Math.min(top, p.full.y + p.full.h - height));
-      var count = spans.filter(function (sp) { return sp[0] >= top && sp[1] <= top + height; }).length;
-      if (count > most) { most = count; best = top; }
+    var tops = [p.full.y].concat(spans.map(function (sp) { return sp[0] - 8; })).map(function (top) {
+      return Math.max(p.full.y, Math.min(top, p.full.y + p.full.h - height));
+    }).sort(function (a, b) { return a - b; });
+    var counts = tops.map(function (top) {
+      return spans.filter(function (sp) { return sp[0] >= top && sp[1] <= top + height; }).length;
     });
-    return best;
+    var most = Math.max.apply(null, counts);
+    return tops[counts.findIndex(function (count) { return count >= most * 0.8; })];
   }
 
   var drag = null;
@@ -204,13 +207,13 @@
     if (cls) node.className = cls;
     return node;
   }
-  function rows(pairs, exact) {
-    var table = el("table");
+  function rows(pairs, exact) {  // pairs of indices into data.strings (explore.packed)
+    var table = el("table"), text = data.strings;
     pairs.forEach(function (pair) {
       var tr = table.insertRow();
-      tr.appendChild(el("td", pair[0]));
-      var td = el("td", pair[1]);
-      if (exact && pair[2]) { td.appendChild(doc.createTextNode(" ")); td.appendChild(el("span", "= " + pair[2], "exact")); }
+      tr.appendChild(el("td", text[pair[0]]));
+      var td = el("td", text[pair[1]]);
+      if (exact && pair[2] !== null) { td.appendChild(doc.createTextNode(" ")); td.appendChild(el("span", "= " + text[pair[2]], "exact")); }
       tr.appendChild(td);
     });
     return table;
@@ -236,7 +239,7 @@
     if (op.sig.length) { panel.appendChild(el("h4", "inputs, outputs, attributes")); panel.appendChild(rows(op.sig, false)); }
     var button = el("button", "show its row in the table");
     button.type = "button";
-    button.addEventListener("click", function () { var r = rowOf(k); if (r) { r.scrollIntoView({ block: "center" }); markRow(k); } });
+    button.addEventListener("click", function () { var r = rowOf(k, true); if (r) { r.scrollIntoView({ block: "center" }); markRow(k); } });
     panel.appendChild(button);
   }
   // nothing selected: how to use it, and the hot spots (a copy of the list under the graph)
@@ -253,7 +256,6 @@
     }
   }
   home();
-  function rowOf(k) { return tbody ? tbody.querySelector('tr[data-k="' + k + '"]') : null; }
   function markRow(k) {
     if (litRow) litRow.classList.remove("hit");
     litRow = rowOf(k);
@@ -359,10 +361,26 @@
   window.addEventListener("resize", function () { var p = pages[current]; if (p && p.full && p.k) apply(p); });
 
   // ---- the operator table: sort by a header, filter, rows to boxes -------------------------------------------
-  var table = byId("ops"), tbody = table.tBodies[0], heads = table.tHead.rows[0].cells;
-  var all = Array.prototype.slice.call(tbody.rows);
-  // Sorting reads the report's data, never the cells: per column a key for each row (the rows keep their
-  // order in the file as data-i, which breaks ties), compared as numbers, or as text in natural order.
+  // The file holds every row (read without script); the script keeps them aside and shows the first ROWS of
+  // the sorted, filtered order, with "more" to extend: sorting thousands of rows in the page takes seconds.
+  var table = byId("ops"), tbody = table.tBodies[0], heads = table.tHead.rows[0].cells, ROWS = 200;
+  var all = Array.prototype.slice.call(tbody.rows), texts = null, order = all.map(function (row, i) { return i; });
+  var shown = order, limit = ROWS, more = byId("rows-more"), every = byId("rows-all"), rowsStatus = byId("rows-status");
+  function showRows() {
+    var rows = doc.createDocumentFragment();
+    shown.slice(0, limit).forEach(function (i) { rows.appendChild(all[i]); });
+    tbody.textContent = "";
+    tbody.appendChild(rows);
+    var rest = shown.length - Math.min(limit, shown.length);
+    more.hidden = every.hidden = rest <= 0;
+    more.textContent = "show " + Math.min(rest, ROWS) + " more";
+    every.textContent = "show all " + shown.length;
+    rowsStatus.textContent = rest > 0 ? "rows 1–" + limit + " of " + shown.length : "";
+  }
+  more.addEventListener("click", function () { limit += ROWS; showRows(); });
+  every.addEventListener("click", function () { limit = shown.length; showRows(); });
+  // Sorting reads the report's data, never the cells: per column a key for each row (ties keep the rows'
+  // order in the file), compared as numbers, or as text in natural order.
   var collator = new Intl.Collator(undefined, { numeric: true }), keys = [];
   function keyOf(col) {
     if (keys[col]) return keys[col];
@@ -379,18 +397,16 @@
   }
   function sortBy(col, dir) {
     var key = keyOf(col), numeric = key.some(function (v) { return typeof v === "number"; });
-    var order = all.map(function (row, i) { return i; }).sort(function (a, b) {
+    order = order.slice().sort(function (a, b) {
       var x = key[a], y = key[b], c;
       if (x === null || y === null) c = x === y ? 0 : x === null ? 1 : -1;  // n/a last either way
       else c = dir * (numeric ? x - y : collator.compare(x, y));
       return c || a - b;
     });
-    var rows = doc.createDocumentFragment();
-    order.forEach(function (i) { rows.appendChild(all[i]); });
-    tbody.appendChild(rows);
     Array.prototype.forEach.call(heads, function (th, i) {
       if (i === col) th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending"); else th.removeAttribute("aria-sort");
     });
+    applyFilter();
   }
   Array.prototype.forEach.call(heads, function (th, col) {
     th.title = "sort";
@@ -398,16 +414,22 @@
   });
   if (data.metric && heads.length > 4) heads[3].setAttribute("aria-sort", "descending");
   var filter = byId("filter"), filterStatus = byId("filter-status");
-  filter.addEventListener("input", function () {
-    var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean), shown = 0;
-    all.forEach(function (row) {
-      var text = row.textContent.toLowerCase();
-      var keep = terms.every(function (t) { return text.indexOf(t) >= 0; });
-      row.hidden = !keep;
-      shown += keep ? 1 : 0;
+  function applyFilter() {
+    var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    if (terms.length && !texts) texts = all.map(function (row) { return row.textContent.toLowerCase(); });
+    shown = !terms.length ? order : order.filter(function (i) {
+      return terms.every(function (t) { return texts[i].indexOf(t) >= 0; });
     });
-    filterStatus.textContent = terms.length ? shown + " of " + all.length + " rows" : "";
-  });
+    showRows();
+    filterStatus.textContent = terms.length ? shown.length + " of " + all.length + " rows" : "";
+  }
+  filter.addEventListener("input", function () { limit = ROWS; applyFilter(); });
+  function rowOf(k, extend) {  // the row of operator k if shown (with extend: shown if the filter lets it through)
+    var at = shown.findIndex(function (i) { return all[i].dataset.k === String(k); });
+    if (at < 0 || (at >= limit && !extend)) return null;
+    if (at >= limit) { limit = (Math.floor(at / ROWS) + 1) * ROWS; showRows(); }
+    return all[shown[at]];
+  }
   function jump(e) {
     var a = e.target.closest("[data-k]");
     if (!a || (e.target.closest("a") === null && a.tagName !== "TR")) return;
@@ -415,6 +437,7 @@
     select(Number(a.dataset.k), true, "push");
   }
   tbody.addEventListener("click", jump);
+  showRows();
   if (hotList) hotList.addEventListener("click", jump);
   panel.addEventListener("click", function (e) { if (e.target.closest("ol.hot")) jump(e); });
 

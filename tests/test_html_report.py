@@ -14,13 +14,14 @@ import html.parser
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import payloads as P
-from conftest import ONNX, SAMPLES
+from conftest import ONNX, ROOT, SAMPLES
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -53,11 +54,11 @@ def browser() -> Iterator[object]:
 class Opened:
     """A report open in a fresh page, with everything that went wrong recorded."""
 
-    def __init__(self, browser, path: Path, fragment: str = "") -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, browser, path: Path, fragment: str = "", window: tuple[int, int] = (1400, 900)) -> None:  # type: ignore[no-untyped-def]
         self.problems: list[str] = []
         self.requests: list[str] = []
         self.navigations: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
+        self.context = browser.new_context(viewport={"width": window[0], "height": window[1]})
         self.page = page = self.context.new_page()
         self.url = path.resolve().as_uri()
         self.address = self.url + fragment
@@ -108,14 +109,18 @@ def open_report(browser) -> Iterator[object]:  # type: ignore[no-untyped-def]
     """Opens reports in fresh pages; at the end of the test, each must have stayed clean (``assert_clean``)."""
     opened: list[Opened] = []
 
-    def open_(path: Path, fragment: str = "") -> Opened:
-        opened.append(Opened(browser, path, fragment))
+    def open_(path: Path, fragment: str = "", window: tuple[int, int] = (1400, 900)) -> Opened:
+        opened.append(Opened(browser, path, fragment, window))
         return opened[-1]
 
     yield open_
     for report in opened:
         report.assert_clean()
         report.close()
+
+
+CLICK = "e => e.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true}))"
+"""A click on an element where it is, in view or not (Playwright's own click needs it on screen)."""
 
 
 def _centred(state: dict) -> bool:  # type: ignore[type-arg]
@@ -144,7 +149,12 @@ def _data(path: Path) -> dict:  # type: ignore[type-arg]
     text = path.read_text(encoding="utf-8")
     block = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
     assert block, "no report-data block"
-    return json.loads(block.group(1))
+    data = json.loads(block.group(1))
+    strings = data.pop("strings")  # the values' texts, stored once (explore.packed)
+    for op in data["ops"]:
+        op["values"] = [[None if i is None else strings[i] for i in entry] for entry in op["values"]]
+        op["sig"] = [[strings[i] for i in entry] for entry in op["sig"]]
+    return data
 
 
 def _latency(name: str) -> float:
@@ -325,24 +335,30 @@ def test_book_search_switches_to_the_page_holding_the_operator(open_report, book
     page.click("#zoom-fit")
     link = page.locator('section.current g[id^="a_box"] a').nth(2)
     target = link.evaluate("a => a.getAttributeNS('http://www.w3.org/1999/xlink', 'href')")
-    link.click()
+    link.evaluate(CLICK)  # where it is: at a readable size the overview may not fit the window
     assert target.startswith("#page-") and page.eval_on_selector("section.current", "s => '#' + s.id") == target
     # a stub of a tensor coming from another page links to its producer there
     stub = page.locator('section.current a').filter(has_text=re.compile("from")).first
     href = stub.evaluate("a => a.getAttributeNS('http://www.w3.org/1999/xlink', 'href')")
     producer = next(o for o in data["ops"] if "#" + o["el"] == href)
-    page.click("#zoom-fit")
-    stub.click()
+    stub.evaluate(CLICK)
     assert page.eval_on_selector("section.current", "s => s.id") == data["pages"][producer["pages"][0]]["stem"]
     assert _centred(opened.box_state(producer["el"]))
 
 
 def test_an_address_naming_nothing_is_ignored(open_report, tiny: Path) -> None:  # type: ignore[no-untyped-def]
     data = _data(tiny)
-    for hash_ in ("#constructor", "#__proto__", "#" + data["ops"][3]["el"]):
+    for hash_ in ("#constructor", "#__proto__", "#%", "#%E0%A4%A", "#%zz", "#" + data["ops"][3]["el"]):
         opened = open_report(tiny, hash_)
         hit = opened.page.eval_on_selector_all("g.node.hit", "gs => gs.map(g => g.id)")
         assert hit == ([data["ops"][3]["el"]] if hash_.startswith("#op") else []), (hash_, hit)
+
+
+def test_a_malformed_address_opens_the_overview(open_report, book: Path) -> None:  # type: ignore[no-untyped-def]
+    for hash_ in ("#%", "#page-00%", "#%E0%A4%A"):  # decodeURIComponent throws URIError on each
+        opened = open_report(book, hash_)
+        assert opened.page.eval_on_selector("section.current", "s => s.id") == "overview", hash_
+        assert opened.page.eval_on_selector_all("section.current svg", "s => s.length") == 1
 
 
 def test_readable_without_script(browser, tiny: Path) -> None:  # type: ignore[no-untyped-def]
@@ -353,6 +369,186 @@ def test_readable_without_script(browser, tiny: Path) -> None:  # type: ignore[n
     assert not page.is_visible("#search") and not page.is_visible("#panel") and not page.is_visible("#filter")
     assert page.eval_on_selector_all("table.ops tbody tr", "rs => rs.length") == 18
     context.close()
+
+
+def test_a_book_reads_without_script(browser, book: Path) -> None:  # type: ignore[no-untyped-def]
+    """Without script every page is drawn, one under the other, and the links between them are anchors."""
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(book.resolve().as_uri())
+    pages = _data(book)["pages"]
+    drawn = page.eval_on_selector_all("#viewport > section", "ss => ss.map(s => [s.id, s.querySelectorAll('svg g.node').length])")
+    assert [stem for stem, _ in drawn] == [p["stem"] for p in pages] and all(n > 0 for _, n in drawn), drawn
+    assert page.eval_on_selector_all("nav.pages a", "as => as.length") == len(pages)
+    context.close()
+
+
+# ---- a big model: the benchmark's 3,591-operator transformer, coloured by a real onnxruntime profile ------------
+
+BIG_WINDOW = (1600, 1000)
+# what the shown page offers: its boxes (not the legend) whole on screen, and the least text size among them in px
+ON_SCREEN = """() => {
+  const v = document.getElementById('viewport').getBoundingClientRect();
+  const boxes = [...document.querySelectorAll('section.current svg g.node')].filter(g => !/legend$/.test(g.id));
+  const whole = boxes.filter(g => { const r = g.getBoundingClientRect();
+    return r.width > 0 && r.left >= v.left - 0.5 && r.right <= v.right + 0.5 && r.top >= v.top - 0.5 && r.bottom <= v.bottom + 0.5; });
+  const sizes = whole.flatMap(g => [...g.querySelectorAll('text')].filter(t => t.textContent.trim())
+    .map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a));
+  return {page: document.querySelector('section.current').id, boxes: boxes.length, whole: whole.length,
+          least: Math.min(...sizes), view: document.querySelector('section.current svg').getAttribute('viewBox')};
+}"""
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``benchmarks/transformer_models.py``'s 40-layer encoder (3,591 operators, TorchScript's scoped names),
+    run in onnxruntime with profiling on and rendered with that profile: one HTML file, an overview and a page
+    per layer."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks import transformer_models
+
+    folder = tmp_path_factory.mktemp("big")
+    model = transformer_models.write(folder / "bert40.onnx", 40)
+    return _render(model, folder / "bert40.html", "-a", str(transformer_models.profile(model, folder)))
+
+
+def _click_link(page, selector: str) -> str:  # type: ignore[no-untyped-def]
+    """Click the SVG link ``selector`` where it is (it may lie outside the view) and return its target."""
+    target = page.eval_on_selector(selector, "a => a.getAttributeNS('http://www.w3.org/1999/xlink', 'href')")
+    page.eval_on_selector(selector, CLICK)
+    return target
+
+
+def test_big_report_is_small_in_the_file_and_in_the_page(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
+    data = _data(big)
+    assert len(data["pages"]) > 30 and big.stat().st_size <= 8_000_000, big.stat().st_size
+    opened = open_report(big, window=BIG_WINDOW)
+    page = opened.page
+    assert page.evaluate("document.getElementsByTagName('*').length") <= 60_000
+    # the overview is built; every other page is one text node until it is shown
+    built = page.eval_on_selector_all("#viewport > section", "ss => ss.map(s => s.querySelectorAll('svg').length)")
+    assert built == [1] + [0] * (len(data["pages"]) - 1), built
+    assert page.eval_on_selector_all("section.current svg g.node", "gs => gs.length") > 10
+    # a search for an operator on page 40 builds that page and drops the overview
+    op = next(o for o in data["ops"] if o["name"] == "/encoder/layer.39/attention/self/Softmax")
+    page.fill("#search", op["name"])
+    built = page.eval_on_selector_all("#viewport > section", "ss => ss.map(s => s.querySelectorAll('svg').length)")
+    assert built.index(1) == op["pages"][0] and sum(built) == 1, built
+    assert _centred(opened.box_state(op["el"]))
+    # hovering a box still fills the side panel, from the page built on demand
+    page.hover(f'section.current g.node[id="{op["el"]}"]')
+    assert page.text_content("#panel .name") == op["name"] and opened.panel_values()["latency_us"] == op["metric"]
+
+
+def test_big_report_opens_readable_and_fit_keeps_it_readable(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
+    opened = open_report(big, window=BIG_WINDOW)
+    page = opened.page
+    first = page.evaluate(ON_SCREEN)
+    assert first["page"] == "overview" and first["least"] >= 8 - 1e-6, first
+    assert first["whole"] >= 1, first  # never an empty corner
+    page.click("#zoom-fit")
+    assert page.evaluate(ON_SCREEN)["least"] >= 8 - 1e-6
+    # the fullest page: "fit" shows as much as 8 px text allows, never less
+    counts = {p: 0 for p in range(len(_data(big)["pages"]))}
+    for op in _data(big)["ops"]:
+        for p in op["pages"]:
+            counts[p] += 1
+    fullest = max(counts, key=counts.get)
+    page.select_option("#page-select", str(fullest))
+    shown = page.evaluate(ON_SCREEN)
+    page.click("#zoom-out")
+    page.click("#zoom-out")
+    page.click("#zoom-fit")
+    fitted = page.evaluate(ON_SCREEN)
+    assert fitted["least"] >= 8 - 1e-6 and fitted["whole"] >= 5 and fitted["view"] == shown["view"], (shown, fitted)
+
+
+def test_back_and_forward_move_between_pages(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
+    opened = open_report(big, window=BIG_WINDOW)
+    page = opened.page
+
+    def where() -> tuple[str, str, str]:
+        return (page.eval_on_selector("section.current", "s => s.id"), page.evaluate("location.hash"),
+                page.get_attribute("section.current svg", "viewBox"))
+
+    overview = where()
+    assert overview[:2] == ("overview", "")
+    target = _click_link(page, 'section.current g[id^="a_box"] a')  # a layer's cell in the overview
+    assert target.startswith("#page-") and where()[:2] == (target[1:], target)
+    page.click("#zoom-in")
+    layer = where()
+    page.select_option("#page-select", "3")
+    third = where()
+    assert third[0] == _data(big)["pages"][3]["stem"] != layer[0]
+    page.go_back()
+    assert where() == layer  # the page, at the view it was left at
+    page.go_back()
+    assert where() == overview
+    page.go_forward()
+    assert where() == layer
+    page.go_forward()
+    assert where() == third
+    page.click("#page-up")
+    assert where()[0] == "overview"
+    page.go_back()
+    assert where() == third
+
+
+def test_sorting_the_big_table_is_quick(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each header sorts the rows (from the report's data) in under 200 ms, the layout of the rows included."""
+    data = _data(big)
+    opened = open_report(big, window=BIG_WINDOW)
+    page = opened.page
+    assert page.eval_on_selector_all("table.ops tbody tr", "rs => rs.length") == 200
+    assert page.text_content("#rows-status") == f"rows 1–200 of {len(data['ops'])}"
+    timings = page.evaluate("""() => [0, 1, 2, 3, 4, 3].map(col => {
+      const th = document.querySelectorAll('table.ops th')[col], t0 = performance.now();
+      th.click();
+      document.body.offsetHeight;  // the rows laid out
+      return performance.now() - t0; })""")
+    assert max(timings) < 200, timings
+    ascending = [float(v) for v in _column(page, 3) if v != "n/a"]  # clicked twice: ascending
+    numbers = sorted(o["num"] for o in data["ops"] if o["num"] is not None)
+    assert ascending == sorted(ascending) and ascending[0] == numbers[0], ascending[:5]
+    page.click("#rows-more")
+    assert page.eval_on_selector_all("table.ops tbody tr", "rs => rs.length") == 400
+    # a box's row, beyond the rows shown, is shown when asked for
+    slowest = max((o for o in data["ops"] if o["num"] is not None), key=lambda o: o["num"])
+    page.fill("#search", slowest["name"])
+    page.click("#panel button")
+    marked = page.eval_on_selector_all("table.ops tbody tr.hit", "rs => rs.map(r => r.cells[2].textContent)")
+    assert marked == [slowest["name"]]
+    page.fill("#filter", "layer.39/ softmax")
+    assert _column(page, 2) == ["/encoder/layer.39/attention/self/Softmax"]
+
+
+def _long_names_model(path: Path) -> Path:
+    """Three operators with names as long as TFLite's (one unbroken 400-character run each)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    stem = "functional_1/" + "sequential_dense_block_quantize_layer_" * 10
+    names = [f"{stem}{k}/BiasAdd;functional_1/ReadVariableOp" for k in range(3)]
+    nodes = [helper.make_node("Relu", ["x" if k == 0 else names[k - 1] + ":out"], [names[k] + ":out"], name=names[k])
+             for k in range(3)]
+    graph = helper.make_graph(nodes, "long", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info(names[-1] + ":out", TensorProto.FLOAT, [1, 8])])
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_long_names_wrap(open_report, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = _long_names_model(tmp_path / "long.onnx")
+    notes = tmp_path / "long.yaml"
+    notes.write_text("operators:\n" + "".join(f"  - {{id: '{i}', meta: {{cost: {i + 1}, note: '{'x' * 300}'}}}}\n"
+                                              for i in range(3)))
+    report = _render(model, tmp_path / "long.html", "-a", str(notes), "--color-by", "cost")
+    opened = open_report(report, window=BIG_WINDOW)
+    page = opened.page
+    page.fill("#search", "0:2")
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1] == BIG_WINDOW[0], widths
+    assert page.eval_on_selector("table.ops", "t => t.getBoundingClientRect().right") <= BIG_WINDOW[0]
 
 
 # ---- hostile names in the browser -------------------------------------------------------------------------------
