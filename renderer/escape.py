@@ -119,10 +119,24 @@ def html_label(markup: str) -> str:
     return f"<{markup}>"
 
 
+# What GitHub may turn live in Markdown text: markup characters, autolinks (``www.``, ``https://``, ``a@b.c``),
+# mentions (``@user``, ``@org/team``), issue references (``#1``), math (``$x$``), and a dot between letters
+# (a bare domain, linked by some renderers).
+_LIVE_IN_GFM = re.compile(r"[\\|`*_\[\]#!~<>&@$:=]|www\.|[^\W\d_]\.[^\W\d_]", re.IGNORECASE)
+
+
 def markdown_cell(value: Any, limit: int = 120) -> str:
-    """Text for a Markdown table cell: HTML entities, and no pipe, backtick, bracket or emphasis markup."""
-    text = re.sub(r"([\\|`*_\[\]#!~])", r"\\\1", clean(value, limit))
-    return html.escape(text, quote=True)
+    """Text for a Markdown table cell (or a line of prose), neutral in GFM: as it is when it is plain (words,
+    numbers, units, arrows), else a code span, inside which nothing becomes a link, mention, reference, emphasis
+    or math.
+
+    >>> markdown_cell("+50 µs"), markdown_cell("+50 @team"), markdown_cell("a|b")
+    ('+50 µs', '`+50 @team`', '`a\\\\|b`')
+    """
+    text = clean(value, limit)
+    if _LIVE_IN_GFM.search(text) is None:
+        return text
+    return markdown_code(text, limit, cell=True)
 
 
 _BACKTICKS = re.compile(r"`+")

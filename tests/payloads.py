@@ -97,6 +97,9 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("format", "%s %n %x {0} {name}"),
     Payload("unicode", "Ünïcødé 😀 中文 \u0301\U0010fffd"),
     Payload("spaces", "  leading and trailing  "),
+    # what GitHub makes live in a comment's text: autolinks, mentions, references, math
+    Payload("gfm-autolinks", "www.evil.test https://e.test/x a@b.cd"),
+    Payload("gfm-mentions", "@user @org/team #1 GH-2 $x^2$"),
 )
 
 SHORT_PAYLOADS = tuple(p for p in PAYLOADS if p.short)
@@ -651,7 +654,7 @@ def check_dot(data: bytes, folder: Path) -> None:
 
 # What GitHub turns into a link or a notification when it stands in text outside a code span: a bare URL, a
 # mention, an issue reference; and link syntax a parser left as text (an unsafe destination, as GitHub would).
-_GITHUB_AUTOLINKS = re.compile(r"https?://|ftp://|www\.|@\w|#\d|\]\(")
+_GITHUB_AUTOLINKS = re.compile(r"https?://|ftp://|www\.|@\w|#\d|GH-\d|\$|\]\(")
 _SAFE_HREF = re.compile(r"(https?://[A-Za-z0-9.:/%#-]+/)?[A-Za-z0-9._~/%-]+")
 
 

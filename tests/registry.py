@@ -223,7 +223,7 @@ def _diff_inject(text: str, folder: Path) -> tuple[list[str], list[Path]]:
     metric = P.for_cli(text).strip() or "latency_ms"  # the same name in the files and on the command line
     sides = []
     for side, values in (("before", (2.0, 1.0)), ("after", (3.0, 0.5))):
-        doc = {"graph": {"title": text, "meta": {text or "k": text}},
+        doc = {"graph": {"title": text, "meta": {text or "k": text}}, "metrics": {metric: {"unit": text}},
                "operators": [{"id": text, "meta": {metric: values[0], "note": text}},
                              {"id": text + "·add", "meta": {metric: values[1]}}]}
         path = folder / f"{side}.json"

@@ -160,19 +160,20 @@ def test_summary_tables_list_the_right_operators_in_order(known: dict) -> None: 
     md = known["md"]
     assert len(md) < 65_536 and md.endswith("\n") and not md.endswith("\n\n")
     regressions = _table(md, "Regressions")
-    assert [(r[1], r[3], r[4], r[5], r[6]) for r in regressions] == [
-        ("stem/conv", "0:0", "10", "15", "+50%"), ("block1/pwconv", "0:7", "8", "10", "+25%")]
-    assert [r[7] for r in regressions] == ["+5 µs", "+2 µs"]
+    assert [(r[0], r[1], r[2], r[3]) for r in regressions] == [
+        ("stem/conv", "Conv", "10 → 15 µs", "+50%"), ("block1/pwconv", "Conv", "8 → 10 µs", "+25%")]
+    assert [r[4] for r in regressions] == ["+5 µs", "+2 µs"]
     improvements = _table(md, "Improvements")
-    assert [(r[1], r[6]) for r in improvements] == [("block2/conv", "-50%"), ("block1/dwconv", "-20%")]
+    assert [(r[0], r[3]) for r in improvements] == [("block2/conv", "-50%"), ("block1/dwconv", "-20%")]
     totals = md.split("| model |", 1)[1].split("\n", 1)[0]
     befores = sum(b for b, _ in LATENCY.values() if b is not None)
     afters = sum(a for _, a in LATENCY.values() if a is not None)
     cells = [c.strip() for c in totals.strip(" |").split("|")]
-    assert cells[:2] == [f"{befores:g}", f"{afters:g}"], cells
-    assert cells[2] == f"{_relative(befores, afters):+.4g}%" and cells[3] == f"{afters - befores:+.4g} µs", cells
-    crossing = _table(md, "--fail-above 30%")
+    assert cells[0] == f"{befores:g} → {afters:g} µs", cells
+    assert cells[1] == f"{_relative(befores, afters):+.4g}%" and cells[2] == f"{afters - befores:+.4g} µs", cells
+    crossing = _table(md, "Gate")
     assert [r[0] for r in crossing] == ["stem/conv"]
+    assert "**1 operator past --fail-above 30%** (operators of at least 1% of the model total)" in md
     assert "1 only before: `head/fc` (`Gemm` 0:16)" in md and "1 only after: `block1/add` (`Add` 0:9)" in md
     assert "pictures: [`diff.svg`](diff.svg), [`diff.png`](diff.png)" in md
 
@@ -225,7 +226,7 @@ def test_higher_is_better_metric_makes_a_drop_the_regression(tmp_path: Path) -> 
     ops = svg_groups(parse_svg(out), "op")
     assert _warm(first_fill(ops["op-0-0"])) and _cool(first_fill(ops["op-0-11"]))
     assert "higher is better" in summary.read_text(encoding="utf-8")
-    assert [r[1] for r in _table(summary.read_text(encoding="utf-8"), "Regressions")] == ["stem/conv"]
+    assert [r[0] for r in _table(summary.read_text(encoding="utf-8"), "Regressions")] == ["stem/conv"]
     # the command line can say the opposite of the files
     flipped = run_cli("diff", MODEL, "--before", before, "--after", after, "--metric", "sqnr_db", "-o", out,
                       "--lower-is-better", "--fail-above", "5", "--change", "absolute", "-q")
@@ -333,7 +334,7 @@ def test_two_models_match_by_name_then_output_and_show_the_macs_change(tmp_path:
     renamed = next(g for g in ops.values() if "block1/act1" in _texts(g))
     assert "before operator: 0:6 in tiny_cnn.onnx" in tooltip_of(renamed)
     improvements = _table(summary.read_text(encoding="utf-8"), "Improvements")
-    assert [r[1] for r in improvements] == ["block2/conv"]
+    assert [r[0] for r in improvements] == ["block2/conv"]
     text = summary.read_text(encoding="utf-8")
     assert "1 only before: `stem/relu` (`Relu` 0:2, operator)" in text
     assert "matched 17/18 operators · 16 by name, 1 by output tensor; 1 only before: `stem/relu`" in text
@@ -421,9 +422,11 @@ def test_summary_stays_small_for_a_huge_diff() -> None:
         changes.append(differ.OpChange(("op", 0, i), ("op", 0, i), name, "MatMul" * 20, before,
                                        None if missing else after, missing, bool(missing)))
     diff = differ.Diff("latency_us", "µs", False, True, "a" * 300 + ".json", "b" * 300 + ".json", changes)
-    text = differ.markdown(diff, differ.Threshold(0.0, True), ["x.svg"] * 100, SUMMARY_MAX_TOP_K)
+    threshold = differ.Threshold(0.0, True)
+    gate = differ.GateView(threshold, None, diff.gate(threshold, 0.0))
+    text = differ.markdown(diff, gate, ["x.svg"] * 100, SUMMARY_MAX_TOP_K)
     assert len(text) < 65_536 // 2, len(text)
     assert len(_table(text, "Regressions")) == SUMMARY_MAX_TOP_K == len(_table(text, "Improvements"))
-    assert "10000 operators crossed" in text and "… and 9970 more." in text and "; … and 1980 more" in text
+    assert "**10000 operators past --fail-above 0%**" in text and "… and 9970 more." in text and "; … and 1980 more" in text
     outside_code = re.sub(r"(`+)(.+?)\1", "", text)
     assert "@here" in text and "@here" not in outside_code and "#12" not in outside_code  # no mention, no link

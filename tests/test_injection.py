@@ -334,7 +334,7 @@ def test_characters_xml_forbids_are_replaced() -> None:
     assert escape.clean("a\ufffeb\uffffc\ud800d\ufffd") == "a\ufffdb\ufffdc\ufffdd\ufffd"
     assert escape.html_text("<\uffff>") == "&lt;\ufffd&gt;"
     assert str(escape.tooltip(["x\ufffe"])) == "x\ufffd"
-    assert escape.markdown_cell("\uffff|") == "\ufffd\\|"
+    assert escape.markdown_cell("\uffff|") == "`\ufffd\\|`"
 
 
 def test_style_values_cannot_carry_markup() -> None:

@@ -18,7 +18,9 @@ each model's own annotations and sidecars count, and a built-in metric (macs, pa
 from each model. The picture is the (after) model: warm boxes got worse, cool ones better, on a scale symmetric
 around 0 (reversed for higher-is-better metrics such as sqnr_db); boxes with a value on one side only are grey
 with a dashed purple border. --fail-above 10% (relative) or 2.5 (metric units) lists each operator whose
-regression is larger on stderr and exits with status 3; the pictures and the summary are written all the same."""
+regression is larger on stderr and exits with status 3, except operators under --min-share of the model total
+(default 1%: a few microseconds' noise on a small kernel does not fail a pull request); --fail-total-above
+gates the model total. The pictures and the summary are written all the same."""
 
 EXIT_REGRESSION = 3
 """Exit status when an operator's regression crosses ``--fail-above`` (1 stays for errors)."""
@@ -44,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", metavar="FILE.md", help="also write a Markdown summary for a pull request")
     parser.add_argument("--fail-above", metavar="N%|N", help="exit 3 when an operator got worse by more than this: "
                         "10%% (relative) or 2.5 (in the metric's units)")
+    parser.add_argument("--min-share", default="1%", metavar="PCT", help="operators under this share of the model "
+                        "total do not trip --fail-above (default 1%%; 0 for none; metrics that sum over operators)")
+    parser.add_argument("--fail-total-above", metavar="N%|N", help="exit 3 when the model total got worse by more "
+                        "than this: 5%% (relative) or 2.5 (in the metric's units)")
+    parser.add_argument("--summary-link-base", metavar="URL", help="link the summary's pictures under this URL "
+                        "(where CI publishes them) instead of relative to the summary")
     parser.add_argument("--top-k", type=int, default=10, metavar="K",
                         help="regressions and improvements in the summary's tables (default 10)")
     better = parser.add_mutually_exclusive_group()
@@ -74,14 +82,18 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import AnnographError
     from ..progress import note, warn
     from ..rendering import output_format, render
-    from ..summary import check_top_k, picture_paths
+    from ..summary import check_link_base, check_top_k, picture_paths
 
     if len(args.models) not in (1, 2):
         raise AnnographError("diff takes one model (with --before and --after files) or two models")
     if len(args.models) == 1 and not (args.before and args.after):
         raise AnnographError("with one model, give the annotation files of both sides: --before FILE --after FILE")
     threshold = differ.Threshold.parse(args.fail_above) if args.fail_above is not None else None
+    total_threshold = (differ.Threshold.parse(args.fail_total_above, "--fail-total-above")
+                       if args.fail_total_above is not None else None)
+    min_share = differ.parse_share(args.min_share)
     check_top_k(args.top_k)
+    check_link_base(args.summary_link_base)
     outputs = [*args.output, *([args.summary] if args.summary else [])]
     inputs = [*args.models, *args.before, *args.after]
     atomic.refuse_inputs(outputs, inputs)
@@ -96,22 +108,35 @@ def run(args: argparse.Namespace) -> int:
         (warn if one_sided else note)(diff.matching.line(diff.before_name, diff.after_name))
     options = differ.render_options(diff, _base_options(args))
     render(model, differ.annotations(diff), options, output=list(args.output))
+    gate = diff.gate(threshold, min_share, total_threshold)
     if args.summary:
         pictures = picture_paths(args.summary, [(path, output_format(path)) for path in args.output])
-        text = differ.markdown(diff, threshold, pictures, args.top_k)
+        text = differ.markdown(diff, differ.GateView(threshold, total_threshold, gate), pictures, args.top_k,
+                               args.summary_link_base)
         atomic.write_all([(args.summary, text.encode("utf-8"))], inputs)
     note(f"Δ {diff.metric}: " + ", ".join(f"{n} {what}" for what, n in diff.counts().items())
          + f"; wrote {', '.join(outputs)}")
-    if threshold is None:
-        return 0
-    crossing = diff.crossing(threshold)
-    for item in crossing[:STDERR_LISTED]:
+    _say_gate(diff, threshold, total_threshold, gate)
+    return EXIT_REGRESSION if gate.failed else 0
+
+
+def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[no-untyped-def]
+    """Each operator past the gate on stderr, worst first; how many were under the share floor; the total."""
+    from ..progress import note, warn
+
+    for item in gate.crossing[:STDERR_LISTED]:
         change = diff.change_text(item, threshold.relative, compact=True)
         warn(f"{item.name} ({item.op_type} {item.where}): {diff.metric} {change} ({diff.before_after(item)}) is past "
              f"--fail-above {threshold}")
-    if len(crossing) > STDERR_LISTED:
-        warn(f"… and {len(crossing) - STDERR_LISTED} more operators past --fail-above {threshold}")
-    return EXIT_REGRESSION if crossing else 0
+    if len(gate.crossing) > STDERR_LISTED:
+        warn(f"… and {len(gate.crossing) - STDERR_LISTED} more operators past --fail-above {threshold}")
+    if gate.below_floor:
+        note(f"{len(gate.below_floor)} operators past --fail-above {threshold} are each under {gate.floor:g}% of "
+             f"the model's {diff.metric} and do not count (--min-share)")
+    if gate.total_crossed:
+        total = diff.total_change()
+        warn(f"model total: {diff.metric} {diff.change_text(total, total_threshold.relative, compact=True)} "
+             f"({diff.before_after(total)}) is past --fail-total-above {total_threshold}")
 
 
 def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from .annotate import annotations, change_key, render_options
 from .build import one_model, side_values, two_models
-from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange, Threshold
+from .change import ONLY_AFTER, ONLY_BEFORE, Diff, Gate, OpChange, Threshold, parse_share
 from .matching import Matching, match
-from .summary import markdown
+from .summary import GateView, markdown
 
 __all__ = [
-    "ONLY_AFTER", "ONLY_BEFORE", "Diff", "Matching", "OpChange", "Threshold", "annotations", "change_key", "markdown",
-    "match", "one_model", "render_options", "side_values", "two_models",
+    "ONLY_AFTER", "ONLY_BEFORE", "Diff", "Gate", "GateView", "Matching", "OpChange", "Threshold", "annotations",
+    "change_key", "markdown", "match", "one_model", "parse_share", "render_options", "side_values", "two_models",
 ]

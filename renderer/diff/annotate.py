@@ -19,6 +19,7 @@ from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
 
 BEFORE_AFTER = "before → after"
 STATUS = "diff"
+HELPER = "counted with"
 LEGEND_LISTED = 5
 LEGEND_NAME_CHARS = 28
 MISSING_BORDER = {"color": "#6a3d9a", "penwidth": "2", "style": "dashed"}
@@ -43,6 +44,8 @@ def annotations(diff: Diff) -> Annotations:
     for item in diff.changes:
         if item.key is not None:
             result.ops[item.key] = _entry(diff, key, item)
+    for helper, owner in diff.helpers.items():
+        result.ops[helper] = Entry({STATUS: f"{HELPER} {owner}"}, {})
     result.graph.values.update(legend_values(diff))
     return result
 

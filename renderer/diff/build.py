@@ -53,8 +53,12 @@ def two_models(before_model: Model, after_model: Model, before: Annotations, aft
     after_values, after_info = side_values(after_model, after, metric, names[1])
     diff = _new(metric, relative, higher_is_better, names, after_info or before_info)
     diff.matching = matching
+    before_values = _with_helpers(before_values, matching.helpers_before, diff.rule())
+    after_values = _with_helpers(after_values, matching.helpers_after, diff.rule())
     paired = {a: b for b, a in matching.pairs.items()}
     for node in after_model.nodes():
+        if node.key in matching.helpers_after:
+            continue
         before_key = paired.get(node.key)
         b = before_values.get(before_key) if before_key is not None else None
         a = after_values.get(node.key)
@@ -63,10 +67,27 @@ def two_models(before_model: Model, after_model: Model, before: Annotations, aft
         elif b is not None or a is not None:
             missing = ONLY_BEFORE if a is None else ONLY_AFTER if b is None else ""
             diff.changes.append(OpChange(node.key, before_key, node.display_name, node.op_type, b, a, missing))
+    diff.helpers = {helper: _display(after_model, owner) for helper, owner in matching.helpers_after.items()}
     for node in matching.only_before:
         diff.changes.append(OpChange(None, node.key, node.display_name, node.op_type, before_values.get(node.key),
                                      None, ONLY_BEFORE, True))
     return diff
+
+
+def _display(model: Model, key: ElementKey) -> str:
+    return model.graphs[key[1]].nodes[key[2]].display_name
+
+
+def _with_helpers(values: dict[ElementKey, float], helpers: dict[ElementKey, ElementKey],
+                  rule: str) -> dict[ElementKey, float]:
+    """Each operator's value with its quantization helpers' added (for a metric that sums, such as a latency or
+    MACs: what replaced the float operator costs that much); helpers themselves have none of their own."""
+    result = {key: value for key, value in values.items() if key not in helpers}
+    if rule == "sum":
+        for helper, owner in helpers.items():
+            if helper in values and owner in result:
+                result[owner] += values[helper]
+    return result
 
 
 def _new(metric: str, relative: bool, higher_is_better: bool | None, names: tuple[str, str],

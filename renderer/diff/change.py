@@ -29,7 +29,7 @@ class Threshold:
     relative: bool
 
     @classmethod
-    def parse(cls, text: str) -> Threshold:
+    def parse(cls, text: str, option: str = "--fail-above") -> Threshold:
         raw = text.strip()
         relative = raw.endswith("%")
         try:
@@ -37,12 +37,51 @@ class Threshold:
         except ValueError:
             value = math.nan
         if not math.isfinite(value) or value < 0 or value > 1e300:
-            raise AnnographError(f"--fail-above {text[:40]!r}: use a percentage (10%) or a number of metric units "
+            raise AnnographError(f"{option} {text[:40]!r}: use a percentage (10%) or a number of metric units "
                                  "(2.5), 0 or more")
         return cls(value, relative)
 
     def __str__(self) -> str:
         return f"{self.value:g}%" if self.relative else f"{self.value:g}"
+
+
+def parse_share(text: str) -> float:
+    """``--min-share``: a percentage of the model total, ``1%`` or ``1``; 0 turns the floor off.
+
+    >>> parse_share("1%"), parse_share(" 0.5 "), parse_share("0")
+    (1.0, 0.5, 0.0)
+    """
+    raw = text.strip().removesuffix("%")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 100:
+        raise AnnographError(f"--min-share {text[:40]!r}: use a percentage of the model total from 0 to 100 (1%)")
+    return value
+
+
+@dataclass(slots=True)
+class Gate:
+    """What ``--fail-above`` (with its ``--min-share`` floor) and ``--fail-total-above`` found.
+
+    Attributes:
+        crossing: operators whose regression is past the threshold and whose share of the model total is at
+            least the floor, worst first.
+        below_floor: operators past the threshold but under the floor (they do not fail the run).
+        floor: the floor in percent of the model total; None when the metric does not sum over operators
+            (a score, an error), so shares mean nothing and every operator counts.
+        total_crossed: whether the model total's regression is past ``--fail-total-above``.
+    """
+
+    crossing: list[OpChange] = field(default_factory=list)
+    below_floor: list[OpChange] = field(default_factory=list)
+    floor: float | None = None
+    total_crossed: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.crossing) or self.total_crossed
 
 
 @dataclass(slots=True)
@@ -105,6 +144,7 @@ class Diff:
         changes: the drawn model's operators in graph order, then operators only the before model has.
         matching: how two models' operators were paired (None for one model with two annotation files).
         info: what is known of the metric (for how group boxes and totals combine values).
+        helpers: quantization helpers of the drawn model → the name of the operator they count with.
     """
 
     metric: str
@@ -116,6 +156,7 @@ class Diff:
     changes: list[OpChange] = field(default_factory=list)
     matching: Matching | None = None
     info: MetricInfo | None = None
+    helpers: dict[ElementKey, str] = field(default_factory=dict)
 
     def change(self, item: OpChange, relative: bool | None = None) -> float | None:
         """The change shown for ``item`` (relative or absolute as the diff is, unless ``relative`` says)."""
@@ -147,6 +188,31 @@ class Diff:
         scored = [(b, i, c) for i, c in enumerate(self.changes)
                   if (b := self.badness(c, threshold.relative)) is not None and b > threshold.value]
         return [c for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def share(self, item: OpChange) -> float | None:
+        """The operator's larger value as a percentage of the larger model total, for a metric that sums; None
+        otherwise (or with no positive total)."""
+        if self.rule() != "sum":
+            return None
+        largest = max((abs(t) for t in self.totals() if t is not None and math.isfinite(t)), default=0.0)
+        if largest == 0:
+            return None
+        mine = max(abs(v) for v in (item.before, item.after) if v is not None)
+        return mine / largest * 100.0
+
+    def gate(self, threshold: Threshold | None, min_share: float = 0.0,
+             total_threshold: Threshold | None = None) -> Gate:
+        """The CI gate: operators past ``threshold`` and at least ``min_share`` % of the model total (only
+        for metrics that sum over operators), and the model total past ``total_threshold``."""
+        result = Gate(floor=min_share if self.rule() == "sum" else None)
+        for item in self.crossing(threshold) if threshold is not None else []:
+            share = self.share(item)
+            small = result.floor is not None and share is not None and share < result.floor
+            (result.below_floor if small else result.crossing).append(item)
+        if total_threshold is not None:
+            badness = self.badness(self.total_change(), total_threshold.relative)
+            result.total_crossed = badness is not None and badness > total_threshold.value
+        return result
 
     def missing(self, side: str) -> list[OpChange]:
         return [c for c in self.changes if c.missing == side]

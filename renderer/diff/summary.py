@@ -3,33 +3,55 @@ pull-request comment whatever the model's size (tables and lists are cut, and sa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .. import escape
-from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange, Threshold
+from .change import ONLY_AFTER, ONLY_BEFORE, Diff, Gate, OpChange, Threshold
 
 TOP = 10
 CROSSING_ROWS = 30
 MISSING_LISTED = 20
+NAME_CHARS = 40
+"""A name in a table keeps its end (``…/attention/self/query/MatMul``: scoped names differ at their end), so the
+tables fit a ~900 px pull-request comment."""
+TYPE_CHARS = 20
 
 
-def markdown(diff: Diff, threshold: Threshold | None = None, pictures: list[str] | None = None,
-             top: int = TOP) -> str:
-    """The summary: totals before and after, the top regressions and improvements, what crossed the gate,
-    and the operators one side lacks."""
+@dataclass(frozen=True, slots=True)
+class GateView:
+    """The gate as the command set it up, and what it found."""
+
+    threshold: Threshold | None
+    total_threshold: Threshold | None
+    result: Gate
+
+
+def markdown(diff: Diff, gate: GateView | None = None, pictures: list[str] | None = None, top: int = TOP,
+             link_base: str | None = None) -> str:
+    """The summary: totals before and after, the top regressions and improvements, what the gate found, and
+    the operators one side lacks. Pictures link relative to the summary, or under ``link_base``."""
     from ..report import environment
 
-    text = environment().get_template("diff.md.j2").render(**_view(diff, threshold, pictures or [], top),
-                                                           cell=escape.markdown_cell, code=escape.markdown_code,
-                                                           link=escape.markdown_link)
+    links = [escape.markdown_link(path, path, link_base) for path in pictures or []]
+    text = environment().get_template("diff.md.j2").render(**_view(diff, gate, links, top),
+                                                           code=escape.markdown_code)
     return text.rstrip("\n") + "\n"
 
 
 def _row(diff: Diff, item: OpChange) -> dict[str, str]:
-    return {"id": item.where, "name": item.name, "type": item.op_type,
-            "before": diff.value_text(item.before), "after": diff.value_text(item.after),
-            "change": diff.change_text(item, compact=True),
-            "other": diff.change_text(item, relative=not diff.relative, compact=True)}
+    unit = f" {diff.unit}" if diff.unit and diff.unit != "%" else diff.unit
+    return {"name": escape.markdown_code(_tail(item.name), NAME_CHARS + 2, cell=True),
+            "type": escape.markdown_code(item.op_type, TYPE_CHARS, cell=True),
+            "before_after": escape.markdown_cell(
+                f"{diff.value_text(item.before)} → {diff.value_text(item.after)}{unit}", 60),
+            "change": escape.markdown_cell(diff.change_text(item, compact=True), 40),
+            "other": escape.markdown_cell(diff.change_text(item, relative=not diff.relative, compact=True), 40)}
+
+
+def _tail(name: str) -> str:
+    text = escape.clean(name, 400)
+    return text if len(text) <= NAME_CHARS else escape.ELLIPSIS + text[-(NAME_CHARS - 1):]
 
 
 def _matching(diff: Diff) -> dict[str, Any] | None:
@@ -38,17 +60,32 @@ def _matching(diff: Diff) -> dict[str, Any] | None:
     if matching is None:
         return None
     total = len(matching.pairs) + len(matching.only_before)
-    how = f"{matching.by_name} by name, {matching.by_output} by output tensor"
-    if matching.by_inputs:
-        how += f", {matching.by_inputs} by type and inputs"
     sides = [{"what": what, "count": len(nodes), "names": [n.display_name for n in nodes[:MISSING_LISTED]]}
              for what, nodes in ((ONLY_BEFORE, matching.only_before), (ONLY_AFTER, matching.only_after)) if nodes]
-    return {"count": f"matched {len(matching.pairs)}/{total} operators", "how": how, "sides": sides}
+    return {"count": f"matched {len(matching.pairs)}/{total} operators", "how": matching.how(),
+            "helpers": len(matching.helpers_before) + len(matching.helpers_after), "sides": sides}
 
 
-def _view(diff: Diff, threshold: Threshold | None, pictures: list[str], top: int) -> dict[str, Any]:
+def _gate(diff: Diff, gate: GateView | None) -> dict[str, Any] | None:
+    if gate is None or (gate.threshold is None and gate.total_threshold is None):
+        return None
+    found = gate.result
+    floor = f"{found.floor:g}%" if found.floor else ""
+    return {
+        "threshold": escape.markdown_cell(str(gate.threshold)) if gate.threshold is not None else "",
+        "floor": floor,
+        "floor_text": f" (operators of at least {floor} of the model total)" if floor else "",
+        "crossing": [_row(diff, c) for c in found.crossing[:CROSSING_ROWS]],
+        "crossing_count": len(found.crossing),
+        "below_floor": len(found.below_floor),
+        "total_threshold": escape.markdown_cell(str(gate.total_threshold)) if gate.total_threshold else "",
+        "total_relative": gate.total_threshold is not None and gate.total_threshold.relative,
+        "total_crossed": found.total_crossed,
+    }
+
+
+def _view(diff: Diff, gate: GateView | None, pictures: list[str], top: int) -> dict[str, Any]:
     total = diff.total_change()
-    crossing = diff.crossing(threshold) if threshold is not None else []
     missing = {side: diff.missing(side) for side in (ONLY_BEFORE, ONLY_AFTER)}
     return {
         "metric": diff.metric, "unit": diff.unit, "before": diff.before_name, "after": diff.after_name,
@@ -62,12 +99,9 @@ def _view(diff: Diff, threshold: Threshold | None, pictures: list[str], top: int
         "top": top,
         "regressions": [_row(diff, c) for c in diff.regressions(top)],
         "improvements": [_row(diff, c) for c in diff.improvements(top)],
-        "threshold": str(threshold) if threshold is not None else "",
-        "crossing": [_row(diff, c) for c in crossing[:CROSSING_ROWS]],
-        "crossing_count": len(crossing),
+        "gate": _gate(diff, gate),
         "missing": [{"side": side, "count": len(items),
                      "entries": [{"name": c.name, "type": c.op_type, "id": c.where, "operator": c.operator_missing}
-                               for c in items[:MISSING_LISTED]]}
+                                 for c in items[:MISSING_LISTED]]}
                     for side, items in missing.items() if items],
-        "missing_listed": MISSING_LISTED,
     }
