@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
+from test_diff import _table as _rows
 
 TRANSFORMER = ONNX / "tiny_transformer.onnx"
 CNN = ONNX / "tiny_cnn.onnx"
@@ -200,17 +201,6 @@ def test_qdq_helpers_count_with_the_operator_they_wrap(tmp_path: Path) -> None:
 
 
 # ---- the summary in a ~900 px comment -----------------------------------------------------------------------
-
-
-def _rows(markdown: str, heading: str) -> list[list[str]]:
-    section = markdown.split(f"## {heading}", 1)[1]
-    rows = []
-    for line in section.splitlines()[1:]:
-        if line.startswith("## "):
-            break
-        if line.startswith("|") and not set(line) <= set("|-: "):
-            rows.append([c.strip().strip("`") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))])
-    return rows[1:]
 
 
 def _table_widths(markdown: str) -> list[int]:
