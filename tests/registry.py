@@ -501,6 +501,45 @@ def _diff_seeds() -> list[tuple[str, bytes]]:
             ("after.yaml", yaml_text.encode())]
 
 
+def _npz(**arrays: object) -> bytes:
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def _compare_inputs(path: Path) -> None:
+    """The file as ``compare --inputs`` of tiny_cnn against itself: read header first, run in the bounded child."""
+    from payloads import ROOT
+
+    tiny, out = str(ROOT / DEFAULT_READER_MODEL), _scratch() / "compare.json"
+    command(path, ["compare", tiny, tiny, "--inputs", str(path), "-o", str(out)], out)
+
+
+def _compare_inputs_seeds() -> list[tuple[str, bytes]]:
+    import numpy as np
+
+    return [("inputs.npz", _npz(image=np.ones((1, 3, 32, 32), np.float32))),
+            ("wrong.npz", _npz(image=np.ones((1, 3, 8, 8), np.float32), extra=np.zeros(2)))]
+
+
+def _compare_dumps(path: Path) -> None:
+    """The file as both dumps of ``compare --dumps … --model tiny_cnn`` (arrays loaded a pair at a time)."""
+    from payloads import ROOT
+
+    out = _scratch() / "dumps.json"
+    command(path, ["compare", "--dumps", str(path), str(path), "--model", str(ROOT / DEFAULT_READER_MODEL),
+                   "-o", str(out)], out)
+
+
+def _compare_dumps_seeds() -> list[tuple[str, bytes]]:
+    import numpy as np
+
+    return [("dump.npz", _npz(**{"stem/conv_out": np.ones((1, 8, 32, 32), np.float32), "3": np.arange(4.0)})),
+            ("names.npz", _npz(**{"0:1": np.zeros(3, np.int8), "head/fc_out": np.ones((1, 10), np.float16)}))]
+
+
 # ---- the registries -------------------------------------------------------------------------------------------
 
 LOADERS: dict[str, LoaderEntry] = {
@@ -538,6 +577,8 @@ PATHS: dict[str, PathEntry] = {
     "ort_shapes": PathEntry(_ort_shapes, lambda: [("computed_shapes.onnx", computed_shapes_model())], examples=12),
     "embed": PathEntry(_embed, _embed_seeds, examples=60),
     "diff": PathEntry(_diff, _diff_seeds, examples=60),
+    "compare_inputs": PathEntry(_compare_inputs, _compare_inputs_seeds, examples=8),
+    "compare_dumps": PathEntry(_compare_dumps, _compare_dumps_seeds, examples=60),
 }
 
 

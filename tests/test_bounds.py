@@ -237,3 +237,76 @@ def test_a_dump_through_a_fifo_is_read(tmp_path: Path, monkeypatch: pytest.Monke
                      str(ONNX / "tiny_cnn.onnx"), "-o", str(tmp_path / "e.json")])
     thread.join(10)
     assert code == 0, capsys.readouterr().err
+
+
+# ---- compare in the child -------------------------------------------------------------------------------------
+
+
+def _compare_error(tmp_path: Path, model: bytes, inputs: dict[str, np.ndarray], *extra: str,
+                   env: dict[str, str] | None = None) -> str:
+    path = _write(tmp_path / "m.onnx", model)
+    np.savez(tmp_path / "in.npz", **inputs)
+    started = time.monotonic()
+    run = run_cli("compare", path, path, "--inputs", tmp_path / "in.npz", *extra, "-o", tmp_path / "e.json",
+                  env={**LOW, **(env or {})}, timeout=120)
+    assert time.monotonic() - started < 60
+    assert not (tmp_path / "e.json").exists()
+    return one_line_error(run)
+
+
+def test_compare_of_a_computed_huge_tensor_ends_at_the_memory_limit(tmp_path: Path) -> None:
+    """Issue 19: a 300-byte model computing a 2 GiB tensor from its input's value peaked at 21 GB in compare."""
+    error = _compare_error(tmp_path, H.computed_tensor(1 << 29), {"n": np.zeros(1, np.int64)})
+    assert error.endswith("needed more than the 160.0 MiB of memory the model's sizes explain (set "
+                          "ANNOGRAPH_RUN_MEMORY to allow more)") and "m.onnx" in error, error
+
+
+def test_compare_refuses_a_tensor_static_shapes_announce_over_the_limit(tmp_path: Path) -> None:
+    error = _compare_error(tmp_path, H.static_tensor(1 << 29), {"x": np.ones(1, np.float32)})
+    assert error.endswith("tensor 'big' would hold 2.0 GiB (float32[536870912]), over the 1.0 GiB compare "
+                          "measures per tensor (--max-tensor-bytes)"), error
+
+
+def test_compare_refuses_a_tensor_met_in_the_run_over_the_limit(tmp_path: Path) -> None:
+    """A tensor within the memory limit but over ``--max-tensor-bytes``: named, not measured."""
+    error = _compare_error(tmp_path, H.computed_tensor(1 << 20), {"n": np.zeros(1, np.int64)},
+                           "--max-tensor-bytes", "1MiB")
+    assert "tensor 'ones' holds 4.0 MiB (1048576 float32), over the 1.0 MiB compare measures per tensor" in error
+
+
+def test_compare_of_an_endless_loop_ends_at_its_timeout(tmp_path: Path) -> None:
+    error = _compare_error(tmp_path, H.endless_loop(), {"x": np.ones(1, np.float32)}, "--timeout", "3")
+    assert error.endswith("onnxruntime took over 3 s to run "
+                          f"{tmp_path / 'm.onnx'} and {tmp_path / 'm.onnx'} (set ANNOGRAPH_RUN_SECONDS to allow more)")
+
+
+def test_compare_of_a_growing_loop_ends_in_one_line(tmp_path: Path) -> None:
+    error = _compare_error(tmp_path, H.growing_loop(), {"x": np.ones(1, np.float32)})
+    assert "needed more than the 160.0 MiB of memory" in error or "stopped with SIG" in error, error
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--random-inputs", "-1"], "'-1' is below 0"),
+    (["--timeout", "4000000"], "is more seconds than annograph waits"),
+    (["--max-tensor-bytes", "lots"], "'lots' is not a size"),
+])
+def test_compare_option_values_are_one_line(args: list[str], said: str, tmp_path: Path) -> None:
+    """Issue 19 item 11: ``--random-inputs -1`` was an internal error, ``--timeout 4000000`` an OverflowError."""
+    tiny = ONNX / "tiny_cnn.onnx"
+    error = one_line_error(run_cli("compare", tiny, tiny, *args, "-o", tmp_path / "e.json"))
+    assert said in error and "internal error" not in error, error
+
+
+def test_render_timeout_past_what_poll_takes_is_a_usage_error(tmp_path: Path) -> None:
+    error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "--timeout", "4000000", "-o", tmp_path / "m.svg"))
+    assert "is more seconds than annograph waits" in error, error
+
+
+def test_compare_stderr_carries_only_our_lines(tmp_path: Path) -> None:
+    """Issue 19 item 12: Python warnings with source paths and onnxruntime's coloured log lines reached stderr."""
+    tiny = ONNX / "tiny_cnn.onnx"
+    run = run_cli("compare", tiny, tiny, "-o", tmp_path / "e.json")
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert lines and all(line.startswith("annograph: ") for line in lines), run.stderr
+    assert "\x1b[" not in run.stderr and ".py:" not in run.stderr

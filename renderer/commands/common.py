@@ -22,11 +22,28 @@ def finite_float(text: str) -> float:
     return value
 
 
+LONGEST_WAIT = 1_000_000
+"""Seconds (11.6 days): waits past ~24.8 days overflow the millisecond timeouts of poll() and select()."""
+
+
 def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds above 0."""
+    """argparse type: a finite number of seconds above 0, at most ``LONGEST_WAIT``."""
     value = finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    if value > LONGEST_WAIT:
+        raise argparse.ArgumentTypeError(f"{text!r} is more seconds than annograph waits (at most {LONGEST_WAIT})")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number, 0 or more (a seed)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 0")
     return value
 
 

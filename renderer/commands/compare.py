@@ -19,21 +19,39 @@ legend shows it); an exact match has an SQNR of "inf". Dumps are .npz files keye
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_dim_argument
+    from .common import add_dim_argument, non_negative_int, positive_seconds
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="*", metavar="REFERENCE CANDIDATE", help="two ONNX or two TFLite models")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="annotation file to write (.json)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", metavar="FILE.npz", help="model inputs, one array per input name")
-    source.add_argument("--random-inputs", type=int, default=0, metavar="SEED",
+    source.add_argument("--random-inputs", type=non_negative_int, default=0, metavar="SEED",
                         help="random inputs from SEED (default 0): normal floats, integers in [0, 10)")
     parser.add_argument("--dumps", nargs=2, metavar=("REFERENCE.npz", "CANDIDATE.npz"),
                         help="compare two tensor dumps instead of running models (needs --model)")
     parser.add_argument("--model", metavar="MODEL", help="the model the dumps' tensor ids refer to")
     parser.add_argument("--save-dumps", nargs=2, metavar=("REFERENCE.npz", "CANDIDATE.npz"),
                         help="also write the compared tensors, keyed by reference tensor name")
+    parser.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
+                        help="seconds the two runs may take (default: 30 plus one per 8 MiB the models and their "
+                             "inputs and known activations take)")
+    parser.add_argument("--max-tensor-bytes", type=byte_size, metavar="SIZE",
+                        help="largest tensor compared, e.g. 512MiB (default 1GiB); a larger one is an error naming it")
     add_dim_argument(parser)
+
+
+def byte_size(text: str) -> int:
+    """argparse type: a size above 0 (bytes, or with KiB, MiB, GiB)."""
+    from ..loaders.isolated import parse_bytes
+
+    try:
+        value = parse_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size above 0")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,12 +79,13 @@ def run(args: argparse.Namespace) -> int:
             raise AnnographError("compare needs REFERENCE and CANDIDATE models (or --dumps … --model MODEL)")
         with stage("compare") as facts:
             comparison = compare_models(args.models[0], args.models[1], args.inputs, args.random_inputs,
-                                        parse_dims(args.dim))
+                                        parse_dims(args.dim), args.timeout, args.max_tensor_bytes,
+                                        keep_dumps=bool(args.save_dumps))
             facts.append(f"{count(len(comparison.results), 'tensor')}, inputs {comparison.inputs}")
     text = json.dumps(document(comparison), indent=1, ensure_ascii=False) + "\n"
     outputs = [(args.output, text.encode("utf-8"))]
     if args.save_dumps:
-        outputs += [(path, _npz(arrays)) for path, arrays in zip(args.save_dumps, comparison.dumps)]
+        outputs += [(path, data or _npz({})) for path, data in zip(args.save_dumps, comparison.dumps)]
     with stage("write") as facts:
         atomic.write_all(outputs, inputs)
         facts.extend(str(path) for path, _ in outputs)

@@ -56,12 +56,13 @@ class Comparison:
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     inputs: str = ""
-    dumps: tuple[dict[str, Any], dict[str, Any]] = field(default_factory=lambda: ({}, {}))
-    """The compared arrays keyed by reference tensor name (for ``--save-dumps``)."""
+    dumps: tuple[bytes, bytes] = (b"", b"")
+    """The compared arrays keyed by reference tensor name, as ``.npz`` files (for ``--save-dumps``)."""
 
 
-def measure(key: ElementKey, candidate_name: str, reference: Any, candidate: Any) -> TensorResult:
-    """Compare one pair; arrays of different shapes are reported, never broadcast."""
+def measure(key: Any, candidate_name: str, reference: Any, candidate: Any) -> TensorResult:
+    """Compare one pair; arrays of different shapes are reported, never broadcast. ``key`` is the tensor's
+    ``ElementKey`` (or, in the child that runs the models, its name there)."""
     import numpy as np
 
     ref, cand = np.asarray(reference), np.asarray(candidate)
@@ -120,73 +121,113 @@ def require_matches(comparison: Comparison, total: int, examples: list[str]) -> 
             f"by name (e.g. {shown}); the two do not correspond")
 
 
-def compare_onnx(reference: str, candidate: str, model: Model, inputs: str | None, seed: int,
-                 dims: dict[str, int]) -> Comparison:
-    """Run both ONNX models on the same inputs and compare every tensor of the reference's main graph."""
-    from .onnx_run import OnnxRun
+MAX_TENSOR_BYTES = 1 << 30
+"""Largest tensor compare measures: a larger one (announced by static shapes, or met in the run) is one line."""
+_PRELOAD = {"onnx": ["numpy", "onnx", "onnxruntime"], "tflite": ["numpy", "ai_edge_litert.interpreter"]}
 
-    ref_run, cand_run = OnnxRun(reference), OnnxRun(candidate)
-    comparison = Comparison(model, reference, candidate)
-    ref_specs = ref_run.inputs()
-    check_same_inputs(reference, ref_specs, candidate, cand_run.inputs())
-    feeds, comparison.inputs = make_feeds(ref_specs, inputs, seed, dims, comparison.notes)
-    with waiting("running both models"):
-        ref_values = ref_run.run(feeds)
-        cand_values = cand_run.run(feeds)
-    dequantized = cand_run.dequantized()
-    index = IdIndex.build(model)
-    with bar(len(ref_run.order), "comparing", "tensor") as shown:
-        for name in ref_run.order:
-            shown.update(1)
-            _pair(comparison, index, name, ref_values, cand_values, dequantized.get(name))
-    require_matches(comparison, len(ref_run.order), ref_run.order)
+
+def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], inputs: str | None, seed: int,
+                 dims: dict[str, int], timeout: float | None = None, max_tensor_bytes: int = MAX_TENSOR_BYTES,
+                 keep_dumps: bool = False) -> Comparison:
+    """Run both models (ONNX in onnxruntime, TFLite in LiteRT) on the same inputs in a child process bounded by
+    ``loaders.isolated``'s policy (``timeout`` replaces its time), and compare every tensor the reference's main
+    graph computes; ``keep_dumps`` keeps the compared tensors as ``.npz`` bytes for ``--save-dumps``."""
+    import dataclasses
+    import os
+    import tempfile
+
+    from ..inputs import NpzArchive
+    from ..loaders import isolated
+
+    model = models[0]
+    known = sum(_known_bytes(path, m, max_tensor_bytes) for path, m in zip((reference, candidate), models))
+    with tempfile.TemporaryDirectory(prefix="annograph-compare-") as folder:
+        if inputs is not None:
+            with NpzArchive(inputs, AnnographError, "an inputs file") as archive:
+                known += 2 * sum(archive.nbytes(name) for name in archive.names)
+                inputs = _regular(inputs, archive, folder)
+        limit = isolated.limits(known)
+        if timeout is not None:
+            limit = dataclasses.replace(limit, seconds=timeout)
+        dumps = [os.path.join(folder, "reference.npz"), os.path.join(folder, "candidate.npz")] if keep_dumps else None
+        request = {"format": model.format, "reference": reference, "candidate": candidate, "inputs": inputs,
+                   "seed": seed, "dims": dims, "max_tensor_bytes": max_tensor_bytes, "dumps": dumps,
+                   "preload": _PRELOAD.get(model.format, [])}
+        runtime = "onnxruntime" if model.format == "onnx" else "LiteRT"
+        with waiting("running both models"):
+            answer, reason = isolated.run("renderer.compare.child", request, runtime,
+                                          f"to run {reference} and {candidate}", limit)
+        if reason:
+            raise AnnographError(reason)
+        comparison = _comparison(reference, candidate, model, answer)
+        if dumps:
+            comparison.dumps = (Path(dumps[0]).read_bytes(), Path(dumps[1]).read_bytes())
     return comparison
 
 
-def _pair(comparison: Comparison, index: IdIndex, name: str, ref_values: dict[str, Any], cand_values: dict[str, Any],
-          dequantized: str | None) -> None:
-    """Measure reference tensor ``name`` against its counterpart, or list it as missing."""
-    if name not in ref_values:
-        return
-    cand_name = dequantized or (name if name in cand_values else None)
-    if cand_name is None or cand_name not in cand_values:
-        comparison.missing.append(name)
-        return
-    key = _main_tensor(index, name)
-    if key is None:
-        return
-    comparison.results.append(measure(key, cand_name, ref_values[name], cand_values[cand_name]))
-    comparison.dumps[0][name] = ref_values[name]
-    comparison.dumps[1][name] = cand_values[cand_name]
+def _known_bytes(path: str, model: Model, max_tensor_bytes: int) -> int:
+    """The file's size and the activations static shapes announce; a tensor announced over ``max_tensor_bytes``
+    is one line naming it, before anything runs."""
+    import os
+
+    from ..metrics.formulas import NotCountable
+    from ..metrics.op_costs import value_bytes
+
+    total = os.stat(path).st_size
+    for value in model.main.values:
+        try:
+            size = value_bytes(value)
+        except (NotCountable, TypeError, ValueError):
+            continue
+        if size > max_tensor_bytes and value.initializer is None:
+            raise AnnographError(
+                f"{path}: tensor {value.name[:80]!r} would hold {_bytes(size)} ({value.type}), over the "
+                f"{_bytes(max_tensor_bytes)} compare measures per tensor (--max-tensor-bytes)")
+        total += size
+    return total
 
 
-def compare_tflite(reference: str, candidate: str, model: Model, inputs: str | None, seed: int,
-                   dims: dict[str, int]) -> Comparison:
-    """Run both TFLite models in LiteRT on the same inputs; tensors are matched by name."""
-    from .tflite_run import TfliteRun
+def _bytes(size: int) -> str:
+    from ..loaders.isolated import describe
 
-    ref_run, cand_run = TfliteRun(reference), TfliteRun(candidate)
-    comparison = Comparison(model, reference, candidate)
-    ref_specs = ref_run.inputs()
-    check_same_inputs(reference, ref_specs, candidate, cand_run.inputs(), quantized_ok=True)
-    feeds, comparison.inputs = make_feeds(ref_specs, inputs, seed, dims, comparison.notes)
-    with waiting("running both models"):
-        ref_values = ref_run.run(ref_run.quantize_feeds(feeds))
-        cand_values = cand_run.run(cand_run.quantize_feeds(feeds))
-    cand_by_name = {name: value for name, value in cand_values.values()}
-    produced = {v.index for v in model.main.values if v.producer is not None}
-    order = [i for i in sorted(ref_values) if i in produced]
-    with bar(len(order), "comparing", "tensor") as shown:
-        for index in order:
-            shown.update(1)
-            name, value = ref_values[index]
-            if name not in cand_by_name:
-                comparison.missing.append(name)
-                continue
-            comparison.results.append(measure(("t", 0, index), name, value, cand_by_name[name]))
-            comparison.dumps[0][name] = value
-            comparison.dumps[1][name] = cand_by_name[name]
-    require_matches(comparison, len(order), [ref_values[i][0] for i in order])
+    return describe(size)
+
+
+def _regular(path: str, archive: Any, folder: str) -> str:
+    """``path`` itself when the child can open it again; a pipe's arrays copied to a file in ``folder``."""
+    import os
+
+    from ..inputs import is_stream
+
+    if not is_stream(path):
+        return path
+    import numpy as np
+
+    copy = os.path.join(folder, "inputs.npz")
+    np.savez(copy, **archive.arrays())
+    return copy
+
+
+def _comparison(reference: str, candidate: str, model: Model, answer: dict[str, Any]) -> Comparison:
+    """The child's rows as results keyed by the tensors of ``model``, in graph order."""
+    comparison = Comparison(model, reference, candidate, notes=list(answer["notes"]), inputs=answer["inputs"])
+    if model.format == "onnx":
+        index = IdIndex.build(model)
+        keys = {row["name"]: _main_tensor(index, row["name"]) for row in answer["rows"]}
+        comparison.missing = list(answer["missing"])
+        total, examples = len(answer["order"]), answer["order"]
+    else:
+        produced = {v.index for v in model.main.values if v.producer is not None}
+        keys = {row["name"]: ("t", 0, row["index"]) for row in answer["rows"] if row["index"] in produced}
+        comparison.missing = [name for index, name in answer["missing"] if index in produced]
+        examples = [row["name"] for row in answer["rows"] if row["name"] in keys] + comparison.missing
+        total = len(examples)
+    for row in answer["rows"]:
+        key = keys.get(row["name"])
+        if key is not None:
+            comparison.results.append(TensorResult(key, row["candidate"], tuple(row["reference_shape"]),
+                                                   tuple(row["candidate_shape"]), row["metrics"], row["problem"]))
+    require_matches(comparison, total, examples)
     return comparison
 
 

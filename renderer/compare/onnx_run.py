@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnographError, LoaderError, first_line
+from ..loaders.isolated import allocation_failed
 from .inputs import InputSpec
 
 ORT_TYPES = {
@@ -82,6 +83,8 @@ class OnnxRun:
         try:
             values = session.run(names, feeds)
         except Exception as e:  # noqa: BLE001
+            if allocation_failed(str(e)):
+                raise MemoryError from None  # the child's memory limit: its own line
             raise AnnographError(f"{self.path}: onnxruntime failed to run it ({first_line(e)})") from None
         return dict(zip(names, values))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AnnographError, first_line
+from ..loaders.isolated import allocation_failed
 from .inputs import InputSpec
 
 
@@ -82,6 +83,8 @@ class TfliteRun:
         try:
             self.interpreter.invoke()
         except (ValueError, RuntimeError) as e:
+            if allocation_failed(str(e)):
+                raise MemoryError from None  # the child's memory limit: its own line
             raise AnnographError(f"{self.path}: LiteRT failed to run it ({first_line(e)})") from None
         values: dict[int, tuple[str, Any]] = {}
         for detail in self.interpreter.get_tensor_details():

@@ -78,7 +78,8 @@ def refuse_impossible_shapes(model: Model, path: Path) -> Model:
     return model
 
 
-def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_dims: bool = True) -> Model:
+def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_dims: bool = True,
+               shape_run: bool = True) -> Model:
     """Load an ONNX or TFLite model into the IR.
 
     Args:
@@ -87,6 +88,8 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
             used for shapes.
         check_dims: a ``dims`` name that is no free input dim of the model is an error; with False it is left
             out (for runs over several models, which check the names against all of them: ``check_dims``).
+        shape_run: False leaves out the runtime run for shapes static inference cannot reach (``compare`` runs
+            the models itself).
 
     Raises:
         LoaderError: missing, unknown or corrupt file, or a ``dims`` name it cannot pin, with the path in the
@@ -94,7 +97,7 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
     """
     path = Path(path)
     module = detect(path)
-    return module.load(path, dims=dims, check_dims=check_dims)
+    return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run)
 
 
 def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..metrics import format_bytes
+
 FLOOR = 1 << 30
 """Memory any run may take beyond the runtime itself, whatever the model (a model of 300 bytes gets this)."""
 FACTOR = 4
@@ -61,7 +63,7 @@ def limits(known_bytes: int, max_seconds: float | None = None) -> Limits:
     """The limits of a run whose model explains ``known_bytes`` (its file and external data, its inputs, the
     activations static shapes announce); ``max_seconds`` caps the time (a command's ``--timeout``)."""
     memory = FLOOR + FACTOR * max(0, int(known_bytes))
-    seconds = SECONDS + max(0, int(known_bytes)) / BYTES_PER_SECOND
+    seconds = SECONDS + max(0, int(known_bytes)) // BYTES_PER_SECOND
     if max_seconds is not None:
         seconds = min(seconds, max_seconds)
     memory = _from_env(MEMORY_ENV, memory, parse_bytes)
@@ -154,8 +156,6 @@ def _from_env(name: str, default: Any, parse: Callable[[str], Any]) -> Any:
 
 def describe(size: int) -> str:
     """Bytes as the messages say them (``1.0 GiB``)."""
-    from ..metrics import format_bytes
-
     return format_bytes(size)
 
 
@@ -220,7 +220,8 @@ def over_memory(runtime: str, memory: int) -> str:
 
 def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "the runtime",
           preload: Iterable[str] = ()) -> None:
-    """The child's side: one request from stdin, the modules in ``preload`` imported, the request's limits set,
+    """The child's side: one request from stdin, the modules in ``preload`` (or the request's ``preload``)
+    imported, the request's limits set,
     one answer line to stdout. A ``MemoryError`` (numpy over the limit) is ``over_memory``'s line for ``runtime``."""
     import importlib
     import json
@@ -229,17 +230,18 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "t
 
     warnings.simplefilter("ignore")
     request = json.loads(sys.stdin.read())
-    for name in preload:
+    for name in request.get("preload", preload):
         try:
             importlib.import_module(name)
         except ImportError:  # the handler says what is missing
             pass
     limit = Limits(**request["limits"])
+    over = {"error": over_memory(runtime, limit.memory)}  # made now: nothing may need memory once it is out
     _apply(limit)
     try:
         answer = handler(request)
     except MemoryError:
-        answer = {"error": over_memory(runtime, limit.memory)}
+        answer = over
     print(json.dumps(answer))
 
 

@@ -90,7 +90,8 @@ def _symbolic(values: Any) -> list[str]:
     return list(names)
 
 
-def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True) -> ir.Model:
+def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
+         shape_run: bool = True) -> ir.Model:
     import onnx
 
     from ..pinning import resolve
@@ -112,7 +113,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         _pin_dims(proto.graph, dims)
         _drop_symbolic_shapes(proto.graph)
     proto = _infer_shapes(proto)
-    note = ort_shapes.fill(path, proto)
+    note = ort_shapes.fill(path, proto) if shape_run else ""
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     try:
         model = refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)

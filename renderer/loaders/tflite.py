@@ -129,9 +129,11 @@ def pinnable(path: Path) -> list[str]:
         raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
 
 
-def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True) -> ir.Model:
+def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
+         shape_run: bool = True) -> ir.Model:
     """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file.
-    ``check_dims``: a ``dims`` name that is no dynamic input axis is an error (else it is left out)."""
+    ``check_dims``: a ``dims`` name that is no dynamic input axis is an error (else it is left out).
+    ``shape_run``: False pins dynamic axes by position without asking LiteRT to carry them through."""
     buffer = _mapped(path)
     from ..pinning import resolve
 
@@ -141,7 +143,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         builder.dims = dims = resolve(path, dims, free, (), check_dims)
         model = builder.build()
         model.pinnable_dims = free
-        if dims:
+        if dims and shape_run:
             _propagate_shapes(path, model, dims)
         return refuse_impossible_shapes(model, path)
     except LoaderError:
