@@ -140,6 +140,27 @@ def _openvino(text: str) -> tuple[str, bytes]:
     return "benchmark_detailed_counters_report.csv", "\n".join(table * 2).encode()
 
 
+def _openvino_exec_graph(text: str) -> tuple[str, bytes]:
+    """An execution graph: a Conv-like layer named ``text`` built from the nodes ``text`` and ``text·add``
+    (``text`` as its type and kernel too), an inserted reorder, the input. Characters XML 1.0 cannot hold are
+    left out, as any XML writer must."""
+    from xml.sax.saxutils import quoteattr
+
+    clean = "".join(c for c in text if c in "\t\n\r" or ("\x20" <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd")
+                    or c >= "\U00010000")
+
+    def layer(index: int, name: str, kind: str, micros: str, originals: str) -> str:
+        return (f'<layer id="{index}" name={quoteattr(name)} type={quoteattr(kind)}><data execOrder="{index}" '
+                f'execTimeMcs={quoteattr(micros)} originalLayersNames={quoteattr(originals)} '
+                f'primitiveType={quoteattr(clean)} runtimePrecision="f32" /></layer>')
+
+    layers = [layer(0, clean + "·in", "Input", "not_executed", clean + "·in"),
+              layer(1, clean, clean or "Convolution", "12", f"{clean},{clean}·add"),
+              layer(2, clean + "_abcd_acdb", "Reorder", "3", "")]
+    return "exec_graph.xml", ('<?xml version="1.0"?>\n<net name="hostile" version="11">\n<layers>\n'
+                              + "\n".join(layers) + "\n</layers>\n<edges />\n</net>\n").encode()
+
+
 def _tensorrt(text: str) -> tuple[str, bytes]:
     """A trtexec profile: a layer fused from the nodes ``text`` and ``text·add``, the custom node's layer,
     and an inserted reformat named after ``text``."""
@@ -554,6 +575,7 @@ READERS: dict[str, ReaderEntry] = {
     "vela": ReaderEntry(model="samples/tflite/tiny_keras_int8_asymmetric.tflite", inject=_vela,
                         seeds=["tests/fixtures/vela/*.csv"]),
     "openvino_counters": ReaderEntry(inject=_openvino, seeds=["tests/fixtures/openvino/*.csv"]),
+    "openvino_exec_graph": ReaderEntry(inject=_openvino_exec_graph, seeds=["tests/fixtures/openvino/*.xml"]),
     "tensorrt_profile": ReaderEntry(inject=_tensorrt, seeds=["tests/fixtures/tensorrt/*.json",
                                                              "tests/fixtures/tensorrt/names_only/*.json"]),
     "tflite_quant_debug": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_int8.tflite",

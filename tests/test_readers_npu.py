@@ -189,14 +189,16 @@ def test_vela_bad_number_names_the_line(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def openvino_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """benchmark_app's detailed counters for two ONNX samples (two infer requests each), in sub-folders."""
+    """benchmark_app's detailed counters (two infer requests) and execution graph for two ONNX samples, in
+    sub-folders."""
     out = tmp_path_factory.mktemp("openvino")
     for name in ("tiny_cnn", "light_squeezenet"):
         folder = out / name
         folder.mkdir()
         done = subprocess.run(
             [tool("benchmark_app"), "-m", ONNX / f"{name}.onnx", "-d", "CPU", "-niter", "8", "-nireq", "2",
-             "-nstreams", "2", "-hint", "none", "-report_type", "detailed_counters", "-report_folder", folder],
+             "-nstreams", "2", "-hint", "none", "-report_type", "detailed_counters", "-report_folder", folder,
+             "-exec_graph_path", folder / "exec_graph.xml"],
             capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return out
@@ -213,14 +215,26 @@ def openvino_tables(path: Path) -> list[list[list[str]]]:
     return tables
 
 
-def check_openvino_picture(model_path: Path, report: Path, svg: Path, err: str) -> dict[str, float]:
-    """Every executed layer named after an ONNX node (or ``<node>/WithoutBiases``) shows its mean real time on
-    that node; the layers naming nothing are the coverage line's unmatched ids. Returns node → µs."""
+def onnx_resolver(model_path: Path):  # type: ignore[no-untyped-def]
+    """OpenVINO layer name → the ONNX node name it stands for (itself, a tensor's producer, without
+    ``/WithoutBiases``), else None."""
     import onnx
 
     graph = onnx.load(str(model_path)).graph
     nodes = {n.name for n in graph.node}
     producers = {o: n.name for n in graph.node for o in n.output}
+
+    def resolve(name: str) -> str | None:
+        return next((producers.get(c, c) for c in (name, name.removesuffix("/WithoutBiases"))
+                     if c in nodes or c in producers), None)
+
+    return resolve
+
+
+def check_openvino_picture(model_path: Path, report: Path, svg: Path, err: str) -> dict[str, float]:
+    """Every executed layer named after an ONNX node (or ``<node>/WithoutBiases``) shows its mean real time on
+    that node; the layers naming nothing are the coverage line's unmatched ids. Returns node → µs."""
+    resolve = onnx_resolver(model_path)
     tables = openvino_tables(report)
     assert len(tables) == 2
     times: dict[str, list[float]] = {}
@@ -229,8 +243,7 @@ def check_openvino_picture(model_path: Path, report: Path, svg: Path, err: str) 
         for name, status, layer_type, _, real, _ in table:
             if layer_type in ("Parameter", "Result"):
                 continue
-            base = name.removesuffix("/WithoutBiases")
-            node = next((producers.get(c, c) for c in (name, base) if c in nodes or c in producers), None)
+            node = resolve(name)
             if node is None:
                 unmatched.add(name)
             elif status.endswith("EXECUTED"):
@@ -269,6 +282,41 @@ def test_openvino_renamed_and_inserted_layers_are_counted(openvino_out: Path, tm
     assert re.search(r"Multiply_\d+ \(Convolution, [\d.]+ µs\)", err), err
     tips = {t["name"]: t for t in _named_tooltips(svg)}
     assert tips["stem/relu"]["exec_status"] == "NOT_RUN" and "real_time_us" not in tips["stem/relu"]
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "light_squeezenet"])
+def test_openvino_execution_graph_attributes_fused_layers(name: str, openvino_out: Path, tmp_path: Path) -> None:
+    """Each executed layer's execTimeMcs lands on the first node its originalLayersNames reaches; the other
+    nodes fused into it point there; layers reaching no node are the coverage line's unmatched ids."""
+    from xml.etree import ElementTree
+
+    model_path = ONNX / f"{name}.onnx"
+    graph = openvino_out / name / "exec_graph.xml"
+    svg = tmp_path / "exec.svg"
+    err = render(model_path, graph, svg)
+    assert "colouring by exec_time_us" in err
+    resolve = onnx_resolver(model_path)
+    expected: dict[str, float] = {}
+    pointing: dict[str, str] = {}
+    unmatched = 0
+    for layer in ElementTree.parse(graph).getroot().iterfind("layers/layer"):
+        data = layer.find("data").attrib
+        if layer.get("type") in ("Input", "Output", "Const") or data["execTimeMcs"] == "not_executed":
+            continue
+        nodes = list(dict.fromkeys(n for n in map(resolve, data["originalLayersNames"].split(",")) if n))
+        if not nodes:
+            unmatched += 1
+            continue
+        expected[nodes[0]] = expected.get(nodes[0], 0) + float(data["execTimeMcs"])
+        pointing.update({node: nodes[0] for node in nodes[1:]})
+    tips = {t["name"]: t for t in _named_tooltips(svg)}
+    for node, micros in expected.items():
+        assert close(tips[node]["exec_time_us"], micros), (node, tips[node])
+    for node, anchor in pointing.items():
+        assert tips[node]["time_on"] == anchor and (node in expected or "exec_time_us" not in tips[node])
+    assert f"{unmatched} ids unmatched" in err, err
+    if name == "light_squeezenet":  # the Relus fused into the convolutions point to them
+        assert tips["n1"]["time_on"] == "n0" and "exec_time_us" in tips["n0"]
 
 
 def test_openvino_semicolons_in_names_and_bad_times(tmp_path: Path) -> None:
@@ -348,3 +396,21 @@ def test_tensorrt_raw_separators_and_bad_profiles(tmp_path: Path) -> None:
     profile.write_text('[\n  { "count" : 3 }\n, { "name" : "stem/pool", "timeMs" : 1, "averageMs" : "fast" }\n]\n')
     error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "-a", profile, "-o", tmp_path / "x.svg"))
     assert f"{profile}: entry 1 ('stem/pool') has no numeric 'averageMs'" in error
+
+
+def test_openvino_execution_graph_errors(tmp_path: Path) -> None:
+    """An IR without performance counters, broken XML and an external entity: one error naming the file."""
+    graph = tmp_path / "exec_graph.xml"
+    model = ONNX / "tiny_cnn.onnx"
+    cases = {
+        '<?xml version="1.0"?>\n<net name="m" version="11">\n<layers>\n<layer id="0" name="stem/conv" '
+        'type="Convolution"><data strides="1,1"/></layer>\n</layers>\n</net>\n': "no layer has an execTimeMcs",
+        '<?xml version="1.0"?>\n<net name="m" version="11">\n<layers>\n<layer id="0" name="x"\n': f"{graph}:",
+        '<?xml version="1.0"?>\n<!DOCTYPE net [<!ENTITY secret SYSTEM "file:///etc/hostname">]>\n'
+        '<net name="m" version="11">\n<layers>\n<layer id="0" name="stem/conv" type="Convolution"><data '
+        'execTimeMcs="5" originalLayersNames="&secret;"/></layer>\n</layers>\n</net>\n': f"{graph}:",
+    }
+    for text, expected in cases.items():
+        graph.write_text(text, encoding="utf-8")
+        error = one_line_error(run_cli("render", model, "-a", graph, "-o", tmp_path / "x.svg"))
+        assert expected in error and str(graph) in error, error

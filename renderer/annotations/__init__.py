@@ -26,7 +26,8 @@ from .records import (
 
 # The fuzz and injection tests iterate over this tuple, so every reader added here is covered.
 READERS: tuple[str, ...] = (
-    "ort_profile", "tflite_benchmark", "vela", "openvino_counters", "tensorrt_profile", "tflite_quant_debug",
+    "ort_profile", "tflite_benchmark", "vela", "openvino_counters", "openvino_exec_graph",
+    "tensorrt_profile", "tflite_quant_debug",
     "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic",
 )
 

@@ -17,7 +17,7 @@ from .. import inputs
 from ..categories import with_role
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .records import Ref
+from .records import Entry, Ref
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""
@@ -30,6 +30,22 @@ def node_ref(node: Node) -> Ref:
 
 def value_ref(value: Value) -> Ref:
     return Ref("t", value.graph.index, value.index)
+
+
+def attribute_fused(entries: dict[Node, Entry], nodes: list[Node], times: dict[str, float], layer: str,
+                    layer_key: str) -> None:
+    """One engine layer built from ``nodes`` (a fusion, in the tool's order): its ``times`` are added on the first
+    node, every node gets the layer's name under ``layer_key``, and the others ``time_on``, the node holding the
+    time; so the picture's times add up to the tool's and each fused node says where its time went."""
+    anchor = entries.setdefault(nodes[0], Entry())
+    for key, value in times.items():
+        anchor.values[key] = round(anchor.values.get(key, 0.0) + value, 9)
+    for node in nodes:
+        entry = entries.setdefault(node, Entry())
+        previous = entry.values.get(layer_key)
+        entry.values[layer_key] = (f"{previous}; {layer}" if previous else layer)[:300]
+        if node is not nodes[0]:
+            entry.values["time_on"] = nodes[0].name or f"{nodes[0].op_type} {nodes[0].graph.index}:{nodes[0].index}"
 
 
 def ort_node_indices(model: Model) -> dict[int, dict[int, Node]]:

@@ -77,7 +77,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     for name, layer in layers.items():
         if layer.layer_type in _NOT_OPERATORS:
             continue
-        node = _find(lookup, name)
+        node = find_node(lookup, name)
         if node is None:
             time = f", {_us(statistics.fmean(layer.real_ms)):g} µs" if layer.real_ms else ""
             result.unmatched.append(f"{name} ({layer.layer_type}{time})")
@@ -94,7 +94,8 @@ def _us(ms: float) -> float:
     return float(f"{ms * 1000:.9g}")
 
 
-def _find(lookup: IdIndex, name: str) -> Node | None:
+def find_node(lookup: IdIndex, name: str) -> Node | None:
+    """The node an OpenVINO layer name stands for (see the module docstring), else None."""
     for candidate in dict.fromkeys((name, name.removesuffix(WITHOUT_BIASES))):
         node = lookup.node(candidate) or lookup.producer(candidate)
         if node is not None:

@@ -39,7 +39,7 @@ from .. import inputs
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import MAX_JSON_BYTES, load_json, node_ref
+from .lookup import MAX_JSON_BYTES, attribute_fused, load_json, node_ref
 from .records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tensorrt"
@@ -199,22 +199,13 @@ def _nodes(lookup: IdIndex, layer: _Layer) -> list[Node]:
 
 def _attribute(entries: dict[Node, Entry], layer: _Layer, nodes: list[Node]) -> None:
     """The layer's time on its first node; its name on all of them (see the module docstring)."""
-    anchor = entries.setdefault(nodes[0], Entry())
-    values = anchor.values
-    values["average_ms"] = round(values.get("average_ms", 0.0) + layer.average, 9)
+    times = {"average_ms": layer.average}
     if layer.median is not None:
-        values["median_ms"] = round(values.get("median_ms", 0.0) + layer.median, 9)
+        times["median_ms"] = layer.median
     if layer.percent is not None:
-        values["percent"] = round(values.get("percent", 0.0) + layer.percent, 6)
+        times["percent"] = layer.percent
+    attribute_fused(entries, nodes, times, layer.name, "trt_layer")
     for node in nodes:
-        entry = entries.setdefault(node, Entry())
-        entry.values["trt_layer"] = _joined(entry.values.get("trt_layer"), layer.name)
-        if node is not nodes[0]:
-            entry.values["time_on"] = nodes[0].name or f"{nodes[0].op_type} {nodes[0].graph.index}:{nodes[0].index}"
         for key, field_name in (("layer_type", "LayerType"), ("tactic", "TacticName")):
             if isinstance(layer.info.get(field_name), str):
-                entry.values[key] = layer.info[field_name][:200]
-
-
-def _joined(previous: object, name: str) -> str:
-    return (f"{previous}; {name}" if previous else name)[:300]
+                entries[node].values[key] = layer.info[field_name][:200]

@@ -1,0 +1,102 @@
+"""OpenVINO's execution graph with performance counters: ``benchmark_app -m model.onnx -exec_graph_path exec.xml
+-report_type detailed_counters …`` (or ``serialize(compiled_model.get_runtime_model(), "exec.xml")`` after running
+with ``PERF_COUNT`` on).
+
+An IR XML (``<net name=… version=…><layers><layer id name type><data …/>…``) of the layers the plugin ran. Each
+layer's ``<data>`` carries ``execTimeMcs`` (microseconds per inference, or ``not_executed``),
+``originalLayersNames`` (the model's nodes the layer was built from, comma-separated, in the plugin's order: a
+Conv layer ``n0/WithoutBiases`` lists ``n0/WithoutBiases,n0,n1``, itself then the bias Add and the Relu fused into
+it), ``primitiveType`` (the kernel) and ``runtimePrecision``.
+
+This is the file that says where fused layers came from, which the counters CSV (``openvino`` reader) does not.
+Mapping: each original name to the node of that name, else the producer of a tensor of that name, else the same
+without a ``/WithoutBiases`` suffix. A layer's time goes to its first node; every node gets ``openvino_layer``
+and the others ``time_on`` (as for TensorRT's fused layers). Layers whose names reach no node (reorders and
+converts the plugin inserted, which list none; a Conv whose BatchNormalization OpenVINO folded in is listed as
+``Multiply_N`` and the BatchNormalization, and lands on the latter) are in the coverage line with their time;
+``Input``, ``Output`` and ``Const`` layers and layers that did not run are left out.
+
+Values: ``exec_time_us`` (the main metric: it colours the picture when no ``--color-by`` is given),
+``primitive_type``, ``runtime_precision``, ``layer_type``. The file is parsed by the standard library's expat
+(no DTDs or external entities are fetched; expat ≥ 2.4 bounds entity expansion).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .. import inputs
+from ..errors import AnnotationError
+from ..id_rules import IdIndex
+from ..ir import Model, Node
+from .lookup import MAX_JSON_BYTES, attribute_fused, node_ref, number
+from .openvino_counters import find_node
+from .records import AnnotationSet, Entry, MetricInfo
+
+NAME = "openvino-exec-graph"
+DESCRIPTION = "OpenVINO execution graph with execTimeMcs (benchmark_app -exec_graph_path, performance counters on)"
+
+_SKIPPED = frozenset({"Input", "Output", "Const", "Parameter", "Result"})
+_MAX_NAMES = 64
+
+METRICS = {
+    "exec_time_us": MetricInfo("exec_time_us", NAME, "µs", False, "OpenVINO layer time per inference "
+                               "(execTimeMcs of the execution graph)", main=True),
+}
+
+
+def match(path: Path, head: str) -> bool:
+    text = head.lstrip("\ufeff").lstrip()
+    return text.startswith(("<?xml", "<net")) and "<net " in text and "<layers>" in text
+
+
+def read(path: Path, model: Model) -> AnnotationSet:
+    result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
+    lookup = IdIndex.build(model)
+    entries: dict[Node, Entry] = {}
+    timed = False
+    for name, layer_type, data in _layers(path):
+        timed = timed or "execTimeMcs" in data
+        micros = number(data.get("execTimeMcs", ""))
+        if layer_type in _SKIPPED or micros is None:
+            continue
+        originals = [n for n in data.get("originalLayersNames", "").split(",")[:_MAX_NAMES] if n]
+        nodes: list[Node] = []
+        for original in originals:
+            node = find_node(lookup, original)
+            if node is not None and node not in nodes:
+                nodes.append(node)
+        if not nodes:
+            result.unmatched.append(f"{name} ({layer_type}, {micros:g} µs)")
+            continue
+        attribute_fused(entries, nodes, {"exec_time_us": float(micros)}, name, "openvino_layer")
+        for node in nodes:
+            values = entries[node].values
+            values["layer_type"] = layer_type
+            for key, attribute in (("primitive_type", "primitiveType"), ("runtime_precision", "runtimePrecision")):
+                if attribute in data:
+                    values[key] = data[attribute][:100]
+    result.operators = [(node_ref(node), entry) for node, entry in entries.items()]
+    if not timed:
+        raise AnnotationError(f"{path}: no layer has an execTimeMcs (an execution graph saved with the performance "
+                              "counters on: benchmark_app -exec_graph_path … -report_type detailed_counters)")
+    return result
+
+
+def _layers(path: Path) -> list[tuple[str, str, dict[str, str]]]:
+    """(name, type, ``<data>`` attributes) of each ``<layer>`` under ``<net><layers>``."""
+    data = inputs.read_bytes(path, MAX_JSON_BYTES, AnnotationError, "an XML document")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as e:
+        raise AnnotationError(f"{path}:{e.position[0]}: invalid XML ({str(e).split(':')[0]})") from None
+    except RecursionError:
+        raise AnnotationError(f"{path}: invalid XML (nested too deeply)") from None
+    if root.tag != "net" or root.find("layers") is None:
+        raise AnnotationError(f"{path}: not an OpenVINO execution graph (<net> with <layers>)")
+    found = []
+    for layer in root.iterfind("layers/layer"):
+        data = layer.find("data")
+        found.append((layer.get("name", ""), layer.get("type", ""), dict(data.attrib) if data is not None else {}))
+    return found
