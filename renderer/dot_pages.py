@@ -12,6 +12,7 @@ Element ids, besides the operators' usual ``op-S-N`` and tensors' ``t-S-N``:
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,6 +35,13 @@ STUB_FILL = "#f4f4f4"
 GROUP_PLAIN_FILL = "#f2f5f9"
 MAX_TOOLTIP_TENSORS = 12
 RUN_COLUMNS = 10
+SCREEN_ASPECT = 1.6
+"""Width / height the overview's rows aim at: a 1,600 × 1,000 window."""
+BOX_SIZE, RUN_SIZE, OP_SIZE, IO_SIZE, STUB_SIZE = (270.0, 125.0), (330.0, 95.0), (180.0, 80.0), (200.0, 55.0), \
+    (130.0, 28.0)
+"""Rough drawn sizes (points) of a group box, a run box before its rows of cells, an operator, a graph input or
+output and a stub: enough to choose where rows wrap, before Graphviz measures anything."""
+NODE_GAP, RANK_GAP = 18.0, 25.0
 FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
 
@@ -112,6 +120,8 @@ class _PageEmitter(_Emitter):
         self._compute_shares()
         self.stubs: dict[str, tuple[str, str, str]] = {}  # dot name → (label, href, tooltip)
         self.stub_ids: dict[str, str] = {}
+        self.edge_pairs: list[tuple[str, str]] = []
+        self.box_pages: dict[str, set[int]] = {}  # a box's dot name → the pages of the groups it stands for
         self._cluster_count = 0
 
     def run(self) -> str:
@@ -130,6 +140,7 @@ class _PageEmitter(_Emitter):
             self.local[node.key] = _op_name(node)
         for run in self.runs:
             name = f"box_{self.book.page_of_group[id(run[0])].index}"
+            self.box_pages[name] = {self.book.page_of_group[id(g)].index for g in run}
             for group in run:
                 for member in group.members():
                     self.local[member.key] = name
@@ -147,7 +158,30 @@ class _PageEmitter(_Emitter):
             attrs = {"href": href} if href else {}
             dot.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
                      **{"class": "stub"})
+        if page.index == 0 and opts.rankdir == "TB":
+            rows = wrap_rows(self._item_sizes(drawn), self.edge_pairs)
+            for band in rows:
+                with dot.subgraph() as row:
+                    row.attr(rank="same")
+                    for name in band:
+                        row.node(name)
+            for above, below in zip(rows, rows[1:]):  # rows start under one another: a grid, not a staircase
+                dot.edge(above[0], below[0], style="invis", weight="20")
         return dot.source
+
+    def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
+        """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
+        sizes = {_op_name(n): OP_SIZE for n in drawn}
+        for run in self.runs:
+            rows = -(-len(run) // RUN_COLUMNS) if len(run) > 1 else 0
+            sizes[f"box_{self.book.page_of_group[id(run[0])].index}"] = (RUN_SIZE[0], RUN_SIZE[1] + 22 * rows) \
+                if rows else BOX_SIZE
+        for graph_index in self.page.io_graphs:
+            graph = self.model.graphs[graph_index]
+            sizes.update((_io_name(v), IO_SIZE) for v in graph.inputs)
+            sizes.update((_io_name(v, "output"), IO_SIZE) for v in graph.outputs)
+        sizes.update((name, STUB_SIZE) for name in self.stubs)
+        return sizes
 
     # -- shares of the model total ------------------------------------------------------------------------
 
@@ -275,7 +309,7 @@ class _PageEmitter(_Emitter):
             cells.append(
                 f'<TD BGCOLOR="{fill}" HREF="{self.links.href(self.page, page)}" ID="box-{page.index}" '
                 f'TITLE="{escape.html_text(f"{where}: {shown}", 160)}" BORDER="1" COLOR="#9a9a9a">'
-                f'<FONT POINT-SIZE="8" COLOR="{text_color(fill)}">{escape.html_text(_short_label(group), 12)}'
+                f'<FONT POINT-SIZE="8" COLOR="{text_color(fill)}">{escape.html_text(_short_label(group, run), 14)}'
                 f"</FONT></TD>"
             )
         for start in range(0, len(cells), RUN_COLUMNS):
@@ -311,8 +345,8 @@ class _PageEmitter(_Emitter):
                 continue
             ends = []
             for target in self._targets(value):
-                if target == source or (source[0] is None and target[0] is None):
-                    continue  # inside one box, or between two other pages
+                if target == source or (source[0] is None and target[0] is None) or self._own_page(source, target):
+                    continue  # inside one box, between two other pages, or a box and the page it opens
                 ends.append((self._materialise(source, "in"), self._materialise(target, "out")))
             boxes = [end for _, end in ends if end.startswith("box_")]
             if len(boxes) > FANOUT_LIMIT:  # a mask or position bias read by every layer: one edge, not a fan
@@ -329,12 +363,14 @@ class _PageEmitter(_Emitter):
             seen[value.key] += 1
             container.edge(source, target, id=value.element_id if k == 0 else f"{value.element_id}.{k}",
                            **self._edge_style(value))
+            self.edge_pairs.append((source, target))
         first_seen = {pair: k for k, pair in enumerate(bundled)}
         for k, ((source, target), carried) in enumerate(bundled.items()):
             if first_seen.get((target, source), k) < k:
                 continue  # drawn with the other direction, which came first in graph order
             back = bundled.get((target, source), [])
             container.edge(source, target, id=f"x-{self.page.index}-{k}", **self._bundle_style(carried, back))
+            self.edge_pairs.append((source, target))
         for node in drawn:
             for sub in node.subgraphs:
                 target = self._first_local(sub.nodes)
@@ -342,6 +378,27 @@ class _PageEmitter(_Emitter):
                     container.edge(_op_name(node), target, style="dashed", color="#8c8c8c", arrowhead="odot",
                                    id=f"link-{node.graph.index}-{node.index}-{sub.index}",
                                    tooltip=escape.tooltip([f"{node.op_type} runs graph {sub.index}"]))
+                    self.edge_pairs.append((_op_name(node), target))
+
+    def _own_page(self, one: tuple[str | None, object], other: tuple[str | None, object]) -> bool:
+        """Whether one end is a box and the other lies on a page that box leads to (a body's outputs seen from
+        the box of that body): nothing crosses between a group and itself."""
+        for box, end in ((one, other), (other, one)):
+            if box[0] is not None and box[0].startswith("box_"):
+                page = self._page_of_end(end)
+                opened = self.box_pages.get(box[0], set())
+                if page is not None and any(crumb.index in opened for crumb in page.crumbs()):
+                    return True
+        return False
+
+    def _page_of_end(self, end: tuple[str | None, object]) -> Page | None:
+        name, element = end
+        if name is not None:
+            return None
+        if isinstance(element, Node):
+            return self.book.page_of_op.get(element.key)
+        graph = element.graph.index  # type: ignore[attr-defined]
+        return next((p for p in self.book.pages if graph in p.io_graphs), None)
 
     def _fan(self, value: Value, boxes: list[str]) -> str:
         """A note standing for the many group boxes that read ``value``."""
@@ -416,6 +473,8 @@ class _PageEmitter(_Emitter):
         owner = next((p for p in self.book.pages if value.graph.index in p.io_graphs), self.book.pages[0])
         name = f"stub_{direction}_io_{owner.index}"
         text = "from model inputs" if direction == "in" else "to model outputs"
+        if value.graph.index:  # a body's own inputs and outputs
+            text = f"{'from inputs' if direction == 'in' else 'to outputs'} of {value.graph.name or 'a body'}"
         return self._add_stub(name, text, self.links.href(self.page, owner), [f"{text} (page {owner.index})"])
 
     def _add_stub(self, name: str, text: str, href: str, tip: list[str]) -> str:
@@ -483,13 +542,74 @@ class _PageEmitter(_Emitter):
         return totals
 
 
-def _short_label(group: Group) -> str:
-    """``layer.12`` → ``12``: the part that tells instances of a run apart."""
+def _short_label(group: Group, run: list[Group]) -> str:
+    """What tells an instance of ``run`` apart: ``layer.12`` → ``12``, a block's number, a body's name past
+    what the run's names share (``If_0_else_branch`` → ``else_branch``)."""
     if group.position:
         return str(group.position[0])
-    tail = group.label.rsplit("/", 1)[-1]
+    names = [(g.graph.name if g.kind == "graph" and g.graph is not None and g.graph.name else g.label) for g in run]
+    name = names[run.index(group)]
+    tail = name.rsplit("/", 1)[-1]
     digits = tail.rsplit(".", 1)[-1] if "." in tail else tail.rsplit("_", 1)[-1]
-    return digits if digits.isdigit() else tail
+    if digits.isdigit():
+        return digits
+    shared = len(os.path.commonprefix(names))
+    return name[shared:] or tail if len(names) > 1 else tail
+
+
+def wrap_rows(sizes: dict[str, tuple[float, float]], edges: list[tuple[str, str]],
+              aspect: float = SCREEN_ASPECT) -> list[list[str]]:
+    """Rows of items to draw side by side so that a long chain of groups wraps into a grid of about
+    ``aspect`` (width / height) instead of one tall column: items are ranked as dot ranks them (longest path
+    from a source), and consecutive ranks are joined into one row while the row stays within the width that
+    gives the whole picture that aspect. Every row is returned (nothing when no rank needs joining); each is a
+    ``rank=same`` constraint, its edges drawn left to right, and starts with an item of its first rank."""
+    rank = _longest_path_ranks(list(sizes), edges)
+    if not rank:
+        return []
+    count = max(rank.values()) + 1
+    widths, heights = [0.0] * count, [0.0] * count
+    members: list[list[str]] = [[] for _ in range(count)]
+    for name, (w, h) in sizes.items():
+        r = rank[name]
+        widths[r] += w + NODE_GAP
+        heights[r] = max(heights[r], h)
+        members[r].append(name)
+    area = sum(w * (h + RANK_GAP) for w, h in zip(widths, heights))
+    limit = max(max(widths), math.sqrt(aspect * area))
+    rows: list[list[int]] = [[]]
+    width = 0.0
+    for r in range(count):
+        if rows[-1] and width + widths[r] > limit:
+            rows.append([])
+            width = 0.0
+        rows[-1].append(r)
+        width += widths[r]
+    if len(rows) == count:
+        return []
+    return [[name for r in row for name in members[r]] for row in rows]
+
+
+def _longest_path_ranks(names: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
+    """Each name's rank: 0 for sources, else one more than its highest-ranked predecessor (Kahn's order; a
+    name on a cycle keeps the rank its visited predecessors give it)."""
+    known = set(names)
+    after: dict[str, list[str]] = {n: [] for n in names}
+    waiting = dict.fromkeys(names, 0)
+    for a, b in dict.fromkeys(edges):
+        if a in known and b in known and a != b:
+            after[a].append(b)
+            waiting[b] += 1
+    rank = dict.fromkeys(names, 0)
+    ready = [n for n in names if waiting[n] == 0]
+    while ready:
+        name = ready.pop()
+        for other in after[name]:
+            rank[other] = max(rank[other], rank[name] + 1)
+            waiting[other] -= 1
+            if waiting[other] == 0:
+                ready.append(other)
+    return rank
 
 
 def _carried_text(carried: list[Value]) -> tuple[str, list[str]]:

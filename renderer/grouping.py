@@ -24,8 +24,10 @@ Pure: IR in, group tree out (no Graphviz, no files). The rules, in the order ``g
    too wide, so stages nest into super-stages. Cut-out runs are named last (``_name_synthetic``) by the named
    groups they hold (``layers.12 … layers.25``), else by where they sit and what they compute
    (``between embeddings and encoder · Mul Div Floor Cast``), never by operator indices or counts.
-6. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
-7. **Repeats.** Consecutive sibling scope, subgraph or block groups with the same structure (op types in graph order,
+6. **One box.** While the root holds a single group (not a body), it takes that group's content if the
+   level still fits: an overview of one box would only be a click on the way.
+7. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
+8. **Repeats.** Consecutive sibling scope, subgraph or block groups with the same structure (op types in graph order,
    and the internal edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` it.
 
 Deterministic: the tree depends only on the model and the arguments; paths are unique.
@@ -335,6 +337,7 @@ class _Builder:
         self._inline_tiny(root)
         self._sort_children(root)
         self._split_wide(root)
+        self._open_single(root)
         if max_depth is not None:
             self._limit_depth(root, max_depth)
         self._finish(root)
@@ -474,6 +477,20 @@ class _Builder:
             taken.update(range(start, start + count * period))
         group.nodes = [n for i, n in enumerate(nodes) if i not in taken]
         group.children.sort(key=self._first)
+
+    def _open_single(self, root: Group) -> None:
+        """An overview of one box says nothing: while the root holds a single group (not a body, which is
+        drawn as its own frame), the root takes that group's content, when the level still fits."""
+        while len(root.children) == 1 and root.children[0].kind != "graph" and \
+                len(root.nodes) + root.children[0].items <= self.max_items:
+            only = root.children[0]
+            if only.kind == "scope":
+                root.scope = only.scope
+            root.nodes = sorted(root.nodes + only.nodes, key=self.order.__getitem__)
+            root.children = only.children
+            for child in root.children:
+                child.parent = root
+            self._rank_group(root)
 
     def _items(self, group: Group) -> list[Node | Group]:
         items: list[tuple[int, Node | Group]] = [(self.order[n], n) for n in group.nodes]

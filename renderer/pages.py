@@ -140,6 +140,11 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
     graph_owner = _graph_groups(root)
     for graph in model.graphs:
         group = graph_owner.get(graph.index, root) if graph.index else root
+        if graph.index and graph.index not in graph_owner:  # a body merged into a group (--collapse N)
+            page = next((book.page_of_op[n.key] for n in graph.nodes if n.key in book.page_of_op), None)
+            if page is not None:
+                page.io_graphs.append(graph.index)
+                continue
         page = book.page_of_group.get(id(group))
         while page is None and group.parent is not None:  # inlined into an ancestor's page
             group = group.parent

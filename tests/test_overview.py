@@ -183,3 +183,97 @@ def test_groups_that_feed_each_other_are_one_edge_with_both_counts(tmp_path: Pat
     assert re.fullmatch(r"→ 2 tensors · 64 B\s+← 1×8 · 32 B", text), text  # a→b twice, b→a once
     heads = [p for p in between[0].iter(f"{SVG_NS}polygon")]
     assert len(heads) == 2, "an arrowhead at each end"
+
+
+def _scoped_chain(path: Path, parts: int, prefix: str = "", loose: int = 0, loose_scope: str = "") -> Path:
+    """``parts`` named groups in a chain (``/part7/Relu_3``), each unlike its neighbours (no run of twins), under
+    ``prefix`` when given, after ``loose`` operators in ``loose_scope``."""
+    nodes, k = [], 0
+    for j in range(loose):
+        nodes.append(helper.make_node("Relu", [f"t{k}"], [f"t{k + 1}"], name=f"{loose_scope}/Relu_loose{j}"))
+        k += 1
+    for i in range(parts):
+        for j, op in enumerate(["Relu"] * 3 + ["Tanh"] * (1 + i % 3) + ["Sigmoid"]):
+            nodes.append(helper.make_node(op, [f"t{k}"], [f"t{k + 1}"], name=f"{prefix}/part{i}/{op}_{j}"))
+            k += 1
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info(f"t{k}", TensorProto.FLOAT, [1, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _size_pt(root) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    return float(root.get("width").removesuffix("pt")), float(root.get("height").removesuffix("pt"))
+
+
+WINDOW_PX = (1600, 1000)
+MIN_TEXT_PX = 8
+SMALLEST_BOX_TEXT_PT = 8
+
+
+def _boxes_whole_on_screen(overview: Path) -> float:
+    """The share of group boxes wholly inside a 1,600 × 1,000 px window showing the overview from its top left
+    corner at the zoom that fits it, but never so small that the boxes' 8 pt text is under 8 px."""
+    root = parse_svg(overview)
+    width, height = _size_pt(root)
+    px_per_pt = 4 / 3
+    zoom = max(MIN_TEXT_PX / (SMALLEST_BOX_TEXT_PT * px_per_pt),
+               min(WINDOW_PX[0] / (width * px_per_pt), WINDOW_PX[1] / (height * px_per_pt)))
+    seen_w, seen_h = WINDOW_PX[0] / (zoom * px_per_pt), WINDOW_PX[1] / (zoom * px_per_pt)
+    graph = next(root.iter(f"{SVG_NS}g"))  # transform="scale(1 1) rotate(0) translate(x y)"
+    dx, dy = map(float, re.search(r"translate\(([-0-9.]+) ([-0-9.]+)\)", graph.get("transform")).groups())
+    boxes = _by_class(root, "group")
+    whole = 0
+    for box in boxes:
+        xs, ys = [], []
+        for poly in box.iter():
+            for x, y in re.findall(r"([-0-9.]+),([-0-9.]+)", poly.get("points") or poly.get("d") or ""):
+                xs.append(float(x) + dx)
+                ys.append(float(y) + dy)
+        whole += max(xs) <= seen_w and max(ys) <= seen_h and min(xs) >= 0 and min(ys) >= 0
+    return whole / len(boxes)
+
+
+def test_a_long_chain_of_groups_wraps_into_a_grid_that_suits_a_screen(tmp_path: Path) -> None:
+    """40 groups in a chain were one column 4,686 pt tall; wrapped into rows they make a picture about as wide
+    as a screen, every box whole in a 1,600 × 1,000 window at a zoom where their text is at least 8 px."""
+    overview = _render(_scoped_chain(tmp_path / "c.onnx", 40), tmp_path / "c.svg", "--collapse", "1")
+    root = parse_svg(overview)
+    assert len(_by_class(root, "group")) == 40
+    width, height = _size_pt(root)
+    assert 1.0 <= width / height <= 2.5, (width, height)
+    assert _boxes_whole_on_screen(overview) == 1.0
+
+
+@pytest.mark.parametrize("naming", ["scoped", "flat"])
+def test_the_big_transformer_overview_fits_a_screen(naming: str, tmp_path: Path) -> None:
+    model = _transformer_models().write(tmp_path / "m.onnx", 40, naming)
+    overview = _render(model, tmp_path / "m.svg")
+    width, height = _size_pt(parse_svg(overview))
+    assert 0.8 <= width / height <= 2.5, (width, height)
+    assert _boxes_whole_on_screen(overview) >= 0.6
+
+
+def test_an_overview_of_one_box_opens_one_level_deeper(tmp_path: Path) -> None:
+    """Everything under /decoder, which holds 3 operators of its own and one group of 30 parts: the overview
+    shows the parts (wrapped into a grid), not one box for all of them beside 3 operators."""
+    model = _scoped_chain(tmp_path / "d.onnx", 30, prefix="/decoder/blocks", loose=3, loose_scope="/decoder")
+    overview = _render(model, tmp_path / "d.svg", "--collapse", "1")
+    root = parse_svg(overview)
+    titles = [[t for t in _texts(box) if t.strip()][0] for box in _by_class(root, "group")]
+    assert sorted(titles) == sorted(f"part{i}" for i in range(30))
+    assert len([g for g in root.iter(f"{SVG_NS}g") if "op" in (g.get("class") or "").split()]) == 3
+
+
+def test_a_body_is_not_linked_to_itself_nor_its_nested_outputs_drawn_on_the_overview(tmp_path: Path) -> None:
+    """silero_vad at depth 2: the If's two bodies are one run box; the 62 outputs of their nested bodies stay on
+    the bodies' pages (they were drawn on the overview), and no stub leads from the box to its own pages."""
+    overview = _render(ONNX / "silero_vad.onnx", tmp_path / "s.svg", "--collapse", "2")
+    root = parse_svg(overview)
+    outputs = [g for g in root.iter(f"{SVG_NS}g") if "graph-output" in (g.get("class") or "")]
+    assert len(outputs) == 2  # the model's own: output, stateN
+    assert not _by_class(root, "stub")
+    cells = [t for t in _texts(_by_class(root, "run")[0])]
+    assert "else_branch" in cells and "then_branch" in cells
