@@ -151,14 +151,18 @@ def test_shares_of_a_summed_metric_add_up_to_100_over_the_overview(naming: str, 
 
 def _pingpong(path: Path) -> Path:
     """Three scopes in a chain a → b → a → b: groups a and b feed each other."""
-    nodes, names, k = [], [], 0
+    nodes = []
     for scope in ("a", "b", "a", "b"):
-        for _ in range(5):
-            op = "Relu" if scope == "a" else "Tanh"  # not twins: two boxes, not one run
-            nodes.append(helper.make_node(op, [f"t{k}"], [f"t{k + 1}"], name=f"/{scope}/{op}_{k}"))
-            k += 1
-    graph = helper.make_graph(nodes, "pingpong", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
-                              [helper.make_tensor_value_info(f"t{k}", TensorProto.FLOAT, [1, 8])])
+        op = "Relu" if scope == "a" else "Tanh"  # not twins: two boxes, not one run
+        nodes += [(op, f"/{scope}/{op}_{len(nodes) + i}") for i in range(5)]
+    return _save_chain(path, nodes)
+
+
+def _save_chain(path: Path, nodes: list[tuple[str, str]]) -> Path:
+    """A valid ONNX chain of one-input operators, (op type, node name) each, [1, 8] float tensors."""
+    protos = [helper.make_node(op, [f"t{k}"], [f"t{k + 1}"], name=name) for k, (op, name) in enumerate(nodes)]
+    graph = helper.make_graph(protos, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info(f"t{len(nodes)}", TensorProto.FLOAT, [1, 8])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
@@ -188,20 +192,11 @@ def test_groups_that_feed_each_other_are_one_edge_with_both_counts(tmp_path: Pat
 def _scoped_chain(path: Path, parts: int, prefix: str = "", loose: int = 0, loose_scope: str = "") -> Path:
     """``parts`` named groups in a chain (``/part7/Relu_3``), each unlike its neighbours (no run of twins), under
     ``prefix`` when given, after ``loose`` operators in ``loose_scope``."""
-    nodes, k = [], 0
-    for j in range(loose):
-        nodes.append(helper.make_node("Relu", [f"t{k}"], [f"t{k + 1}"], name=f"{loose_scope}/Relu_loose{j}"))
-        k += 1
+    nodes = [("Relu", f"{loose_scope}/Relu_loose{j}") for j in range(loose)]
     for i in range(parts):
-        for j, op in enumerate(["Relu"] * 3 + ["Tanh"] * (1 + i % 3) + ["Sigmoid"]):
-            nodes.append(helper.make_node(op, [f"t{k}"], [f"t{k + 1}"], name=f"{prefix}/part{i}/{op}_{j}"))
-            k += 1
-    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
-                              [helper.make_tensor_value_info(f"t{k}", TensorProto.FLOAT, [1, 8])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return path
+        nodes += [(op, f"{prefix}/part{i}/{op}_{j}")
+                  for j, op in enumerate(["Relu"] * 3 + ["Tanh"] * (1 + i % 3) + ["Sigmoid"])]
+    return _save_chain(path, nodes)
 
 
 def _size_pt(root) -> tuple[float, float]:  # type: ignore[no-untyped-def]
