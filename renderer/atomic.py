@@ -51,11 +51,18 @@ def write_all(
     """Write several files, and folders of files (``{file name: bytes}``), all or nothing: everything is
     written to temporary names first, and only when all is complete renamed over the targets. A failure
     before that leaves every target untouched and removes the temporary files. A folder replaces the one
-    there before, which may hold only files of the kind written (page files a former run left), never
-    anything else. (The renames themselves, within one folder each, do not fail in practice.)
-    No target may be one of ``inputs`` (``refuse_inputs``): then nothing is written.
+    there before, which may hold only page files of the kinds written (exactly the names a former run
+    wrote), never anything else; no other target may lie inside it. (The renames themselves, within one
+    folder each, do not fail in practice.)
+    No target, and no file of a folder replaced, may be one of ``inputs`` (``refuse_inputs``): then nothing
+    is written.
     """
+    inputs = list(inputs)
     refuse_inputs([path for path, _ in items], inputs)
+    for k, (path, data) in enumerate(items):
+        if isinstance(data, dict):
+            _check_folder(Path(path), data, inputs)
+            _refuse_inside(Path(path), [Path(other) for j, (other, _) in enumerate(items) if j != k])
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in items:
@@ -77,15 +84,37 @@ def write_all(
         raise
 
 
-def _stage_folder(path: Path, files: dict[str, bytes]) -> str:
+def _check_folder(path: Path, files: dict[str, bytes], inputs: list[PathLike]) -> None:
+    """RenderError unless the folder ``path`` may be replaced by ``files``: it does not exist, or holds only
+    page files of the kinds written (``pages.is_page_file``: exactly the names a former run wrote, so
+    ``page-notes.dot`` is kept), none of them an input of this run."""
+    from .pages import is_page_file
+
     if path.exists() and not path.is_dir():
         raise RenderError(f"{path}: exists and is not a folder; the pages cannot be written there")
-    if path.is_dir():
-        kinds = {Path(name).suffix for name in files} or {".svg"}
-        foreign = [p.name for p in path.iterdir() if not (p.is_file() and p.name.startswith("page-") and p.suffix in kinds)]
-        if foreign:
-            raise RenderError(f"{path}: holds files annograph did not write ({foreign[0]}…); "
-                              "move them, or choose another output name")
+    if not path.is_dir():
+        return
+    kinds = {Path(name).suffix.lstrip(".") for name in files} or {"svg"}
+    held = sorted(path.iterdir())
+    foreign = [p.name for p in held if not (p.is_file() and is_page_file(p.name, kinds))]
+    if foreign:
+        raise RenderError(f"{path}: holds files annograph did not write ({foreign[0]}…); "
+                          "move them, or choose another output name")
+    refuse_inputs([*held, *(path / name for name in files)], inputs)
+
+
+def _refuse_inside(folder: Path, others: list[Path]) -> None:
+    """RenderError when another output of the run is the folder ``folder`` or inside it (replacing the folder
+    would take it away)."""
+    home = os.path.realpath(folder)
+    for other in others:
+        where = os.path.realpath(other)
+        if where == home or where.startswith(home + os.sep):
+            raise RenderError(f"{other}: is inside the pages folder {folder} that this run writes; write it "
+                              "elsewhere")
+
+
+def _stage_folder(path: Path, files: dict[str, bytes]) -> str:
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise RenderError(f"{path}: the folder {directory} does not exist")
@@ -106,14 +135,16 @@ def _stage_folder(path: Path, files: dict[str, bytes]) -> str:
 
 
 def _swap_folder(temp: str, path: Path) -> None:
+    """Put the staged folder ``temp`` at ``path``. A symlink there is replaced (as a file's would be): the link
+    goes, and the folder it pointed to is left as it was."""
     old = None
-    if path.is_dir():
+    if path.is_dir() or path.is_symlink():
         old = tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent if str(path.parent) else ".")
         os.rmdir(old)
         os.replace(path, old)
     os.replace(temp, path)
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
 
 
 def _stage(path: Path, data: bytes) -> str:
@@ -140,7 +171,7 @@ def _stage(path: Path, data: bytes) -> str:
 
 def _remove(temp: str) -> None:
     try:
-        if os.path.isdir(temp):
+        if os.path.isdir(temp) and not os.path.islink(temp):
             shutil.rmtree(temp, ignore_errors=True)
         else:
             os.unlink(temp)

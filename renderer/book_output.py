@@ -20,7 +20,7 @@ from . import graphviz_run, progress
 from .dot import Scene
 from .dot_pages import Links, emit_page
 from .errors import RenderError
-from .pages import Book, Page
+from .pages import Book, Page, pages_folder
 
 GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
 
@@ -49,8 +49,8 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
             pages = [laid[i][fmt] if fmt != "dot" else sources[i].encode("utf-8") for i in range(len(book.pages))]
             produced.append((target, pages[0]))
             if len(pages) > 1:
-                produced.append((target.with_name(target.name + ".pages"),
-                                 {f"{page.stem}.{fmt}": data for page, data in zip(book.pages[1:], pages[1:])}))
+                produced.append((target.with_name(pages_folder(target.name)),
+                                 {page.file_name(fmt): data for page, data in zip(book.pages[1:], pages[1:])}))
         elif fmt == "pdf":
             produced.append((target, _merge_pdfs([laid[i]["pdf"] for i in range(len(book.pages))])))
         elif fmt == "html":

@@ -28,7 +28,7 @@ from .heatmap import Heatmap
 from .ir import Node, Value
 from .metrics import format_bytes
 from .metrics.tensors import tensor_bytes
-from .pages import Book, Inline, Page
+from .pages import Book, Inline, Page, pages_folder
 
 LINK_COLOR = "#1a4f8b"
 STUB_FILL = "#f4f4f4"
@@ -55,19 +55,19 @@ class Links:
 
     @property
     def folder(self) -> str:
-        return f"{self.overview}.pages"
+        return pages_folder(self.overview)
 
     def file(self, page: Page) -> str:
         """The page's file, relative to the overview's folder."""
-        return self.overview if page.index == 0 else f"{self.folder}/{page.stem}.{self.ext}"
+        return self.overview if page.index == 0 else f"{self.folder}/{page.file_name(self.ext)}"
 
     def href(self, source: Page, target: Page, anchor: str = "") -> str:
         if target.index == 0:
             path = self.overview if source.index == 0 else f"../{self.overview}"
         elif source.index == 0:
-            path = f"{self.folder}/{target.stem}.{self.ext}"
+            path = f"{self.folder}/{target.file_name(self.ext)}"
         else:
-            path = f"{target.stem}.{self.ext}"
+            path = target.file_name(self.ext)
         if source is target:
             path = ""
         return escape.href(path + (f"#{anchor}" if anchor else ""))

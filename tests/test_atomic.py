@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import stat
 import subprocess
@@ -384,3 +385,93 @@ def test_stopping_annograph_during_layout_stops_dot(signum: int, tmp_path: Path)
             process.wait()
         if dot is not None and _alive(dot):
             os.kill(dot, signal.SIGKILL)
+
+
+# ---- pages folders: only the names annograph writes are pages --------------------------------------------------
+
+PAGED = ONNX / "bert_scoped.onnx"  # drawn as an overview and pages; DOT outputs need no layout
+
+
+def paged_dot(out: Path, *args: str | Path):  # type: ignore[no-untyped-def]
+    return run_cli("render", PAGED, "-o", out, "--no-sidecar", "-q", *args)
+
+
+@pytest.fixture(scope="module")
+def earlier_pages(tmp_path_factory) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    """The page files of a first render of the paged model, to lay into a folder as a former run would."""
+    out = tmp_path_factory.mktemp("pages") / "m.dot"
+    run = paged_dot(out)
+    assert run.returncode == 0, run.stderr
+    return {p.name: p.read_bytes() for p in sorted(out.with_name("m.dot.pages").iterdir())}
+
+
+def lay_pages(folder: Path, pages: dict[str, bytes]) -> None:
+    folder.mkdir()
+    for name, data in pages.items():
+        (folder / name).write_bytes(data)
+
+
+def test_a_file_named_like_a_page_is_not_a_page(tmp_path: Path, earlier_pages: dict[str, bytes]) -> None:
+    """``page-notes.dot`` (and ``page-1.dot``, ``page-000.dot``) in a pages folder are the user's: the run is
+    refused and they stay."""
+    for name in ("page-notes.dot", "page-1.dot", "page-000.dot", "page-0001.dot"):
+        folder = tmp_path / "m.dot.pages"
+        lay_pages(folder, earlier_pages)
+        (folder / name).write_text("my notes", encoding="utf-8")
+        run = paged_dot(tmp_path / "m.dot")
+        assert run.returncode == 1 and name in run.stderr and "did not write" in run.stderr, run.stderr
+        assert (folder / name).read_text(encoding="utf-8") == "my notes"
+        assert not (tmp_path / "m.dot").exists() and leftovers(tmp_path) == []
+        shutil.rmtree(folder)
+    lay_pages(tmp_path / "m.dot.pages", earlier_pages)
+    run = paged_dot(tmp_path / "m.dot")  # only pages a former run wrote: replaced
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "m.dot.pages").iterdir()) == sorted(earlier_pages)
+
+
+def test_an_input_in_the_pages_folder_is_never_replaced(tmp_path: Path, earlier_pages: dict[str, bytes]) -> None:
+    folder = tmp_path / "m.dot.pages"
+    lay_pages(folder, earlier_pages)
+    notes = folder / "page-001.dot"  # an annotation file, stored where a page would go
+    notes.write_text("operators:\n  - {id: '0', cost: 3}\n", encoding="utf-8")
+    run = paged_dot(tmp_path / "m.dot", "-a", notes)
+    assert run.returncode == 1 and "is an input of this run" in run.stderr, run.stderr
+    assert notes.read_text(encoding="utf-8").startswith("operators:")
+    assert not (tmp_path / "m.dot").exists() and leftovers(tmp_path) == []
+
+
+def test_an_output_inside_the_pages_folder_is_refused_before_anything_is_written(
+        tmp_path: Path, earlier_pages: dict[str, bytes]) -> None:
+    folder = tmp_path / "m.dot.pages"
+    lay_pages(folder, earlier_pages)
+    (tmp_path / "m.dot").write_bytes(OLD)
+    for inside in (folder / "extra.dot", folder / "page-001.dot", folder / "deeper" / ".." / "x.dot"):
+        run = paged_dot(tmp_path / "m.dot", "-o", inside)
+        assert run.returncode == 1 and "inside the pages folder" in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
+        assert (tmp_path / "m.dot").read_bytes() == OLD
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == earlier_pages
+        assert leftovers(tmp_path) == []
+
+
+def test_a_pages_folder_that_is_a_symlink_leaves_no_hidden_link(tmp_path: Path, earlier_pages: dict[str, bytes]) -> None:
+    """The link is replaced by the folder of pages (as a file output replaces a link); the folder it pointed to
+    is left as it was, and nothing hidden stays behind."""
+    elsewhere = tmp_path / "published"
+    lay_pages(elsewhere, earlier_pages)
+    (tmp_path / "m.dot.pages").symlink_to(elsewhere)
+    run = paged_dot(tmp_path / "m.dot")
+    assert run.returncode == 0, run.stderr
+    pages = tmp_path / "m.dot.pages"
+    assert pages.is_dir() and not pages.is_symlink() and sorted(p.name for p in pages.iterdir()) == sorted(earlier_pages)
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == earlier_pages
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_page_file_names_are_exact() -> None:
+    from renderer.pages import is_page_file
+
+    assert is_page_file("page-001.svg", {"svg"}) and is_page_file("page-1234.dot", {"dot", "svg"})
+    for name in ("page-notes.dot", "page-1.svg", "page-000.svg", "page-0001.svg", "page-001.svg.bak", "Page-001.svg",
+                 "page-001.png"):
+        assert not is_page_file(name, {"svg", "dot"}), name
