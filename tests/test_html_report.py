@@ -492,6 +492,13 @@ def test_back_and_forward_move_between_pages(open_report, big: Path) -> None:  #
     assert where()[0] == "overview"
     page.go_back()
     assert where() == third
+    # typing a search moves between pages as it finds: one step in the history, however many keys
+    ops = {o["name"]: o for o in _data(big)["ops"]}
+    for name in ("/encoder/layer.7/attention/self/Softmax", "/encoder/layer.9/attention/self/Softmax"):
+        page.fill("#search", name)
+        assert where()[0] == _data(big)["pages"][ops[name]["pages"][0]]["stem"]
+    page.go_back()
+    assert where() == third
 
 
 def test_sorting_the_big_table_is_quick(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
