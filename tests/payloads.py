@@ -93,6 +93,7 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("element-id", "op-0-0"),
     Payload("markdown", "| a | b | **bold** _it_ [x](javascript:alert(1)) ![i](data:x) `c` # h ~s~"),
     Payload("css", "</style><style>*{background:url(javascript:alert(1))}</style>"),
+    Payload("noscript-end", "</noscript><img src=x onerror=alert(1)>"),  # the HTML report's pages are <noscript> text
     Payload("jinja", "{{ 7*7 }}{% raw %}${7*7}"),
     Payload("format", "%s %n %x {0} {name}"),
     Payload("unicode", "Ünïcødé 😀 中文 \u0301\U0010fffd"),
