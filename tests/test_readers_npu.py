@@ -414,3 +414,38 @@ def test_openvino_execution_graph_errors(tmp_path: Path) -> None:
         graph.write_text(text, encoding="utf-8")
         error = one_line_error(run_cli("render", model, "-a", graph, "-o", tmp_path / "x.svg"))
         assert expected in error and str(graph) in error, error
+
+
+def test_vela_unquoted_name_with_commas(tmp_path: Path) -> None:
+    """Vela 5 joins cells with commas and quotes nothing: a tensor name holding commas spreads over the last
+    cells, and is still the name."""
+    import payloads
+    import renderer
+    from registry import _vela  # the injection file: rows named by the hostile model's tensors
+    from renderer.annotations import load_annotations
+
+    (tmp_path / "m.tflite").write_bytes(payloads.hostile_tflite("a,b, c"))
+    name, data = _vela("a,b, c")
+    path = tmp_path / name
+    path.write_bytes(data)
+    model = renderer.load_model(tmp_path / "m.tflite")
+    annotations = load_annotations(path, model, embedded=False)
+    by_index = {key[2]: entry.values for key, entry in annotations.ops.items()}
+    assert by_index[0]["op_cycles"] == 120 and by_index[0]["target"] == "NPU"
+    assert by_index[1]["target"] == "CPU" and "op_cycles" not in by_index[1]
+    assert annotations.coverage[0].unmatched == ["a,b, c·missing (a b  c/Mul)"]
+
+
+def test_tensorrt_layer_info_with_names_only(tmp_path: Path) -> None:
+    """An engine built without detailed verbosity lists its layers as bare names: the names are split then."""
+    import renderer
+    from renderer.annotations import load_annotations
+
+    profile = tmp_path / "run_profile.json"
+    profile.write_bytes((TRT / "tiny_cnn.profile.json").read_bytes())
+    names = [layer["name"] for layer in trt_layers()]
+    (tmp_path / "run_layers.json").write_text(json.dumps({"Layers": names, "Bindings": ["image", "probs"]}))
+    annotations = load_annotations(profile, renderer.load_model(ONNX / "tiny_cnn.onnx"), embedded=False)
+    [coverage] = annotations.coverage
+    assert coverage.matched_ops == 15 and len(coverage.unmatched) == 2  # as with no layer information
+    assert annotations.graph.values["TensorRT layer info"] == "run_layers.json"
