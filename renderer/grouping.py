@@ -463,7 +463,7 @@ class _Builder:
     def _blocks(self, group: Group) -> None:
         """Wrap each repeated run of operators (``repeated_spans``) into ``block`` groups, one per repeat."""
         nodes = group.nodes
-        spans = repeated_spans([f"{n.domain}:{n.op_type}" for n in nodes])
+        spans = repeated_spans([f"{n.domain}:{n.op_type}" for n in nodes], _cut_widths(nodes, group, self.order))
         if not spans:
             return
         taken: set[int] = set()
@@ -581,15 +581,18 @@ BLOCK_MAX_OPS = 1024
 """Longest block looked for: the search costs one pass over the run per candidate length."""
 
 
-def repeated_spans(types: list[str], min_ops: int = BLOCK_MIN_OPS, min_repeats: int = BLOCK_MIN_REPEATS,
-                   max_ops: int = BLOCK_MAX_OPS) -> list[tuple[int, int, int]]:
+def repeated_spans(types: list[str], widths: list[int] | None = None, min_ops: int = BLOCK_MIN_OPS,
+                   min_repeats: int = BLOCK_MIN_REPEATS, max_ops: int = BLOCK_MAX_OPS) -> list[tuple[int, int, int]]:
     """Where a run of operators repeats a block: ``(start, length, count)`` spans, in order, not overlapping.
 
     ``types`` is the run's op types in graph order. The span covering most operators is taken first (among
     equals, the shortest block), then the parts before and after it are searched the same way. A flat-named
     transformer's layers come out as one span of ``count`` layers; a CNN's identical bottlenecks as one per
-    stage. Blocks are aligned where the repetition starts, which can be a few operators off the layer's own
-    first operator when the part before ends like a layer does.
+    stage. When the part before ends like a block does (an embedding's Add + LayerNorm before layers that end
+    so), the repetition starts a few operators early; with ``widths`` (tensors crossing the cut before each
+    item, as ``_cut_widths`` counts them) the blocks are shifted within that slack to where their boundaries
+    cross fewest tensors, the latest among equals (the part before ends with a copy of the blocks' own end):
+    after the layer's last LayerNorm, not before the previous one's Add.
     """
     import numpy as np  # lazily: annograph --help stays instant
 
@@ -602,17 +605,22 @@ def repeated_spans(types: list[str], min_ops: int = BLOCK_MIN_OPS, min_repeats: 
         best = _longest_repeat(seq[low:high], min_ops, min_repeats, max_ops)
         if best is None:
             continue
-        start, length, count = best
+        start, length, count, slack = best
+        if widths is not None and slack:
+            start = min(range(start, start + slack + 1),
+                        key=lambda s: (sum(widths[low + s + k * length] for k in range(count + 1)), -s))
         spans.append((low + start, length, count))
         pending += [(low, low + start), (low + start + length * count, high)]
     return sorted(spans)
 
 
-def _longest_repeat(seq, min_ops: int, min_repeats: int, max_ops: int) -> tuple[int, int, int] | None:  # type: ignore[no-untyped-def]
+def _longest_repeat(seq, min_ops: int, min_repeats: int,  # type: ignore[no-untyped-def]
+                    max_ops: int) -> tuple[int, int, int, int] | None:
+    """(start, length, count, slack) of the repeat covering most items; slack: how far it may start later."""
     import numpy as np
 
     n = len(seq)
-    best: tuple[int, int, int, int] | None = None  # (covered, start, length, count)
+    best: tuple[int, int, int, int, int] | None = None  # (covered, start, length, count, slack)
     for length in range(min_ops, min(max_ops, n // min_repeats) + 1):
         same = np.concatenate(([False], seq[:-length] == seq[length:], [False]))
         edges = np.flatnonzero(np.diff(same.astype(np.int8)))
@@ -620,11 +628,12 @@ def _longest_repeat(seq, min_ops: int, min_repeats: int, max_ops: int) -> tuple[
             continue
         starts, ends = edges[0::2], edges[1::2]
         k = int((ends - starts).argmax())
-        count = (int(ends[k] - starts[k]) + length) // length
+        span = int(ends[k] - starts[k]) + length
+        count = span // length
         start = int(starts[k])
         if count >= min_repeats and (best is None or count * length > best[0]) and \
                 _primitive(seq[start:start + length]):
-            best = (count * length, start, length, count)
+            best = (count * length, start, length, count, span - count * length)
     return best[1:] if best else None
 
 

@@ -222,7 +222,7 @@ def test_stage_cuts_are_the_narrowest_in_their_window(monkeypatch: pytest.Monkey
     """Recount, naively, the tensors crossing every cut of ResNet-50 (its repeated blocks not looked for) and
     check each chosen cut is a minimum of the window it was chosen from (runs of 30 to 60, the rest no shorter
     than 30)."""
-    monkeypatch.setattr(grouping.repeated_spans, "__defaults__", (grouping.BLOCK_MIN_OPS, 10**9, grouping.BLOCK_MAX_OPS))
+    monkeypatch.setattr(grouping.repeated_spans, "__defaults__", (None, grouping.BLOCK_MIN_OPS, 10**9, grouping.BLOCK_MAX_OPS))
     model = load_model(ONNX / "light_resnet50.onnx")
     drawn = drawn_in(model)
     root = group_model(model, drawn, max_items=60)
@@ -366,8 +366,11 @@ def test_flat_named_transformer_is_cut_into_its_repeated_layers(transformers: di
     check_tree(root, model, 60)
     check_names(root)
     scoped = group_model(transformers["scoped"], drawn_in(transformers["scoped"]), max_items=60)
-    layer_size = next(g.size for g in scoped.walk() if g.label == "layer.0")
+    layer = next(g for g in scoped.walk() if g.label == "layer.0")
+    layer_size = layer.size
     blocks = [g for g in root.walk() if g.kind == "block"]
+    # aligned on the layers themselves (not shifted onto the embeddings' Add + LayerNorm, which end alike)
+    assert [n.op_type for n in blocks[0].members()] == [n.op_type for n in layer.members()]
     assert [b.label for b in blocks] == [f"block {k} of 12" for k in range(1, 13)]
     assert {b.size for b in blocks} == {layer_size} and {b.depth for b in blocks} == {1}
     assert repeated_runs(root) == [blocks]
