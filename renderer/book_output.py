@@ -40,7 +40,7 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
     formats = sorted({fmt for _, fmt in outputs if fmt in GRAPHVIZ_FORMATS} | (
         {"svg"} if any(fmt == "html" for _, fmt in outputs) else set()))
     with progress.stage("layout") as facts:
-        laid = _lay_out(book, sources, formats, scene.options.timeout)
+        laid = lay_out_pages(book, sources, formats, scene.options.timeout)
         facts.append(progress.count(len(laid), "page"))
     produced: list[tuple[Path, bytes | dict[str, bytes]]] = []
     for path, fmt in outputs:
@@ -67,8 +67,9 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
     return produced
 
 
-def _lay_out(book: Book, sources: list[str], formats: list[str], timeout: float | None) -> list[dict[str, bytes]]:
-    """Each page laid out once and rendered to ``formats``; pages in parallel, a progress bar on a terminal."""
+def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: float | None) -> list[dict[str, bytes]]:
+    """Each page's DOT (``sources``, in book order) laid out once and rendered to ``formats``; pages in
+    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error."""
     if not formats:
         return [{} for _ in sources]
     deadline = time.monotonic() + timeout if timeout else None
@@ -144,4 +145,4 @@ def _basename(path: str) -> str:
     return unquote(path).rsplit("/", 1)[-1]
 
 
-__all__ = ["Page", "links_for", "produce"]
+__all__ = ["Page", "lay_out_pages", "links_for", "produce"]

@@ -417,3 +417,95 @@ def test_an_empty_output_name_is_a_usage_error(command: str, tmp_path: Path) -> 
     assert run.returncode == 2, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "-o" in run.stderr and "empty name" in run.stderr
     assert not list(tmp_path.iterdir())
+
+
+def write_sparse_runs(model_path: Path, folder: Path, count: int) -> list[Path]:
+    """``count`` runs giving a value to every drawn operator of ``model_path`` (a big one: ids S:N)."""
+    from renderer.folding import fold
+
+    model = renderer.load_model(str(model_path))
+    folding = fold(model, False)
+    rng = np.random.default_rng(5)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for run in range(count):
+        lines = ["id,latency_us"] + [f"{n.graph.index}:{n.index},{rng.uniform(1, 100) * 10 ** run:.5g}"
+                                     for n in model.nodes() if folding.is_drawn(n)]
+        path = folder / f"run{run}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("sample", ["bert_scoped.onnx", "bert_dynamo.onnx"])
+def test_a_paged_model_is_drawn_with_pages_as_render_draws_it(sample: str, tmp_path: Path) -> None:
+    """A big model (an overview and pages in ``render``): each picture of the batch is an overview and a pages
+    folder, each page laid out once for every run and recoloured per run; the fills are ``render``'s; the
+    links lead to the picture's own pages."""
+    model = ONNX / sample
+    runs = write_sparse_runs(model, tmp_path / "runs", 2)
+    out = tmp_path / "out"
+    batch(model, "-a", *runs, "--color-by", "latency_us", "-o", out)
+    single = tmp_path / "single" / "m.svg"
+    single.parent.mkdir()
+    run = run_cli("render", model, "-a", runs[1], "--color-by", "latency_us", "-o", single, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    rendered = sorted(p.name for p in (tmp_path / "single" / "m.svg.pages").iterdir())
+    assert len(rendered) > 3
+    names = ["000_run0.latency_us.svg", "001_run1.latency_us.svg"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, *(n + ".pages" for n in names), "index.html"])
+    links, _ = sheet_links(out)
+    assert sorted(links) == names
+    for name in names:
+        folder = out / (name + ".pages")
+        assert sorted(p.name for p in folder.iterdir()) == rendered
+        hrefs = {h for p in [out / name] for h in _hrefs(p)}
+        assert {f"{name}.pages/{page}" for page in rendered} <= {h.split("#")[0] for h in hrefs}
+        for page in folder.iterdir():
+            assert all(h.split("#")[0] in {f"../{name}", *rendered, ""} for h in _hrefs(page)), page
+    pages = ["", *rendered]  # "": the overview
+    drawn_fills: dict[str, str] = {}
+    for page in pages:
+        first, second = ((out / n) if not page else (out / (n + ".pages") / page) for n in names)
+        same = [p.read_bytes().replace(n.encode(), b"PICTURE") for p, n in ((first, names[0]), (second, names[1]))]
+        assert assert_same_but_fills_and_values(*same) > 0  # links name each picture's own files
+        mine = {k: first_fill(g) for k, g in svg_groups(parse_svg(second), "op").items()}
+        theirs_path = single if not page else single.with_name("m.svg.pages") / page
+        theirs = {k: first_fill(g) for k, g in svg_groups(parse_svg(theirs_path), "op").items()}
+        assert mine == theirs, page
+        drawn_fills.update(mine)
+    assert len(set(drawn_fills.values())) > 10  # the boxes are coloured, not all n/a
+
+
+def _hrefs(path: Path) -> list[str]:
+    return [v for e in parse_svg(path).iter() for k, v in e.attrib.items() if k.endswith("href")]
+
+
+def test_a_paged_model_is_laid_out_once_per_page(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Three runs × two metrics of a paged model: Graphviz runs once per page of the book, not per picture."""
+    from renderer import graphviz_run
+    from renderer.batch import ModelJob, run_job
+
+    runs = write_sparse_runs(ONNX / "bert_scoped.onnx", tmp_path / "runs", 3)
+    calls: list[str] = []
+    real = graphviz_run.render_formats
+
+    def counted(source, formats, timeout=None):  # type: ignore[no-untyped-def]
+        calls.append(source)
+        return real(source, formats, timeout=timeout)
+
+    monkeypatch.setattr(graphviz_run, "render_formats", counted)
+    result = run_job(ModelJob(str(ONNX / "bert_scoped.onnx"), tuple(map(str, runs)), ("latency_us", "macs")))
+    assert result.error is None, result.error
+    folders = [files for _, files in result.files if isinstance(files, dict)]
+    assert len(folders) == 6 and len(result.pictures) == 6
+    assert len(calls) == len(folders[0]) + 1  # the overview and each page, once
+
+
+def test_an_error_in_a_batch_names_its_model(tmp_path: Path) -> None:
+    from renderer.batch import ModelJob, run_job
+
+    runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 1)
+    result = run_job(ModelJob(str(ONNX / "tiny_cnn.onnx"), (str(runs[0]),), ("latency_us",),
+                              options=renderer.RenderOptions(timeout=1e-9)))
+    assert result.error is not None and result.error.startswith(str(ONNX / "tiny_cnn.onnx")), result.error

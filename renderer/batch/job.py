@@ -20,7 +20,7 @@ from ..heatmap import Heatmap, build, default_metric, operator_metrics
 from ..ir import ElementKey
 from ..options import RenderOptions
 from . import caption
-from .layout import Layout, lay_out
+from .layout import BookLayout, Layout, lay_out
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NAME_CHARS = 60
@@ -83,7 +83,8 @@ class ModelResult:
     model: str
     job: str = ""
     """The token of the job that made it (``ModelJob.token``)."""
-    files: list[tuple[str, bytes]] = field(default_factory=list)
+    files: list[tuple[str, bytes | dict[str, bytes]]] = field(default_factory=list)
+    """(file name, bytes), or (pages folder name, {page file name: bytes}) for a model drawn with pages."""
     pictures: list[Picture] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Warnings: printed even with -q."""
@@ -97,7 +98,9 @@ def run_job(job: ModelJob) -> ModelResult:
     try:
         return _run(job)
     except AnnographError as e:
-        return ModelResult(job.model, job.token(), error=str(e))
+        message = str(e)
+        named = message if message.startswith(job.model) else f"{job.model}: {message}"
+        return ModelResult(job.model, job.token(), error=named)
 
 
 def _run(job: ModelJob) -> ModelResult:
@@ -126,8 +129,7 @@ def _run(job: ModelJob) -> ModelResult:
         for m, metric in enumerate(metrics):
             heat = heatmaps[(r, metric)]
             name = _file_name(job.prefix, r, path, metric, names)
-            data = _picture(layout, heat, metric, notes, texts[(r, metric)], path, len(drawn))
-            result.files.append((name, data))
+            result.files.extend(_picture(layout, name, heat, metric, notes, texts[(r, metric)], path, len(drawn)))
             low, high = (format_number(heat.scale.vmin), format_number(heat.scale.vmax)) if heat and heat.values else ("", "")
             valued = sum(1 for key in drawn if heat is not None and key in heat.values)
             result.pictures.append(Picture(name, Path(path).name, metric, low, high, valued, len(drawn) - valued))
@@ -232,10 +234,14 @@ def _file_name(prefix: str, index: int, run: str, metric: str, taken: set[str]) 
     return name
 
 
-def _picture(layout: Layout, heat: Heatmap | None, metric: str, notes: Annotations, texts: dict[ElementKey, str],
-             run: str, drawn: int) -> bytes:
+def _picture(layout: Layout | BookLayout, name: str, heat: Heatmap | None, metric: str, notes: Annotations,
+             texts: dict[ElementKey, str], run: str, drawn: int) -> list[tuple[str, bytes | dict[str, bytes]]]:
+    """The picture's files: ``name``, and for a book its pages folder (every page recoloured, its links to
+    the overview and the other pages naming ``name``)."""
     from .. import escape
+    from ..pages import pages_folder
 
+    first = layout.pages[0] if isinstance(layout, BookLayout) else layout
     fills: dict[ElementKey, bytes] = {}
     inks: dict[ElementKey, bytes] = {}
     values: dict[ElementKey, bytes] = {}
@@ -248,13 +254,21 @@ def _picture(layout: Layout, heat: Heatmap | None, metric: str, notes: Annotatio
             fill = heat.color(key) if heat is not None else NA_COLOR
         fills[key] = fill.encode()
         inks[key] = text_color(fill).encode()
-        values[key] = escape.svg_text(text, layout.value_chars).encode()
+        values[key] = escape.svg_text(text, first.value_chars).encode()
         tips[key] = escape.svg_text(f"{metric}: {text}", 200).encode()  # the tooltip's value line
-    block = caption.svg(_caption(heat, metric, run, drawn), layout.width, layout.height)
-    return layout.template.fill({
-        "fill": fills, "ink": inks, "value": values, "tip": tips,
-        "key": escape.svg_text(metric, layout.key_chars).encode(), "colorbar": block.encode(),
-    })
+    said = _caption(heat, metric, run, drawn)
+    tables: dict[str, bytes | dict[ElementKey, bytes]] = {
+        "fill": fills, "ink": inks, "value": values, "tip": tips, "overview": escape.href(name).encode(),
+        "key": escape.svg_text(metric, first.key_chars).encode(),
+    }
+
+    def page(laid: Layout) -> bytes:
+        return laid.template.fill({**tables, "colorbar": caption.svg(said, laid.width, laid.height).encode()})
+
+    if not isinstance(layout, BookLayout):
+        return [(name, page(layout))]
+    return [(name, page(first)),
+            (pages_folder(name), {file: page(laid) for file, laid in zip(layout.files, layout.pages[1:])})]
 
 
 def _caption(heat: Heatmap | None, metric: str, run: str, drawn: int) -> caption.Caption:

@@ -41,8 +41,30 @@ class Layout:
     value_chars: int
 
 
-def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: int) -> Layout:
-    """Render ``model`` once with placeholders sized for the longest metric name and value of the batch."""
+@dataclass(slots=True)
+class BookLayout:
+    """A model drawn as an overview and pages (``renderer.pages``), each page laid out once.
+
+    Attributes:
+        pages: the overview first, then each page (its links to the others name the overview ``OVERVIEW``,
+            a template slot each picture fills with its own file name).
+        files: the pages' file names in the pages folder, overview left out.
+    """
+
+    pages: list[Layout]
+    files: list[str]
+
+
+OVERVIEW = "annograph-batch-overview.svg"
+"""The overview's file name while the pages are laid out: links between pages hold it, and each picture puts
+its own name there (a link's text does not change the layout)."""
+
+
+def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: int) -> Layout | BookLayout:
+    """Render ``model`` once with placeholders sized for the longest metric name and value of the batch: one
+    picture, or (a big model) an overview and pages as ``render`` draws them, each page laid out once."""
+    from ..rendering import plan_book, prepare
+
     key_chars = max(1, min(key_chars, MAX_KEY_CHARS))
     value_chars = max(3, value_chars)
     key_text, value_text = KEY_CHAR * key_chars, VALUE_CHAR * value_chars
@@ -51,9 +73,23 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
     for node in model.nodes():
         if folding.is_drawn(node):
             notes.ops[node.key] = Entry({key_text: value_text}, {"fillcolor": SENTINEL_FILL})
-    layout_options = dataclasses.replace(options, color_by=None, edge_by=None, show=[key_text])
-    svg = graphviz_run.run_dot(to_dot(model, notes, layout_options), "svg", timeout=options.timeout)
+    layout_options = dataclasses.replace(options, color_by=None, edge_by=None, show=[key_text], focus=[], top=None)
+    scene = prepare(model, notes, layout_options)
+    book = plan_book(scene)
+    if book is None:
+        svg = graphviz_run.run_dot(to_dot(model, notes, layout_options), "svg", timeout=options.timeout)
+        return _cut(svg, key_text, value_text, key_chars, value_chars)
+    from ..book_output import lay_out_pages
+    from ..dot_pages import Links, emit_page
+
+    sources = [emit_page(scene, book, page, Links(OVERVIEW)) for page in book.pages]
+    laid = lay_out_pages(book, sources, ["svg"], options.timeout)
+    pages = [_cut(page["svg"], key_text, value_text, key_chars, value_chars) for page in laid]
+    return BookLayout(pages, [page.file_name("svg") for page in book.pages[1:]])
+
+
+def _cut(svg: bytes, key_text: str, value_text: str, key_chars: int, value_chars: int) -> Layout:
     svg, width = svg_template.add_caption_space(svg, caption.HEIGHT, caption.MIN_WIDTH)
     height = svg_template.canvas_height(svg)
-    template = svg_template.build(svg, SENTINEL_FILL, key_text, value_text)
+    template = svg_template.build(svg, SENTINEL_FILL, key_text, value_text, OVERVIEW.encode())
     return Layout(template, width, height, key_chars, value_chars)

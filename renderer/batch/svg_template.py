@@ -19,12 +19,14 @@ from ..ir import ElementKey
 Slot = tuple[str, ElementKey | None]
 """(kind, operator): kinds ``fill`` (box background), ``ink`` (a text colour on the box), ``key`` (the metric
 name in the value row), ``value`` (the value), ``tip`` (``key: value`` in the tooltip), ``colorbar`` (the
-caption block, operator None)."""
+caption block, operator None), ``overview`` (the overview's file name in a link between the pages of a book,
+operator None)."""
 
 _OP_ID = re.compile(r"^op-(\d+)-(\d+)$")
 _POINTS_Y = re.compile(r"[-\d.]+,([-\d.]+)")
 _SVG_SIZE = re.compile(rb'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"')
-_GRAPH_TRANSLATE = re.compile(rb'(<g id="graph" class="graph" transform="[^"]*translate\()([-\d.]+) ([-\d.]+)\)')
+_GRAPH_TRANSLATE = re.compile(rb'(<g id="[^"]*" class="graph" transform="[^"]*translate\()([-\d.]+) ([-\d.]+)\)')
+"""The graph's own group: ``id="graph"`` in a flat picture, ``id="overview-svg"``/``page-001-svg`` on a page."""
 
 
 @dataclass(slots=True)
@@ -77,9 +79,10 @@ def canvas_height(svg: bytes) -> float:
     return float(size.group(6))
 
 
-def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str) -> Template:
+def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overview: bytes = b"") -> Template:
     """Cut ``svg`` (laid out with the placeholders) into a template. Raises RenderError when a drawn operator
-    has no placeholder where one is expected (the SVG was not made by the batch layout)."""
+    has no placeholder where one is expected (the SVG was not made by the batch layout). ``overview``: the
+    placeholder file name of a book's overview, cut wherever a link (``xlink:href``) holds it."""
     cuts: list[tuple[int, int, Slot]] = []
     parser = xml.parsers.expat.ParserCreate("utf-8")
     state: dict = {"op": None, "depth": 0, "header": None, "sentinel": False, "text": None}
@@ -99,7 +102,20 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str) -> Tem
         cuts.append((value_start, svg.index(b'"', value_start), slot))
         return True
 
+    def cut_links(attrs: dict[str, str]) -> None:
+        if not overview or overview.decode() not in attrs.get("xlink:href", ""):
+            return
+        start, end = tag_bounds()
+        at = svg.find(b' xlink:href="', start, end)
+        value_end = svg.index(b'"', at + 13)
+        found = svg.find(overview, at, value_end)
+        while found >= 0:
+            cuts.append((found, found + len(overview), ("overview", None)))
+            found = svg.find(overview, found + len(overview), value_end)
+
     def on_start(name: str, attrs: dict[str, str]) -> None:
+        if name == "a":
+            cut_links(attrs)
         op = state["op"]
         if op is None:
             match = _OP_ID.match(attrs.get("id", "")) if name == "g" else None

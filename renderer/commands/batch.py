@@ -116,7 +116,7 @@ def _take(result, folder: Path, inputs: list, ours: set[str], done: list) -> Non
         warn(f"error: {result.error}")
     else:
         atomic.write_all([(folder / name, data) for name, data in result.files], inputs)
-        note(f"{result.model}: {len(result.files)} pictures in {folder}")
+        note(f"{result.model}: {len(result.pictures)} pictures in {folder}")
     done.append(result)
 
 
