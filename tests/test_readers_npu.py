@@ -79,10 +79,12 @@ def element_ids_by_output(model_path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def vela_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """vela run on the int8 samples (Ethos-U55 defaults), its per-layer CSVs in the returned folder."""
+    """vela run on the int8 samples (Ethos-U55 defaults), its per-layer CSVs in the returned folder; and on
+    tiny_keras with its MAX_POOL_2D left to the CPU (``--ignore-ops``), in ``maxpool_on_cpu/``."""
     out = tmp_path_factory.mktemp("vela")
-    for model in (TINY_INT8, NABU):
-        done = subprocess.run([tool("vela"), model, "--verbose-performance", "--output-dir", out],
+    runs = [(TINY_INT8, out), (NABU, out), (TINY_INT8, out / "maxpool_on_cpu", "--ignore-ops", "MAX_POOL_2D")]
+    for model, folder, *more in runs:
+        done = subprocess.run([tool("vela"), model, "--verbose-performance", "--output-dir", folder, *more],
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
     return out
@@ -125,6 +127,22 @@ def test_vela_colours_an_int8_model_by_npu_cycles_and_marks_cpu_operators(vela_o
     assert len(cpu_fills) == 1 and first_fill(groups[add]) not in cpu_fills
     picture = svg.read_text(encoding="utf-8")  # the legend's rows
     assert "on the CPU (red dashed border)" in picture and "2 of 10 operators" in picture
+
+
+def test_vela_an_operator_falling_back_mid_graph(vela_out: Path, tmp_path: Path) -> None:
+    """Vela told to leave MAX_POOL_2D to the CPU: that box, between NPU operators, is the marked one."""
+    per_layer = vela_out / "maxpool_on_cpu" / "tiny_keras_int8_asymmetric_per-layer.csv"
+    cpu_rows = [r for r in vela_rows(per_layer) if r["Target"] == "CPU"]
+    assert [r["Original Operator"] for r in cpu_rows] == ["Quantize", "MaxPool", "Dequantize"]
+    svg = tmp_path / "m.svg"
+    render(TINY_INT8, per_layer, svg)
+    ids = element_ids_by_output(TINY_INT8)
+    pool = ids["tiny_keras_1/pool_1/MaxPool2d"]
+    groups = svg_groups(parse_svg(svg), "op")
+    dashed = {i for i, g in groups.items() if any(p.get("stroke") == "#d62728" for p in g.iter()
+                                                  if p.get("stroke-dasharray"))}
+    assert dashed == {ids[r["Name"]] for r in cpu_rows} and pool in dashed
+    assert tooltips(svg)[pool]["target"] == "CPU" and "3 of 10 operators" in svg.read_text(encoding="utf-8")
 
 
 def test_vela_rows_of_a_decomposed_softmax_add_up_on_it(vela_out: Path, tmp_path: Path) -> None:
