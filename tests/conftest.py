@@ -87,3 +87,19 @@ def one_line_error(run: Run) -> str:
 @pytest.fixture
 def tmp_out(tmp_path: Path) -> Path:
     return tmp_path
+
+
+def escaping_external_data(folder: Path) -> Path:
+    """tiny_cnn with its first initializer stored as external data at a location that climbs out of the model's
+    folder (``../../…/etc/passwd``): never to be followed."""
+    import onnx
+
+    model = onnx.load(str(ONNX / "tiny_cnn.onnx"))
+    tensor = model.graph.initializer[0]
+    tensor.ClearField("raw_data")
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "../../../../../../etc/passwd"
+    path = folder / "escape.onnx"
+    onnx.save(model, str(path))
+    return path

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import hostile_models as H
-from conftest import ONNX, ROOT, one_line_error, run_cli
+from conftest import ONNX, ROOT, escaping_external_data, one_line_error, run_cli
 
 from renderer import inputs
 from renderer.errors import AnnographError
@@ -64,16 +64,26 @@ def test_cgroup_limits_count_usage(tmp_path: Path) -> None:
 def test_overrides_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANNOGRAPH_RUN_MEMORY", "256MiB")
     monkeypatch.setenv("ANNOGRAPH_RUN_SECONDS", "7")
-    assert isolated.limits(10**9) == isolated.Limits(min(256 << 20, int(isolated.available_memory() * 0.8)), 7.0)
+    assert isolated.limits(10**9) == isolated.Limits(256 << 20, 7.0, "what ANNOGRAPH_RUN_MEMORY sets")
     monkeypatch.setenv("ANNOGRAPH_RUN_MEMORY", "lots")
     with pytest.raises(AnnographError, match="ANNOGRAPH_RUN_MEMORY: 'lots' is not a size"):
         isolated.limits(0)
 
 
+def test_the_memory_line_says_where_the_limit_came_from() -> None:
+    line = isolated.over_memory("LiteRT", isolated.Limits(1 << 30, 30.0))
+    assert line == ("LiteRT needed more than the 1.0 GiB of memory its run may take (what the model's sizes explain; "
+                    "set ANNOGRAPH_RUN_MEMORY to allow more)")
+    machine = isolated.Limits(1 << 30, 30.0, "what the machine has available now")
+    assert isolated.over_memory("LiteRT", {"memory": 1 << 30, "seconds": 3, "memory_from": machine.memory_from}) == (
+        "LiteRT needed more than the 1.0 GiB of memory its run may take (what the machine has available now)")
+
+
 def test_a_child_killed_by_a_signal_is_one_line() -> None:
     limit = isolated.Limits(1 << 30, 30.0)
     abort = isolated._died(-6, "onnxruntime", "to run the model", limit)
-    assert abort.startswith("onnxruntime stopped with SIGABRT to run the model, under a limit of 1.0 GiB")
+    assert abort == ("onnxruntime stopped with SIGABRT to run the model, under a limit of 1.0 GiB of memory (what "
+                     "the model's sizes explain)")
     assert "took over its CPU time" in isolated._died(-24, "LiteRT", "to prepare the model", limit)
     assert isolated._died(3, "LiteRT", "to prepare the model", limit) == "LiteRT failed on the model (exit status 3)"
 
@@ -89,7 +99,7 @@ def test_a_growing_loop_ends_the_shape_run_at_its_memory_limit(tmp_path: Path,
     assert time.monotonic() - started < 30
     (note,) = model.notes
     assert note.endswith("onnxruntime could not run it for them: onnxruntime needed more than the 160.0 MiB of "
-                         "memory the model's sizes explain (set ANNOGRAPH_RUN_MEMORY to allow more)"), note
+                         "memory its run may take (what ANNOGRAPH_RUN_MEMORY sets; raise it to allow more)"), note
 
 
 def test_a_loop_of_2_62_steps_ends_at_the_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,6 +168,14 @@ def test_arrays_that_are_not_numbers_are_one_line(array: np.ndarray, said: str, 
     """Issue 19 item 11: these were 'internal error' lines."""
     path = _zip(tmp_path / "odd.npz", {"x.npy": _npy(array)})
     assert _refused(path) == f"{path}: array 'x': {said}"
+
+
+def test_compare_says_external_data_was_refused(tmp_path: Path) -> None:
+    """Issue 19 item 12: a location leaving the model's folder was reported as "not an ONNX model"."""
+    path = escaping_external_data(tmp_path)
+    error = one_line_error(run_cli("compare", path, path, "-o", tmp_path / "e.json"))
+    assert f"{path}: its external data was refused or cannot be read (" in error and "points outside" in error
+    assert "not an ONNX model" not in error
 
 
 def test_what_is_not_an_npz_says_so(tmp_path: Path) -> None:
@@ -257,8 +275,8 @@ def _compare_error(tmp_path: Path, model: bytes, inputs: dict[str, np.ndarray], 
 def test_compare_of_a_computed_huge_tensor_ends_at_the_memory_limit(tmp_path: Path) -> None:
     """Issue 19: a 300-byte model computing a 2 GiB tensor from its input's value peaked at 21 GB in compare."""
     error = _compare_error(tmp_path, H.computed_tensor(1 << 29), {"n": np.zeros(1, np.int64)})
-    assert error.endswith("needed more than the 160.0 MiB of memory the model's sizes explain (set "
-                          "ANNOGRAPH_RUN_MEMORY to allow more)") and "m.onnx" in error, error
+    assert error.endswith("needed more than the 160.0 MiB of memory its run may take (what ANNOGRAPH_RUN_MEMORY "
+                          "sets; raise it to allow more)") and "m.onnx" in error, error
 
 
 def test_compare_refuses_a_tensor_static_shapes_announce_over_the_limit(tmp_path: Path) -> None:

@@ -274,21 +274,14 @@ def test_missing_external_data_does_not_stop_a_plain_render(external_model: Path
 
 def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> None:
     """A location that climbs out of the model's folder is never followed."""
-    import onnx
+    from conftest import escaping_external_data
 
     from renderer.errors import LoaderError
     from renderer.loaders import load_model
 
-    model = onnx.load(str(ONNX / "tiny_cnn.onnx"))
-    tensor = model.graph.initializer[0]
-    tensor.ClearField("raw_data")
-    tensor.data_location = onnx.TensorProto.EXTERNAL
-    entry = tensor.external_data.add()
-    entry.key, entry.value = "location", "../../../../../../etc/passwd"
-    path = tmp_path / "escape.onnx"
-    onnx.save(model, str(path))
+    path = escaping_external_data(tmp_path)
     loaded = load_model(path)
-    value = next(v for v in loaded.values() if v.name == tensor.name)
+    value = next(v for v in loaded.values() if v.name == loaded.raw.proto.graph.initializer[0].name)
     with pytest.raises(LoaderError, match="escape.onnx: external data file"):
         value.initializer.numpy()  # type: ignore[union-attr]
 

@@ -36,7 +36,7 @@ def _compare(request: dict[str, Any]) -> dict[str, Any]:
 
 def _over(request: dict[str, Any], runtime: str) -> str:
     return isolated.over_memory(f"{runtime} running {request['reference']} and {request['candidate']}",
-                                int(request["limits"]["memory"]))
+                                request["limits"])
 
 
 def _onnx(request: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,19 @@ ORT_TYPES = {
 }
 
 
+def _load_external_data(proto: Any, path: str) -> None:
+    """Weights stored beside the model, read into ``proto``; a location onnx refuses (leaving the model's folder,
+    not a regular file) or cannot read is a line saying so, not "not an ONNX model"."""
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    if not any(uses_external_data(t) for t in proto.graph.initializer):
+        return
+    try:
+        load_external_data_for_model(proto, str(Path(path).resolve().parent))
+    except Exception as e:  # noqa: BLE001  OSError, ValueError, onnx's ValidationError
+        raise LoaderError(f"{path}: its external data was refused or cannot be read ({first_line(e)})") from None
+
+
 class OnnxRun:
     """One model loaded for a comparison: its graph, its inputs, and a session exposing every tensor."""
 
@@ -30,11 +43,12 @@ class OnnxRun:
 
         self.path = str(path)
         try:
-            self.proto = onnx.load(self.path)
+            self.proto = onnx.load(self.path, load_external_data=False)
         except FileNotFoundError:
             raise LoaderError(f"{path}: no such file") from None
         except Exception as e:  # noqa: BLE001  protobuf raises several kinds on a file that is not ONNX
-            raise LoaderError(f"{path}: not an ONNX model ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+            raise LoaderError(f"{path}: not an ONNX model ({first_line(e)})") from None
+        _load_external_data(self.proto, self.path)
         graph = self.proto.graph
         constants = {init.name for init in graph.initializer}
         constants |= {out for node in graph.node if node.op_type == "Constant" for out in node.output}

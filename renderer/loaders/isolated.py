@@ -53,10 +53,13 @@ class Limits:
     Attributes:
         memory: bytes of address space beyond the runtime's own once it is imported.
         seconds: wall-clock seconds (and, times the CPUs, CPU seconds).
+        memory_from: what set ``memory`` (the model's sizes, ``ANNOGRAPH_RUN_MEMORY``, the machine).
     """
 
     memory: int
     seconds: float
+    memory_from: str = "what the model's sizes explain"
+    """Where ``memory`` came from, for the messages."""
 
 
 def limits(known_bytes: int, max_seconds: float | None = None) -> Limits:
@@ -66,9 +69,13 @@ def limits(known_bytes: int, max_seconds: float | None = None) -> Limits:
     seconds = SECONDS + max(0, int(known_bytes)) // BYTES_PER_SECOND
     if max_seconds is not None:
         seconds = min(seconds, max_seconds)
+    source = f"what {MEMORY_ENV} sets" if os.environ.get(MEMORY_ENV) else "what the model's sizes explain"
     memory = _from_env(MEMORY_ENV, memory, parse_bytes)
     seconds = _from_env(SECONDS_ENV, seconds, _parse_seconds)
-    return Limits(min(memory, int(available_memory() * MACHINE_SHARE)), seconds)
+    machine = int(available_memory() * MACHINE_SHARE)
+    if machine < memory:
+        memory, source = machine, "what the machine has available now"
+    return Limits(memory, seconds, source)
 
 
 def available_memory() -> int:
@@ -209,13 +216,19 @@ def _died(status: int, runtime: str, doing: str, limit: Limits) -> str:
     if name == "SIGXCPU":
         return f"{runtime} took over its CPU time {doing} (set {SECONDS_ENV} to allow more)"
     return (f"{runtime} stopped with {name} {doing}, under a limit of {describe(limit.memory)} of memory "
-            f"(what the model's sizes explain; set {MEMORY_ENV} to allow more)")
+            f"({limit.memory_from})")
 
 
-def over_memory(runtime: str, memory: int) -> str:
-    """The line for a run that asked for more memory than its limit."""
-    return (f"{runtime} needed more than the {describe(memory)} of memory the model's sizes explain "
-            f"(set {MEMORY_ENV} to allow more)")
+def over_memory(runtime: str, limit: Limits | dict[str, Any]) -> str:
+    """The line for a run that asked for more memory than its limit (a ``Limits`` or its JSON form)."""
+    if isinstance(limit, dict):
+        limit = Limits(**limit)
+    if limit.memory_from.startswith("what the machine"):
+        advice = ""
+    else:
+        advice = "; raise it to allow more" if MEMORY_ENV in limit.memory_from else f"; set {MEMORY_ENV} to allow more"
+    return (f"{runtime} needed more than the {describe(limit.memory)} of memory its run may take "
+            f"({limit.memory_from}{advice})")
 
 
 def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "the runtime",
@@ -236,7 +249,7 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "t
         except ImportError:  # the handler says what is missing
             pass
     limit = Limits(**request["limits"])
-    over = {"error": over_memory(runtime, limit.memory)}  # made now: nothing may need memory once it is out
+    over = {"error": over_memory(runtime, limit)}  # made now: nothing may need memory once it is out
     _apply(limit)
     try:
         answer = handler(request)

@@ -166,7 +166,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         results = session.run(names, feeds)
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
-            return {"error": isolated.over_memory("onnxruntime", int(request["limits"]["memory"]))}
+            return {"error": isolated.over_memory("onnxruntime", request["limits"])}
         return {"error": first_line(e, 200)}
     wanted = set(request["outputs"])
     shapes = {}
