@@ -308,16 +308,17 @@ def test_compare_of_a_growing_loop_ends_in_one_line(tmp_path: Path) -> None:
     (["--timeout", "4000000"], "is more seconds than annograph waits"),
     (["--max-tensor-bytes", "lots"], "'lots' is not a size"),
 ])
-def test_compare_option_values_are_one_line(args: list[str], said: str, tmp_path: Path) -> None:
+def test_compare_option_values_are_usage_errors(args: list[str], said: str, tmp_path: Path) -> None:
     """Issue 19 item 11: ``--random-inputs -1`` was an internal error, ``--timeout 4000000`` an OverflowError."""
     tiny = ONNX / "tiny_cnn.onnx"
-    error = one_line_error(run_cli("compare", tiny, tiny, *args, "-o", tmp_path / "e.json"))
-    assert said in error and "internal error" not in error, error
+    run = run_cli("compare", tiny, tiny, *args, "-o", tmp_path / "e.json")
+    error = one_line_error(run)
+    assert run.returncode == 2 and said in error and "internal error" not in error, error
 
 
 def test_render_timeout_past_what_poll_takes_is_a_usage_error(tmp_path: Path) -> None:
-    error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "--timeout", "4000000", "-o", tmp_path / "m.svg"))
-    assert "is more seconds than annograph waits" in error, error
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "--timeout", "4000000", "-o", tmp_path / "m.svg")
+    assert run.returncode == 2 and "is more seconds than annograph waits" in one_line_error(run), run.stderr
 
 
 def test_compare_stderr_carries_only_our_lines(tmp_path: Path) -> None:
