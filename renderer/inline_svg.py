@@ -100,4 +100,18 @@ def _html_name(name: str) -> str:
     return _PREFIXES[namespace] + local
 
 
-__all__ = ["UNSAFE_TAGS", "XML_PROLOG", "inline", "parse", "prefix_for"]
+_SVG_TAG = re.compile(r"<svg\b")
+FIT_STYLE = "max-width:100%;height:auto"
+"""Scales a picture down to the column holding it, keeping its proportions (by its viewBox); never up."""
+
+
+def fit_width(svg: str) -> str:
+    """``svg`` (inlined) scaled down to the width of what holds it: a ``style`` on its root element.
+
+    >>> fit_width('<svg width="981pt" height="902pt" viewBox="0 0 981 902">')
+    '<svg style="max-width:100%;height:auto" width="981pt" height="902pt" viewBox="0 0 981 902">'
+    """
+    return _SVG_TAG.sub(f'<svg style="{FIT_STYLE}"', svg, count=1)
+
+
+__all__ = ["FIT_STYLE", "UNSAFE_TAGS", "XML_PROLOG", "fit_width", "inline", "parse", "prefix_for"]

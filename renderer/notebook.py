@@ -3,12 +3,13 @@
     >>> import renderer
     >>> renderer.show("samples/onnx/tiny_cnn.onnx", "stats.yaml", color_by="latency_us")   # doctest: +SKIP
 
-A notebook shows the ``text/html`` form, the SVG inline (so the tooltips of the boxes work) in a scrolling box
-with the coverage lines under it; ``image/svg+xml`` is there for front ends that take only pictures. The SVG is
-Graphviz's output of our escaped DOT and passes ``inline_svg.parse`` (no script, handler or foreign object)
-before it is shown. Both forms of one output share the same prefix on every id (``inline_svg``), made from a hash
-of the SVG and how many times this process has shown that SVG before: two outputs in one notebook never share
-an id, and running the notebook again in a new kernel gives the same bytes.
+A notebook shows one form, ``text/html`` (a notebook stores every form it is given, so the picture is stored
+once): the SVG inline (so the tooltips of the boxes work), scaled down to the output's width, in a box that
+scrolls past 80 % of the window's height, with the coverage lines under it. The SVG is Graphviz's output of our
+escaped DOT and passes ``inline_svg.parse`` (no script, handler or foreign object) before it is shown. Its ids
+carry a prefix (``inline_svg``) made from a hash of the SVG and how many times this process has shown that SVG
+before: two outputs in one notebook never share an id, and running the notebook again in a new kernel gives the
+same bytes. ``Picture.svg`` is the SVG as ``annograph render`` writes it.
 
 ``renderer.render`` keeps returning plain bytes (of any format, PDF and PNG too); ``show`` is the object that
 displays itself.
@@ -57,12 +58,9 @@ class Picture:
         return f"<annograph picture of {Path(self.model.path).name}{colour}{book}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # one form only: a notebook stores every form of an output, and both would hold the same SVG
         """IPython asks for this once per display: both forms inline the picture under one prefix."""
-        svg = self._inlined()
-        return {"image/svg+xml": svg, "text/html": self._html(svg)}
-
-    def _repr_svg_(self) -> str:
-        return self._inlined()
+        return {"text/html": self._html(self._inlined())}
 
     def _repr_html_(self) -> str:
         return self._html(self._inlined())
@@ -76,13 +74,16 @@ class Picture:
         return inline(self.svg, prefix_for(digest, str(count)))
 
     def _html(self, body: str) -> str:
+        from .inline_svg import fit_width
+
         lines = list(self.notes)
         if self.pages > 1:
             lines.append(f"the overview of {self.pages} pages: save('model.html') writes every page into one file, "
                          "collapse='none' draws one picture")
         notes = "".join(f"<div>{escape.svg_text(line, 2000)}</div>" for line in lines)
         small = f'<div style="font-size:smaller;color:#555">{notes}</div>' if notes else ""
-        return f'<div class="annograph"><div style="overflow:auto;max-height:80vh">{body}</div>{small}</div>'
+        return (f'<div class="annograph"><div style="overflow:auto;max-height:80vh">{fit_width(body)}</div>'
+                f'{small}</div>')
 
     def save(self, path: str | Path, fmt: str | None = None) -> None:
         """Write the picture to ``path`` (format from its extension, as ``annograph render -o``), atomically.

@@ -22,7 +22,8 @@ unchanged inputs are never drawn twice, and Sphinx reads the document again only
 as its dependencies) changes.
 
 HTML: the SVG is written into the build's ``_images/`` as ``annograph-HASH.svg`` and inlined into the page, so the
-boxes' tooltips work and nothing is fetched. The SVG is Graphviz's drawing of our escaped DOT, and is checked for
+boxes' tooltips work and nothing is fetched; it is scaled down to the text column (``max-width:100%;
+height:auto``, or ``:width:``) and a link under it opens the file at full size. The SVG is Graphviz's drawing of our escaped DOT, and is checked for
 active content (script, handlers, foreign objects, javascript: links) before it is inlined. Its ids are
 prefixed (``inline_svg``) with a hash of the document's name and the picture's place on the page, so two pictures
 on one page share no id, and a build gives the same page every time. A big model drawn as an overview with
@@ -228,7 +229,7 @@ def _ship(source: Path, folder: Path) -> None:
 
 def visit_html(self: Any, node: annograph) -> None:
     from . import escape
-    from .inline_svg import inline, prefix_for
+    from .inline_svg import fit_width, inline, prefix_for
 
     source = Path(node["svg"])
     # the n-th picture of the page: unique on the page, and the same prefix in every build
@@ -246,9 +247,12 @@ def visit_html(self: Any, node: annograph) -> None:
     width = node["width"] + ("px" if node["width"].replace(".", "").isdigit() else "")  # unitless: pixels
     if width:  # the viewBox keeps the proportions; the wrapper sets the width
         svg = _SVG_SIZE.sub(r'\1 width="100%"', svg, count=1)
+    else:  # as wide as the text column at most, scaled down whole; the link opens it at full size
+        svg = fit_width(svg)
     url = f"{self.builder.imgpath}/{source.name}"
     style = f"width:{width};overflow:auto" if width else "overflow:auto"
-    link = "open the overview (its boxes link to the pages)" if node["pages"] else "open the picture"
+    link = ("open the overview at full size (its boxes link to the pages)" if node["pages"]
+            else "open the picture at full size")
     self.body.append(f'<div class="{escape.svg_text(classes)}" role="img" aria-label="{alt}" style="{style}">{svg}'
                      f'</div>\n<p class="annograph-link"><a href="{url}">{link}</a></p>\n')
     raise nodes.SkipNode
@@ -293,7 +297,7 @@ class AltTextForOtherBuilders(SphinxPostTransform):
 
 CSS = """/* annograph: the inlined pictures' links are tooltips, not text links: no theme underline */
 div.annograph svg a, div.annograph svg a:hover { text-decoration: none; border: none; }
-div.annograph svg { max-width: none; }
+div.annograph svg { max-width: 100%; height: auto; }
 """
 CSS_FILE = "annograph.css"
 

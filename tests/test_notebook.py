@@ -41,6 +41,10 @@ def _run_notebook(cells: list[str], kernel_name: str, cwd: Path) -> list[dict]: 
     return [cell.outputs for cell in notebook.cells]
 
 
+def _svg_in(html: str) -> str:
+    return html[html.index("<svg"):html.rindex("</svg>") + len("</svg>")]
+
+
 def test_a_notebook_cell_displays_the_picture(kernel_name: str, tmp_path: Path) -> None:
     outputs = _run_notebook([
         "import renderer\n"
@@ -51,12 +55,13 @@ def test_a_notebook_cell_displays_the_picture(kernel_name: str, tmp_path: Path) 
     shown = [o for o in outputs[0] if o["output_type"] == "execute_result"]
     assert len(shown) == 1, outputs[0]
     data = shown[0]["data"]
-    assert {"image/svg+xml", "text/html", "text/plain"} <= set(data), set(data)
-    check_tiny_cnn(data["image/svg+xml"], inlined=True)
+    # the picture once: a notebook stores every form of an output, and the SVG was in two of them
+    assert set(data) == {"text/html", "text/plain"}, set(data)
     html = data["text/html"]
-    svg = html[html.index("<svg"):html.rindex("</svg>") + len("</svg>")]
-    fills = check_tiny_cnn(svg, inlined=True)  # the HTML form inlines the same picture, tooltips and all
-    assert svg == data["image/svg+xml"]  # both forms of one output: the same ids
+    assert html.count("<svg") == 1
+    svg = _svg_in(html)
+    fills = check_tiny_cnn(svg, inlined=True)  # inlined, tooltips and all
+    assert svg.startswith('<svg style="max-width:100%;height:auto"')  # scaled down to the output's width
     P.check_html(html.encode("utf-8"))
     assert "matched 18/18 operators" in html  # the coverage line, as the command prints it
     assert "tiny_cnn.onnx" in data["text/plain"] and "latency_us" in data["text/plain"]
@@ -87,8 +92,8 @@ def test_pictures_in_one_notebook_share_no_id(kernel_name: str, tmp_path: Path) 
     shown = [next(o["data"] for o in cell if o["output_type"] == "execute_result") for cell in outputs]
     htmls = [data["text/html"] for data in shown]
     for data in shown[:2]:
-        check_tiny_cnn(data["image/svg+xml"], inlined=True)
-    prefixes = [inlined_prefix(data["image/svg+xml"]) for data in shown]
+        check_tiny_cnn(_svg_in(data["text/html"]), inlined=True)
+    prefixes = [inlined_prefix(_svg_in(data["text/html"])) for data in shown]
     assert len(set(prefixes)) == 3
     ids = page_ids("".join(htmls))
     assert len(ids) == len(set(ids)) > 2 * 18, sorted({i for i in ids if ids.count(i) > 1})[:5]
@@ -104,7 +109,7 @@ def test_show_takes_loaded_objects_and_options(tmp_path: Path) -> None:
     notes = renderer.load_annotations(LATENCY, model)
     picture = renderer.show(model, notes, color_by="latency_us", options=renderer.RenderOptions(cmap="viridis"))
     check_tiny_cnn(picture.svg)
-    first, again = picture._repr_svg_(), picture._repr_svg_()  # shown twice: two prefixes
+    first, again = _svg_in(picture._repr_html_()), _svg_in(picture._repr_html_())  # shown twice: two prefixes
     assert inlined_prefix(first) != inlined_prefix(again)
     assert first.replace(inlined_prefix(first), inlined_prefix(again)) == again
     assert renderer.show(TINY_CNN, [LATENCY], cmap="viridis", show="none").svg != picture.svg  # no values listed
@@ -144,8 +149,8 @@ def test_hostile_names_display_inert(payload: P.Payload, tmp_path: Path) -> None
     model = renderer.load_model(P.hostile_onnx(payload.text, tmp_path / "hostile.onnx"))
     annotations = hostile_annotations(payload.text, model, tmp_path, ids=["0", "0:1"])
     picture = renderer.show(model, annotations, color_by="latency_ms", title=payload.text, show="all")
-    visible = "\n".join(P.svg_texts(P.check_svg(picture._repr_svg_().encode("utf-8"))))
-    inlined_prefix(picture._repr_svg_())
+    visible = "\n".join(P.svg_texts(P.check_svg(_svg_in(picture._repr_html_()).encode("utf-8"))))
+    inlined_prefix(_svg_in(picture._repr_html_()))
     page = P.check_html(picture._repr_html_().encode("utf-8"))
     if payload.short:
         assert _normal(payload.text) in _normal(visible) and _normal(payload.text) in _normal(page)

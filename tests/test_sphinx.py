@@ -205,6 +205,42 @@ def test_the_page_with_three_pictures_opens_in_chromium_without_errors(project: 
     assert found["boxes"][:2] == [18, 18] and found["stray"] == [], found
 
 
+def test_a_wide_picture_scales_to_the_text_column_and_links_to_its_full_size(project: Path) -> None:
+    """control_flow is 981 pt (1,308 px) wide: in Chromium it takes the text column's width, no more, keeps its
+    proportions (no clipping, no scroll bar), and the link under it opens the file drawn at its full size."""
+    from playwright.sync_api import sync_playwright
+
+    from test_html_report import ARGS, CHROMIUM
+
+    shutil.copy(P.SAMPLES / "onnx" / "control_flow.onnx", project / "models")
+    (project / "index.rst").write_text("Wide\n====\n\n.. annograph:: models/control_flow.onnx\n   :collapse: none\n",
+                                       encoding="utf-8")
+    result = build(project)
+    assert result.warnings == ""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((result.out / "index.html").resolve().as_uri())
+            page.wait_for_load_state("load")
+            found = page.evaluate("""() => {
+                const div = document.querySelector('div.annograph'), svg = div.querySelector('svg');
+                const column = div.parentElement.getBoundingClientRect(), box = svg.getBoundingClientRect();
+                const link = document.querySelector('p.annograph-link a');
+                return {column: column.width, width: box.width, height: box.height, scroll: div.scrollWidth,
+                        client: div.clientWidth, href: link.getAttribute('href'), text: link.textContent};
+            }""")
+        finally:
+            browser.close()
+    assert found["width"] <= found["column"] + 0.5 and found["width"] > 0.9 * found["column"], found
+    assert found["column"] < 981 * 4 / 3  # the column is narrower than the picture's natural size
+    assert found["height"] / found["width"] == pytest.approx(902 / 981, rel=0.01), found
+    assert found["scroll"] <= found["client"], found  # nothing left to scroll to
+    assert found["text"] == "open the picture at full size"
+    full = parse_svg(result.out / found["href"])
+    assert full.get("width") == "981pt" and full.get("height") == "902pt"
+
+
 def test_errors_are_warnings_naming_the_document_and_line(project: Path) -> None:
     (project / "models" / "broken.onnx").write_bytes(b"not a model at all")
     (project / "index.rst").write_text(
