@@ -76,17 +76,19 @@ def load(
     Raises:
         AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
     """
-    from .annotations import Annotations, load_annotations
+    from .annotations import Annotations, load_annotations, shape_profiles
     from .ir import Model
     from .loaders import load_model
 
     options = options or RenderOptions()
     notes: list[str] = []
+    paths = [] if annotations is None or isinstance(annotations, Annotations) else [annotations] if isinstance(
+        annotations, (str, Path)) else list(annotations)
     if not isinstance(model, Model):
-        model = load_model(model, dims=dims or options.dims)
+        profiles = shape_profiles(model, paths, annotations_format, sidecar)
+        model = load_model(model, dims=dims or options.dims, inputs=options.inputs, profiles=profiles)
         notes += model.notes
     if not isinstance(annotations, Annotations):
-        paths = [] if annotations is None else [annotations] if isinstance(annotations, (str, Path)) else list(annotations)
         annotations = load_annotations(paths, model, fmt=annotations_format, sidecar=sidecar, embedded=embedded)
         notes += [f"using sidecar annotations {path}" for path in annotations.sidecars]
     unmatched = [c.line() for c in annotations.coverage if c.unmatched]

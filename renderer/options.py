@@ -28,6 +28,9 @@ class RenderOptions:
         max_attributes: operator attributes listed in a box (all are in the tooltip).
         timeout: seconds Graphviz may run before it is stopped.
         dims: values pinned for symbolic dimensions.
+        inputs: an ``.npz`` file of values for the model's inputs, used when the model is loaded from a path
+            (``renderer.show``, the Sphinx directive): shapes that depend on input values come from one
+            onnxruntime run on them (``loaders.RealValues``).
         max_tensor_elements: weight statistics are skipped (and said so) for larger tensors.
         collapse: ``auto`` (one picture for small models, an overview with linked pages for big ones), ``none``
             (always one picture) or a group depth (an overview whose groups nest at most that deep).
@@ -56,6 +59,7 @@ class RenderOptions:
     max_attributes: int = 4
     timeout: float | None = 600.0
     dims: dict[str, int] = field(default_factory=dict)
+    inputs: str | None = None
     max_tensor_elements: int = 50_000_000
     collapse: str | int = "auto"
     aggregate: str | None = None

@@ -10,6 +10,7 @@
        :title: CPU kernel time
        :show: latency_us,macs
        :dims: batch=1 seq=128
+       :inputs: sample_inputs.npz
        :alt: tiny_cnn coloured by latency
        :width: 100%
        :class: wide
@@ -87,6 +88,7 @@ class AnnographDirective(SphinxDirective):
         "title": directives.unchanged,
         "show": directives.unchanged,
         "dims": directives.unchanged_required,
+        "inputs": directives.unchanged_required,
         "no-sidecar": directives.flag,
         "alt": directives.unchanged,
         "width": directives.length_or_percentage_or_unitless,
@@ -109,10 +111,11 @@ class AnnographDirective(SphinxDirective):
         fields = self._fields()
         loading.render_options(**fields)  # a bad option is an error before any file is read
         self._drop_idle_dims(model, fields)
-        inputs = loading.input_files(model, annotations, sidecar)
+        inputs = loading.input_files(model, annotations, sidecar) + (
+            [Path(fields["inputs"])] if "inputs" in fields else [])
         for path in inputs:
             self.env.note_dependency(str(path))
-        key = picture_key(inputs, fields, sidecar)
+        key = picture_key(inputs, {k: v for k, v in fields.items() if k != "inputs"}, sidecar)  # hashed as a file
         cache = Path(self.env.doctreedir) / CACHE_FOLDER
         svg = cache / f"annograph-{key}.svg"
         notes = svg.with_suffix(".notes.json")
@@ -156,6 +159,8 @@ class AnnographDirective(SphinxDirective):
                 fields[name] = self.options[option] or ""
         if "dims" in self.options:
             fields["dims"] = parse_dims(_split(self.options["dims"]))
+        if "inputs" in self.options:
+            fields["inputs"] = self._path(self.options["inputs"])
         return fields
 
 

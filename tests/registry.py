@@ -467,6 +467,60 @@ def _ort_shapes(path: Path) -> None:
             out)
 
 
+@cache
+def _computed_shapes_file() -> Path:
+    path = _scratch() / "computed.onnx"
+    path.write_bytes(computed_shapes_model())
+    return path
+
+
+def _inputs(path: Path) -> None:
+    """The file as ``render --inputs`` of the computed-shapes model: the .npz reader, the arrays checked against
+    the inputs and pinning them, one onnxruntime run on them, the picture coloured by MACs."""
+    out = _scratch() / "inputs.dot"
+    command(path, ["render", str(_computed_shapes_file()), "--inputs", str(path), "--color-by", "macs", "-o",
+                   str(out)], out)
+
+
+def _inputs_seeds() -> list[tuple[str, bytes]]:
+    import numpy as np
+
+    seeds = []
+    for name, arrays in (("tokens.npz", {"tokens": np.ones((1, 3, 4), np.float32)}),
+                         ("ints.npz", {"tokens": np.arange(24, dtype=np.int64).reshape(2, 3, 4)}),
+                         ("empty.npz", {"tokens": np.zeros((1, 0, 4), np.float32)}),
+                         ("extra.npz", {"tokens": np.ones((1, 2, 4), np.float32), "other": np.ones(3)})):
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        seeds.append((name, buffer.getvalue()))
+    return seeds
+
+
+def _profile_shapes(path: Path) -> None:
+    """The file as ``metrics -a`` of the computed-shapes model: the shapes a profile recorded written into the
+    model, inference again, the MACs of those shapes."""
+    out = _scratch() / "profile.csv"
+    command(path, ["metrics", str(_computed_shapes_file()), "-a", str(path), "-o", str(out)], out)
+
+
+def _profile_seeds() -> list[tuple[str, bytes]]:
+    """onnxruntime's own profile of the computed-shapes model (two runs)."""
+    import numpy as np
+    import onnxruntime as ort
+
+    folder = Path(tempfile.mkdtemp(prefix="annograph-profile-"))
+    try:
+        options = ort.SessionOptions()
+        options.enable_profiling = True
+        options.profile_file_prefix = str(folder / "ort")
+        session = ort.InferenceSession(computed_shapes_model(), options, providers=["CPUExecutionProvider"])
+        for _ in range(2):
+            session.run(None, {"tokens": np.ones((1, 3, 4), np.float32)})
+        return [("profile.json", Path(session.end_profiling()).read_bytes())]
+    finally:
+        shutil.rmtree(folder, True)
+
+
 EMBED_NOTES = "graph: {meta: {run: fuzz}}\noperators:\n  - {id: '0', meta: {latency_us: 1.5}}\n"
 
 
@@ -597,6 +651,8 @@ OUTPUTS: dict[str, OutputEntry] = {
 PATHS: dict[str, PathEntry] = {
     "dims": PathEntry(_dims, _dims_seeds),
     "ort_shapes": PathEntry(_ort_shapes, lambda: [("computed_shapes.onnx", computed_shapes_model())], examples=12),
+    "inputs": PathEntry(_inputs, _inputs_seeds, examples=12),
+    "profile_shapes": PathEntry(_profile_shapes, _profile_seeds, examples=60),
     "embed": PathEntry(_embed, _embed_seeds, examples=60),
     "diff": PathEntry(_diff, _diff_seeds, examples=60),
     "compare_inputs": PathEntry(_compare_inputs, _compare_inputs_seeds, examples=8),

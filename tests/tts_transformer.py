@@ -124,20 +124,24 @@ class _Builder:
         return self.layer_norm(self.op("Add", [out, x], scope), f"{scope}/output/LayerNorm")
 
 
-    def decoder(self, x: str, layers: int) -> str:
-        """Frames = Σ ceil(exp(duration logits)); a position signal over ``Range(frames)`` plus the mean encoder
-        state, then ``layers`` residual feed-forward blocks on [batch, frames, hidden]."""
+    def decoder(self, x: str, layers: int, speed: str | None) -> str:
+        """Frames = max(Σ ceil(exp(duration logits) × mask), 1), as VITS writes it (so zero inputs, masked out,
+        give one frame); with ``speed``, the frame times are ``Range(0, frames, speed)``, so a speed of 0 makes
+        onnxruntime refuse the run. A position signal over those times plus the mean encoder state, then
+        ``layers`` residual feed-forward blocks on [batch, frames, hidden]."""
         scope = "duration"
         logw = self.linear(x, f"{scope}/proj", HIDDEN, 1)
-        durations = self.op("Ceil", [self.op("Exp", [self.op("Mul", [logw, self.const(
-            "/duration/scale", np.array(0.1, np.float32))], scope)], scope)], scope)
+        mask = self.op("Unsqueeze", [self.op("Cast", ["attention_mask"], scope, to=TensorProto.FLOAT),
+                                     self.int64(scope, 2)], scope)
+        durations = self.op("Ceil", [self.op("Mul", [self.op("Exp", [self.op("Mul", [logw, self.const(
+            "/duration/scale", np.array(0.1, np.float32))], scope)], scope), mask], scope)], scope)
         total = self.op("ReduceSum", [durations, self.int64(scope, 1, 2)], scope, keepdims=0)
-        frames = self.op("Cast", [self.op("ReduceMax", [total], scope, keepdims=0)], scope, to=TensorProto.INT64)
+        frames = self.op("Max", [self.op("ReduceMax", [total], scope, keepdims=0),
+                                 self.const("/duration/one", np.array(1, np.float32))], scope)
         scope = "decoder"
-        steps = self.op("Range", [self.const("/decoder/start", np.array(0, np.int64)), frames,
-                                  self.const("/decoder/delta", np.array(1, np.int64))], scope)
-        where = self.op("Unsqueeze", [self.op("Cast", [steps], scope, to=TensorProto.FLOAT), self.int64(scope, 1)],
-                        scope)
+        step = self.op("Squeeze", [speed], scope) if speed else self.const("/decoder/delta", np.array(1, np.float32))
+        steps = self.op("Range", [self.const("/decoder/start", np.array(0, np.float32)), frames, step], scope)
+        where = self.op("Unsqueeze", [steps, self.int64(scope, 1)], scope)
         signal = self.op("Sin", [self.op("MatMul", [where, self.weight("decoder/frequencies", 1, HIDDEN)], scope)],
                          scope)
         y = self.op("Add", [signal, self.op("ReduceMean", [x], scope, axes=[1], keepdims=1)], scope)
@@ -149,9 +153,9 @@ class _Builder:
         return self.linear(y, "decoder/mel", HIDDEN, MELS)
 
 
-def build(layers: int = 2, decoder_layers: int = 4, seed: int = 0) -> onnx.ModelProto:
-    """``input_ids`` and ``attention_mask`` [batch, sequence] int64 → ``last_hidden_state`` and ``mel``
-    [batch, frames, 16]."""
+def build(layers: int = 2, decoder_layers: int = 4, seed: int = 0, speed: bool = False) -> onnx.ModelProto:
+    """``input_ids`` and ``attention_mask`` [batch, sequence] int64 (and with ``speed``, ``speed`` [1] float: frames
+    per predicted frame, 0 fails) → ``last_hidden_state`` and ``mel`` [batch, frames, 16]."""
     b = _Builder(seed)
     scope = "embeddings"
     words = b.op("Gather", [b.weight("embeddings.word_embeddings.weight", VOCAB, HIDDEN), "input_ids"], scope)
@@ -173,11 +177,14 @@ def build(layers: int = 2, decoder_layers: int = 4, seed: int = 0) -> onnx.Model
     for i in range(layers):
         x = b.feed_forward(b.attention(x, mask, f"encoder/layer.{i}/attention"), f"encoder/layer.{i}")
     b.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="/output/Identity"))
-    b.nodes.append(helper.make_node("Identity", [b.decoder(x, decoder_layers)], ["mel"], name="/output/mel"))
+    b.nodes.append(helper.make_node("Identity", [b.decoder(x, decoder_layers, "speed" if speed else None)], ["mel"],
+                                    name="/output/mel"))
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])]
+    if speed:
+        inputs.append(helper.make_tensor_value_info("speed", TensorProto.FLOAT, [1]))
     graph = helper.make_graph(
-        b.nodes, "tts_transformer",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])],
+        b.nodes, "tts_transformer", inputs,
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", HIDDEN]),
          helper.make_tensor_value_info("mel", TensorProto.FLOAT, ["batch", "frames", MELS])],
         b.inits)

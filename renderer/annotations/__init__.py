@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -35,7 +36,7 @@ HEAD_CHARS = 4096
 
 __all__ = [
     "READERS", "AnnotationSet", "Annotations", "Entry", "MetricInfo", "Ref",
-    "reader_modules", "reader", "read_file", "load_annotations", "merge", "input_paths",
+    "reader_modules", "reader", "reader_of", "read_file", "shape_profiles", "load_annotations", "merge", "input_paths",
 ]
 
 
@@ -64,14 +65,29 @@ def _head(path: Path) -> str:
 
 def read_file(path: str | Path, model: Model, fmt: str | None = None) -> AnnotationSet:
     """Read one annotation file, detecting its source from its content unless ``fmt`` names it."""
+    return reader_of(path, fmt).read(Path(path), model)
+
+
+def reader_of(path: str | Path, fmt: str | None = None) -> ModuleType:
+    """The reader of one annotation file: ``fmt``'s, else the first whose ``match`` takes its first bytes."""
     path = Path(path)
     head = _head(path)
     if fmt:
-        return reader(fmt).read(path, model)
+        return reader(fmt)
     for module in reader_modules():
         if module.match(path, head):
-            return module.read(path, model)
+            return module
     raise AnnotationError(f"{path}: not a known annotation format")  # unreachable: generic matches all
+
+
+def shape_profiles(model_path: str | Path, paths: Sequence[str | Path], fmt: str | None = None,
+                   sidecar: bool = True) -> list[Path]:
+    """The onnxruntime profiles among the annotation files a render of ``model_path`` reads (its sidecars, then
+    ``paths``): the loader takes the shapes they recorded (``loaders.profile_shapes``)."""
+    from .sidecar import sidecars
+
+    found = [p for p in sidecars(model_path) if str(p) not in map(str, paths)] if sidecar else []
+    return [Path(p) for p in [*found, *paths] if reader_of(p, fmt).NAME == "ort"]
 
 
 def load_annotations(

@@ -172,6 +172,8 @@ def _events(path: Path, profile: _Profile) -> None:
                 event = _parse(text)
             except json.JSONDecodeError:
                 break  # not one event per line: parse the whole document instead
+            except ValueError:  # Python refuses integers of more than 4300 digits
+                raise AnnotationError(f"{path}:{number}: invalid JSON (a number too long to read)") from None
             except RecursionError:
                 raise AnnotationError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
             profile.add(event, f"{path}:{number}")
@@ -186,6 +188,8 @@ def _events(path: Path, profile: _Profile) -> None:
                     event = _parse(text)
                 except json.JSONDecodeError as e:
                     raise AnnotationError(f"{path}:{number}: invalid JSON in trace event ({e.msg})") from None
+                except ValueError:
+                    raise AnnotationError(f"{path}:{number}: invalid JSON (a number too long to read)") from None
                 except RecursionError:
                     raise AnnotationError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
                 profile.add(event, f"{path}:{number}")
@@ -224,6 +228,39 @@ def read(path: Path, model: Model) -> AnnotationSet:
     if "session_initialization" in profile.session:
         graph["session_initialization_us"] = profile.session["session_initialization"]
     return result
+
+
+def recorded_shapes(path: Path, model: Model) -> dict[str, tuple[str, list[int]]]:
+    """Tensor name → (ORT's type name, dims) of the main graph's tensors, as the profile's first run recorded
+    them: the ``input_type_shape`` and ``output_type_shape`` of each node event that maps to an operator of the
+    same type (a fused or replaced node's shapes are not that operator's), slot by slot when the counts agree."""
+    profile = _Profile()
+    _events(path, profile)
+    mapper = _Mapper(model)
+    shapes: dict[str, tuple[str, list[int]]] = {}
+    for name in profile.order:
+        args = profile.args.get(name, {})
+        node = mapper.find(name, args)
+        if node is None or node.graph.index != 0 or args.get("op_name", node.op_type) != node.op_type:
+            continue
+        present = [value for value in node.inputs if value is not None]
+        for values, key in ((present, "input_type_shape"), (node.outputs, "output_type_shape")):
+            recorded = [_type_shape(item) for item in args.get(key) or []] if isinstance(args.get(key), list) else []
+            if len(recorded) == len(values):
+                for value, found in zip(values, recorded):
+                    if found is not None:
+                        shapes.setdefault(value.name, found)
+    return shapes
+
+
+def _type_shape(item: Any) -> tuple[str, list[int]] | None:
+    """``{"float": [1, 16]}`` → ("float", [1, 16]); None for anything else."""
+    if isinstance(item, dict) and len(item) == 1:
+        (dtype, dims), = item.items()
+        if isinstance(dtype, str) and isinstance(dims, list) and all(
+                type(d) is int and 0 <= d < 2**62 for d in dims):
+            return dtype, list(dims)
+    return None
 
 
 def _used_runs(values: list[float]) -> list[float]:

@@ -109,7 +109,8 @@ def _run(job: ModelJob) -> ModelResult:
     result = ModelResult(job.model, job.token())
     if not job.runs:
         raise AnnographError(f"{job.model}: no annotation files for this model")
-    model = load_model(job.model, dims=job.options.dims, check_dims=False)  # the command checked them all
+    model = load_model(job.model, dims=job.options.dims, check_dims=False,  # the command checked them all
+                       inputs=job.options.inputs)
     result.notes.extend(model.notes)
     runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict)) for path in job.runs]
     for _, notes in runs:

@@ -21,7 +21,7 @@ that fails is reported and the others are written (exit status 1)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_dim_argument
+    from .common import add_dim_argument, add_inputs_argument
     from .render import add_colour_arguments, add_layout_arguments
 
     parser.epilog = EXAMPLES
@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--annotations-format", metavar="NAME", help="read every -a file with this reader")
     parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
     add_dim_argument(parser)
+    add_inputs_argument(parser)
     work = parser.add_argument_group("where the work runs")
     work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
     work.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                  strict=args.strict, shared_scale=args.shared_scale)
         for model, prefix in zip(args.models, model_prefixes(args.models))
     ]
-    inputs = [*args.models, *(f for job in jobs for f in job.runs)]
+    inputs = [*args.models, *(f for job in jobs for f in job.runs), *([args.inputs] if args.inputs else [])]
     atomic.refuse_inputs([folder / "index.html"], inputs)
     ours = earlier_files(folder)  # refuses a folder whose index.html batch did not write
     check_dims(args.models, options.dims)  # each job pins what its model has; a --dim none has is an error

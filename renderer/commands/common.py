@@ -94,14 +94,23 @@ def add_dim_argument(parser: argparse.ArgumentParser) -> None:
                              "axis0); a name none of the model's free dims has is an error")
 
 
-def load_noted(path: str, dim_args: list[str], check_dims: bool = True) -> Any:
+def add_inputs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inputs", metavar="FILE.npz",
+                        help="real values for the model's inputs (one array per input name; ONNX): their shapes "
+                             "pin every input dim, and one onnxruntime run on them gives the shapes that depend on "
+                             "values (a decoder's length), instead of a run on zeros")
+
+
+def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: str | None = None,
+               profiles: list[Any] | None = None) -> Any:
     """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr.
-    ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union)."""
+    ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union).
+    ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``)."""
     from ..loaders import load_model
     from ..pinning import parse
 
     with stage("load") as facts:
-        model = load_model(path, dims=parse(dim_args), check_dims=check_dims)
+        model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or ())
         facts.append(f"{model.path} ({model.format}, {count(len(model.graphs), 'graph')}, "
                      f"{count(sum(len(g.nodes) for g in model.graphs), 'operator')}, "
                      f"{count(sum(len(g.values) for g in model.graphs), 'tensor')})")
@@ -117,9 +126,11 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
 
     Prints one coverage line per source that has rows (a warning when some ids match nothing, else a note).
     """
-    from ..annotations import load_annotations
+    from ..annotations import load_annotations, shape_profiles
 
-    model = load_noted(model_path or args.model, args.dim, check_dims)
+    path = model_path or args.model
+    profiles = shape_profiles(path, args.annotations, args.annotations_format, sidecar=not args.no_sidecar)
+    model = load_noted(path, args.dim, check_dims, getattr(args, "inputs", None), profiles)
     with stage("annotations") as facts:
         annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
                                        sidecar=not args.no_sidecar, embedded=embedded)

@@ -28,7 +28,7 @@ STDERR_LISTED = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_dim_argument, positive_seconds
+    from .common import add_dim_argument, add_inputs_argument, positive_seconds
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="one model (with --before/--after files), or "
@@ -66,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sidecar", action="store_true", help="with two models: do not pick up their "
                         "MODEL.annotations.* files")
     add_dim_argument(parser)
+    add_inputs_argument(parser)
     shape = parser.add_argument_group("layout")
     shape.add_argument("--title", help="picture title (default: Δ METRIC: BEFORE → AFTER)")
     shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     check_top_k(args.top_k)
     check_link_base(args.summary_link_base)
     outputs = [*args.output, *([args.summary] if args.summary else [])]
-    inputs = [*args.models, *args.before, *args.after]
+    inputs = [*args.models, *args.before, *args.after, *([args.inputs] if args.inputs else [])]
     atomic.refuse_inputs(outputs, inputs)
     for path in args.output:
         output_format(path)
@@ -155,12 +156,13 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     relative = args.change == "relative"
     if len(args.models) == 1:
-        model = load_noted(args.models[0], args.dim)
+        model = load_noted(args.models[0], args.dim, inputs=args.inputs)
         before, after = annotations(args.before, model, False), annotations(args.after, model, False)
         names = _names(args.before, args.after)
         return model, differ.one_model(model, before, after, args.metric, relative, args.higher_is_better,
                                        names), []
-    before_model, model = (load_noted(path, args.dim, check_dims=False) for path in args.models[:2])
+    before_model, model = (load_noted(path, args.dim, check_dims=False, inputs=args.inputs)
+                           for path in args.models[:2])
     check_union(args.models[:2], parse_dims(args.dim), [before_model.pinnable_dims, model.pinnable_dims])
     before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)
     diff = differ.two_models(before_model, model, before, after, args.metric, relative, args.higher_is_better,
@@ -185,4 +187,4 @@ def _base_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     return RenderOptions(title=args.title, rankdir=args.rankdir, edge_labels=not args.no_edge_labels,
                          show_constants=args.show_constants, collapse=collapse_depth(args.collapse),
-                         timeout=args.timeout, dims=parse_dims(args.dim))
+                         timeout=args.timeout, dims=parse_dims(args.dim), inputs=args.inputs)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_dim_argument
+from .common import add_dim_argument, add_inputs_argument
 
 HELP = "compute parameters, MACs, memory, sparsity and weight statistics into a .json/.csv annotation file"
 
 EXAMPLES = """examples:
   annograph metrics model.onnx -o metrics.csv --dim batch=1 --dim seq=128
+  annograph metrics model.onnx -o metrics.csv -a profile.json        (shapes as onnxruntime ran them)
+  annograph metrics model.onnx -o metrics.csv --inputs sample.npz     (shapes of one run on these values)
   annograph render model.onnx -a metrics.csv --color-by macs -o model.svg
 
 The file uses the generic annotation format (ids S:N), so `render -a` reads it back. Values that cannot be
@@ -26,7 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="output file: .json, .csv or .tsv")
     parser.add_argument("--format", choices=("json", "csv", "tsv"), help="output format (default: from the extension)")
+    parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE",
+                        help="onnxruntime profile of the model (repeatable): shapes come from those it recorded, "
+                             "as in render")
     add_dim_argument(parser)
+    add_inputs_argument(parser)
     parser.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
                         help="skip weight statistics for tensors larger than N elements (default 50M)")
     parser.add_argument("--metrics", metavar="LIST",
@@ -38,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import AnnographError
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
-    from .common import count, load_noted, note, stage
+    from ..metrics.input_dims import pin_advice
+    from .common import count, load_noted, note, stage, warn
 
     fmt = export_format(args.output, args.format)
     if args.max_tensor_elements < 0:
@@ -52,15 +59,31 @@ def run(args: argparse.Namespace) -> int:
             known = ", ".join([*OP_METRICS, *ALL_TENSOR_METRICS])
             raise AnnographError(f"--metrics: unknown metric {unknown[0]!r} (known: {known})")
         op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
-    atomic.refuse_inputs([args.output], [args.model])
-    model = load_noted(args.model, args.dim)
+    read = [args.model, *args.annotations, *([args.inputs] if args.inputs else [])]
+    atomic.refuse_inputs([args.output], read)
+    model = load_noted(args.model, args.dim, inputs=args.inputs, profiles=_profiles(args.annotations))
     with stage("metrics") as facts:
         ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
         facts.append(f"{count(len(ops), 'operator')}, {count(len(tensors), 'tensor')}")
     with stage("write") as facts:
-        atomic.write_text(args.output, render(model, ops, tensors, fmt), [args.model])
+        atomic.write_text(args.output, render(model, ops, tensors, fmt), read)
         facts.append(args.output)
+    if advice := pin_advice(model, "macs"):
+        warn(advice)
     figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
     note(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "
          f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})")
     return 0
+
+
+def _profiles(paths: list[str]) -> list[str]:
+    """``paths``, each checked to be an onnxruntime profile (the only annotation files metrics reads: for shapes)."""
+    from ..annotations import reader_of
+    from ..errors import AnnotationError
+
+    for path in paths:
+        found = reader_of(path)
+        if found.NAME != "ort":
+            raise AnnotationError(f"{path}: metrics -a reads onnxruntime profiles (for the shapes they recorded); "
+                                  f"this file reads as {found.NAME}")
+    return paths

@@ -15,7 +15,7 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_annotation_arguments
+    from .common import add_annotation_arguments, add_inputs_argument
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output file (repeatable), or a folder ending in / for a batch; default MODEL.svg")
     parser.add_argument("--format", metavar="LIST", help="formats for folder output, e.g. svg,png (default svg)")
     add_annotation_arguments(parser)
+    add_inputs_argument(parser)
     add_colour_arguments(parser, edges=True)
     add_layout_arguments(parser, show=True)
     add_big_model_arguments(parser)
@@ -130,7 +131,7 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         center=args.center, edge_by=getattr(args, "edge_by", None), edge_cmap=getattr(args, "edge_cmap", None),
         show=_show(getattr(args, "show", None)), show_constants=args.show_constants,
         edge_labels=not args.no_edge_labels, rankdir=args.rankdir, title=args.title, timeout=args.timeout,
-        dims=parse_dims(args.dim), max_tensor_elements=args.max_tensor_elements,
+        dims=parse_dims(args.dim), inputs=getattr(args, "inputs", None), max_tensor_elements=args.max_tensor_elements,
         collapse=collapse_depth(getattr(args, "collapse", "auto")), aggregate=getattr(args, "aggregate", None),
         focus=list(getattr(args, "focus", [])), radius=getattr(args, "radius", 2), top=getattr(args, "top", None),
         focus_together=getattr(args, "together", False),
@@ -152,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
         check_link_base(options.summary_link_base)
         check_top_k(options.summary_top_k)
         jobs = [(model, [*outputs, *extra]) for model, outputs in jobs]
-    atomic.refuse_inputs([out for _, outputs in jobs for out in outputs], [*args.models, *args.annotations])
+    atomic.refuse_inputs([out for _, outputs in jobs for out in outputs],
+                         [*args.models, *args.annotations, *([args.inputs] if args.inputs else [])])
     several = len(jobs) > 1
     if several:  # a --dim may belong to some of the models only; one none of them has is an error
         from ..loaders import check_dims

@@ -4,9 +4,12 @@ Each loader module exposes:
     FORMAT: str                       the format tag stored in ``Model.format``
     EXTENSIONS: tuple[str, ...]       usual file extensions (lower case, with the dot)
     match(head: bytes) -> bool        cheap check on the first bytes of the file
-    load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True) -> ir.Model
+    load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
+         shape_run: bool = True, values: RealValues | None = None) -> ir.Model
                                       parse; raise LoaderError naming the file on any failure (and, with
-                                      ``check_dims``, for a ``dims`` name the model cannot pin: ``pinning``)
+                                      ``check_dims``, for a ``dims`` name the model cannot pin: ``pinning``);
+                                      ``shape_run``: False skips the runtime run for shapes; ``values``: where
+                                      shapes that depend on input values come from
     pinnable(path: Path) -> list[str] the names ``dims`` can pin, read without loading the whole model
 """
 
@@ -15,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -29,6 +34,22 @@ HEAD_BYTES = 64
 MAX_ELEMENTS = 2**63 - 1
 """No tensor can hold more elements than an int64 counts; a shape declaring more is corrupt (and its counts
 would overflow every float they reach)."""
+
+
+@dataclass(frozen=True)
+class RealValues:
+    """Where a load takes the shapes that depend on the values of a model's inputs (ONNX): without either, from one
+    onnxruntime run on zero inputs (``ort_shapes``).
+
+    Attributes:
+        inputs: an ``.npz`` file with one array per model input (``--inputs``): its shapes pin every input dim and
+            one onnxruntime run on those values gives the rest.
+        profiles: onnxruntime profiles of the model (``-a``): the input and output shapes each operator recorded,
+            no run (``profile_shapes``).
+    """
+
+    inputs: Path | None = None
+    profiles: tuple[Path, ...] = ()
 
 
 def decode_text(raw: str | bytes | None) -> str:
@@ -79,7 +100,8 @@ def refuse_impossible_shapes(model: Model, path: Path) -> Model:
 
 
 def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_dims: bool = True,
-               shape_run: bool = True) -> Model:
+               shape_run: bool = True, inputs: str | Path | None = None,
+               profiles: Sequence[str | Path] = ()) -> Model:
     """Load an ONNX or TFLite model into the IR.
 
     Args:
@@ -90,6 +112,9 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
             out (for runs over several models, which check the names against all of them: ``check_dims``).
         shape_run: False leaves out the runtime run for shapes static inference cannot reach (``compare`` runs
             the models itself).
+        inputs: an ``.npz`` file with one array per model input: shapes that depend on input values come from
+            one onnxruntime run on them (ONNX; for TFLite, a note says they are not used).
+        profiles: onnxruntime profiles of the model: shapes come from those they recorded (ONNX).
 
     Raises:
         LoaderError: missing, unknown or corrupt file, or a ``dims`` name it cannot pin, with the path in the
@@ -97,7 +122,9 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
     """
     path = Path(path)
     module = detect(path)
-    return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run)
+    values = RealValues(Path(inputs) if inputs is not None else None, tuple(Path(p) for p in profiles))
+    return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run,
+                       values=values)
 
 
 def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:

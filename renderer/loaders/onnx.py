@@ -25,7 +25,7 @@ from .. import ir
 from ..categories import category
 from ..errors import LoaderError, first_line
 from ..progress import detail
-from . import decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
+from . import RealValues, decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -77,7 +77,30 @@ def _parse(path: Path) -> tuple[Any, onnx_wire.Split | None, onnx.ModelProto]:
 
 def pinnable(path: Path) -> list[str]:
     """The names ``--dim`` can pin in the model at ``path`` (its inputs' symbolic dims), without loading it."""
-    return _symbolic(_parse(path)[2].graph.input)
+    graph = _parse(path)[2].graph
+    _name_unnamed_dims(graph)
+    return _symbolic(graph.input)
+
+
+UNNAMED = ("", "?")
+"""dim_param values that name nothing: an empty one, and the ``?`` some exporters write for "unknown"."""
+
+
+def unnamed_dim_name(input_name: str, axis: int) -> str:
+    """The name ``--dim`` pins an input's unnamed dim by: ``input_name.axisN``."""
+    return f"{input_name}.axis{axis}"
+
+
+def _name_unnamed_dims(graph: onnx.GraphProto) -> None:
+    """Give the main graph inputs' unnamed dims (neither a size nor a name, or ``?``) a name ``--dim`` can pin
+    (``unnamed_dim_name``), so they are free dims like named ones: hints name them, pinning one fixes it."""
+    initializers = {t.name for t in graph.initializer}
+    for value in graph.input:
+        if value.name in initializers or not value.type.HasField("tensor_type"):
+            continue
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if not dim.HasField("dim_value") and dim.dim_param in UNNAMED:
+                dim.dim_param = unnamed_dim_name(value.name, axis)
 
 
 def _symbolic(values: Any) -> list[str]:
@@ -91,7 +114,7 @@ def _symbolic(values: Any) -> list[str]:
 
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
-         shape_run: bool = True) -> ir.Model:
+         shape_run: bool = True, values: RealValues | None = None) -> ir.Model:
     import onnx
 
     from ..pinning import resolve
@@ -107,25 +130,53 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         if opset.domain in ("", "ai.onnx") and opset.version > newest:
             raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
     file_shapes = _shapes(proto)
+    _name_unnamed_dims(proto.graph)
     free = _symbolic(proto.graph.input)
     dims = resolve(path, dims, free, _symbolic([*proto.graph.value_info, *proto.graph.output]), check_dims)
+    values = values or RealValues()
+    feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
     if dims:
         _pin_dims(proto.graph, dims)
+    if feeds is not None:
+        ort_shapes.pin_to_feeds(proto.graph, feeds)
+    if dims or feeds:
         _drop_symbolic_shapes(proto.graph)
     proto = _infer_shapes(proto)
-    note = ort_shapes.fill(path, proto) if shape_run else ""
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
-    try:
-        model = refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)
-        model.raw = Loaded(proto, file_shapes, weights)
-    except LoaderError:
-        raise
-    except Exception as e:
-        raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {first_line(e)})") from None
+    if values.profiles:
+        proto, note = _shapes_from_profiles(path, proto, weights, values.profiles)
+    else:
+        note = ort_shapes.fill(path, proto, feeds, str(values.inputs)) if shape_run else ""
+    model = _build(path, proto, weights)
+    model.raw = Loaded(proto, file_shapes, weights)
     if note:
         model.notes.append(note)
     model.pinnable_dims = free
     return model
+
+
+def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
+                          profiles: tuple[Path, ...]) -> tuple[onnx.ModelProto, str]:
+    """``proto`` with the shapes the onnxruntime ``profiles`` recorded (``profile_shapes``), and the line to say."""
+    from . import profile_shapes
+
+    shapes = profile_shapes.recorded(_build(path, proto, weights), profiles)
+    if profile_shapes.pin_inputs(proto.graph, shapes):
+        _drop_symbolic_shapes(proto.graph)
+        proto = _infer_shapes(proto)
+    written = profile_shapes.write(proto.graph, shapes)
+    if written:
+        proto = _infer_shapes(proto)
+    return proto, profile_shapes.note(path, profiles, written, proto.graph)
+
+
+def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:
+    try:
+        return refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)
+    except LoaderError:
+        raise
+    except Exception as e:
+        raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {first_line(e)})") from None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,11 @@ onnxruntime is installed (the optional ``[ort]`` extra), the model runs once on 
 ids) with every tensor still missing a shape exposed as a graph output, and the shapes it produced fill the gaps.
 The run is isolated in a child process under ``isolated``'s resource policy: memory and time from what the model's
 file, inputs and already known activations explain, so a tiny model computing a huge tensor fails in one line.
+
+Zero inputs give the right sizes to whatever follows from the inputs' shapes, not to sizes computed from their
+values (``value_sizes``): a decoder as long as its predicted durations makes one frame, a speed of 0 fails the run.
+The note says so, naming those sizes; ``--inputs FILE.npz`` runs on real values instead (the arrays' shapes pin
+every input dim), and an onnxruntime profile gives the shapes of a real run without any run (``profile_shapes``).
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import first_line
+from ..escape import clean
 from ..metrics import format_bytes
 from . import isolated
+from .value_sizes import degenerate, value_sized
 
 if TYPE_CHECKING:
     import onnx
@@ -44,26 +51,25 @@ def installed() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
-def fill(path: Path, proto: onnx.ModelProto) -> str:
+REAL_VALUES = "give real input values with --inputs FILE.npz, or an onnxruntime profile with -a"
+"""How a user gets the sizes that depend on input values right (said whenever zero inputs left them wrong)."""
+_NAMED = 3  # tensors named in a note
+
+
+def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None, source: str = "") -> str:
     """Complete the main graph's value_info from an onnxruntime run where static inference left shapes out.
 
-    Returns the one line to tell the user (which path gave the shapes, or why the run was not made), or "" when
-    nothing was missing or some input dim is still free (the n/a hints say which to pin).
+    The run is on ``feeds`` (the arrays of ``--inputs``, read from ``source``, their shapes already pinned on the
+    inputs), else on zero inputs. Returns the one line to tell the user (which path gave the shapes, or why the
+    run was not made, and which sizes zero inputs may have got wrong), or "" when nothing was missing or some
+    input dim is still free (the n/a hints say which to pin).
     """
     graph = proto.graph
-    initializers = {t.name for t in graph.initializer}
-    inputs: dict[str, list[int]] = {}
-    for vi in graph.input:
-        if vi.name in initializers:
-            continue
-        dims = _static_dims(vi.type)
-        if dims is None:
-            return ""
-        inputs[vi.name] = dims
+    inputs = _input_dims(graph)
+    if inputs is None:
+        return ""
     types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
-    used = _read(graph) | {o.name for o in graph.output}  # an output nothing reads (Dropout's mask) is not worth a run
-    missing = [name for node in graph.node for name in node.output
-               if name in used and (name not in types or _static_dims(types[name]) is None)]
+    missing = missing_shapes(graph)
     if not missing:
         return ""
     count = f"{len(missing)} tensors have" if len(missing) > 1 else "1 tensor has"
@@ -79,15 +85,119 @@ def fill(path: Path, proto: onnx.ModelProto) -> str:
         return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
                 "(pin smaller input dims)")
     input_types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
-    feeds = sum(math.prod(dims) * _ELEMENT_BYTES.get(input_types.get(name, 0), 4) for name, dims in inputs.items())
-    limit = isolated.limits(size + known + feeds, MAX_SECONDS)
+    feed_bytes = sum(math.prod(dims) * _ELEMENT_BYTES.get(input_types.get(name, 0), 4) for name, dims in inputs.items())
+    limit = isolated.limits(size + known + feed_bytes, MAX_SECONDS)
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
-    answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit)
+    answer, reason = _run_with(request, feeds, limit)
+    on = f"the inputs of {source}" if feeds is not None else "zero inputs"
+    sized = [] if feeds is not None else [name for name in missing if name in value_sized(graph)]
     if reason:
-        return f"{what}; onnxruntime could not run it for them: {reason}"
-    found = _write_shapes(graph, answer["shapes"])
-    return (f"{path}: shapes of {found} of {len(missing)} tensors that static inference cannot reach were taken "
-            "from one onnxruntime run on zero inputs")
+        return f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
+            "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")
+    found = write_shapes(graph, answer["shapes"])
+    line = f"{path}: shapes of {found} of {len(missing)} tensors that static inference cannot reach were taken " \
+           f"from one onnxruntime run on {on}"
+    wrong = degenerate(graph, {name: dims for name, (_, dims) in answer["shapes"].items()}, sized)
+    if wrong:
+        return f"{line}, but {_depending(sized)}, and zero inputs made {_listed(wrong, answer['shapes'])}: {REAL_VALUES}"
+    return line + (f" ({_depending(sized)}: --inputs FILE.npz gives their real sizes)" if sized else "")
+
+
+def missing_shapes(graph: onnx.GraphProto) -> list[str]:
+    """The main graph's tensors that something reads (or that are outputs) and that have no static shape."""
+    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+    used = _read(graph) | {o.name for o in graph.output}  # an output nothing reads (Dropout's mask) is not worth a run
+    return [name for node in graph.node for name in node.output
+            if name in used and (name not in types or _static_dims(types[name]) is None)]
+
+
+def _input_dims(graph: onnx.GraphProto) -> dict[str, list[int]] | None:
+    """The static dims of every graph input that is no initializer, or None when one has a free dim."""
+    initializers = {t.name for t in graph.initializer}
+    inputs: dict[str, list[int]] = {}
+    for vi in graph.input:
+        if vi.name in initializers:
+            continue
+        dims = _static_dims(vi.type)
+        if dims is None:
+            return None
+        inputs[vi.name] = dims
+    return inputs
+
+
+def _depending(sized: list[str]) -> str:
+    """"36 of them depend on input values ('a', 'b', 'c', …)" or ""."""
+    if not sized:
+        return ""
+    names = ", ".join(repr(clean(n, 60)) for n in sized[:_NAMED]) + (", …" if len(sized) > _NAMED else "")
+    return f"{len(sized)} of them depend{'' if len(sized) > 1 else 's'} on input values ({names})"
+
+
+def _listed(names: list[str], shapes: dict[str, Any]) -> str:
+    """"'x' [1], 'y' [0×4]" for the first few of ``names``."""
+    shown = [f"{clean(n, 60)!r} [{'×'.join(str(d) for d in shapes[n][1]) or 'scalar'}]" for n in names[:_NAMED]]
+    return ", ".join(shown) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
+
+
+def _run_with(request: dict[str, Any], feeds: dict[str, Any] | None,
+              limit: isolated.Limits) -> tuple[dict[str, Any], str]:
+    """The child's answer on zero inputs, or on ``feeds`` (handed over in a temporary .npz file)."""
+    import tempfile
+
+    if feeds is None:
+        return isolated.run(__name__, request, "onnxruntime", "to run the model", limit)
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="annograph-inputs-") as folder:
+        request["feeds"] = str(Path(folder) / "feeds.npz")
+        np.savez(request["feeds"], **feeds)
+        return isolated.run(__name__, request, "onnxruntime", "to run the model", limit)
+
+
+def read_feeds(npz: Path, graph: onnx.GraphProto) -> dict[str, Any]:
+    """The arrays of ``npz`` for the graph's inputs (each there, nothing else, cast to the input's type), checked
+    against the dims the inputs fix; an AnnographError naming the file otherwise."""
+    from onnx import helper
+
+    from ..compare.inputs import InputSpec, load_feeds
+    from ..errors import AnnographError
+
+    initializers = {t.name for t in graph.initializer}
+    specs = []
+    for vi in graph.input:
+        if vi.name not in initializers:
+            dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) if vi.type.HasField(
+                "tensor_type") and vi.type.tensor_type.elem_type else None
+            if dtype is None:
+                raise AnnographError(f"{npz}: the model's input {clean(vi.name, 80)!r} is not a tensor of a known "
+                                     "type, which --inputs cannot feed")
+            specs.append(InputSpec(vi.name, (), "str" if dtype.kind == "O" else dtype.name))  # no pickled objects
+    feeds = load_feeds(npz, specs)
+    for vi in graph.input:
+        if vi.name in feeds and vi.type.tensor_type.HasField("shape"):
+            _check_shape(npz, vi, feeds[vi.name].shape)
+    return feeds
+
+
+def _check_shape(npz: Path, vi: onnx.ValueInfoProto, shape: tuple[int, ...]) -> None:
+    from ..errors import AnnographError
+
+    dims = vi.type.tensor_type.shape.dim
+    declared = "×".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
+    if len(dims) != len(shape) or any(d.HasField("dim_value") and d.dim_value != n for d, n in zip(dims, shape)):
+        got = "×".join(map(str, shape)) or "scalar"
+        raise AnnographError(f"{npz}: array {clean(vi.name, 80)!r} is {got}, but the model's input is "
+                             f"{clean(declared, 80) or 'scalar'}")
+
+
+def pin_to_feeds(graph: onnx.GraphProto, feeds: dict[str, Any]) -> None:
+    """Set each graph input's dims to its array's shape (``read_feeds`` checked they fit)."""
+    for vi in graph.input:
+        if vi.name in feeds and vi.type.HasField("tensor_type"):
+            shape = vi.type.tensor_type.shape
+            shape.Clear()
+            for size in feeds[vi.name].shape:
+                shape.dim.add().dim_value = int(size)
 
 
 def _read(graph: onnx.GraphProto) -> set[str]:
@@ -119,7 +229,7 @@ def _model_bytes(path: Path, proto: onnx.ModelProto) -> int:
     return total
 
 
-def _write_shapes(graph: onnx.GraphProto, shapes: dict[str, list[Any]]) -> int:
+def write_shapes(graph: onnx.GraphProto, shapes: dict[str, list[Any]]) -> int:
     """Set the dims of value_info / outputs to the shapes the run gave; the number of tensors given one."""
     from onnx import helper
 
@@ -158,10 +268,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         options.log_severity_level = 3
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         del model
-        feeds = {}
-        for name, dims in request["inputs"].items():
-            dtype = helper.tensor_dtype_to_np_dtype(types[name])
-            feeds[name] = np.full(dims, "", dtype=object) if dtype.kind in "OSU" else np.zeros(dims, dtype=dtype)
+        feeds = _feeds(request, types)
         names = [o.name for o in session.get_outputs()]
         results = session.run(names, feeds)
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
@@ -178,6 +285,22 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
                 elem_type = onnx.TensorProto.UNDEFINED
             shapes[name] = [int(elem_type), [int(d) for d in result.shape]]
     return {"shapes": shapes}
+
+
+def _feeds(request: dict[str, Any], types: dict[str, int]) -> dict[str, Any]:
+    """The arrays of the request's .npz file, or zeros (empty strings) of each input's dims."""
+    import numpy as np
+    from onnx import helper
+
+    if "feeds" in request:
+        with np.load(request["feeds"], allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    feeds = {}
+    for name, dims in request["inputs"].items():
+        dtype = helper.tensor_dtype_to_np_dtype(types[name])
+        feeds[name] = np.full(dims, "", dtype=object) if dtype.kind in "OSU" else np.zeros(dims, dtype=dtype)
+    return feeds
+
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ir
 from ..categories import category
 from ..errors import LoaderError, first_line
-from . import decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
+from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -130,10 +130,11 @@ def pinnable(path: Path) -> list[str]:
 
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
-         shape_run: bool = True) -> ir.Model:
+         shape_run: bool = True, values: RealValues | None = None) -> ir.Model:
     """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file.
     ``check_dims``: a ``dims`` name that is no dynamic input axis is an error (else it is left out).
-    ``shape_run``: False pins dynamic axes by position without asking LiteRT to carry them through."""
+    ``shape_run``: False pins dynamic axes by position without asking LiteRT to carry them through. ``values``
+    are for ONNX models: a TFLite file's shapes come from the file and ``dims`` (a note says so when given)."""
     buffer = _mapped(path)
     from ..pinning import resolve
 
@@ -145,6 +146,9 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         model.pinnable_dims = free
         if dims and shape_run:
             _propagate_shapes(path, model, dims)
+        if values is not None and (values.inputs is not None or values.profiles):
+            model.notes.append(f"{path}: input values and onnxruntime profiles give shapes to ONNX models only; "
+                               "a TFLite model's come from the file and --dim")
         return refuse_impossible_shapes(model, path)
     except LoaderError:
         raise
