@@ -148,12 +148,23 @@
   }
   viewport.addEventListener("pointerup", endDrag);
   viewport.addEventListener("pointercancel", endDrag);
+  // the wheel scrolls the page (Shift: sideways), as a page read at a readable size is; with Ctrl (a pinch on a
+  // touchpad) or Cmd it zooms at the pointer
   viewport.addEventListener("wheel", function (e) {
     var p = pages[current];
     if (!p || !p.full) return;
     e.preventDefault();
-    var r = viewport.getBoundingClientRect();
-    zoomAt(p, Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0015)), e.clientX - r.left, e.clientY - r.top);
+    var lines = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? size().h : 1;
+    if (e.ctrlKey || e.metaKey) {
+      var r = viewport.getBoundingClientRect();
+      zoomAt(p, Math.exp(-e.deltaY * lines * 0.0015), e.clientX - r.left, e.clientY - r.top);
+      return;
+    }
+    var dx = e.deltaX, dy = e.deltaY;
+    if (e.shiftKey && !dx) { dx = dy; dy = 0; }
+    p.x += dx * lines / p.k;
+    p.y += dy * lines / p.k;
+    apply(p);
   }, { passive: false });
 
   // ---- pages ------------------------------------------------------------------------------------------------

@@ -308,7 +308,12 @@ def test_pan_and_zoom(open_report, tiny: Path) -> None:  # type: ignore[no-untyp
     panned = view()
     scale = page.eval_on_selector("#viewport", "v => v.clientWidth") / zoomed[2]
     assert panned[0] == pytest.approx(zoomed[0] + 100 / scale, rel=0.02) and panned[2] == pytest.approx(zoomed[2])
-    page.mouse.wheel(0, -300)
+    page.mouse.wheel(0, 120)  # scrolls down, at the same zoom
+    scrolled = view()
+    assert scrolled[1] == pytest.approx(panned[1] + 120 / scale, rel=0.02) and scrolled[2] == pytest.approx(panned[2])
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -300)  # with Ctrl (a touchpad pinch), zooms in
+    page.keyboard.up("Control")
     assert view()[2] < panned[2]
     page.click("#zoom-reset")
     assert page.eval_on_selector("#viewport", "v => v.clientWidth") / view()[2] == pytest.approx(4 / 3)
