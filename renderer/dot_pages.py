@@ -165,8 +165,9 @@ class _PageEmitter(_Emitter):
                     row.attr(rank="same")
                     for name in band:
                         row.node(name)
-            for above, below in zip(rows, rows[1:]):  # rows start under one another: a grid, not a staircase
-                dot.edge(above[0], below[0], style="invis", weight="20")
+            for above, below in zip(rows, rows[1:]):  # items under one another: a grid, not a staircase
+                for top, bottom in zip(above, below):
+                    dot.edge(top, bottom, style="invis", weight="20")
         return dot.source
 
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
@@ -559,35 +560,41 @@ def _short_label(group: Group, run: list[Group]) -> str:
 
 def wrap_rows(sizes: dict[str, tuple[float, float]], edges: list[tuple[str, str]],
               aspect: float = SCREEN_ASPECT) -> list[list[str]]:
-    """Rows of items to draw side by side so that a long chain of groups wraps into a grid of about
-    ``aspect`` (width / height) instead of one tall column: items are ranked as dot ranks them (longest path
-    from a source), and consecutive ranks are joined into one row while the row stays within the width that
-    gives the whole picture that aspect. Every row is returned (nothing when no rank needs joining); each is a
-    ``rank=same`` constraint, its edges drawn left to right, and starts with an item of its first rank."""
+    """Rows of items that make the picture about ``aspect`` (width / height) instead of one tall column or one
+    wide row: items are ranked as dot ranks them (longest path from a source); a rank wider than the width
+    that gives the whole picture that aspect is split into several rows, and consecutive ranks narrower than
+    it are joined into one. Every row is returned, in order (nothing when no rank is split or joined); each is
+    a ``rank=same`` constraint, its edges drawn left to right, and starts with an item of its first rank."""
     rank = _longest_path_ranks(list(sizes), edges)
     if not rank:
         return []
     count = max(rank.values()) + 1
-    widths, heights = [0.0] * count, [0.0] * count
     members: list[list[str]] = [[] for _ in range(count)]
-    for name, (w, h) in sizes.items():
-        r = rank[name]
-        widths[r] += w + NODE_GAP
-        heights[r] = max(heights[r], h)
-        members[r].append(name)
-    area = sum(w * (h + RANK_GAP) for w, h in zip(widths, heights))
-    limit = max(max(widths), math.sqrt(aspect * area))
-    rows: list[list[int]] = [[]]
-    width = 0.0
-    for r in range(count):
-        if rows[-1] and width + widths[r] > limit:
+    for name in sizes:
+        members[rank[name]].append(name)
+    area = sum(_row_width(m, sizes) * (max(sizes[n][1] for n in m) + RANK_GAP) for m in members if m)
+    limit = max(max(w + NODE_GAP for w, _ in sizes.values()), math.sqrt(aspect * area))
+    pieces = [piece for m in members if m for piece in _split_row(m, sizes, limit)]
+    rows: list[list[str]] = [[]]
+    for piece in pieces:
+        if rows[-1] and _row_width(rows[-1] + piece, sizes) > limit:
             rows.append([])
-            width = 0.0
-        rows[-1].append(r)
-        width += widths[r]
-    if len(rows) == count:
-        return []
-    return [[name for r in row for name in members[r]] for row in rows]
+        rows[-1].extend(piece)
+    return [] if len(rows) == count and len(pieces) == count else rows
+
+
+def _row_width(names: list[str], sizes: dict[str, tuple[float, float]]) -> float:
+    return sum(sizes[n][0] + NODE_GAP for n in names)
+
+
+def _split_row(names: list[str], sizes: dict[str, tuple[float, float]], limit: float) -> list[list[str]]:
+    """One rank's items cut into rows no wider than ``limit`` (a rank of 40 sibling groups becomes a grid)."""
+    rows: list[list[str]] = [[]]
+    for name in names:
+        if rows[-1] and _row_width(rows[-1] + [name], sizes) > limit:
+            rows.append([])
+        rows[-1].append(name)
+    return rows
 
 
 def _longest_path_ranks(names: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:

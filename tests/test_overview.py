@@ -272,3 +272,31 @@ def test_a_body_is_not_linked_to_itself_nor_its_nested_outputs_drawn_on_the_over
     assert not _by_class(root, "stub")
     cells = [t for t in _texts(_by_class(root, "run")[0])]
     assert "else_branch" in cells and "then_branch" in cells
+
+
+def _fan(path: Path, parts: int) -> Path:
+    """``parts`` named branches, each unlike its neighbours, all reading the input and summed at the end."""
+    nodes, outs = [], []
+    for i in range(parts):
+        previous = "x"
+        for j, op in enumerate(["Relu"] * 3 + ["Tanh"] * (1 + i % 3) + ["Sigmoid"]):
+            nodes.append(helper.make_node(op, [previous], [f"b{i}_{j}"], name=f"/branch{i}/{op}_{j}"))
+            previous = f"b{i}_{j}"
+        outs.append(previous)
+    nodes.append(helper.make_node("Sum", outs, ["y"], name="/Sum"))
+    graph = helper.make_graph(nodes, "fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_wide_row_of_sibling_groups_wraps_into_a_grid(tmp_path: Path) -> None:
+    """40 parallel branches were one row 5,813 × 309 pt; split into rows they make a grid."""
+    overview = _render(_fan(tmp_path / "f.onnx", 40), tmp_path / "f.svg", "--collapse", "1")
+    root = parse_svg(overview)
+    assert len(_by_class(root, "group")) == 40
+    width, height = _size_pt(root)
+    assert width / height <= 2.6, (width, height)
+    assert _boxes_whole_on_screen(overview) >= 0.6
