@@ -465,6 +465,7 @@ def test_a_paged_model_is_drawn_with_pages_as_render_draws_it(sample: str, tmp_p
             assert all(h.split("#")[0] in {f"../{name}", *rendered, ""} for h in _hrefs(page)), page
     pages = ["", *rendered]  # "": the overview
     drawn_fills: dict[str, str] = {}
+    box_count = 0
     for page in pages:
         first, second = ((out / n) if not page else (out / (n + ".pages") / page) for n in names)
         same = [p.read_bytes().replace(n.encode(), b"PICTURE") for p, n in ((first, names[0]), (second, names[1]))]
@@ -474,7 +475,17 @@ def test_a_paged_model_is_drawn_with_pages_as_render_draws_it(sample: str, tmp_p
         theirs = {k: first_fill(g) for k, g in svg_groups(parse_svg(theirs_path), "op").items()}
         assert mine == theirs, page
         drawn_fills.update(mine)
+        boxes = box_fills(second)
+        assert boxes == box_fills(theirs_path), page  # group boxes and run cells: render's scale and fills
+        box_count += len(boxes)
     assert len(set(drawn_fills.values())) > 10  # the boxes are coloured, not all n/a
+    assert box_count >= 12  # the overview's run of 12 encoder layers, at least
+
+
+def box_fills(path: Path) -> dict[str, str | None]:
+    """The fill of each group box (or run cell) leading to a page, by its link's id ``a_box-P``."""
+    return {g.get("id"): first_fill(g) for g in parse_svg(path).iter(f"{SVG_NS}g")
+            if (g.get("id") or "").startswith("a_box-")}
 
 
 def _hrefs(path: Path) -> list[str]:

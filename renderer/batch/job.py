@@ -4,6 +4,7 @@ return every picture's bytes. Nothing is written here, so the same job gives the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -11,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..annotations import Annotations, load_annotations
 from ..colors import NA_COLOR, format_number, text_color
@@ -21,6 +23,10 @@ from ..ir import ElementKey
 from ..options import RenderOptions
 from . import caption
 from .layout import BookLayout, Layout, lay_out
+
+if TYPE_CHECKING:
+    from ..dot import Scene
+    from ..pages import Book, Page
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NAME_CHARS = 60
@@ -130,7 +136,8 @@ def _run(job: ModelJob) -> ModelResult:
         for m, metric in enumerate(metrics):
             heat = heatmaps[(r, metric)]
             name = _file_name(job.prefix, r, path, metric, names)
-            result.files.extend(_picture(layout, name, heat, metric, notes, texts[(r, metric)], path, len(drawn)))
+            result.files.extend(_picture(layout, name, heat, metric, notes, texts[(r, metric)], path, len(drawn),
+                                         job.options))
             low, high = (format_number(heat.scale.vmin), format_number(heat.scale.vmax)) if heat and heat.values else ("", "")
             valued = sum(1 for key in drawn if heat is not None and key in heat.values)
             result.pictures.append(Picture(name, Path(path).name, metric, low, high, valued, len(drawn) - valued))
@@ -236,7 +243,8 @@ def _file_name(prefix: str, index: int, run: str, metric: str, taken: set[str]) 
 
 
 def _picture(layout: Layout | BookLayout, name: str, heat: Heatmap | None, metric: str, notes: Annotations,
-             texts: dict[ElementKey, str], run: str, drawn: int) -> list[tuple[str, bytes | dict[str, bytes]]]:
+             texts: dict[ElementKey, str], run: str, drawn: int,
+             options: RenderOptions) -> list[tuple[str, bytes | dict[str, bytes]]]:
     """The picture's files: ``name``, and for a book its pages folder (every page recoloured, its links to
     the overview and the other pages naming ``name``)."""
     from .. import escape
@@ -262,14 +270,43 @@ def _picture(layout: Layout | BookLayout, name: str, heat: Heatmap | None, metri
         "fill": fills, "ink": inks, "value": values, "tip": tips, "overview": escape.href(name).encode(),
         "key": escape.svg_text(metric, first.key_chars).encode(),
     }
-
-    def page(laid: Layout) -> bytes:
-        return laid.template.fill({**tables, "colorbar": caption.svg(said, laid.width, laid.height).encode()})
-
     if not isinstance(layout, BookLayout):
-        return [(name, page(layout))]
-    return [(name, page(first)),
-            (pages_folder(name), {file: page(laid) for file, laid in zip(layout.files, layout.pages[1:])})]
+        return [(name, layout.template.fill({**tables, "colorbar": caption.svg(said, layout.width, layout.height).encode()}))]
+    scene = dataclasses.replace(layout.scene, heatmap=heat, options=options)
+    pictures = []
+    for laid, page in zip(layout.pages, layout.book.pages):
+        groups, boxes = _group_boxes(scene, layout.book, page)
+        noted = dataclasses.replace(said, notes=f"{said.notes} · {groups}" if groups else said.notes)
+        pictures.append(laid.template.fill({**tables, **boxes,
+                                            "colorbar": caption.svg(noted, laid.width, laid.height).encode()}))
+    return [(name, pictures[0]), (pages_folder(name), dict(zip(layout.files, pictures[1:])))]
+
+
+def _group_boxes(scene: Scene, book: Book, page: Page) -> tuple[str, dict[str, dict[ElementKey, bytes]]]:
+    """The fills, text colours and tooltip values of the group boxes (and run cells) on ``page``, as ``render``
+    colours them (``dot_pages.group_heatmap``: the page's boxes on a scale of their own), and what the caption
+    says of that scale."""
+    from .. import escape
+    from ..aggregate import rule_for
+    from ..dot_pages import group_heatmap
+
+    groups = [group for run in page.all_boxes() for group in run]
+    box_heat = group_heatmap(scene, groups, scene.options.aggregate) if scene.heatmap is not None else None
+    tables: dict[str, dict[ElementKey, bytes]] = {"gfill": {}, "gink": {}, "gtip": {}}
+    rule = rule_for(scene.heatmap.metric, scene.heatmap.info, scene.options.aggregate) if scene.heatmap else ""
+    for i, group in enumerate(groups):
+        key = ("g", book.page_of_group[id(group)].index, 0)
+        number = box_heat.values.get(("g", i, 0)) if box_heat is not None else None
+        fill = box_heat.scale.color(number) if box_heat is not None else NA_COLOR
+        shown = format_number(number) if number is not None else "n/a"
+        tables["gfill"][key] = fill.encode()
+        tables["gink"][key] = text_color(fill).encode()
+        tables["gtip"][key] = b"&#10;" + escape.svg_text(f"{scene.heatmap.metric if scene.heatmap else ''} {rule}: "
+                                                         f"{shown}", 200).encode()
+    if box_heat is None or not box_heat.values:
+        return "", tables
+    low, high = format_number(box_heat.scale.vmin), format_number(box_heat.scale.vmax)
+    return f"boxes: {rule} of members, {low} … {high}", tables
 
 
 def _caption(heat: Heatmap | None, metric: str, run: str, drawn: int) -> caption.Caption:

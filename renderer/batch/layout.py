@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import graphviz_run
 from ..annotations import Annotations
 from ..annotations.records import Entry
 from ..folding import fold
+from ..dot import Scene
 from ..ir import Model
 from ..options import RenderOptions
 from ..rendering import to_dot
 from . import caption, svg_template
+
+if TYPE_CHECKING:
+    from ..pages import Book
 
 SENTINEL_FILL = "#010203"
 """Placeholder box fill: a colour no colour map produces, dark so the text on it is written with a fill."""
@@ -49,10 +54,14 @@ class BookLayout:
         pages: the overview first, then each page (its links to the others name the overview ``OVERVIEW``,
             a template slot each picture fills with its own file name).
         files: the pages' file names in the pages folder, overview left out.
+        book: the pages planned.
     """
 
     pages: list[Layout]
     files: list[str]
+    book: Book
+    scene: Scene
+    """The layout's scene: what each picture's group boxes are coloured from, with its own heatmap."""
 
 
 OVERVIEW = "annograph-batch-overview.svg"
@@ -85,7 +94,7 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
     sources = [emit_page(scene, book, page, Links(OVERVIEW)) for page in book.pages]
     laid = lay_out_pages(book, sources, ["svg"], options.timeout)
     pages = [_cut(page["svg"], key_text, value_text, key_chars, value_chars) for page in laid]
-    return BookLayout(pages, [page.file_name("svg") for page in book.pages[1:]])
+    return BookLayout(pages, [page.file_name("svg") for page in book.pages[1:]], book, scene)
 
 
 def _cut(svg: bytes, key_text: str, value_text: str, key_chars: int, value_chars: int) -> Layout:

@@ -20,9 +20,12 @@ Slot = tuple[str, ElementKey | None]
 """(kind, operator): kinds ``fill`` (box background), ``ink`` (a text colour on the box), ``key`` (the metric
 name in the value row), ``value`` (the value), ``tip`` (``key: value`` in the tooltip), ``colorbar`` (the
 caption block, operator None), ``overview`` (the overview's file name in a link between the pages of a book,
-operator None)."""
+operator None); and on a book's pages, for the group box (or run cell) leading to page P, key ``("g", P, 0)``:
+``gfill``, ``gink`` and ``gtip`` (inserted at the end of its tooltip)."""
 
 _OP_ID = re.compile(r"^op-(\d+)-(\d+)$")
+_BOX_ID = re.compile(r"^a_box-(\d+)$")
+"""The link of a group box (or of one cell of a run of repeated groups) leading to page N."""
 _POINTS_Y = re.compile(r"[-\d.]+,([-\d.]+)")
 _SVG_SIZE = re.compile(rb'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"')
 _GRAPH_TRANSLATE = re.compile(rb'(<g id="[^"]*" class="graph" transform="[^"]*translate\()([-\d.]+) ([-\d.]+)\)')
@@ -85,7 +88,7 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
     placeholder file name of a book's overview, cut wherever a link (``xlink:href``) holds it."""
     cuts: list[tuple[int, int, Slot]] = []
     parser = xml.parsers.expat.ParserCreate("utf-8")
-    state: dict = {"op": None, "depth": 0, "header": None, "sentinel": False, "text": None}
+    state: dict = {"op": None, "depth": 0, "header": None, "sentinel": False, "text": None, "group": None}
     key_row = f"{key_text}: ".encode()
     tip = f"{key_text}: {value_text}".encode()
 
@@ -113,9 +116,31 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
             cuts.append((found, found + len(overview), ("overview", None)))
             found = svg.find(overview, found + len(overview), value_end)
 
+    def group_start(name: str, attrs: dict[str, str]) -> bool:
+        """A group box (or a run's cell) of a book's page: its fill, text colours and the end of its tooltip."""
+        group = state["group"]
+        if group is None:
+            match = _BOX_ID.match(attrs.get("id", "")) if name == "g" else None
+            if match:
+                state.update(group=("g", int(match.group(1)), 0), gdepth=1, gfilled=False)
+            return match is not None
+        state["gdepth"] += 1
+        start, end = tag_bounds()
+        if name in ("polygon", "path") and not state["gfilled"] and attrs.get("fill", "none") not in ("none", "transparent"):
+            state["gfilled"] = cut_attribute(start, end, b"fill", ("gfill", group))
+        elif name == "text":
+            cut_attribute(start, end, b"fill", ("gink", group))
+        elif name == "a" and "xlink:title" in attrs:
+            at = svg.find(b' xlink:title="', start, end)
+            close = svg.index(b'"', at + 14)
+            cuts.append((close, close, ("gtip", group)))
+        return True
+
     def on_start(name: str, attrs: dict[str, str]) -> None:
         if name == "a":
             cut_links(attrs)
+        if group_start(name, attrs):
+            return
         op = state["op"]
         if op is None:
             match = _OP_ID.match(attrs.get("id", "")) if name == "g" else None
@@ -141,6 +166,11 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
             state["text"] = (start, end, float(attrs.get("y", "0")))
 
     def on_end(name: str) -> None:
+        if state["group"] is not None:
+            state["gdepth"] -= 1
+            if state["gdepth"] == 0:
+                state["group"] = None
+            return
         op = state["op"]
         if op is None:
             return
@@ -183,7 +213,7 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
     template = Template(parts, slots)
     kinds_by_op: dict[ElementKey, set[str]] = {}
     for kind, key in slots:
-        if key is not None:
+        if key is not None and key[0] == "op":
             kinds_by_op.setdefault(key, set()).add(kind)
     incomplete = [k for k, kinds in kinds_by_op.items() if not {"fill", "value", "key"} <= kinds]
     if incomplete:
