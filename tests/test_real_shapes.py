@@ -235,3 +235,19 @@ def test_unnamed_dims_are_free_dims_with_names(tmp_path: Path) -> None:
     assert code == 0 and "could not run" not in err, err
     assert "shapes of 4 of 4 tensors that static inference cannot reach were taken from one onnxruntime run on the " \
            f"inputs of {inputs}" in err, err
+
+
+def test_compare_pins_unnamed_dims_by_their_names() -> None:
+    """``compare``'s inputs take ``--dim input.axis1=512`` for silero_vad's unnamed dims, as the loader names them."""
+    import onnxruntime as ort
+
+    from renderer.compare.inputs import InputSpec, concrete_shape
+    from renderer.loaders import load_model
+
+    session = ort.InferenceSession(str(SILERO), providers=["CPUExecutionProvider"])
+    dims = {"input.axis0": 1, "input.axis1": 512, "state.axis1": 1}
+    assert set(dims) <= set(load_model(SILERO).pinnable_dims)
+    notes: list[str] = []
+    shapes = {i.name: concrete_shape(InputSpec(i.name, tuple(i.shape), "float32"), dims, notes)
+              for i in session.get_inputs()}
+    assert shapes == {"input": (1, 512), "state": (2, 1, 128), "sr": ()} and notes == [], (shapes, notes)

@@ -42,14 +42,22 @@ def feedable_dims(model: Model) -> list[str]:
     return names
 
 
+def unnamed_dim_name(input_name: str, axis: int) -> str:
+    """How ``--dim`` names an ONNX input's unnamed dim (the loader's ``onnx.unnamed_dim_name``)."""
+    from ..loaders.onnx import unnamed_dim_name as named
+
+    return named(input_name, axis)
+
+
 def concrete_shape(spec: InputSpec, dims: dict[str, int], notes: list[str]) -> tuple[int, ...]:
-    """``spec.shape`` with symbolic axes pinned by ``dims`` (by name, or ``axisN``), else 1 (and a note)."""
+    """``spec.shape`` with symbolic axes pinned by ``dims`` (by name, by the ``INPUT.axisN`` name an unnamed ONNX
+    dim is pinned by, or ``axisN``), else 1 (and a note)."""
     shape = []
     for axis, size in enumerate(spec.shape):
         if isinstance(size, int) and size >= 0:
             shape.append(size)
             continue
-        pinned = dims.get(size) if isinstance(size, str) else None
+        pinned = dims.get(size) if isinstance(size, str) else dims.get(unnamed_dim_name(spec.name, axis))
         if pinned is None:
             pinned = dims.get(f"axis{axis}", dims.get("batch") if axis == 0 else None)
         if pinned is None:
