@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from .annotations.records import MetricInfo
-from .errors import AnnographError
+from .errors import UsageError
 
 RULES = ("sum", "max", "min", "mean")
 
@@ -22,7 +22,7 @@ def rule_for(metric: str, info: MetricInfo | None, override: str | None = None) 
     higher-is-better scores (SQNR: the lowest), the total for costs, the mean for everything else."""
     if override:
         if override not in RULES:
-            raise AnnographError(f"--aggregate {override!r}: use one of {', '.join(RULES)}")
+            raise UsageError(f"--aggregate {override!r}: use one of {', '.join(RULES)}")
         return override
     if info is not None and getattr(info, "aggregate", None) in RULES:
         return info.aggregate  # type: ignore[return-value]

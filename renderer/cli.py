@@ -22,6 +22,11 @@ EPILOG = """ids: an operator is named by its node name, the name of one of its o
 graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""
 
 
+EXIT_USAGE = 2
+"""Exit status of a usage error (argparse's and ours, ``errors.UsageError``); 1 is any other error, 3 the diff
+gate."""
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage mistakes are one line, like every other error (argparse would print the whole usage first), and
     exit with status 2, as argparse's own do."""
@@ -29,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         from .escape import clean
 
-        self.exit(2, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> object:
         # argparse before Python 3.13 drops a "--" given as an option's own value (--show=--), handing the
@@ -73,11 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with verbosity(verbosity_of(args)):
             return int(args.run(args) or 0)
     except AnnographError as e:
+        from .errors import UsageError
         from .escape import clean
 
         # one line whatever the message carries (a file name with a newline, control characters)
         print(f"annograph: error: {clean(str(e), 2000)}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE if isinstance(e, UsageError) else 1
     except KeyboardInterrupt:
         print("annograph: interrupted", file=sys.stderr)
         return 130
@@ -93,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"annograph: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
               "(set ANNOGRAPH_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
-        return 2
+        return 1
     finally:
         from . import inputs
 

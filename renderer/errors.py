@@ -25,6 +25,11 @@ def unreadable(path: object, e: OSError, kind: str) -> str:
     return f"{path}: cannot read ({e.strerror})"
 
 
+class UsageError(AnnographError):
+    """The command line itself is wrong (a bad option value, options that do not go together), whatever the
+    files hold: exit status 2, as argparse's own usage errors and POSIX tools."""
+
+
 class LoaderError(AnnographError):
     """A model file is missing, of an unknown format, or corrupt."""
 

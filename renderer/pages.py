@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from .errors import AnnographError
+from .errors import UsageError
 from .grouping import Group, display_path, group_model, repeated_runs
 from .ir import Graph, Model, Node, Value
 
@@ -147,7 +147,7 @@ def collapse_depth(text: str) -> str | int:
         return value
     if value.isascii() and value.isdigit() and int(value) >= 1:
         return int(value)
-    raise AnnographError(f"--collapse {text!r}: use auto, none or a depth (1, 2, …)")
+    raise UsageError(f"--collapse {text!r}: use auto, none or a depth (1, 2, …)")
 
 
 def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "auto",

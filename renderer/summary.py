@@ -19,7 +19,7 @@ from . import escape
 from .aggregate import rule_for
 from .colors import format_number
 from .dot import Scene
-from .errors import RenderError
+from .errors import UsageError
 from .heatmap import number_of
 from .options import SUMMARY_MAX_TOP_K
 
@@ -49,17 +49,17 @@ _FORMAT_NAMES = {"onnx": "ONNX", "tflite": "TFLite"}
 
 
 def check_link_base(base: str | None) -> None:
-    """RenderError unless ``base`` is None or an http(s) URL of printable characters without spaces."""
+    """UsageError unless ``base`` is None or an http(s) URL of printable characters without spaces."""
     if base is None:
         return
     if not base.lower().startswith(("http://", "https://")) or not base.isprintable() or any(c.isspace() for c in base):
-        raise RenderError(f"--summary-link-base {escape.clean(base, 120)!r}: use an http:// or https:// URL "
+        raise UsageError(f"--summary-link-base {escape.clean(base, 120)!r}: use an http:// or https:// URL "
                           "without spaces")
 
 
 def check_top_k(k: int) -> None:
     if not 0 <= k <= SUMMARY_MAX_TOP_K:
-        raise RenderError(f"--top-k {k}: use 0 to {SUMMARY_MAX_TOP_K} (the summary is meant for a pull-request "
+        raise UsageError(f"--top-k {k}: use 0 to {SUMMARY_MAX_TOP_K} (the summary is meant for a pull-request "
                           "comment)")
 
 

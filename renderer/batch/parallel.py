@@ -11,7 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 
-from ..errors import AnnographError
+from ..errors import AnnographError, UsageError
 from .job import ModelJob, ModelResult, run_job
 
 
@@ -19,7 +19,7 @@ def local_workers(requested: int | None) -> int:
     """``requested``, or the cores this process may use."""
     if requested is not None:
         if requested < 1:
-            raise AnnographError("--jobs must be 1 or more")
+            raise UsageError("--jobs must be 1 or more")
         return requested
     try:
         return max(1, len(os.sched_getaffinity(0)))

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import atomic
     from ..compare import compare_dumps, compare_models, document
-    from ..errors import AnnographError
+    from ..errors import AnnographError, UsageError
     from ..pinning import parse as parse_dims
     from .common import count, load_noted, stage, warn
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         if args.models:
             raise AnnographError("give either two models or --dumps REFERENCE.npz CANDIDATE.npz --model MODEL")
         if not args.model:
-            raise AnnographError("--dumps needs --model MODEL (the model the dumps' tensor ids refer to)")
+            raise UsageError("--dumps needs --model MODEL (the model the dumps' tensor ids refer to)")
         model = load_noted(args.model, args.dim)
         with stage("compare") as facts:
             comparison = compare_dumps(args.dumps[0], args.dumps[1], model)

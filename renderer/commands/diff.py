@@ -80,15 +80,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from .. import diff as differ
-    from ..errors import AnnographError
+    from ..errors import UsageError
     from ..progress import note, warn
     from ..rendering import output_format, render
     from ..summary import check_link_base, check_top_k, picture_paths
 
     if len(args.models) not in (1, 2):
-        raise AnnographError("diff takes one model (with --before and --after files) or two models")
+        raise UsageError("diff takes one model (with --before and --after files) or two models")
     if len(args.models) == 1 and not (args.before and args.after):
-        raise AnnographError("with one model, give the annotation files of both sides: --before FILE --after FILE")
+        raise UsageError("with one model, give the annotation files of both sides: --before FILE --after FILE")
     threshold = differ.Threshold.parse(args.fail_above) if args.fail_above is not None else None
     total_threshold = (differ.Threshold.parse(args.fail_total_above, "--fail-total-above")
                        if args.fail_total_above is not None else None)

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import atomic
-    from ..errors import AnnographError
+    from ..errors import AnnographError, UsageError
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
     from ..metrics.input_dims import pin_advice
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = export_format(args.output, args.format)
     if args.max_tensor_elements < 0:
-        raise AnnographError("--max-tensor-elements must be 0 or more")
+        raise UsageError("--max-tensor-elements must be 0 or more")
     op_names: set[str] | None = None
     tensor_names: set[str] | None = None
     if args.metrics:

@@ -48,14 +48,14 @@ def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
 
 def summary_outputs(args: argparse.Namespace) -> list[str]:
     """``--summary``'s file as an extra output (checked: one model, a .md name), or none."""
-    from ..errors import AnnographError
+    from ..errors import UsageError
 
     if args.summary is None:
         return []
     if len(args.models) > 1:
-        raise AnnographError("--summary takes one model; render each model with its own --summary")
+        raise UsageError("--summary takes one model; render each model with its own --summary")
     if Path(args.summary).suffix.lower() != ".md":
-        raise AnnographError(f"--summary {args.summary}: name a .md file")
+        raise UsageError(f"--summary {args.summary}: name a .md file")
     return [args.summary]
 
 
@@ -292,9 +292,9 @@ def _remove_empty(folders: list[Path]) -> None:
 
 
 def output_ext(fmt: str) -> str:
-    from ..errors import AnnographError
+    from ..errors import UsageError
     from ..rendering import OUTPUT_FORMATS
 
     if fmt not in OUTPUT_FORMATS.values():
-        raise AnnographError(f"--format {fmt!r}: use some of {', '.join(sorted(set(OUTPUT_FORMATS.values())))}")
+        raise UsageError(f"--format {fmt!r}: use some of {', '.join(sorted(set(OUTPUT_FORMATS.values())))}")
     return fmt

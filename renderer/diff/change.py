@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..aggregate import combine, rule_for
 from ..annotations.records import MetricInfo
 from ..colors import format_number
-from ..errors import AnnographError
+from ..errors import UsageError
 from ..ir import ElementKey
 from .matching import Matching
 
@@ -37,7 +37,7 @@ class Threshold:
         except ValueError:
             value = math.nan
         if not math.isfinite(value) or value < 0 or value > 1e300:
-            raise AnnographError(f"{option} {text[:40]!r}: use a percentage (10%) or a number of metric units "
+            raise UsageError(f"{option} {text[:40]!r}: use a percentage (10%) or a number of metric units "
                                  "(2.5), 0 or more")
         return cls(value, relative)
 
@@ -57,7 +57,7 @@ def parse_share(text: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 <= value <= 100:
-        raise AnnographError(f"--min-share {text[:40]!r}: use a percentage of the model total from 0 to 100 (1%)")
+        raise UsageError(f"--min-share {text[:40]!r}: use a percentage of the model total from 0 to 100 (1%)")
     return value
 
 
