@@ -244,8 +244,10 @@ def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest
         pending = [g for g in pending if id(g) not in peer_ids]
         ops = sum(len(g.nodes) for g in peers)
         grow = sum(len(g.nodes) + _units(g) for g in peers) - (1 if len(peers) > 1 else len(peers))
-        if ops > budget or items + grow > limit or any(len(g.nodes) > largest for g in peers) or (
-                len(peers) > 1 and page.parent is None):  # the overview keeps a run of repeats as one box
+        opening = page.parent is None and _units(group) == 1 and first.parent is group  # an overview of one
+        # (run) box opens it: its members drawn as frames of their own operators and boxes, when that fits
+        if ops > budget or items + grow > limit or (any(len(g.nodes) > largest for g in peers) and not opening) or (
+                len(peers) > 1 and page.parent is None and not opening):  # the overview keeps a run as one box
             continue
         budget -= ops
         items += grow

@@ -263,9 +263,9 @@ def test_an_overview_of_one_box_opens_one_level_deeper(tmp_path: Path) -> None:
 
 
 def test_a_body_is_not_linked_to_itself_nor_its_nested_outputs_drawn_on_the_overview(tmp_path: Path) -> None:
-    """silero_vad at depth 2: the If's two bodies are one run box; the 62 outputs of their nested bodies stay on
+    """silero_vad at depth 1: the If's two bodies are one run box; the 62 outputs of their nested bodies stay on
     the bodies' pages (they were drawn on the overview), and no stub leads from the box to its own pages."""
-    overview = _render(ONNX / "silero_vad.onnx", tmp_path / "s.svg", "--collapse", "2")
+    overview = _render(ONNX / "silero_vad.onnx", tmp_path / "s.svg", "--collapse", "1")
     root = parse_svg(overview)
     outputs = [g for g in root.iter(f"{SVG_NS}g") if "graph-output" in (g.get("class") or "")]
     assert len(outputs) == 2  # the model's own: output, stateN
@@ -300,3 +300,18 @@ def test_a_wide_row_of_sibling_groups_wraps_into_a_grid(tmp_path: Path) -> None:
     width, height = _size_pt(root)
     assert width / height <= 2.6, (width, height)
     assert _boxes_whole_on_screen(overview) >= 0.6
+
+
+def test_an_overview_of_one_run_box_opens_its_members(tmp_path: Path) -> None:
+    """silero_vad at depth 2: the overview would be the If and one run box of its two identical bodies; it
+    draws each body instead, as a frame holding the body's own operators and a box for each of its parts
+    (stft, encoder, decoder), each box leading to a page of its own."""
+    overview = _render(ONNX / "silero_vad.onnx", tmp_path / "s.svg", "--collapse", "2")
+    root = parse_svg(overview)
+    assert not _by_class(root, "run")
+    frames = [" ".join(_texts(c))[:60] for c in _by_class(root, "cluster")]
+    assert any("If_0_else_branch" in f for f in frames) and any("If_0_then_branch" in f for f in frames), frames
+    titles = sorted([t for t in _texts(box) if t.strip()][0] for box in _by_class(root, "group"))
+    assert titles == ["decoder", "decoder", "encoder", "encoder", "stft", "stft"]
+    links = {a.get(f"{XLINK_NS}href") for box in _by_class(root, "group") for a in box.iter(f"{SVG_NS}a")}
+    assert len(links) == 6 and len(_pages(overview)) == 7
