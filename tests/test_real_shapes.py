@@ -251,3 +251,11 @@ def test_compare_pins_unnamed_dims_by_their_names() -> None:
     shapes = {i.name: concrete_shape(InputSpec(i.name, tuple(i.shape), "float32"), dims, notes)
               for i in session.get_inputs()}
     assert shapes == {"input": (1, 512), "state": (2, 1, 128), "sr": ()} and notes == [], (shapes, notes)
+
+
+def test_a_profile_of_a_model_with_static_shapes_adds_no_line() -> None:
+    """tiny_cnn's shapes are all static: its profile colours it and says nothing about shapes."""
+    from renderer.loaders import load_model
+
+    profile = ONNX.parent / "annotations" / "tiny_cnn.ort_profile.json"
+    assert load_model(ONNX / "tiny_cnn.onnx", profiles=[profile]).notes == []

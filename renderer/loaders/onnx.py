@@ -161,13 +161,14 @@ def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int,
     from . import profile_shapes
 
     shapes = profile_shapes.recorded(_build(path, proto, weights), profiles)
-    if profile_shapes.pin_inputs(proto.graph, shapes):
+    pinned = profile_shapes.pin_inputs(proto.graph, shapes)
+    if pinned:
         _drop_symbolic_shapes(proto.graph)
         proto = _infer_shapes(proto)
     written = profile_shapes.write(proto.graph, shapes)
     if written:
         proto = _infer_shapes(proto)
-    return proto, profile_shapes.note(path, profiles, written, proto.graph)
+    return proto, profile_shapes.note(path, profiles, pinned, written, proto.graph)
 
 
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:

@@ -36,10 +36,11 @@ def recorded(model: Model, profiles: Sequence[Path]) -> Recorded:
     return shapes
 
 
-def pin_inputs(graph: onnx.GraphProto, shapes: Recorded) -> bool:
-    """Set the graph inputs' dims to the recorded ones where the rank agrees; whether any input was set."""
+def pin_inputs(graph: onnx.GraphProto, shapes: Recorded) -> list[str]:
+    """Set the graph inputs' dims to the recorded ones where the rank agrees; the inputs whose dims that changed
+    (free dims pinned, or fixed ones the profiled run had otherwise)."""
     initializers = {t.name for t in graph.initializer}
-    pinned = False
+    pinned = []
     for value in graph.input:
         found = shapes.get(value.name)
         if value.name in initializers or found is None or not value.type.HasField("tensor_type"):
@@ -47,10 +48,13 @@ def pin_inputs(graph: onnx.GraphProto, shapes: Recorded) -> bool:
         shape = value.type.tensor_type.shape
         if value.type.tensor_type.HasField("shape") and len(shape.dim) != len(found[1]):
             continue
+        if value.type.tensor_type.HasField("shape") and [d.dim_value if d.HasField("dim_value") else None
+                                                         for d in shape.dim] == found[1]:
+            continue
         shape.Clear()
         for size in found[1]:
             shape.dim.add().dim_value = size
-        pinned = True
+        pinned.append(f"{clean(value.name, 60)} {'×'.join(map(str, found[1])) or 'scalar'}")
     return pinned
 
 
@@ -69,12 +73,14 @@ def write(graph: onnx.GraphProto, shapes: Recorded) -> int:
                                 for name in missing if name in shapes})
 
 
-def note(path: Path, profiles: Sequence[Path], written: int, graph: onnx.GraphProto) -> str:
-    """The line saying where the shapes came from, and how many tensors are still without one."""
+def note(path: Path, profiles: Sequence[Path], pinned: list[str], written: int, graph: onnx.GraphProto) -> str:
+    """The line saying where the shapes came from, and how many tensors are still without one; "" when the
+    profile changed nothing (a model whose shapes are all static, profiled with them)."""
     names = ", ".join(clean(str(p), 120) for p in profiles)
     left = len(missing_shapes(graph))
     if not written and not left:
-        return f"{path}: input shapes taken from the onnxruntime profile {names}"
+        inputs = ", ".join(pinned[:3]) + (", …" if len(pinned) > 3 else "")
+        return f"{path}: input shapes taken from the onnxruntime profile {names} ({inputs})" if pinned else ""
     rest = f"; {left} tensor{'s' if left != 1 else ''} it did not record still {'have' if left != 1 else 'has'} " \
            "no shape (--inputs FILE.npz runs the model on real values)" if left else ""
     return f"{path}: shapes of {written} tensors that static inference cannot reach were taken from the " \
