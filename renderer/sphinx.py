@@ -124,9 +124,11 @@ class AnnographDirective(SphinxDirective):
         for line in json.loads(notes.read_text(encoding="utf-8"))["unmatched"]:
             logger.warning("annograph: %s", line, location=(self.env.docname, self.lineno),
                            type="annograph", subtype="coverage")
+        from .pages import pages_folder
+
         node = annograph()
         node.update_all_atts({
-            "svg": str(svg), "pages": svg.with_name(svg.name + ".pages").is_dir(),
+            "svg": str(svg), "pages": svg.with_name(pages_folder(svg.name)).is_dir(),
             "alt": self.options.get("alt") or f"annotated graph of {Path(self.arguments[0]).name}",
             "width": self.options.get("width", ""), "model": model, "annotations": annotations, "fields": fields,
             "sidecar": sidecar,
@@ -187,6 +189,7 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
 
     from . import loading
     from .inline_svg import parse
+    from .pages import pages_folder
     from .rendering import render
 
     loaded = loading.load(model, annotations, loading.render_options(**fields), sidecar=sidecar)
@@ -195,7 +198,7 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
     try:
         drawn = folder / output.name
         render(loaded.model, loaded.annotations, loaded.options, output=str(drawn))
-        pages = drawn.with_name(drawn.name + ".pages")
+        pages = drawn.with_name(pages_folder(drawn.name))
         for svg in [drawn, *sorted(pages.glob("*.svg"))]:
             parse(svg.read_text(encoding="utf-8"))
         if pages.is_dir() and not output.with_name(pages.name).exists():
@@ -221,15 +224,16 @@ def _one_line(error: BaseException) -> str:
 def _ship(source: Path, folder: Path) -> None:
     """Copy the picture (and its pages) into ``folder`` unless it is there already."""
     from . import atomic
+    from .pages import pages_folder
 
     target = folder / source.name
     if not target.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         atomic.write_bytes(target, source.read_bytes())
-    pages = source.with_name(source.name + ".pages")
-    if pages.is_dir() and not target.with_name(target.name + ".pages").is_dir():
-        atomic.write_all([(target.with_name(target.name + ".pages"),
-                           {p.name: p.read_bytes() for p in pages.glob("*.svg")})])
+    pages = source.with_name(pages_folder(source.name))
+    copy = target.with_name(pages_folder(target.name))
+    if pages.is_dir() and not copy.is_dir():
+        atomic.write_all([(copy, {p.name: p.read_bytes() for p in pages.glob("*.svg")})])
 
 
 def visit_html(self: Any, node: annograph) -> None:

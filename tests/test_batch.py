@@ -520,3 +520,18 @@ def test_an_error_in_a_batch_names_its_model(tmp_path: Path) -> None:
     result = run_job(ModelJob(str(ONNX / "tiny_cnn.onnx"), (str(runs[0]),), ("latency_us",),
                               options=renderer.RenderOptions(timeout=1e-9)))
     assert result.error is not None and result.error.startswith(str(ONNX / "tiny_cnn.onnx")), result.error
+
+
+def test_a_refused_pages_folder_fails_its_model_only(tmp_path: Path) -> None:
+    """A user's file in one picture's pages folder: that model fails (the file stays), the other is written."""
+    runs = write_sparse_runs(ONNX / "bert_scoped.onnx", tmp_path / "runs", 1)
+    out = tmp_path / "out"
+    models = [ONNX / "bert_scoped.onnx", ONNX / "tiny_cnn.onnx"]
+    batch(*models, "-a", runs[0], "--color-by", "latency_us", "-o", out)
+    [folder] = out.glob("*.pages")
+    (folder / "page-notes.svg").write_text("mine", encoding="utf-8")
+    run = run_cli("batch", *models, "-a", runs[0], "--color-by", "latency_us", "-o", out)
+    assert run.returncode == 1 and "page-notes.svg" in run.stderr and "1 of 2 models failed" in run.stderr
+    assert (folder / "page-notes.svg").read_text(encoding="utf-8") == "mine"
+    _, text = sheet_links(out)
+    assert "bert_scoped.onnx" in text and "failed" in text

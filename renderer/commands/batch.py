@@ -101,22 +101,28 @@ def run(args: argparse.Namespace) -> int:
 def _take(result, folder: Path, inputs: list, ours: set[str], done: list) -> None:  # type: ignore[no-untyped-def, type-arg]
     """Say how one model went and write its pictures (never over a file an earlier batch did not write)."""
     from .. import atomic
+    from ..errors import RenderError
     from .common import note, warn
 
     for line in result.notes:
         warn(line)
     for line in result.said:
         note(line)
-    atomic.refuse_inputs([folder / name for name, _ in result.files], inputs)
-    foreign = next((name for name, _ in result.files if name not in ours and os.path.lexists(folder / name)), None)
-    if result.error is None and foreign is not None:
-        result.error = (f"{result.model}: {folder / foreign} exists and was not written by annograph batch; "
-                        "move it, or choose another folder")
-        result.files, result.pictures = [], []
+    if result.error is None:
+        try:  # refused as a whole (an input among the targets, a user's file in the way): this model fails
+            targets = [(folder / name, data) for name, data in result.files]
+            atomic.refuse_inputs([path for path, _ in targets], inputs)
+            foreign = next((path for path, _ in targets if path.name not in ours and os.path.lexists(path)), None)
+            if foreign is not None:
+                raise RenderError(f"{foreign} exists and was not written by annograph batch; move it, or choose "
+                                  "another folder")
+            atomic.write_all(targets, inputs)
+        except RenderError as e:
+            result.error = f"{result.model}: {e}"
     if result.error is not None:
+        result.files, result.pictures = [], []
         warn(f"error: {result.error}")
     else:
-        atomic.write_all([(folder / name, data) for name, data in result.files], inputs)
         note(f"{result.model}: {len(result.pictures)} pictures in {folder}")
     done.append(result)
 
