@@ -5,13 +5,17 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .annotations.records import Annotations, MetricInfo, metric_value
 from .colors import Scale, format_number
 from .errors import MetricError
-from .ir import ElementKey
+from .ir import ElementKey, Model, Node
+
+NO_COLOR = "none"
+"""``--color-by none`` (``RenderOptions(color_by="none")``): plain boxes, no heatmap."""
 
 
 @dataclass(slots=True)
@@ -36,7 +40,8 @@ class Heatmap:
 
     def notes(self) -> list[str]:
         """What a legend says of the scale: its norm, its centre, and which way is better when known."""
-        notes = [f"{self.scale.norm} scale"]
+        notes = ["built in"] if self.info.source == "builtin" else []
+        notes.append(f"{self.scale.norm} scale")
         if self.scale.center is not None:
             notes.append(f"centred at {format_number(self.scale.center)}")
         if self.info.higher_is_better is True:
@@ -95,13 +100,15 @@ class DefaultMetric:
 
     metric: str | None
     why: str = ""
+    builtin: bool = False
 
     @property
     def said(self) -> str:
         """The one line for stderr ("" for none)."""
         if self.metric is None:
             return self.why
-        return f"colouring by {self.metric}, {self.why}; --color-by to choose another"
+        plain = f", --color-by {NO_COLOR} for plain boxes" if self.builtin else ""
+        return f"colouring by {self.metric}, {self.why}; --color-by to choose another{plain}"
 
 
 def default_metric(annotations: Annotations) -> DefaultMetric:
@@ -121,7 +128,27 @@ def default_metric(annotations: Annotations) -> DefaultMetric:
         listed = "; ".join(f"{name}, {text}" for (name, _), text in zip(mains, described))
         return DefaultMetric(None, f"no default colour metric, the annotations bring several main metrics: "
                                    f"{listed}; choose one with --color-by")
+    if names:
+        listed = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+        return DefaultMetric(None, f"no default colour metric, the annotations bring several metrics and no "
+                                   f"tool declares one its main: {listed}; choose one with --color-by")
     return DefaultMetric(None)
+
+
+def builtin_default(model: Model, drawn: Callable[[Node], bool]) -> DefaultMetric:
+    """The built-in metric that colours a model whose annotations bring no numeric operator metric: ``macs``
+    when more than half of the drawn operators have a MAC count (their shapes are known), else
+    ``weight_bytes``, which needs no shapes."""
+    from .metrics import model_costs
+    from .metrics.op_costs import Cost
+
+    costs = model_costs(model).ops
+    keys = [node.key for node in model.nodes() if drawn(node)]
+    counted = sum(isinstance(costs[key].cost, Cost) for key in keys)
+    if keys and 2 * counted > len(keys):
+        return DefaultMetric("macs", f"built in, known for {counted:,} of {len(keys):,} drawn operators", True)
+    return DefaultMetric("weight_bytes", f"built in (MACs are known for only {counted:,} of {len(keys):,} drawn "
+                                         "operators: pin free input dims with --dim)", True)
 
 
 def _files_of(annotations: Annotations, source: str) -> str:

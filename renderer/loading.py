@@ -2,8 +2,9 @@
 reads them: shared by ``renderer.show`` (Jupyter) and the Sphinx directive.
 
 Paths or already-loaded objects are accepted; the model's own annotations and its sidecar files are merged
-first, as the command does, and without ``color_by`` the annotations' default metric colours the boxes (their
-only numeric operator metric, or the main metric of the tool that wrote them). What the command would print on
+first, as the command does, and without ``color_by`` the default metric colours the boxes (``default_color``:
+the annotations' only numeric operator metric, or the main metric of the tool that wrote them, else built-in
+MACs or weight bytes). What the command would print on
 stderr is collected in ``Loaded.notes``.
 """
 
@@ -94,22 +95,27 @@ def load(
     unmatched = [c.line() for c in annotations.coverage if c.unmatched]
     notes += [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched]
     notes += annotations.notes
-    options, said = default_color(options, annotations)
+    options, said = default_color(options, annotations, model)
     notes += [said] if said else []
     return Loaded(model, annotations, options, notes, unmatched)
 
 
-def default_color(options: RenderOptions, annotations: Any) -> tuple[RenderOptions, str]:
-    """``options`` colouring by the annotations' default metric (``heatmap.default_metric``) when they name
-    none, and the line that says which and why ("" when there is nothing to say)."""
-    from .heatmap import default_metric
+def default_color(options: RenderOptions, annotations: Any, model: Any) -> tuple[RenderOptions, str]:
+    """``options`` with ``color_by`` decided when the caller named none, and the line that says which metric
+    and why ("" when there is nothing to say). One rule for the command line, ``renderer.render``, ``show`` and
+    the Sphinx directive: the annotations' default metric (``heatmap.default_metric``); when they bring no
+    numeric operator metric at all, a built-in one (``heatmap.builtin_default``: MACs, else weight bytes);
+    when they bring several and none is declared main, plain boxes (``heatmap.NO_COLOR``) and a line asking
+    for ``--color-by``."""
+    from .folding import fold
+    from .heatmap import NO_COLOR, builtin_default, default_metric
 
     if options.color_by is not None:
         return options, ""
     default = default_metric(annotations)
-    if default.metric is not None:
-        options = dataclasses.replace(options, color_by=default.metric)
-    return options, default.said
+    if default.metric is None and not default.why:
+        default = builtin_default(model, fold(model, options.show_constants).is_drawn)
+    return dataclasses.replace(options, color_by=default.metric or NO_COLOR), default.said
 
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:

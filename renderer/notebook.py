@@ -53,7 +53,7 @@ class Picture:
         return self._loaded.options
 
     def __repr__(self) -> str:
-        colour = f", coloured by {self.options.color_by}" if self.options.color_by else ""
+        colour = f", coloured by {self.options.color_by}" if self.options.color_by not in (None, "none") else ""
         book = f", overview of {self.pages} pages" if self.pages > 1 else ""
         return f"<annograph picture of {Path(self.model.path).name}{colour}{book}>"
 

@@ -13,7 +13,9 @@ class RenderOptions:
     """Options for ``renderer.render``.
 
     Attributes:
-        color_by: metric filling operator boxes (a heatmap), or None for plain boxes.
+        color_by: metric filling operator boxes (a heatmap); ``"none"`` for plain boxes; None for the default
+            the command line applies (``loading.default_color``: the annotations' metric, else built-in MACs or
+            weight bytes).
         cmap: colour map name (ours in colormaps/ or matplotlib's); default ``heat`` (``diverging`` with center).
         norm: ``linear``, ``log`` or ``quantile``.
         vmin / vmax / center: colour map range and diverging centre; from the data when None.

@@ -11,11 +11,11 @@ from .annotations.records import AnnotationSet
 from .errors import RenderError
 from .file_formats import chosen_format
 from .folding import fold
-from .heatmap import Heatmap, build
+from .heatmap import NO_COLOR, Heatmap, build
 from .colors import format_number
 from .ir import Model, Node
 from .options import RenderOptions
-from .progress import count, stage, waiting
+from .progress import count, note, stage, waiting
 
 
 if TYPE_CHECKING:
@@ -38,15 +38,22 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     from . import metrics as builtin
 
     annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
-    wanted = {n for n in (options.color_by, options.edge_by) if n} | set(options.show or [])
+    if options.color_by is None:  # the API's default is the command line's
+        from .loading import default_color
+
+        options, said = default_color(options, annotations, model)
+        if said:
+            note(said)
+    color_by = None if options.color_by == NO_COLOR else options.color_by
+    wanted = {n for n in (color_by, options.edge_by) if n} | set(options.show or [])
     with stage("metrics") as facts:
         annotations = builtin.augment(model, annotations, wanted, options)
         facts.append(", ".join(sorted(wanted & {*builtin.OP_METRICS, *builtin.ALL_TENSOR_METRICS})) or "none built in")
     heatmap: Heatmap | None = None
     edge_map: Heatmap | None = None
     folding = fold(model, options.show_constants)
-    if options.color_by:
-        heatmap = build(options.color_by, annotations, "op", options.cmap, options.norm, options.vmin, options.vmax,
+    if color_by:
+        heatmap = build(color_by, annotations, "op", options.cmap, options.norm, options.vmin, options.vmax,
                         options.center, undrawn=folding.hidden)
     if options.edge_by:
         edge_map = build(options.edge_by, annotations, "t", options.edge_cmap or "ice", "linear")

@@ -29,18 +29,104 @@ def test_single_metric_colours_without_color_by(tmp_path: Path) -> None:
     assert len(fills(svg)) > 5
 
 
-def test_several_metrics_or_none_leave_boxes_plain(tmp_path: Path) -> None:
+def test_several_metrics_and_no_main_one_leave_boxes_plain_and_say_so(tmp_path: Path) -> None:
     two = tmp_path / "two.csv"
     two.write_text("id,latency_us,error\nstem/conv,3,0.5\nstem/bn,4,0.25\n")
     svg = tmp_path / "two.svg"
     run = run_cli("render", ONNX / "tiny_cnn.onnx", "-a", two, "-o", svg)
     assert run.returncode == 0, run.stderr
     assert "colouring by" not in run.stderr
+    assert ("no default colour metric, the annotations bring several metrics and no tool declares one its main: "
+            "error, latency_us; choose one with --color-by") in run.stderr
     assert fills(svg) == {"#ffffff"}
-    text = tmp_path / "text.csv"
-    text.write_text("id,note\nstem/conv,tiled\n")
-    run = run_cli("render", ONNX / "tiny_cnn.onnx", "-a", text, "-o", tmp_path / "text.svg")
-    assert run.returncode == 0 and "colouring by" not in run.stderr
+
+
+# ---- no numeric metric in the annotations: the built-in heat ---------------------------------------------------
+
+def hand_macs(model_path: Path) -> dict[str, int]:
+    """Conv and Gemm MACs of an ONNX model, from its weights and inferred output shapes (not annograph's)."""
+    import math
+
+    import onnx
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(model_path))
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in [*model.graph.value_info, *model.graph.output]}
+    weights = {t.name: list(t.dims) for t in model.graph.initializer}
+    macs = {}
+    for node in model.graph.node:
+        if node.op_type == "Conv":
+            kernel = weights[node.input[1]]
+            out = shapes[node.output[0]]
+            macs[node.name] = math.prod(out) * math.prod(kernel[1:]) + (math.prod(out) if len(node.input) > 2 else 0)
+        elif node.op_type == "Gemm":
+            k, n = weights[node.input[1]][::-1] if any(a.name == "transB" and a.i for a in node.attribute) \
+                else weights[node.input[1]]
+            macs[node.name] = shapes[node.output[0]][0] * k * n + shapes[node.output[0]][0] * n
+    return macs
+
+
+def luminance(colour: str) -> float:
+    r, g, b = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_no_metric_in_the_annotations_colours_by_builtin_macs(tmp_path: Path) -> None:
+    svg, explicit, text = tmp_path / "a.svg", tmp_path / "b.svg", tmp_path / "text.csv"
+    run = run_cli("render", TINY_CNN, "-o", svg)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[-1] == (
+        "annograph: colouring by macs, built in, known for 18 of 18 drawn operators; --color-by to choose another, "
+        "--color-by none for plain boxes")
+    assert run_cli("render", TINY_CNN, "--color-by", "macs", "-o", explicit).returncode == 0
+    assert svg.read_bytes() == explicit.read_bytes()
+    assert "macs" in legend_text(svg) and "built in" in legend_text(svg)
+    expected = hand_macs(TINY_CNN)
+    assert len(expected) == 5  # four Conv and one Gemm
+    drawn = box_fills(svg)
+    ranked = sorted(expected, key=expected.get)
+    assert [luminance(drawn[name]) for name in ranked] == sorted((luminance(drawn[n]) for n in ranked), reverse=True)
+    assert drawn[ranked[-1]] != drawn[ranked[0]]
+    text.write_text("id,note\nstem/conv,tiled\n")  # annotations without a number colour by the built-in too
+    run = run_cli("render", TINY_CNN, "-a", text, "-o", tmp_path / "text.svg")
+    assert run.returncode == 0 and "colouring by macs, built in" in run.stderr, run.stderr
+
+
+def test_color_by_none_draws_plain_boxes_and_says_nothing(tmp_path: Path) -> None:
+    svg = tmp_path / "plain.svg"
+    run = run_cli("render", TINY_CNN, "-a", PROFILE, "--color-by", "none", "-o", svg)
+    assert run.returncode == 0 and "colouring by" not in run.stderr, run.stderr
+    assert fills(svg) == {"#ffffff"}
+    assert "box fill" not in legend_text(svg)
+
+
+def test_mostly_unknown_macs_colour_by_weight_bytes(tmp_path: Path) -> None:
+    """bert_scoped's batch and sequence dims are free: most MACs are unknown, weights are not."""
+    svg = tmp_path / "bert.svg"
+    run = run_cli("render", ONNX / "bert_scoped.onnx", "--collapse", "none", "-o", svg)
+    assert run.returncode == 0, run.stderr
+    [said] = [line for line in run.stderr.splitlines() if "colouring by" in line]
+    assert said.startswith("annograph: colouring by weight_bytes, built in (MACs are known for only ")
+    assert "pin free input dims with --dim" in said
+    assert "weight_bytes (B)" in legend_text(svg)
+    pinned = run_cli("render", ONNX / "bert_scoped.onnx", "--collapse", "none", "--dim", "batch=1",
+                     "--dim", "sequence=16", "-o", tmp_path / "pinned.svg")
+    assert pinned.returncode == 0 and "colouring by macs, built in" in pinned.stderr, pinned.stderr
+
+
+def test_the_python_api_applies_the_default_as_the_command_does(tmp_path: Path) -> None:
+    """renderer.render with RenderOptions() writes the bytes ``annograph render`` writes, with and without
+    annotations; the API prints nothing unless asked (quiet by default)."""
+    import renderer
+
+    model = renderer.load_model(TINY_CNN)
+    for name, files in (("plain", []), ("profile", [PROFILE])):
+        cli, api = tmp_path / f"cli-{name}.svg", tmp_path / f"api-{name}.svg"
+        assert run_cli("render", TINY_CNN, *[a for f in files for a in ("-a", f)], "-o", cli).returncode == 0
+        renderer.render(model, renderer.load_annotations(files, model), renderer.RenderOptions(), output=api)
+        assert api.read_bytes() == cli.read_bytes(), name
+    assert renderer.show(TINY_CNN).options.color_by == "macs"
+    assert renderer.show(TINY_CNN, color_by="none").options.color_by == "none"
 
 
 # ---- a tool's main metric: when the annotations bring several metrics --------------------------------------

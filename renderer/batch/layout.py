@@ -12,6 +12,7 @@ from ..annotations import Annotations
 from ..annotations.records import Entry
 from ..folding import fold
 from ..dot import Scene
+from ..heatmap import NO_COLOR
 from ..ir import Model
 from ..options import RenderOptions
 from ..rendering import to_dot
@@ -82,7 +83,7 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
     for node in model.nodes():
         if folding.is_drawn(node):
             notes.ops[node.key] = Entry({key_text: value_text}, {"fillcolor": SENTINEL_FILL})
-    layout_options = dataclasses.replace(options, color_by=None, edge_by=None, show=[key_text], focus=[], top=None)
+    layout_options = dataclasses.replace(options, color_by=NO_COLOR, edge_by=None, show=[key_text], focus=[], top=None)
     scene = prepare(model, notes, layout_options)
     book = plan_book(scene)
     if book is None:

@@ -66,8 +66,9 @@ def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
     look = parser.add_argument_group("colour")
     if edges:
         look.add_argument("--color-by", "--colour-by", metavar="METRIC",
-                          help="operator metric filling the boxes (default: the annotations' only numeric "
-                          "metric, or their tool's main one)")
+                          help="operator metric filling the boxes, or 'none' for plain boxes (default: the "
+                          "annotations' only numeric metric, or their tool's main one; without either, the "
+                          "built-in macs, or weight_bytes when most MACs are unknown)")
     look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
                       "matplotlib one; append _r to reverse")
     look.add_argument("--norm", choices=("linear", "log", "quantile"), default="linear")
@@ -187,12 +188,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
+    from ..heatmap import NO_COLOR
     from ..rendering import render
     from .common import load_annotated, warn
 
     model, annotations = load_annotated(args, model_path, check_dims=check_dims)
-    options = default_color(options, annotations)
-    if options.color_by:
+    options = default_color(options, annotations, model)
+    if options.color_by != NO_COLOR:
         _say_what_to_pin(model, annotations, options.color_by)
     render(model, annotations, options, output=list(outputs))
     if options.show == ["all"]:
@@ -216,13 +218,13 @@ def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[n
         warn(advice)
 
 
-def default_color(options, annotations):  # type: ignore[no-untyped-def]
+def default_color(options, annotations, model):  # type: ignore[no-untyped-def]
     """``options`` colouring by the annotations' default metric when no --color-by was given (said on
     stderr)."""
     from .. import loading
     from .common import note
 
-    options, said = loading.default_color(options, annotations)
+    options, said = loading.default_color(options, annotations, model)
     if said:
         note(said)
     return options
