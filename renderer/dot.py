@@ -160,7 +160,7 @@ class _Emitter:
             f'<FONT COLOR="{header_ink}" POINT-SIZE="8">  {node.graph.index}:{node.index}</FONT></TD></TR>'
         ]
         if node.name:
-            rows.append(_row(escape.html_text(node.name, LABEL_CHARS), ink, size=8))
+            rows.append(_row(escape.html_text(node.name, LABEL_CHARS, middle=True), ink, size=8))
         folded = self.folding.folded_inputs(node)
         for slot, value in folded[:4]:
             rows.append(_row(self._constant_text(node, slot, value), ink, size=8))
@@ -169,7 +169,7 @@ class _Emitter:
             rows.append(_row(f"+{extra} more folded inputs", ink, size=8))
         for line in _attribute_lines(node, self.opts.max_attributes):
             rows.append(_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
-        shown = self._shown_values(entry)
+        shown = self._shown_values(entry, node.metadata)
         for key, value in shown[:MAX_DRAWN_VALUES]:
             rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_box_text(value), 24)}</B>", ink))
         if len(shown) > MAX_DRAWN_VALUES:
@@ -198,7 +198,10 @@ class _Emitter:
             return self.scene.heatmap.color(node.key)
         return PLAIN_FILL
 
-    def _shown_values(self, entry: Entry | None) -> list[tuple[str, object]]:
+    def _shown_values(self, entry: Entry | None, stored: dict[str, str]) -> list[tuple[str, object]]:
+        """The values a box lists: by default the colour metric and a few more, leaving out built-in metrics
+        and the text the model file stores with the node (an exporter's ``pkg.torch.onnx.*`` or
+        ``namespace``: it stays in the tooltip), which ``--show all`` or ``--show KEY`` bring back."""
         if entry is None:
             return []
         show = self.opts.show
@@ -206,8 +209,9 @@ class _Emitter:
         if show is None:
             metrics = self.scene.annotations.metrics
             keys = [metric] if metric and metric in entry.values else []
-            keys += [k for k in entry.values
-                     if k != metric and (k not in metrics or metrics[k].source != "builtin")][:DEFAULT_SHOWN_VALUES]
+            keys += [k for k, v in entry.values.items()
+                     if k != metric and (k not in metrics or metrics[k].source != "builtin")
+                     and not _stored_text(k, v, stored)][:DEFAULT_SHOWN_VALUES]
         elif show == ["all"]:
             keys = list(entry.values)
         else:
@@ -215,7 +219,7 @@ class _Emitter:
         return [(k, entry.values[k]) for k in keys]
 
     def _constant_text(self, node: Node, slot: int, value: Value) -> str:
-        """``name ⟨shape⟩ dtype`` of a folded input: the stored tensor (``float16→float32`` when a folded op
+        """``name [shape] dtype`` of a folded input: the stored tensor (``float16→float32`` when a folded op
         only changes its storage), or the computed value's own type, marked ``(computed)``."""
         name = node.input_names[slot] if slot < len(node.input_names) else _short(value.name) or f"in{slot}"
         stored = value if value.is_constant else self.folding.stored(value)
@@ -228,7 +232,7 @@ class _Emitter:
             dtype = tensor.dtype if tensor else (stored.type.dtype if stored.type else "?")
             if stored is not value and value.type is not None and value.type.dtype != dtype:
                 dtype = f"{dtype}→{value.type.dtype}"
-        return f"{escape.html_text(name, 20)} ⟨{escape.html_text(shape, 30)}⟩ {escape.html_text(dtype, 30)}"
+        return f"{escape.html_text(name, 20, middle=True)} [{escape.html_text(shape, 30)}] {escape.html_text(dtype, 30)}"
 
     def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
         lines = [f"{_type_text(node)}  (operator {node.graph.index}:{node.index}, {node.element_id})"]
@@ -498,12 +502,19 @@ def _is_subgraph(value: object) -> bool:
 
 def _stored_and_annotated(metadata: dict[str, str], entry: Entry | None) -> list[str]:
     """A tooltip's last lines: what the model file stores with the element, then, after a rule, its
-    annotation values."""
-    lines = [f"{key}: {escape.clean(text, 200)}" for key, text in metadata.items()]
-    if entry is not None and entry.values:
+    annotation values (those that only repeat the stored text left out)."""
+    lines = [f"{escape.clean(key, 80)}: {escape.clean(text, 200)}" for key, text in metadata.items()]
+    values = [(k, v) for k, v in entry.values.items() if not _stored_text(k, v, metadata)] if entry else []
+    if values:
         lines.append("—")
-        lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in entry.values.items())
+        lines.extend(f"{escape.clean(k, 80)}: {escape.clean(_value_text(v), 200)}" for k, v in values)
     return lines
+
+
+def _stored_text(key: str, value: object, stored: dict[str, str]) -> bool:
+    """True for a value that is the model file's own non-numeric text for ``key`` (ONNX ``metadata_props``,
+    read as annotations): exporter records, not measurements."""
+    return stored.get(key) == value and metric_value(value) is None
 
 
 def _value_text(value: object, compact: bool = False) -> str:

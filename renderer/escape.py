@@ -42,16 +42,17 @@ _NOT_XML = re.compile(r"[\ud800-\udfff\ufffe\uffff]")
 ELLIPSIS = "…"
 
 
-def clean(value: Any, limit: int = 200, newlines: bool = False) -> str:
+def clean(value: Any, limit: int = 200, newlines: bool = False, middle: bool = False) -> str:
     """``value`` as printable text: controls shown as ``\\xNN``, bidi controls as ``<U+202E>``, lone surrogates and
-    U+FFFE/U+FFFF as U+FFFD, cut at ``limit``.
+    U+FFFE/U+FFFF as U+FFFD, cut at ``limit``: its end cut off, or with ``middle`` its middle, so a long name
+    keeps the distinctive tail (``If_0_else_br…/layer.3/conv/Conv``).
 
-    >>> clean("a\\x00b\\u202ec"), clean("x" * 10, limit=4)
-    ('a\\\\x00b<U+202E>c', 'xxx…')
+    >>> clean("a\\x00b\\u202ec"), clean("x" * 10, limit=4), clean("abcdefghij", limit=7, middle=True)
+    ('a\\\\x00b<U+202E>c', 'xxx…', 'ab…ghij')
     """
     text = value if isinstance(value, str) else str(value)
     if len(text) > limit:
-        text = text[: max(limit - 1, 0)] + ELLIPSIS
+        text = _elided(text, limit, middle)
     if text.isprintable():  # no control, format (bidi, zero-width), surrogate or unassigned character: as it is
         return text
     if not newlines:
@@ -64,13 +65,23 @@ def clean(value: Any, limit: int = 200, newlines: bool = False) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def html_text(value: Any, limit: int = 60) -> str:
-    """Text for a cell of an HTML-like label: one line, entities for ``& < > " '``.
+def _elided(text: str, limit: int, middle: bool) -> str:
+    """``text`` in ``limit`` characters with ``…`` for what was left out: its end, or its middle (a third of
+    the room for the head, the rest for the tail)."""
+    room = max(limit - 1, 0)
+    if not middle or room < 3:
+        return text[:room] + ELLIPSIS
+    head = room // 3
+    return text[:head] + ELLIPSIS + text[len(text) - (room - head):]
+
+
+def html_text(value: Any, limit: int = 60, middle: bool = False) -> str:
+    """Text for a cell of an HTML-like label: one line, entities for ``& < > " '`` (``middle``: see ``clean``).
 
     >>> html_text('<b onclick="x">&')
     '&lt;b onclick=&quot;x&quot;&gt;&amp;'
     """
-    return html.escape(clean(value, limit), quote=True).replace("\\", "\\\\")
+    return html.escape(clean(value, limit, middle=middle), quote=True).replace("\\", "\\\\")
 
 
 def svg_text(value: Any, limit: int = 200) -> str:

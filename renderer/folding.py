@@ -95,11 +95,13 @@ def fold(model: Model, show_constants: bool = False) -> Folding:
     computed: dict[ValueKey, Computed] = {}
     for graph in model.graphs:  # a parent graph comes before its subgraphs, which may read its values
         for node in graph.nodes:
-            if node.op_type in HIDDEN_PRODUCERS and node.outputs and all(v.is_constant for v in node.outputs):
+            writes_output = any(v.is_output for v in node.outputs)  # always drawn: the graph's result
+            if (node.op_type in HIDDEN_PRODUCERS and node.outputs and all(v.is_constant for v in node.outputs)
+                    and not writes_output):
                 hidden.add(node.key)
                 continue
             how = _static(node, computed)
-            if how is None or any(v.is_output for v in node.outputs):
+            if how is None or writes_output:
                 continue
             hidden.add(node.key)
             for value in node.outputs:

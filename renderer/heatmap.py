@@ -103,6 +103,11 @@ class DefaultMetric:
     builtin: bool = False
 
     @property
+    def routine(self) -> bool:
+        """True when the choice needs no line of its own (built-in MACs, said in the legend): ``-v`` says it."""
+        return self.builtin and self.metric == "macs"
+
+    @property
     def said(self) -> str:
         """The one line for stderr ("" for none)."""
         if self.metric is None:
@@ -147,8 +152,9 @@ def builtin_default(model: Model, drawn: Callable[[Node], bool]) -> DefaultMetri
     counted = sum(isinstance(costs[key].cost, Cost) for key in keys)
     if keys and 2 * counted > len(keys):
         return DefaultMetric("macs", f"built in, known for {counted:,} of {len(keys):,} drawn operators", True)
+    pin = ": pin free input dims with --dim" if model.pinnable_dims else ""
     return DefaultMetric("weight_bytes", f"built in (MACs are known for only {counted:,} of {len(keys):,} drawn "
-                                         "operators: pin free input dims with --dim)", True)
+                                         f"operators{pin})", True)
 
 
 def _files_of(annotations: Annotations, source: str) -> str:

@@ -12,6 +12,7 @@ Numbering (the ids users type and the SVG element ids):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,16 +48,30 @@ class TensorType:
             return None
         return tuple(int(d) for d in self.shape)  # type: ignore[arg-type]
 
-    def shape_text(self) -> str:
-        """Shape as ``64×3×7×7`` (``?`` for unknown dims, ``scalar`` for rank 0)."""
+    def shape_text(self, full: bool = False) -> str:
+        """Shape as ``64×3×7×7`` (``?`` for unknown dims, ``scalar`` for rank 0). Dims a tool invented rather
+        than a user named (``unk__662``, ``DynamicDimension.3``, a derived expression) read ``?`` unless
+        ``full``: ``batch×?×768``, not ``batch×unk__662×768``."""
         if self.shape is None:
             return "?"
         if len(self.shape) == 0:
             return "scalar"
-        return "×".join("?" if d is None else str(d) for d in self.shape)
+        return "×".join(_dim_text(d, full) for d in self.shape)
 
     def __str__(self) -> str:
-        return f"{self.dtype}[{self.shape_text()}]"
+        return f"{self.dtype}[{self.shape_text(full=True)}]"
+
+
+_INVENTED_DIM = re.compile(r"unk__\d+|DynamicDimension\.\d+|.*[()*/+].*|.*\s-\s.*", re.ASCII)
+"""Dim names exporters and shape inference make up: tf2onnx's and onnxruntime's ``unk__N``, onnx's
+``DynamicDimension.N``, and derived expressions (``floor(seq/2 - 1/2) + 1``)."""
+
+
+def _dim_text(dim: Dim, full: bool) -> str:
+    if dim is None:
+        return "?"
+    text = str(dim)
+    return "?" if not full and isinstance(dim, str) and _INVENTED_DIM.fullmatch(text) else text
 
 
 @dataclass(slots=True)

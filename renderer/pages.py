@@ -294,6 +294,8 @@ def neighbourhood(centre: Node, radius: int, drawn: Callable[[Node], bool]) -> l
     seen = {centre.key: centre}
     frontier = [centre]
     for _ in range(radius):
+        if not frontier:  # the whole connected part is in: a huge --radius must not spin on an empty frontier
+            break
         following: list[Node] = []
         for node in frontier:
             for other in _adjacent(node, drawn):

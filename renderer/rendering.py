@@ -15,7 +15,7 @@ from .heatmap import NO_COLOR, Heatmap, build
 from .colors import format_number
 from .ir import Model, Node
 from .options import RenderOptions
-from .progress import count, note, stage, waiting
+from .progress import count, stage, waiting
 
 
 if TYPE_CHECKING:
@@ -39,11 +39,10 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
 
     annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
     if options.color_by is None:  # the API's default is the command line's
-        from .loading import default_color
+        from .loading import default_color, say_default
 
-        options, said = default_color(options, annotations, model)
-        if said:
-            note(said)
+        options, default = default_color(options, annotations, model)
+        say_default(default)
     color_by = None if options.color_by == NO_COLOR else options.color_by
     wanted = {n for n in (color_by, options.edge_by) if n} | set(options.show or [])
     with stage("metrics") as facts:

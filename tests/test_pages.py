@@ -297,8 +297,29 @@ def test_top_k_pages_hold_the_hottest_operators(tmp_path: Path) -> None:
                   "--together", "-o", together, "--no-sidecar")
     assert run.returncode == 0, run.stderr
     assert sorted(_ids(parse_svg(together), "op-")) == sorted("op-" + i.replace(":", "-") for i in hottest)
-    no_metric = run_cli("render", path, "--top", "3", "-o", tmp_path / "x.svg", "--no-sidecar")
+    default = run_cli("render", path, "--top", "3", "-o", tmp_path / "d.svg", "--no-sidecar")
+    assert default.returncode == 0 and "colouring by " in default.stderr, default.stderr  # the default heat ranks
+    no_metric = run_cli("render", path, "--top", "3", "--color-by", "none", "-o", tmp_path / "x.svg", "--no-sidecar")
     assert no_metric.returncode != 0 and "--color-by" in no_metric.stderr
+
+
+def test_a_huge_radius_stops_when_the_graph_is_covered(tmp_path: Path) -> None:
+    """--radius 99999999999999999999 used to spin on an empty frontier; it draws the whole connected graph."""
+    import time
+
+    start = time.monotonic()
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "--focus", "stem/conv", "--radius", "9" * 20, "--top", "2",
+                  "-o", tmp_path / "x.svg", "--no-sidecar", timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert time.monotonic() - start < 100
+    assert len(_ids(parse_svg(tmp_path / "x.svg"), "op-")) >= 1
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--top", "0"), ("--top", "-5"), ("--radius", "-1"), ("--top", "x")])
+def test_counts_out_of_range_are_usage_errors(flag: str, value: str, tmp_path: Path) -> None:
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", flag, value, "-o", tmp_path / "x.svg")
+    assert run.returncode == 2 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert not (tmp_path / "x.svg").exists()
 
 
 def test_focus_on_an_unknown_id_is_one_line(tmp_path: Path) -> None:
@@ -334,7 +355,7 @@ def test_timeout_covers_the_whole_report_and_names_the_page(tmp_path: Path, big:
     (bin_dir / "dot").write_text("#!/bin/sh\nsleep 30\n", encoding="utf-8")
     (bin_dir / "dot").chmod(0o755)
     out = tmp_path / "b.svg"
-    run = run_cli("render", big, "--timeout", "2", "-o", out, "--no-sidecar",
+    run = run_cli("render", big, "--timeout", "2", "-o", out, "--no-sidecar", "--color-by", "none",
                   env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60)
     assert run.returncode != 0 and run.stderr.count("\n") == 1, run.stderr
     assert re.search(r"did not finish page \d+ \(.+\) within the 2 s of --timeout", run.stderr), run.stderr

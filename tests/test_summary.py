@@ -141,7 +141,7 @@ def test_higher_is_better_lists_the_lowest_first_without_shares(tmp_path: Path) 
 
 def test_without_a_colour_metric_says_how_to_get_one(tmp_path: Path) -> None:
     summary = tmp_path / "s.md"
-    assert _cli("render", ONNX / "tiny_cnn.onnx", "-o", summary, "-q") == 0
+    assert _cli("render", ONNX / "tiny_cnn.onnx", "--color-by", "none", "-o", summary, "-q") == 0
     text = summary.read_text(encoding="utf-8")
     assert "No colour metric" in text and not [t for t in _tables(text) if t[0][:1] == ["#"]]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ..progress import Verbosity, count, from_flags, note, stage, warn
@@ -36,15 +37,22 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type: a whole number, 0 or more (a seed)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is below 0")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """argparse type: a whole number of at least ``minimum`` (``--top 0`` is refused like ``--top -5``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is below {minimum}")
+        return value
+
+    return parse
+
+
+non_negative_int = whole_number(0)
+"""argparse type: a whole number, 0 or more (a seed)."""
 
 
 OUTPUT_FLAGS = frozenset({"-o", "--summary", "--save-dumps"})

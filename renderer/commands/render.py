@@ -102,6 +102,8 @@ def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
 
 def add_big_model_arguments(parser: argparse.ArgumentParser) -> None:
     """Overview and pages, focused views (``render`` only)."""
+    from .common import whole_number
+
     big = parser.add_argument_group("big models")
     big.add_argument("--collapse", default="auto", metavar="auto|none|DEPTH",
                      help="auto (default): one picture up to 1,500 drawn operators, above that an overview of "
@@ -113,8 +115,9 @@ def add_big_model_arguments(parser: argparse.ArgumentParser) -> None:
                      "costs add up, errors take the worst)")
     big.add_argument("--focus", action="append", default=[], metavar="ID",
                      help="draw only this operator and its neighbourhood (repeatable)")
-    big.add_argument("--radius", type=int, default=2, metavar="K", help="hops around --focus and --top (default 2)")
-    big.add_argument("--top", type=int, metavar="K",
+    big.add_argument("--radius", type=whole_number(0), default=2, metavar="K",
+                     help="hops around --focus and --top (default 2)")
+    big.add_argument("--top", type=whole_number(1), metavar="K",
                      help="draw the K hottest operators by --color-by, each with its neighbourhood, a page each "
                      "after an index page")
     big.add_argument("--together", action="store_true",
@@ -219,14 +222,11 @@ def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[n
 
 
 def default_color(options, annotations, model):  # type: ignore[no-untyped-def]
-    """``options`` colouring by the annotations' default metric when no --color-by was given (said on
-    stderr)."""
+    """``options`` colouring by the default metric when no --color-by was given (said on stderr)."""
     from .. import loading
-    from .common import note
 
-    options, said = loading.default_color(options, annotations, model)
-    if said:
-        note(said)
+    options, default = loading.default_color(options, annotations, model)
+    loading.say_default(default)
     return options
 
 

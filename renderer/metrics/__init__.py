@@ -172,7 +172,7 @@ def totals(model: Model) -> dict[str, str]:
     text["parameters"] = format_count(figures["params"])
     macs, uncounted = figures["macs"], figures["macs_uncounted"]
     if uncounted and not macs:
-        text["MACs"] = f"n/a ({uncounted} ops without a count)"
+        text["MACs"] = f"n/a ({uncounted} {'op' if uncounted == 1 else 'ops'} without a count)"
     else:
         text["MACs"] = format_count(macs) + (f" (+{uncounted} ops n/a)" if uncounted else "")
     text["weights"] = format_bytes(figures["weight_bytes"])

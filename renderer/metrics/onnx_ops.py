@@ -243,12 +243,16 @@ SPECIAL: dict[str, Callable[[Op], Cost]] = {
     "Attention": _attention, "MultiHeadAttention": _ms_multihead_attention,
 }
 MS_SPECIAL: dict[str, Callable[[Op], Cost]] = {"Attention": _ms_attention}
+STANDARD_DOMAINS = frozenset({"ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"})
+"""ONNX's own operator sets besides the default one: their operators are standard, never custom ops."""
 
 
 def cost(op: Op) -> Cost:
     """MACs of one ONNX operator; NotCountable with the reason when there is no formula or shape."""
     node = op.node
     domain = node.domain
+    if domain in STANDARD_DOMAINS:
+        raise NotCountable(f"no formula for {domain}.{node.op_type}")
     if domain not in ("", "ai.onnx", "com.microsoft"):
         raise NotCountable(f"custom op {domain}.{node.op_type}")
     name = node.op_type
