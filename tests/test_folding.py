@@ -88,7 +88,7 @@ def test_shape_chains_fold_into_the_reshape_that_reads_them(generated: Path, tmp
 
     reshape = next(n for n in model.main.nodes if n.name == "/encoder/layer.0/attention/self/Reshape")
     texts = " ".join(t.text or "" for t in ops[reshape.element_id].iter(f"{SVG_NS}text"))
-    assert "shape ⟨4⟩ int64 (computed)" in texts
+    assert "shape [4] int64 (computed)" in texts
     read = "/encoder/layer.0/attention/self/query/Add_output_0"
     # Concat, 2 Unsqueeze, 2 Gather, 2 Shape (the Constant indices are data, not computation)
     assert f"shape: computed by 7 folded ops from the shape of {read}" in tooltip_of(ops[reshape.element_id])
@@ -144,4 +144,4 @@ def test_weight_dequantize_folds_as_its_stored_tensor() -> None:
     stored = dequantize.inputs[0]
     assert folding.stored(conv.inputs[1]) is stored
     shape = "×".join(map(str, stored.initializer.shape))
-    assert f"W ⟨{shape}⟩ uint8→float32" in renderer.to_dot(model)
+    assert f"W [{shape}] uint8→float32" in renderer.to_dot(model)

@@ -298,7 +298,8 @@ def test_top_k_pages_hold_the_hottest_operators(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert sorted(_ids(parse_svg(together), "op-")) == sorted("op-" + i.replace(":", "-") for i in hottest)
     default = run_cli("render", path, "--top", "3", "-o", tmp_path / "d.svg", "--no-sidecar")
-    assert default.returncode == 0 and "colouring by " in default.stderr, default.stderr  # the default heat ranks
+    assert default.returncode == 0, default.stderr  # the default heat (built-in MACs) ranks them
+    assert "macs" in "".join(t.text or "" for t in parse_svg(tmp_path / "d.svg").iter(f"{SVG_NS}text"))
     no_metric = run_cli("render", path, "--top", "3", "--color-by", "none", "-o", tmp_path / "x.svg", "--no-sidecar")
     assert no_metric.returncode != 0 and "--color-by" in no_metric.stderr
 
@@ -308,17 +309,18 @@ def test_a_huge_radius_stops_when_the_graph_is_covered(tmp_path: Path) -> None:
     import time
 
     start = time.monotonic()
-    run = run_cli("render", ONNX / "tiny_cnn.onnx", "--focus", "stem/conv", "--radius", "9" * 20, "--top", "2",
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "--focus", "stem/conv", "--radius", "9" * 20,
                   "-o", tmp_path / "x.svg", "--no-sidecar", timeout=120)
     assert run.returncode == 0, run.stderr
     assert time.monotonic() - start < 100
-    assert len(_ids(parse_svg(tmp_path / "x.svg"), "op-")) >= 1
+    assert len(_ids(parse_svg(tmp_path / "x.svg"), "op-")) == 18  # every drawn operator of tiny_cnn
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--top", "0"), ("--top", "-5"), ("--radius", "-1"), ("--top", "x")])
 def test_counts_out_of_range_are_usage_errors(flag: str, value: str, tmp_path: Path) -> None:
     run = run_cli("render", ONNX / "tiny_cnn.onnx", flag, value, "-o", tmp_path / "x.svg")
-    assert run.returncode == 2 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode != 0 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.svg").exists()
 
 

@@ -447,7 +447,7 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     conv = next(n for n in model.main.nodes if n.op_type == "CONV_2D")
     filter_shape = "×".join(map(str, conv.inputs[1].producer.inputs[0].type.shape))
     texts = " ".join(t.text or "" for t in ops[conv.element_id].iter(f"{SVG_NS}text"))
-    assert f"filter ⟨{filter_shape}⟩ float16→float32" in texts
+    assert f"filter [{filter_shape}] float16→float32" in texts
     from renderer.rendering import prepare
 
     scene = prepare(model, None, renderer.RenderOptions(color_by="macs"))
