@@ -319,7 +319,7 @@ def test_a_huge_radius_stops_when_the_graph_is_covered(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("flag", "value"), [("--top", "0"), ("--top", "-5"), ("--radius", "-1"), ("--top", "x")])
 def test_counts_out_of_range_are_usage_errors(flag: str, value: str, tmp_path: Path) -> None:
     run = run_cli("render", ONNX / "tiny_cnn.onnx", flag, value, "-o", tmp_path / "x.svg")
-    assert run.returncode != 0 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 2 and flag in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.svg").exists()
 
