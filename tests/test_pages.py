@@ -414,7 +414,7 @@ def test_overview_draws_repeated_layers_once_with_a_cell_each(tmp_path: Path) ->
     runs = _ids(root, "run-")
     assert len(runs) == 1
     cells = [a.get(f"{XLINK_NS}href") for a in root.iter(f"{SVG_NS}a")
-             if re.fullmatch(r"encoder/layer\.\d+: .*", a.get(f"{XLINK_NS}title") or "")]
+             if re.fullmatch(r"encoder/layer\.\d+\b.*", a.get(f"{XLINK_NS}title") or "")]
     assert len(cells) == len(set(cells)) == 12
     model = renderer.load_model(ONNX / "bert_scoped.onnx")
     names = {n.element_id: n.name for n in model.nodes()}
