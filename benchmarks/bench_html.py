@@ -44,16 +44,19 @@ CASES = (("transformer-3600-scoped", 40, ()), ("transformer-400-shapes", 4, ()),
          ("transformer-3600-constants", 40, ("--show-constants",)))
 READY = "document.documentElement.classList.contains('js')"
 FRAME = "new Promise(r => requestAnimationFrame(() => setTimeout(() => r(performance.now()))))"
-FIRST_VIEW = """() => {
+# What the shown page offers (tests/test_html_report.py reads it too): its boxes (not the legend) whole on
+# screen, the least text size among them in px, the page, its view, and the elements in the DOM.
+ON_SCREEN = """() => {
   const v = document.getElementById('viewport').getBoundingClientRect();
   const boxes = [...document.querySelectorAll('section.current svg g.node')].filter(g => !/legend$/.test(g.id));
   const whole = boxes.filter(g => { const r = g.getBoundingClientRect();
     return r.width > 0 && r.left >= v.left - 0.5 && r.right <= v.right + 0.5 && r.top >= v.top - 0.5 && r.bottom <= v.bottom + 0.5; });
   const sizes = whole.flatMap(g => [...g.querySelectorAll('text')].filter(t => t.textContent.trim())
     .map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a));
-  return {elements: document.getElementsByTagName('*').length, rows: JSON.parse(
-            document.getElementById('report-data').textContent).ops.length, boxes: boxes.length, whole: whole.length,
-          least: sizes.length ? Math.min(...sizes) : 0};
+  return {page: document.querySelector('section.current').id, boxes: boxes.length, whole: whole.length,
+          least: sizes.length ? Math.min(...sizes) : 0, view: document.querySelector('section.current svg').getAttribute('viewBox'),
+          elements: document.getElementsByTagName('*').length,
+          rows: JSON.parse(document.getElementById('report-data').textContent).ops.length};
 }"""
 SORT = """() => [...document.querySelectorAll('table.ops th')].map(th => {
   const t0 = performance.now();
@@ -79,7 +82,7 @@ def open_once(browser, path: Path, shot: Path | None = None) -> dict:  # type: i
     page.goto(path.as_uri(), wait_until="commit")
     while not page.evaluate(READY):  # polled: the report's policy forbids the eval wait_for_function uses
         pass
-    figures = {"respond_ms": page.evaluate(FRAME), **page.evaluate(FIRST_VIEW)}
+    figures = {"respond_ms": page.evaluate(FRAME), **page.evaluate(ON_SCREEN)}
     if shot:
         page.screenshot(path=str(shot))
     figures["sort_ms"] = max(page.evaluate(SORT))

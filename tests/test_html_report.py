@@ -23,6 +23,10 @@ import pytest
 import payloads as P
 from conftest import ONNX, ROOT, SAMPLES
 
+sys.path.insert(0, str(ROOT))
+from benchmarks import transformer_models  # noqa: E402
+from benchmarks.bench_html import ON_SCREEN  # noqa: E402  (the shown page: boxes whole on screen, least text px)
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -391,17 +395,6 @@ def test_a_book_reads_without_script(browser, book: Path) -> None:  # type: igno
 # ---- a big model: the benchmark's 3,591-operator transformer, coloured by a real onnxruntime profile ------------
 
 BIG_WINDOW = (1600, 1000)
-# what the shown page offers: its boxes (not the legend) whole on screen, and the least text size among them in px
-ON_SCREEN = """() => {
-  const v = document.getElementById('viewport').getBoundingClientRect();
-  const boxes = [...document.querySelectorAll('section.current svg g.node')].filter(g => !/legend$/.test(g.id));
-  const whole = boxes.filter(g => { const r = g.getBoundingClientRect();
-    return r.width > 0 && r.left >= v.left - 0.5 && r.right <= v.right + 0.5 && r.top >= v.top - 0.5 && r.bottom <= v.bottom + 0.5; });
-  const sizes = whole.flatMap(g => [...g.querySelectorAll('text')].filter(t => t.textContent.trim())
-    .map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a));
-  return {page: document.querySelector('section.current').id, boxes: boxes.length, whole: whole.length,
-          least: Math.min(...sizes), view: document.querySelector('section.current svg').getAttribute('viewBox')};
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -409,9 +402,6 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``benchmarks/transformer_models.py``'s 40-layer encoder (3,591 operators, TorchScript's scoped names),
     run in onnxruntime with profiling on and rendered with that profile: one HTML file, an overview and a page
     per layer."""
-    sys.path.insert(0, str(ROOT))
-    from benchmarks import transformer_models
-
     folder = tmp_path_factory.mktemp("big")
     model = transformer_models.write(folder / "bert40.onnx", 40)
     return _render(model, folder / "bert40.html", "-a", str(transformer_models.profile(model, folder)))
