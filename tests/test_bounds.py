@@ -322,10 +322,22 @@ def test_render_timeout_past_what_poll_takes_is_a_usage_error(tmp_path: Path) ->
 
 
 def test_compare_stderr_carries_only_our_lines(tmp_path: Path) -> None:
-    """Issue 19 item 12: Python warnings with source paths and onnxruntime's coloured log lines reached stderr."""
+    """Issue 19 item 12: onnxruntime's own coloured log line (``\x1b[1;31m… [E:onnxruntime:…]``) and Python
+    warnings with source paths reached stderr beside our line; the runs' stderr is now the child's, kept apart."""
+    error_run_stderr = _compare_stderr(tmp_path, H.computed_tensor(1 << 10), {"n": np.array([-(1 << 12)], np.int64)})
+    lines = [line for line in error_run_stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("annograph: error: "), error_run_stderr
+    assert "onnxruntime failed" in lines[0] and "\x1b[" not in error_run_stderr and "[E:onnxruntime" not in lines[0]
     tiny = ONNX / "tiny_cnn.onnx"
     run = run_cli("compare", tiny, tiny, "-o", tmp_path / "e.json")
     assert run.returncode == 0, run.stderr
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
-    assert lines and all(line.startswith("annograph: ") for line in lines), run.stderr
+    assert all(line.startswith("annograph: ") for line in run.stderr.splitlines() if line.strip()), run.stderr
     assert "\x1b[" not in run.stderr and ".py:" not in run.stderr
+
+
+def _compare_stderr(tmp_path: Path, model: bytes, inputs: dict[str, np.ndarray]) -> str:
+    path = _write(tmp_path / "m.onnx", model)
+    np.savez(tmp_path / "in.npz", **inputs)
+    run = run_cli("compare", path, path, "--inputs", tmp_path / "in.npz", "-o", tmp_path / "e.json")
+    assert run.returncode == 1, run.stderr
+    return run.stderr
