@@ -90,7 +90,8 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
     answer, reason = _run_with(request, feeds, limit)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
-    sized = [] if feeds is not None else [name for name in missing if name in value_sized(graph)]
+    by_values = value_sized(graph) if feeds is None else set()
+    sized = [name for name in missing if name in by_values]
     if reason:
         return f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
             "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")
