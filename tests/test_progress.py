@@ -191,7 +191,7 @@ def test_quiet_and_verbose_mean_the_same_everywhere(command: str, tmp_path: Path
                                                                          str(tmp_path / "v")).splitlines())
     assert runs["-q"].stdout == runs[""].stdout.replace(str(tmp_path / "normal"), str(tmp_path / "q"))
     both = run_cli(command, *_invocation(command, tmp_path), "-q", "-v")
-    assert both.returncode == 1 and both.stdout == ""
+    assert both.returncode == 2 and both.stdout == ""
     assert both.stderr.count("\n") == 1 and "not allowed with" in both.stderr
 
 
