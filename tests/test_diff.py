@@ -430,3 +430,20 @@ def test_summary_stays_small_for_a_huge_diff() -> None:
     assert "**10000 operators past --fail-above 0%**" in text and "… and 9970 more." in text and "; … and 1980 more" in text
     outside_code = re.sub(r"(`+)(.+?)\1", "", text)
     assert "@here" in text and "@here" not in outside_code and "#12" not in outside_code  # no mention, no link
+
+
+def test_without_metric_two_models_compare_what_render_colours_by(tmp_path: Path) -> None:
+    """No --metric and no annotations: the diff compares built-in MACs, the default heat of ``render``, and
+    says so; the pictures are the bytes ``--metric macs`` draws."""
+    changed = _modified_copy(tmp_path / "tiny_cnn_changed.onnx")
+    default, explicit = tmp_path / "d.svg", tmp_path / "e.svg"
+    run = run_cli("diff", MODEL, changed, "-o", default)
+    assert run.returncode == 0, run.stderr
+    assert "comparing macs: built in, known for 17 of 17 drawn operators; --metric to choose another" in run.stderr
+    assert run_cli("diff", MODEL, changed, "--metric", "macs", "-o", explicit).returncode == 0
+    assert default.read_bytes() == explicit.read_bytes()
+    several = tmp_path / "two.csv"
+    several.write_text("id,latency_us,error\nstem/conv,3,0.5\n", encoding="utf-8")
+    refused = run_cli("diff", MODEL, "--before", several, "--after", several, "-o", tmp_path / "x.svg")
+    assert refused.returncode == 1 and "diff needs --metric: no default colour metric" in refused.stderr
+    assert not (tmp_path / "x.svg").exists()

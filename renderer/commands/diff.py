@@ -37,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="annotation file of the before side (repeatable)")
     parser.add_argument("--after", "-a-after", action="append", default=[], metavar="FILE",
                         help="annotation file of the after side (repeatable)")
-    parser.add_argument("--metric", required=True, help="operator metric to compare (a file's, or built-in: macs, "
-                        "params, output_bytes…)")
+    parser.add_argument("--metric", help="operator metric to compare (a file's, or built-in: macs, params, "
+                        "output_bytes…); default: the after files' only numeric metric or their tool's main one, "
+                        "else macs (weight_bytes when most MACs are unknown), as render colours")
     parser.add_argument("--change", choices=("relative", "absolute"), default="relative",
                         help="colour and rank by the relative change in %% (default) or the absolute one")
     parser.add_argument("-o", "--output", action="append", default=[], required=True, metavar="PATH",
@@ -159,15 +160,29 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         model = load_noted(args.models[0], args.dim, inputs=args.inputs)
         before, after = annotations(args.before, model, False), annotations(args.after, model, False)
         names = _names(args.before, args.after)
-        return model, differ.one_model(model, before, after, args.metric, relative, args.higher_is_better,
-                                       names), []
+        metric = args.metric or _default_metric(after, model)
+        return model, differ.one_model(model, before, after, metric, relative, args.higher_is_better, names), []
     before_model, model = (load_noted(path, args.dim, check_dims=False, inputs=args.inputs)
                            for path in args.models[:2])
     check_union(args.models[:2], parse_dims(args.dim), [before_model.pinnable_dims, model.pinnable_dims])
     before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)
-    diff = differ.two_models(before_model, model, before, after, args.metric, relative, args.higher_is_better,
-                             _names([args.models[0]], [args.models[1]]))
+    diff = differ.two_models(before_model, model, before, after, args.metric or _default_metric(after, model),
+                             relative, args.higher_is_better, _names([args.models[0]], [args.models[1]]))
     return model, diff, [*before.sidecars, *after.sidecars]
+
+
+def _default_metric(after, model) -> str:  # type: ignore[no-untyped-def]
+    """The metric a diff compares when no --metric is given: the one render would colour the after side by."""
+    from ..errors import MetricError
+    from ..loading import default_color
+    from ..options import RenderOptions
+    from ..progress import note
+
+    options, default = default_color(RenderOptions(), after, model)
+    if default is None or default.metric is None:
+        raise MetricError(f"diff needs --metric: {default.why if default else 'no metric to compare'}")
+    note(f"comparing {default.metric}: {default.why}; --metric to choose another")
+    return options.color_by
 
 
 def _names(before: list[str], after: list[str]) -> tuple[str, str]:
