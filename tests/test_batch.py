@@ -535,3 +535,26 @@ def test_a_refused_pages_folder_fails_its_model_only(tmp_path: Path) -> None:
     assert (folder / "page-notes.svg").read_text(encoding="utf-8") == "mine"
     _, text = sheet_links(out)
     assert "bert_scoped.onnx" in text and "failed" in text
+
+
+def test_runs_without_numbers_colour_by_the_builtin_default_as_render_does(tmp_path: Path) -> None:
+    """Runs whose files carry only text: each picture is coloured by built-in MACs (render's default heat),
+    with the same values render computes, and ``--color-by macs`` gives the same files."""
+    runs = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.csv"
+        path.write_text(f"id,note\nstem/conv,run {name}\n", encoding="utf-8")
+        runs.append(path)
+    default, explicit = tmp_path / "default", tmp_path / "explicit"
+    run = run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", *runs, "-o", default)
+    assert run.returncode == 0, run.stderr
+    assert "colouring by macs, built in, known for 18 of 18 drawn operators" in run.stderr
+    pictures = sorted(default.glob("*.svg"))
+    assert [p.name for p in pictures] == ["000_a.macs.svg", "001_b.macs.svg"]
+    assert run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", *runs, "--color-by", "macs", "-o", explicit).returncode == 0
+    assert [p.read_bytes() for p in pictures] == [p.read_bytes() for p in sorted(explicit.glob("*.svg"))]
+    rendered = tmp_path / "r.svg"
+    assert run_cli("render", ONNX / "tiny_cnn.onnx", "--color-by", "macs", "-o", rendered).returncode == 0
+    render_fills = {k: first_fill(g) for k, g in svg_groups(parse_svg(rendered), "op").items()}
+    batch_fills = {k: first_fill(g) for k, g in svg_groups(parse_svg(pictures[0]), "op").items()}
+    assert batch_fills == render_fills and len(set(batch_fills.values())) >= 5

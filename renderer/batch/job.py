@@ -18,8 +18,8 @@ from ..annotations import Annotations, load_annotations
 from ..colors import NA_COLOR, format_number, text_color
 from ..errors import AnnographError, MetricError
 from ..folding import fold
-from ..heatmap import Heatmap, build, default_metric, operator_metrics
-from ..ir import ElementKey
+from ..heatmap import Heatmap, build, builtin_default, default_metric, operator_metrics
+from ..ir import ElementKey, Model
 from ..options import RenderOptions
 from . import caption
 from .layout import BookLayout, Layout, lay_out
@@ -121,7 +121,8 @@ def _run(job: ModelJob) -> ModelResult:
     runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict)) for path in job.runs]
     for _, notes in runs:
         result.notes.extend(c.line() for c in notes.coverage if c.unmatched)
-    metrics = list(job.metrics) or _default_metrics(job, runs, result)
+    metrics = list(job.metrics) or _default_metrics(job, model, runs, result)
+    _add_builtin(model, runs, metrics, job.options)
     undrawn = fold(model, job.options.show_constants).hidden
     drawn = [n.key for n in model.nodes() if n.key not in undrawn]
     heatmaps = {(r, m): _heatmap(job, notes, m, undrawn, result, path)
@@ -166,9 +167,23 @@ def model_prefixes(models: list[str]) -> list[str]:
     return chosen
 
 
-def _default_metrics(job: ModelJob, runs: list[tuple[str, Annotations]], result: ModelResult) -> list[str]:
+def _add_builtin(model: Model, runs: list[tuple[str, Annotations]], metrics: list[str],
+                 options: RenderOptions) -> None:
+    """Built-in metrics asked for (``--color-by macs``, or the default) added to each run's annotations where
+    the run's file gives none, as ``render`` adds them."""
+    from .. import metrics as builtin
+
+    wanted = set(metrics) & set(builtin.OP_METRICS)
+    if wanted:
+        for index, (path, notes) in enumerate(runs):
+            runs[index] = (path, builtin.augment(model, notes, wanted, options))
+
+
+def _default_metrics(job: ModelJob, model: Model, runs: list[tuple[str, Annotations]],
+                     result: ModelResult) -> list[str]:
     """The metric every run is coloured by when no --color-by is given: the only numeric operator metric of
-    the runs, else each run's default (``default_metric``, a tool's main metric) when they all agree."""
+    the runs, else each run's default (``default_metric``, a tool's main metric) when they all agree; when no
+    run brings a numeric operator metric, render's built-in default (MACs, else weight bytes)."""
     found = sorted({m for _, notes in runs for m in operator_metrics(notes)})
     defaults = [default_metric(notes) for _, notes in runs]
     if len(found) == 1:
@@ -183,7 +198,9 @@ def _default_metrics(job: ModelJob, runs: list[tuple[str, Annotations]], result:
         result.said.append(f"{job.model}: {said}; --color-by to choose another")
         return found
     if not found:
-        raise MetricError(f"{job.model}: the annotation files give no numeric operator metric to colour by")
+        chosen = builtin_default(model, fold(model, job.options.show_constants).is_drawn)
+        result.said.append(f"{job.model}: the annotation files give no numeric operator metric; {chosen.said}")
+        return [str(chosen.metric)]
     raise MetricError(f"{job.model}: the runs bring several metrics; choose with --color-by (e.g. "
                       f"--color-by {','.join(found[:3])}); they are: {', '.join(found[:20])}")
 
