@@ -341,3 +341,45 @@ def _compare_stderr(tmp_path: Path, model: bytes, inputs: dict[str, np.ndarray])
     run = run_cli("compare", path, path, "--inputs", tmp_path / "in.npz", "-o", tmp_path / "e.json")
     assert run.returncode == 1, run.stderr
     return run.stderr
+
+
+def _fed_fifo(path: Path, **arrays: np.ndarray) -> threading.Thread:
+    """A FIFO at ``path`` that a thread fills with an ``.npz`` of ``arrays`` once a reader opens it."""
+    os.mkfifo(path)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+
+    def writer() -> None:
+        with open(path, "wb") as f:
+            f.write(buffer.getvalue())
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_inputs_through_a_fifo_reach_the_child(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The parent reads a FIFO once (bounded, header first) and hands the child a file it can open."""
+    import json
+
+    from renderer import cli
+
+    fifo = tmp_path / "in.npz"
+    thread = _fed_fifo(fifo, image=np.ones((1, 3, 32, 32), np.float32))
+    tiny = str(ONNX / "tiny_cnn.onnx")
+    code = cli.main(["compare", tiny, tiny, "--inputs", str(fifo), "-o", str(tmp_path / "e.json")])
+    thread.join(10)
+    assert code == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "e.json").read_text())["graph"]["meta"]["inputs"] == "from in.npz"
+
+
+def test_a_piped_inputs_file_is_named_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from renderer import cli
+
+    fifo = tmp_path / "wrong.npz"
+    thread = _fed_fifo(fifo, other=np.ones(3, np.float32))
+    tiny = str(ONNX / "tiny_cnn.onnx")
+    assert cli.main(["compare", tiny, tiny, "--inputs", str(fifo), "-o", str(tmp_path / "e.json")]) == 1
+    thread.join(10)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"annograph: error: {fifo}: no array for input 'image'"), line

@@ -5,7 +5,7 @@ pieces, and only the numbers go back to the command: a model whose tensors outgr
 loops for ever or that crashes the runtime ends this process, and the command says so in one line.
 
 The request: ``format`` (``onnx`` / ``tflite``), ``reference``, ``candidate``, ``inputs`` (an ``.npz`` path or
-null), ``seed``, ``dims``, ``max_tensor_bytes`` and ``dumps`` (two paths to write the compared tensors to, or
+null) and ``inputs_label`` (that file as the user named it), ``seed``, ``dims``, ``max_tensor_bytes`` and ``dumps`` (two paths to write the compared tensors to, or
 null). The answer: ``rows`` (one per reference tensor with a counterpart: its name or index, the candidate's
 name, both shapes, the metrics or why not), ``missing``, ``notes`` and ``inputs`` (how they were made).
 """
@@ -47,7 +47,8 @@ def _onnx(request: dict[str, Any]) -> dict[str, Any]:
     ref_specs = ref_run.inputs()
     check_same_inputs(reference, ref_specs, candidate, cand_run.inputs())
     notes: list[str] = []
-    feeds, how = make_feeds(ref_specs, request["inputs"], request["seed"], request["dims"], notes)
+    feeds, how = make_feeds(ref_specs, request["inputs"], request["seed"], request["dims"], notes,
+                            request.get("inputs_label"))
     ref_values = _checked(ref_run.run(feeds), reference, request["max_tensor_bytes"])
     cand_values = _checked(cand_run.run(feeds), candidate, request["max_tensor_bytes"])
     dequantized = cand_run.dequantized()
@@ -73,7 +74,8 @@ def _tflite(request: dict[str, Any]) -> dict[str, Any]:
     ref_specs = ref_run.inputs()
     check_same_inputs(reference, ref_specs, candidate, cand_run.inputs(), quantized_ok=True)
     notes: list[str] = []
-    feeds, how = make_feeds(ref_specs, request["inputs"], request["seed"], request["dims"], notes)
+    feeds, how = make_feeds(ref_specs, request["inputs"], request["seed"], request["dims"], notes,
+                            request.get("inputs_label"))
     limit = request["max_tensor_bytes"]
     ref_values = ref_run.run(ref_run.quantize_feeds(feeds))
     _checked({name: value for name, value in ref_values.values()}, reference, limit)

@@ -87,9 +87,10 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def make_feeds(specs: list[InputSpec], inputs: str | None, seed: int, dims: dict[str, int],
-               notes: list[str]) -> tuple[dict[str, Any], str]:
+               notes: list[str], label: str | None = None) -> tuple[dict[str, Any], str]:
+    """The feeds and how they were made; ``label`` is the inputs file as the user named it."""
     if inputs is not None:
-        return load_feeds(inputs, specs), f"from {Path(inputs).name}"
+        return load_feeds(inputs, specs, label), f"from {Path(label or inputs).name}"
     return random_feeds(specs, seed, dims, notes), f"random, seed {seed}"
 
 
@@ -142,6 +143,7 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
     model = models[0]
     known = sum(_known_bytes(path, m, max_tensor_bytes) for path, m in zip((reference, candidate), models))
     with tempfile.TemporaryDirectory(prefix="annograph-compare-") as folder:
+        label = inputs
         if inputs is not None:
             with NpzArchive(inputs, AnnographError, "an inputs file") as archive:
                 known += 2 * sum(archive.nbytes(name) for name in archive.names)
@@ -151,7 +153,7 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
             limit = dataclasses.replace(limit, seconds=timeout)
         dumps = [os.path.join(folder, "reference.npz"), os.path.join(folder, "candidate.npz")] if keep_dumps else None
         request = {"format": model.format, "reference": reference, "candidate": candidate, "inputs": inputs,
-                   "seed": seed, "dims": dims, "max_tensor_bytes": max_tensor_bytes, "dumps": dumps,
+                   "inputs_label": label, "seed": seed, "dims": dims, "max_tensor_bytes": max_tensor_bytes, "dumps": dumps,
                    "preload": _PRELOAD.get(model.format, [])}
         runtime = "onnxruntime" if model.format == "onnx" else "LiteRT"
         with waiting("running both models"):

@@ -87,9 +87,11 @@ def random_feeds(specs: list[InputSpec], seed: int, dims: dict[str, int], notes:
     return feeds
 
 
-def load_feeds(path: str | Path, specs: list[InputSpec]) -> dict[str, Any]:
-    """The arrays of an ``.npz`` file keyed by input name; every input must be there, and nothing else."""
+def load_feeds(path: str | Path, specs: list[InputSpec], label: str | Path | None = None) -> dict[str, Any]:
+    """The arrays of an ``.npz`` file keyed by input name; every input must be there, and nothing else. ``label``
+    names the file in messages (the path the user gave, when ``path`` is a copy of a pipe)."""
     arrays = load_npz(path, "an inputs file")
+    path = label or path
     names = [s.name for s in specs]
     missing = [n for n in names if n not in arrays]
     if missing:
