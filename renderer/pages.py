@@ -240,10 +240,11 @@ def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest
         peers = [first] + ([g for g in first.parent.children if g.twin_of is first] if first.repeat > 1 else [])
         if first.twin_of is not None:
             peers = [g for g in pending if g is first.twin_of or g.twin_of is first.twin_of]
+        peers += _series(first, peers, pending)
         peer_ids = {id(g) for g in peers}
         pending = [g for g in pending if id(g) not in peer_ids]
         ops = sum(len(g.nodes) for g in peers)
-        grow = sum(len(g.nodes) + _units(g) for g in peers) - (1 if len(peers) > 1 else len(peers))
+        grow = sum(len(g.nodes) + _units(g) for g in peers) - len({id(g.twin_of or g) for g in peers})
         opening = page.parent is None and _units(group) == 1 and first.parent is group  # an overview of one
         # (run) box opens it: its members drawn as frames of their own operators and boxes, when that fits
         if ops > budget or items + grow > limit or (any(len(g.nodes) > largest for g in peers) and not opening) or (
@@ -258,6 +259,22 @@ def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest
             pending.extend(g.children)
         pending.sort(key=lambda g: (g.size, g.path))
     _place(page, group, expanded)
+
+
+_NUMBERED = re.compile(r"(.*\D)\d+")
+
+
+def _series(first: Group, peers: list[Group], pending: list[Group]) -> list[Group]:
+    """Siblings numbered in one series with ``first`` (``layer.11`` beside a run ``layer.0 … layer.10`` that
+    differs from it in a detail), and their twins: drawn alike, so that identical blocks sit at one depth."""
+    stem = _NUMBERED.fullmatch(first.label)
+    if stem is None:
+        return []
+    taken = {id(g) for g in peers}
+    series = [g for g in pending if id(g) not in taken and g.parent is first.parent and g.kind == first.kind
+              and (m := _NUMBERED.fullmatch(g.label)) is not None and m.group(1) == stem.group(1)]
+    heads = {id(g.twin_of or g) for g in series}
+    return [g for g in pending if id(g) not in taken and (id(g) in heads or id(g.twin_of or g) in heads)]
 
 
 def _place(holder: Page | Inline, group: Group, expanded: set[int]) -> None:

@@ -315,3 +315,22 @@ def test_an_overview_of_one_run_box_opens_its_members(tmp_path: Path) -> None:
     assert titles == ["decoder", "decoder", "encoder", "encoder", "stft", "stft"]
     links = {a.get(f"{XLINK_NS}href") for box in _by_class(root, "group") for a in box.iter(f"{SVG_NS}a")}
     assert len(links) == 6 and len(_pages(overview)) == 7
+
+
+def test_a_layer_that_differs_in_a_detail_sits_beside_its_series(tmp_path: Path) -> None:
+    """bert_scoped_int8: layers 0–10 are identical, layer.11 differs in a detail. It was drawn open on the
+    overview (its attention's self, its dense layers as boxes there, a level below its siblings); now it is
+    a box beside the run of the others, and its page is one level down, as theirs are."""
+    overview = _render(ONNX / "bert_scoped_int8.onnx", tmp_path / "q.svg")  # paged by default
+    root = parse_svg(overview)
+    titles = sorted([t for t in _texts(box) if t.strip()][0] for box in _by_class(root, "group"))
+    assert "layer.11" in titles and "self" not in titles and "intermediate_act_fn" not in titles, titles
+    runs = [[t for t in _texts(run) if t.strip()][0] for run in _by_class(root, "run")]
+    assert len(runs) == 1 and runs[0].startswith("layer.0 … layer.10"), runs
+    crumbs = {}
+    for page in _pages(overview)[1:]:
+        legend = next(g for g in parse_svg(page).iter(f"{SVG_NS}g") if (g.get("id") or "").endswith("-legend"))
+        texts = [t for t in _texts(legend) if t.strip()]
+        crumbs[texts[texts.index("group") + 1] if "group" in texts else page.name] = len(
+            [a for a in legend.iter(f"{SVG_NS}a") if a.get(f"{XLINK_NS}href")])
+    assert crumbs["encoder/layer.11"] == crumbs["encoder/layer.0"] == 1, crumbs
