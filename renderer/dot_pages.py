@@ -41,6 +41,8 @@ BOX_SIZE, RUN_SIZE, OP_SIZE, IO_SIZE, STUB_SIZE = (270.0, 125.0), (330.0, 95.0),
     (130.0, 28.0)
 """Rough drawn sizes (points) of a group box, a run box before its rows of cells, an operator, a graph input or
 output and a stub: enough to choose where rows wrap, before Graphviz measures anything."""
+HEAT_ROWS = 45.0
+"""Height the share and aggregate rows add to a box when the picture has a colour metric."""
 NODE_GAP, RANK_GAP = 18.0, 25.0
 FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
@@ -172,11 +174,12 @@ class _PageEmitter(_Emitter):
 
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
         """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
-        sizes = {_op_name(n): OP_SIZE for n in drawn}
+        heat = HEAT_ROWS if self.box_heat is not None else 0.0  # a box's share and aggregate rows
+        sizes = {_op_name(n): (OP_SIZE[0], OP_SIZE[1] + (HEAT_ROWS / 2 if self.scene.heatmap else 0)) for n in drawn}
         for run in self.runs:
             rows = -(-len(run) // RUN_COLUMNS) if len(run) > 1 else 0
-            sizes[f"box_{self.book.page_of_group[id(run[0])].index}"] = (RUN_SIZE[0], RUN_SIZE[1] + 22 * rows) \
-                if rows else BOX_SIZE
+            sizes[f"box_{self.book.page_of_group[id(run[0])].index}"] = \
+                (RUN_SIZE[0], RUN_SIZE[1] + heat + 22 * rows) if rows else (BOX_SIZE[0], BOX_SIZE[1] + heat)
         for graph_index in self.page.io_graphs:
             graph = self.model.graphs[graph_index]
             sizes.update((_io_name(v), IO_SIZE) for v in graph.inputs)

