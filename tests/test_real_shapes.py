@@ -259,3 +259,44 @@ def test_a_profile_of_a_model_with_static_shapes_adds_no_line() -> None:
 
     profile = ONNX.parent / "annotations" / "tiny_cnn.ort_profile.json"
     assert load_model(ONNX / "tiny_cnn.onnx", profiles=[profile]).notes == []
+
+
+def test_the_sphinx_directive_takes_inputs(tts: dict[str, Any], tmp_path: Path) -> None:
+    """``:inputs:`` draws the decoder with the real number of frames; the .npz is a dependency of the page."""
+    from test_sphinx import CONF, build, divs, svg_of
+
+    src = tmp_path / "src"
+    (src / "models").mkdir(parents=True)
+    (src / "conf.py").write_text(CONF, encoding="utf-8")
+    for key in ("model", "inputs"):
+        (src / "models" / tts[key].name).write_bytes(tts[key].read_bytes())
+    (src / "index.rst").write_text("TTS\n===\n\n.. annograph:: models/tts.onnx\n   :color-by: macs\n"
+                                   "   :inputs: models/inputs.npz\n", encoding="utf-8")
+    result = build(src)
+    assert result.warnings == ""
+    [div] = divs(result.page())
+    texts = {t.text for t in parse_svg(svg_of(div)).iter("{http://www.w3.org/2000/svg}text") if t.text}
+    assert f"1×{tts['frames']}×{tts_transformer.MELS}" in texts
+    macs = next(t for t in texts if t.startswith("MACs"))
+    assert "n/a" not in macs, macs
+
+
+def test_an_empty_size_from_zero_inputs_is_called_out(tmp_path: Path) -> None:
+    """NonZero on zeros finds nothing: the sizes after it are empty, and the note says so instead of counting 0."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from renderer.loaders import load_model
+
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["where"], name="where"),
+         helper.make_node("Transpose", ["where"], ["rows"], name="rows"),
+         helper.make_node("Cast", ["rows"], ["rows_f"], name="cast", to=TensorProto.FLOAT),
+         helper.make_node("MatMul", ["rows_f", "w"], ["y"], name="project")], "picked",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((1, 8), np.float32), "w")])
+    path = tmp_path / "picked.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    (line,) = load_model(path).notes
+    assert "4 of them depend on input values ('where', 'rows', 'rows_f', …), and zero inputs made 'where' [1×0], " \
+           "'rows' [0×1], 'rows_f' [0×1] and 1 more: give real input values with --inputs FILE.npz" in line, line
