@@ -131,7 +131,7 @@ def _tick(desc: str, done: threading.Event) -> None:
     from tqdm import tqdm
 
     with _counted(), tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed}", file=sys.stderr,
-                          leave=False) as shown:
+                          leave=False, dynamic_ncols=True) as shown:
         while not done.wait(0.2):
             shown.refresh()
 

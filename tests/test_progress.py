@@ -23,13 +23,13 @@ BAR = re.compile(rb"\d+%\|")  # tqdm's "NN%|" before the bar itself
 STAGE = re.compile(r"^annograph: [A-Za-z][\w ]* \d+\.\d\d s(: |$)", re.M)  # "load 0.09 s: …"
 
 
-def _on_terminal(args: list[str | Path], code: str | None = None) -> tuple[int, bytes, bytes]:
+def _on_terminal(args: list[str | Path], code: str | None = None, columns: int = 100) -> tuple[int, bytes, bytes]:
     """(exit status, what reached the terminal, stdout) of ``python -m renderer ARGS`` (or ``python -c CODE``)
     with stderr on a pseudo-terminal."""
     import pty
 
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))  # a new pty is 0 columns wide
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))  # a new pty is 0 columns wide
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "renderer", *map(str, args)]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower, env=env,
@@ -113,9 +113,10 @@ def test_layout_bar_on_a_terminal_and_not_with_quiet(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("command", "bar"), [("batch", rb"batch: +\d+%\|.*model"),
-                                            ("compare", rb"comparing: +\d+%\|.*tensor")])
+                                            ("compare", rb"running both models: \d\d:\d\d")])
 def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> None:
-    """Models done of a batch, tensors compared: a bar on a terminal, the same files as when piped."""
+    """Models done of a batch; both models run and measured by compare's bounded child (an elapsed-time line,
+    from 0 s here instead of 1): on a terminal only, the same files as when piped."""
     import shutil
 
     (tmp_path / "tty").mkdir()
@@ -124,7 +125,9 @@ def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> Non
     if command == "batch":  # a bar needs two models at least
         shutil.copy(ONNX / "tiny_cnn.onnx", tmp_path / "twin.onnx")
         args = {folder: [tmp_path / "twin.onnx", *given] for folder, given in args.items()}
-    status, shown, _ = _on_terminal([command, *args["tty"]])
+    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+            f"sys.exit(cli.main({[command, *map(str, args['tty'])]!r}))")
+    status, shown, _ = _on_terminal([], code)
     assert status == 0 and re.search(bar, shown), shown[-300:]
     piped = run_cli(command, *args["piped"])
     assert piped.returncode == 0 and "\r" not in piped.stderr and "%|" not in piped.stderr
@@ -144,6 +147,33 @@ def test_elapsed_time_while_dot_runs(tmp_path: Path) -> None:
     status, shown, _ = _on_terminal([], code)
     assert status == 0 and out.exists()
     assert re.search(rb"dot: \d\d:\d\d", shown), shown[-300:]
+
+
+def _bar_segments(shown: bytes) -> list[str]:
+    """What the bars drew: each state between carriage returns, the run's own message lines left out."""
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", shown.decode("utf-8", "replace"))
+    return [piece for piece in re.split(r"[\r\n]", text) if piece.strip() and not piece.startswith("annograph: ")]
+
+
+def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp_path: Path) -> None:
+    """On a 40-column terminal: the shape run, the metric pass, the layout of the pages and the writing each
+    show their progress (elapsed-time lines from 0 s here instead of 1), the weight pass its bar, and no state
+    of any of them is wider than the terminal (tqdm's width follows the terminal's)."""
+    out = tmp_path / "bert.svg"
+    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+            f"sys.exit(cli.main(['render', {str(ONNX / 'bert_scoped.onnx')!r}, '-o', {str(out)!r}, '--no-sidecar', "
+            "'--dim', 'batch=1', '--dim', 'sequence=16', '--color-by', 'macs']))")
+    status, shown, _ = _on_terminal([], code, columns=40)
+    assert status == 0 and out.exists()
+    segments = _bar_segments(shown)
+    for stage in (r"shape run \(onnxruntime\): \d\d:\d\d", r"metrics: \d\d:\d\d", r"layout: +\d+%\|",
+                  r"writing: \d\d:\d\d"):
+        assert any(re.match(stage, s) for s in segments), (stage, segments[-10:])
+    assert max(map(len, segments)) <= 40, [s for s in segments if len(s) > 40][:3]
+    status, shown, _ = _on_terminal(["metrics", big_weight, "-o", tmp_path / "m.csv"], columns=40)
+    segments = _bar_segments(shown)
+    assert status == 0 and any(re.match(r"reading weights: +\d+%", s) for s in segments), segments[-5:]
+    assert max(map(len, segments)) <= 40, [s for s in segments if len(s) > 40][:3]
 
 
 def test_the_python_api_draws_nothing(big_weight: Path, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import first_line
 from ..escape import clean
 from ..metrics import format_bytes
+from ..progress import waiting
 from . import isolated
 from .value_sizes import degenerate, value_sized
 
@@ -88,7 +89,8 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     feed_bytes = sum(math.prod(dims) * _ELEMENT_BYTES.get(input_types.get(name, 0), 4) for name, dims in inputs.items())
     limit = isolated.limits(size + known + feed_bytes, MAX_SECONDS)
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
-    answer, reason = _run_with(request, feeds, limit)
+    with waiting("shape run (onnxruntime)"):
+        answer, reason = _run_with(request, feeds, limit)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
     by_values = value_sized(graph) if feeds is None else set()
     sized = [name for name in missing if name in by_values]
