@@ -558,3 +558,15 @@ def test_runs_without_numbers_colour_by_the_builtin_default_as_render_does(tmp_p
     render_fills = {k: first_fill(g) for k, g in svg_groups(parse_svg(rendered), "op").items()}
     batch_fills = {k: first_fill(g) for k, g in svg_groups(parse_svg(pictures[0]), "op").items()}
     assert batch_fills == render_fills and len(set(batch_fills.values())) >= 5
+
+
+def test_a_paged_batch_is_the_same_bytes_every_time(tmp_path: Path) -> None:
+    runs = write_sparse_runs(ONNX / "bert_scoped.onnx", tmp_path / "runs", 1)
+    files = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        run = run_cli("batch", ONNX / "bert_scoped.onnx", "-a", runs[0], "--color-by", "latency_us", "-o", out,
+                      env={"PYTHONHASHSEED": seed})
+        assert run.returncode == 0, run.stderr
+        files.append({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+    assert len(files[0]) > 5 and files[0] == files[1]
