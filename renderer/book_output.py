@@ -20,9 +20,12 @@ from . import graphviz_run, progress
 from .dot import Scene
 from .dot_pages import Links, emit_page
 from .errors import RenderError
-from .pages import Book, Page, pages_folder
+from .pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, pages_folder, plan
 
 GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
+REPLANS = 2
+"""Times a book is planned again because pages came out over the size limit; then it is drawn as it is."""
+MIN_PAGE_OPS = 8
 
 
 def links_for(outputs: list[tuple[str, str]]) -> Links:
@@ -33,15 +36,25 @@ def links_for(outputs: list[tuple[str, str]]) -> Links:
 
 
 def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Links) -> list[tuple[Path, bytes | dict[str, bytes]]]:
-    """(path, bytes) for single-file outputs, (folder path, {file name: bytes}) for page folders."""
-    with progress.stage("DOT") as facts:
-        sources = [emit_page(scene, book, page, links) for page in book.pages]
-        facts.append(f"{progress.count(len(sources), 'page')}, {progress.count(sum(map(len, sources)), 'character')}")
+    """(path, bytes) for single-file outputs, (folder path, {file name: bytes}) for page folders.
+
+    A page laid out bigger than ``pages.MAX_PAGE_PT`` a side makes the book planned again with fewer operators
+    in full on that page (``book`` is updated in place), at most ``REPLANS`` times."""
     formats = sorted({fmt for _, fmt in outputs if fmt in GRAPHVIZ_FORMATS} | (
         {"svg"} if any(fmt == "html" for _, fmt in outputs) else set()))
-    with progress.stage("layout") as facts:
-        laid = lay_out_pages(book, sources, formats, scene.options.timeout)
-        facts.append(progress.count(len(laid), "page"))
+    budgets: dict[str, int] = {}
+    for attempt in range(REPLANS + 1):
+        with progress.stage("DOT") as facts:
+            sources = [emit_page(scene, book, page, links) for page in book.pages]
+            facts.append(f"{progress.count(len(sources), 'page')}, {progress.count(sum(map(len, sources)), 'character')}")
+        limit = MAX_PAGE_PT if book.kind == "groups" and attempt < REPLANS else None
+        try:
+            with progress.stage("layout") as facts:
+                laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit)
+                facts.append(progress.count(len(laid), "page"))
+            break
+        except _PagesTooBig as e:
+            _replan(scene, book, e.pages, budgets)
     produced: list[tuple[Path, bytes | dict[str, bytes]]] = []
     for path, fmt in outputs:
         target = Path(path)
@@ -67,9 +80,30 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
     return produced
 
 
-def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: float | None) -> list[dict[str, bytes]]:
+class _PagesTooBig(Exception):
+    def __init__(self, pages: list[Page]) -> None:
+        super().__init__(f"{len(pages)} pages over the size limit")
+        self.pages = pages
+
+
+def _replan(scene: Scene, book: Book, too_big: list[Page], budgets: dict[str, int]) -> None:
+    """Plan ``book`` again, with half as many operators in full on each page of ``too_big``."""
+    for page in too_big:
+        key = pack_budget_key(page.group.parent) if page.group.kind == PACK_KIND else page.group.path
+        budgets[key] = max(MIN_PAGE_OPS, budgets.get(key, PAGE_OPS) // 2)
+    again = plan(scene.model, scene.folding.is_drawn, scene.options.collapse, force=True, budgets=budgets)
+    assert again is not None
+    book.pages, book.page_of_op, book.page_of_group = again.pages, again.page_of_op, again.page_of_group
+
+
+def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: float | None,
+                  max_side: float | None = None) -> list[dict[str, bytes]]:
     """Each page's DOT (``sources``, in book order) laid out once and rendered to ``formats``; pages in
-    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error."""
+    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error.
+
+    Raises:
+        _PagesTooBig: detail pages over ``max_side`` a side (found before they are drawn as PNG or PDF).
+    """
     if not formats:
         return [{} for _ in sources]
     deadline = time.monotonic() + timeout if timeout else None
@@ -79,9 +113,12 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
         try:
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
-                laid = graphviz_run.render_formats(sources[index], formats, timeout=left)
+                laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
+                                                   max_side=max_side if index else None)
                 facts.append(f"{book.pages[index].title}, {progress.count(len(sources[index]), 'character')} of DOT")
             return laid
+        except graphviz_run.TooBig:
+            return {}
         except graphviz_run.LayoutTimeout:
             page = book.pages[index]
             raise RenderError(
@@ -102,6 +139,9 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             for future in futures:
                 future.cancel()
             raise
+    too_big = [book.pages[i] for i, laid in enumerate(results) if not laid]
+    if too_big:
+        raise _PagesTooBig(too_big)
     return results
 
 

@@ -141,7 +141,7 @@ class _PageEmitter(_Emitter):
         for node in drawn:
             self.local[node.key] = _op_name(node)
         for run in self.runs:
-            name = f"box_{self.book.page_of_group[id(run[0])].index}"
+            name = self._box_name(run[0])
             self.box_pages[name] = {self.book.page_of_group[id(g)].index for g in run}
             for group in run:
                 for member in group.members():
@@ -242,8 +242,21 @@ class _PageEmitter(_Emitter):
             return None
         return self.box_heat.values.get(("g", self.group_index[id(group)], 0))
 
+    def _href(self, group: Group) -> str:
+        """The link of ``group``'s box: its page, and on a page shared with its siblings, its first operator
+        there."""
+        target = self.book.page_of_group[id(group)]
+        if target.group is group:
+            return self.links.href(self.page, target)
+        first = next((n for n in group.members() if self.book.page_of_op.get(n.key) is target), None)
+        return self.links.href(self.page, target, first.element_id if first is not None else "")
+
+    def _box_name(self, group: Group) -> str:
+        return "box_" + self.book.box_key(group).replace("-", "_")
+
     def _box_node(self, container: graphviz.Digraph, group: Group) -> None:
         target = self.book.page_of_group[id(group)]
+        key = self.book.box_key(group)
         number = self._value_of(group)
         fill = self.box_heat.scale.color(number) if self.box_heat else GROUP_PLAIN_FILL
         ink = text_color(fill)
@@ -271,13 +284,12 @@ class _PageEmitter(_Emitter):
                f"{len(members):,} operators: " + ", ".join(f"{t} ×{c}" for t, c in types[:12])]
         if self.box_heat is not None:
             tip.append(f"{self.scene.heatmap.metric}: {format_number(number) if number is not None else 'n/a'}")  # type: ignore[union-attr]
-        container.node(f"box_{target.index}", label=escape.html_label(label), id=f"box-{target.index}",
-                       href=self.links.href(self.page, target), tooltip=escape.tooltip(tip), **{"class": "group"})
+        container.node(self._box_name(group), label=escape.html_label(label), id=f"box-{key}",
+                       href=self._href(group), tooltip=escape.tooltip(tip), **{"class": "group"})
 
     def _run_node(self, container: graphviz.Digraph, run: list[Group]) -> None:
         """One box for structurally identical siblings: what one instance holds, and a cell per instance
         (filled by its value, linked to its page)."""
-        head = self.book.page_of_group[id(run[0])]
         members = list(run[0].members())
         types = Counter(n.op_type for n in members).most_common()
         title = f"{'repeated block' if run[0].position else f'{run[0].label} … {run[-1].label}'}  × {len(run)}"
@@ -304,14 +316,13 @@ class _PageEmitter(_Emitter):
                         f"</FONT></TD></TR>")
         cells = []
         for group, number in zip(run, values):
-            page = self.book.page_of_group[id(group)]
             fill = self.box_heat.scale.color(number) if self.box_heat else "#ffffff"
             shown = format_number(number) if number is not None else ("n/a" if self.box_heat else "")
             where = display_path(group)
             if id(group) in self.instance_share:
                 where += f" ({self.instance_share[id(group)]:.1f} % of {heat.metric})"  # type: ignore[union-attr]
             cells.append(
-                f'<TD BGCOLOR="{fill}" HREF="{self.links.href(self.page, page)}" ID="box-{page.index}" '
+                f'<TD BGCOLOR="{fill}" HREF="{self._href(group)}" ID="box-{self.book.box_key(group)}" '
                 f'TITLE="{escape.html_text(f"{where}: {shown}", 160)}" BORDER="1" COLOR="#9a9a9a">'
                 f'<FONT POINT-SIZE="8" COLOR="{text_color(fill)}">{escape.html_text(_short_label(group, run), 14)}'
                 f"</FONT></TD>"
@@ -323,7 +334,7 @@ class _PageEmitter(_Emitter):
                  f'BGCOLOR="{GROUP_PLAIN_FILL}" STYLE="rounded">{"".join(rows)}</TABLE>')
         tip = [f"{len(run)} groups of the same structure, {display_path(run[0])} … {display_path(run[-1])}",
                f"{len(members):,} operators each: " + ", ".join(f"{t} ×{c}" for t, c in types[:12])]
-        container.node(f"box_{head.index}", label=escape.html_label(label), id=f"run-{head.index}",
+        container.node(self._box_name(run[0]), label=escape.html_label(label), id=f"run-{self.book.box_key(run[0])}",
                        tooltip=escape.tooltip(tip), **{"class": "group run"})
 
     # -- edges ----------------------------------------------------------------------------------------------
@@ -407,8 +418,8 @@ class _PageEmitter(_Emitter):
     def _fan(self, value: Value, boxes: list[str]) -> str:
         """A note standing for the many group boxes that read ``value``."""
         name = f"fan_{value.graph.index}_{value.index}"
-        pages = {f"box_{p.index}": p for p in self.book.pages}
-        labels = [pages[b].group.label for b in boxes if b in pages]
+        named = {self._box_name(g): g.label for g in self.groups}
+        labels = [named[b] for b in boxes if b in named]
         text = f"to {len(boxes)} groups"
         self.stubs[name] = (
             f'<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2"><TR><TD><FONT POINT-SIZE="8" COLOR="#333333">'

@@ -18,6 +18,14 @@ from .errors import GraphvizNotFound, RenderError
 class LayoutTimeout(RenderError):
     """Graphviz ran past its time."""
 
+
+class TooBig(RenderError):
+    """A layout came out bigger than the caller allows a side (raised before any PNG or PDF is drawn)."""
+
+    def __init__(self, width: float, height: float) -> None:
+        super().__init__(f"the picture is {width:,.0f} × {height:,.0f} pt")
+        self.width, self.height = width, height
+
 FORMATS = frozenset({"svg", "pdf", "png"})
 MAX_PDF_INCHES = 199
 PNG_DPI = 110
@@ -35,7 +43,8 @@ def dot_program() -> str:
     return path
 
 
-def render_formats(source: str, formats: list[str], timeout: float | None = None) -> dict[str, bytes]:
+def render_formats(source: str, formats: list[str], timeout: float | None = None,
+                   max_side: float | None = None) -> dict[str, bytes]:
     """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf).
 
     One ``dot`` run writes the SVG and the laid-out graph (``-Tdot``: the source with every position) from the
@@ -43,8 +52,11 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
     no second layout, and the same geometry in every format. The SVG is byte-identical to
     ``run_dot(source, "svg")``. (Not ``-Txdot``: Graphviz 2.43 writes text holding ``\"`` into xdot's drawing
     attributes in a form it cannot read back.)
+
+    Raises:
+        TooBig: the layout, padding included, is over ``max_side`` points wide or high.
     """
-    if len(formats) <= 1:
+    if len(formats) <= 1 and max_side is None:
         return {fmt: run_dot(source, fmt, timeout=timeout) for fmt in formats}
     for fmt in formats:
         if fmt not in FORMATS:
@@ -59,12 +71,33 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
         _run(command, source.encode("utf-8"), _left(deadline, timeout), timeout)
         result = {"svg": svg.read_bytes()} if "svg" in formats else {}
         positioned = laid.read_bytes()
+    if max_side is not None:
+        width, height = laid_out_size(positioned)
+        if max(width, height) > max_side:
+            raise TooBig(width, height)
     neato = [_program("neato"), "-n2", "-Gpad=0"]
     for fmt in formats:
         if fmt != "svg":
             data = _run(neato + _format_args(fmt)[1:], positioned, _left(deadline, timeout), timeout)
             result[fmt] = _fixed_pdf_dates(data) if fmt == "pdf" else data
     return result
+
+
+_BOUNDING_BOX = re.compile(rb'\bbb="([-0-9.e+]+),([-0-9.e+]+),([-0-9.e+]+),([-0-9.e+]+)"')
+_PAD = re.compile(rb'\bpad="?([0-9.]+)')
+
+
+def laid_out_size(positioned: bytes) -> tuple[float, float]:
+    """Width and height in points of a ``-Tdot`` layout as drawn: the graph's bounding box (the first one
+    written) plus its ``pad`` (inches, 4 pt by default) on each side."""
+    head = positioned[:4096]
+    box = _BOUNDING_BOX.search(positioned)
+    if box is None:
+        raise RenderError("Graphviz wrote a layout without a bounding box")
+    pad = _PAD.search(head)
+    margin = 2 * (float(pad.group(1)) * 72 if pad else 4.0)
+    x0, y0, x1, y1 = (float(v) for v in box.groups())
+    return x1 - x0 + margin, y1 - y0 + margin
 
 
 def _left(deadline: float | None, timeout: float | None) -> float | None:

@@ -129,14 +129,17 @@ def draw_svg(loaded: Loaded) -> tuple[str, int]:
     """The SVG (of the overview, for a book of pages) and the number of pages, checked for active content."""
     from . import dot, graphviz_run
     from .inline_svg import parse
-    from .rendering import plan_book, prepare
+    from .rendering import lay_out_flat, plan_book, prepare
 
     scene = prepare(loaded.model, loaded.annotations, loaded.options)
     book = plan_book(scene)
     if book is None:
-        data = graphviz_run.run_dot(dot.emit(scene), "svg", timeout=loaded.options.timeout)
-        pages = 1
-    else:
+        try:
+            data = lay_out_flat(scene, dot.emit(scene), ["svg"])["svg"]
+            pages = 1
+        except graphviz_run.TooBig:
+            book = plan_book(scene, force=True)
+    if book is not None:
         from .book_output import links_for, produce
 
         outputs = [("model.svg", "svg")]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from .errors import UsageError
-from .grouping import Group, display_path, group_model, repeated_runs
+from .grouping import Group, display_path, group_model, name_run, repeated_runs
 from .ir import Graph, Model, Node, Value
 
 NodeKey = tuple[str, int, int]
@@ -27,11 +27,24 @@ folded) on the generated BERT encoders, where an attention mask reaches every la
 operators) took 0.8 s, 1,460 (353) 3.5 s, 2,064 (421) 13 s, 3,584 (557) 87 s; face_detection with its 74 weight
 DEQUANTIZE ops drawn makes 58."""
 PAGE_OPS = 90
-"""Operators drawn in full on one detail page, at most (the tallest page stays under 14,400 pt)."""
+"""Operators drawn in full on one detail page, at most (the tallest page stays under ``MAX_PAGE_PT``)."""
+MAX_PAGE_PT = 199 * 72
+"""No page is bigger than this a side: PDF viewers open pages up to 200 in, and ``graphviz_run`` shrinks a PDF
+page over 199 in to fit (which would shrink its text). A flat picture laid out bigger is drawn as pages
+instead, and a page laid out bigger is planned again with fewer operators."""
+RANK_PT = 60
+"""Least height a rank of operators takes (a box of one header row and one row of text, and the gap to the
+next rank): a flat picture with more ranks than ``MAX_PAGE_PT / RANK_PT`` is drawn as pages without trying.
+Measured on the light_* CNNs and a torch-exported CNN chain: 75-100 pt a rank with the default rows."""
 OVERVIEW_BOXES = 60
 """Items (boxes and operators) on a page of boxes, at most: an overview must stay readable."""
 OVERVIEW_INLINE_OPS = 4
 """The overview draws a group in full only when it is this small; bigger ones are boxes."""
+PACK_SHARE = 3
+"""Sibling groups of at most 1/3 of a page's operators (30) share pages: a 40-operator transformer layer keeps
+its own page, while the 6-12-operator blocks of a CNN chain are drawn ten to a page instead of one each."""
+PACK_KIND = "packed"
+"""``Group.kind`` of the made-up group of a page holding several small sibling groups (not in the tree)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -139,6 +152,14 @@ class Book:
     page_of_group: dict[int, Page]
     kind: str = "groups"
 
+    def box_key(self, group: Group) -> str:
+        """What tells ``group``'s box apart in element ids: its page's number, and for a group sharing a page
+        with its siblings (packed), its place on that page (``12-3``)."""
+        page = self.page_of_group[id(group)]
+        if page.group is group or page.group.kind != PACK_KIND:
+            return str(page.index)
+        return f"{page.index}-{1 + next(i for i, g in enumerate(page.group.children) if g is group)}"
+
 
 def collapse_depth(text: str) -> str | int:
     """``--collapse`` value: ``auto``, ``none`` or a depth ≥ 1."""
@@ -151,15 +172,21 @@ def collapse_depth(text: str) -> str | int:
 
 
 def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "auto",
-         page_ops: int = PAGE_OPS, overview_boxes: int = OVERVIEW_BOXES) -> Book | None:
-    """The book for ``model``, or None when it is drawn as one flat picture."""
+         page_ops: int = PAGE_OPS, overview_boxes: int = OVERVIEW_BOXES, force: bool = False,
+         budgets: dict[str, int] | None = None) -> Book | None:
+    """The book for ``model``, or None when it is drawn as one flat picture.
+
+    ``force``: pages even when ``collapse`` is ``auto`` and the model looked small enough (its flat picture,
+    once laid out, was over ``MAX_PAGE_PT``). ``budgets``: group path → fewer operators in full on that
+    group's page than ``page_ops`` (its page, once laid out, was over the limit).
+    """
     if collapse == "none":
         return None
-    if collapse == "auto" and not needs_pages(model, drawn):
+    if collapse == "auto" and not force and not needs_pages(model, drawn):
         return None
     root = group_model(model, drawn, max_items=overview_boxes, max_depth=collapse if isinstance(collapse, int) else None)
     book = Book([], {}, {})
-    _add_page(book, root, None, page_ops, overview_boxes)
+    _add_page(book, root, None, _Budgets(page_ops, overview_boxes, budgets or {}))
     graph_owner = _graph_groups(root)
     for graph in model.graphs:
         group = graph_owner.get(graph.index, root) if graph.index else root
@@ -177,20 +204,23 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
 
 
 def needs_pages(model: Model, drawn: Callable[[Node], bool]) -> bool:
-    """Whether one flat picture of ``model`` would be too big or too slow to lay out."""
+    """Whether one flat picture of ``model`` would be too big, too tall or too slow to lay out."""
     count = 0
     span = 0
+    ranks = 0
     for graph in model.graphs:
         nodes = [n for n in graph.nodes if drawn(n)]
         count += len(nodes)
-        span += _long_edge_span(graph, nodes, drawn)
-    return count > AUTO_COLLAPSE_OPS or span > AUTO_COLLAPSE_SPAN
+        graph_span, graph_ranks = _long_edge_span(graph, nodes)
+        span += graph_span
+        ranks = max(ranks, graph_ranks)  # a body is drawn beside its owner: the tallest graph is a lower bound
+    return count > AUTO_COLLAPSE_OPS or span > AUTO_COLLAPSE_SPAN or ranks * RANK_PT > MAX_PAGE_PT
 
 
-def _long_edge_span(graph: Graph, nodes: list[Node], drawn: Callable[[Node], bool]) -> int:
-    """Ranks crossed by edges without ending there, as dot would rank ``nodes`` (approximately: each node as
-    early as its inputs allow, then pulled down next to its readers when it has at least as many of them as
-    inputs, as dot's edge-length minimisation does for a weight's DEQUANTIZE)."""
+def _long_edge_span(graph: Graph, nodes: list[Node]) -> tuple[int, int]:
+    """Ranks crossed by edges without ending there, and the ranks, as dot would rank ``nodes`` (approximately:
+    each node as early as its inputs allow, then pulled down next to its readers when it has at least as many
+    of them as inputs, as dot's edge-length minimisation does for a weight's DEQUANTIZE)."""
     rank: dict[int, int] = {}
     inputs: dict[int, list[int]] = {}
     readers: dict[int, list[int]] = {}
@@ -205,22 +235,95 @@ def _long_edge_span(graph: Graph, nodes: list[Node], drawn: Callable[[Node], boo
         after = readers.get(node.index)
         if after and len(after) >= len(inputs[node.index]):
             rank[node.index] = max(rank[node.index], min(rank[i] for i in after) - 1)
-    return sum(max(0, rank[r] - rank[n] - 1) for n, after in readers.items() for r in after)
+    span = sum(max(0, rank[r] - rank[n] - 1) for n, after in readers.items() for r in after)
+    return span, 1 + max(rank.values(), default=-1)
 
 
-def _add_page(book: Book, group: Group, parent: Page | None, page_ops: int, overview_boxes: int) -> Page:
+@dataclass(frozen=True, slots=True)
+class _Budgets:
+    """How much one page may draw: operators in full on a detail page (``per_group`` overrides by group
+    path), items on the overview."""
+
+    page_ops: int
+    overview_boxes: int
+    per_group: dict[str, int]
+
+    def ops(self, group: Group) -> int:
+        return self.per_group.get(group.path, self.page_ops)
+
+    def ops_packed(self, owner: Group | None) -> int:
+        """Operators on a page packing children of ``owner``."""
+        return self.per_group.get(pack_budget_key(owner), self.page_ops)
+
+
+def _add_page(book: Book, group: Group, parent: Page | None, budgets: _Budgets) -> Page:
     page = Page(len(book.pages), group, list(group.nodes), parent=parent, title=display_path(group) if group.parent else "overview")
     book.pages.append(page)
     book.page_of_group[id(group)] = page
     for node in group.nodes:
         book.page_of_op[node.key] = page
     overview = parent is None
-    _fill(page, group, page_ops - len(group.nodes), overview_boxes if overview else page_ops, book,
+    page_ops = budgets.ops(group)
+    _fill(page, group, page_ops - len(group.nodes), budgets.overview_boxes if overview else page_ops, book,
           OVERVIEW_INLINE_OPS if overview else page_ops)
-    for run in page.all_boxes():
-        for box in run:
-            _add_page(book, box, page, page_ops, overview_boxes)
+    _add_box_pages(book, page, budgets)
     return page
+
+
+def _add_box_pages(book: Book, page: Page, budgets: _Budgets) -> None:
+    """A page for each box on ``page``; consecutive small sibling groups share one (packed), up to a page's
+    worth of operators, so a model of many small blocks does not become as many pages."""
+    boxed = [group for run in page.all_boxes() for group in run]
+    for pack in _packs(boxed, budgets):
+        if len(pack) == 1:
+            _add_page(book, pack[0], page, budgets)
+        else:
+            _add_pack_page(book, pack, page, budgets)
+
+
+def _packs(groups: list[Group], budgets: _Budgets) -> list[list[Group]]:
+    """``groups`` cut into runs of consecutive siblings that together fit one page; a group bigger than
+    1 / ``PACK_SHARE`` of a page stays alone."""
+    packs: list[list[Group]] = []
+    total = 0
+    for group in groups:
+        limit = budgets.ops_packed(group.parent)
+        small = group.size <= limit // PACK_SHARE
+        if packs and small and packs[-1][0].parent is group.parent and total + group.size <= limit \
+                and packs[-1][-1].size <= limit // PACK_SHARE:
+            packs[-1].append(group)
+            total += group.size
+        else:
+            packs.append([group])
+            total = group.size
+    return packs
+
+
+def _add_pack_page(book: Book, groups: list[Group], parent: Page, budgets: _Budgets) -> Page:
+    """One page drawing several sibling groups in full, each as a cluster."""
+    label = pack_label(groups)
+    owner = groups[0].parent
+    pack = Group(label, f"{owner.path}/{label}" if owner is not None and owner.path else label, PACK_KIND,
+                 children=list(groups), parent=owner, graph=groups[0].graph, _order=groups[0]._order)
+    page = Page(len(book.pages), pack, [], parent=parent, title=label)
+    book.pages.append(page)
+    book.page_of_group[id(pack)] = page
+    for group in groups:
+        book.page_of_group[id(group)] = page
+    limit = budgets.ops_packed(owner)
+    _fill(page, pack, limit, limit, book, limit)
+    _add_box_pages(book, page, budgets)
+    return page
+
+
+def pack_label(groups: list[Group]) -> str:
+    """The name of a page of several sibling groups, from theirs (``grouping.name_run``)."""
+    return name_run(groups) or f"{groups[0].label} … {groups[-1].label}"
+
+
+def pack_budget_key(owner: Group | None) -> str:
+    """The ``budgets`` key for the pages packing the children of ``owner``."""
+    return f"{owner.path if owner is not None else ''}\0packed"
 
 
 def _units(group: Group) -> int:
@@ -237,7 +340,7 @@ def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest
     pending = sorted(group.children, key=lambda g: (g.size, g.path))
     while pending:
         first = pending[0]
-        peers = [first] + ([g for g in first.parent.children if g.twin_of is first] if first.repeat > 1 else [])
+        peers = [first] + ([g for g in pending if g.twin_of is first] if first.repeat > 1 else [])
         if first.twin_of is not None:
             peers = [g for g in pending if g is first.twin_of or g.twin_of is first.twin_of]
         peers += _series(first, peers, pending)

@@ -70,14 +70,32 @@ def to_dot(model: Model, annotations: Annotations | None = None, options: Render
     return emit_page(scene, book, book.pages[0], Links("model.svg"))
 
 
-def plan_book(scene: dot.Scene) -> Book | None:
-    """The pages to draw: a focused view, an overview with detail pages, or None for one flat picture."""
+def plan_book(scene: dot.Scene, force: bool = False) -> Book | None:
+    """The pages to draw: a focused view, an overview with detail pages, or None for one flat picture.
+    ``force``: pages, because the flat picture came out too big (``lay_out_flat``)."""
     from . import pages
 
     opts = scene.options
     if opts.focus or opts.top:
         return _focus(scene)
-    return pages.plan(scene.model, scene.folding.is_drawn, opts.collapse)
+    return pages.plan(scene.model, scene.folding.is_drawn, opts.collapse, force=force)
+
+
+def flat_limit(scene: dot.Scene) -> float | None:
+    """The biggest side a flat picture may have before it is drawn as pages instead (None: no limit, as
+    ``--collapse none`` asks for one picture whatever its size)."""
+    from .pages import MAX_PAGE_PT
+
+    return MAX_PAGE_PT if scene.options.collapse == "auto" else None
+
+
+def lay_out_flat(scene: dot.Scene, source: str, formats: list[str]) -> dict[str, bytes]:
+    """One Graphviz layout of the flat picture in ``formats``.
+
+    Raises:
+        graphviz_run.TooBig: over ``flat_limit`` a side (the caller draws pages instead).
+    """
+    return graphviz_run.render_formats(source, formats, timeout=scene.options.timeout, max_side=flat_limit(scene))
 
 
 def _focus(scene: dot.Scene) -> Book:
@@ -123,7 +141,7 @@ def _produce_all(scene: dot.Scene, source: str, formats: list[str], paths: list[
     Markdown summary link to the pictures."""
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     with stage("layout") as facts, waiting("dot"):
-        laid = graphviz_run.render_formats(source, laid_out, timeout=scene.options.timeout)
+        laid = lay_out_flat(scene, source, laid_out) if laid_out else {}
         facts.append(", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items())) or "no Graphviz output")
     produced = []
     for k, fmt in enumerate(formats):
@@ -153,7 +171,11 @@ def render_bytes(
     scene = prepare(model, annotations, options or RenderOptions())
     book = plan_book(scene)
     if book is None:
-        return _produce_all(scene, dot.emit(scene), [fmt])[0]
+        try:
+            return _produce_all(scene, dot.emit(scene), [fmt])[0]
+        except graphviz_run.TooBig:
+            book = plan_book(scene, force=True)
+            assert book is not None
     from . import book_output
 
     outputs = [(f"model.{fmt}", fmt)]
@@ -189,9 +211,16 @@ def render(
         with stage("DOT") as facts:
             source = dot.emit(scene)
             facts.append(count(len(source), "character"))
-        produced = list(zip(outputs, _produce_all(scene, source, formats, [str(p) for p in outputs])))
-        _write(produced, inputs)
-        return produced[-1][1]
+        try:
+            produced = list(zip(outputs, _produce_all(scene, source, formats, [str(p) for p in outputs])))
+        except graphviz_run.TooBig as e:
+            with stage("plan") as facts:
+                book = plan_book(scene, force=True)
+                assert book is not None
+                facts.append(f"{e}, over one page: {len(book.pages)} pages")
+        else:
+            _write(produced, inputs)
+            return produced[-1][1]
     from . import book_output
 
     named = [(str(path), f) for path, f in zip(outputs, formats)]

@@ -100,20 +100,24 @@ def test_big_model_gets_an_overview_and_every_operator_is_on_exactly_one_page(bi
 
 
 def test_grouping_follows_the_names(big: Path, big_report: tuple[Path, Path]) -> None:
-    """Every operator on a layer's page carries that layer's scope in its name."""
+    """Every operator on a layer's page carries that layer's scope in its name; small layers share a page
+    (``encoder/layer.2, layer.3``), which then holds exactly the layers it names."""
     model = renderer.load_model(big)
     by_id = {n.element_id: n for n in model.nodes()}
-    layer_pages = 0
+    covered: list[int] = []
     for path, root in _pages(big_report[0]).items():
         texts = [t.text or "" for t in root.iter(f"{SVG_NS}text")]
         group = texts[texts.index("group") + 1] if "group" in texts else ""  # the legend's row naming the page
-        match = re.fullmatch(r"encoder/(layer\.\d+)", group)
+        match = re.fullmatch(r"encoder/layer\.(\d+)(?:(?:, | … )layer\.(\d+))?", group)
         if path.name == big_report[0].name or not match:
             continue
-        layer_pages += 1
-        ops = [by_id[i] for i in _ids(root, "op-")]
-        assert ops and all(("encoder", match.group(1)) == scope_of(n)[:2] for n in ops), path
-    assert layer_pages == 40
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        scopes = [scope_of(by_id[i]) for i in _ids(root, "op-")]
+        assert scopes and all(s[0] == "encoder" for s in scopes), path
+        layers = sorted({int(s[1].removeprefix("layer.")) for s in scopes})
+        assert layers == list(range(first, last + 1)), (path, group)
+        covered += layers
+    assert sorted(covered) == list(range(40))
 
 
 def test_every_link_reaches_an_existing_page_and_element(big_report: tuple[Path, Path]) -> None:
@@ -221,7 +225,7 @@ def test_collapse_none_draws_one_picture_and_depth_limits_nesting(tmp_path: Path
 
 def test_small_models_stay_flat_by_default(tmp_path: Path) -> None:
     out = tmp_path / "r.svg"
-    assert run_cli("render", ONNX / "light_resnet50.onnx", "-o", out, "--no-sidecar").returncode == 0
+    assert run_cli("render", ONNX / "light_inception_v1.onnx", "-o", out, "--no-sidecar").returncode == 0
     assert not (tmp_path / "r.svg.pages").exists()
 
 
