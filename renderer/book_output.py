@@ -114,7 +114,7 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
         try:
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
                 laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
-                                                   max_side=max_side if index else None)
+                                                   max_side=max_side if index else None, palette_png=True)
                 facts.append(f"{book.pages[index].title}, {progress.count(len(sources[index]), 'character')} of DOT")
             return laid
         except graphviz_run.TooBig:

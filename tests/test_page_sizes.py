@@ -173,12 +173,28 @@ def test_pdf_and_png_pages_are_the_svg_pages_unshrunk(tmp_path: Path, chain_repo
         assert box.width >= width - 1 and box.height >= height - 1  # not scaled down
     pngs = _book(png)
     assert len(pngs) == len(svg_sizes)
+    _check_png_colours(pngs[1], _book(chain_report)[1])
     for path, (width, height) in zip(pngs, svg_sizes):
         data = path.read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
         pixels = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
         # drawn without the SVG's pad (0.3 in a side) and margin, never scaled down
         assert pixels[0] >= (width - 60) * PNG_DPI / 72 - 2 and pixels[1] >= (height - 60) * PNG_DPI / 72 - 2, path.name
+
+
+def _check_png_colours(png: Path, svg: Path) -> None:
+    """A page's PNG (256 colours, written by gd) has the exact colours of the SVG's fills: white ground, box
+    fills and header bands."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        assert image.mode == "P"
+        counts = {colour: n for n, colour in image.convert("RGB").getcolors(1 << 24)}
+    assert max(counts, key=counts.__getitem__) == (255, 255, 255)
+    fills = {e.get("fill") for e in parse_svg(svg).iter() if re.fullmatch(r"#[0-9a-f]{6}", e.get("fill") or "")}
+    assert len(fills) >= 4
+    for fill in fills:
+        assert tuple(bytes.fromhex(fill[1:])) in counts, fill
 
 
 def test_a_page_laid_out_too_big_is_planned_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
