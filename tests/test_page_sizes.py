@@ -4,17 +4,16 @@ pages. Checked by parsing what was written: SVG width/height, PDF MediaBox (pypd
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
-import sys
 from pathlib import Path
 from urllib.parse import unquote
 
 import onnx
 import pytest
 
-from conftest import ONNX, ROOT, SVG_NS, XLINK_NS, parse_svg, run_cli
+from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
+from test_pages import _transformer_models
 
 import renderer
 from renderer.folding import fold
@@ -216,14 +215,6 @@ def test_a_page_laid_out_too_big_is_planned_again(tmp_path: Path, monkeypatch: p
             if (g.get("id") or "").startswith("op-")]
     assert sorted(seen) == sorted(_drawn_ids(CNN_CHAIN))
     assert len(files) > len(_book(chain_report))  # more pages than at the normal limit
-
-
-def _transformer_models():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("transformer_models", ROOT / "benchmarks" / "transformer_models.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules.setdefault("transformer_models", module)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 _OP_NODE = re.compile(r"^\s*(op_\d+_\d+) \[", re.M)
