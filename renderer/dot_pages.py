@@ -178,7 +178,7 @@ class _PageEmitter(_Emitter):
         sizes = {_op_name(n): (OP_SIZE[0], OP_SIZE[1] + (HEAT_ROWS / 2 if self.scene.heatmap else 0)) for n in drawn}
         for run in self.runs:
             rows = -(-len(run) // RUN_COLUMNS) if len(run) > 1 else 0
-            sizes[f"box_{self.book.page_of_group[id(run[0])].index}"] = \
+            sizes[self._box_name(run[0])] = \
                 (RUN_SIZE[0], RUN_SIZE[1] + heat + 22 * rows) if rows else (BOX_SIZE[0], BOX_SIZE[1] + heat)
         for graph_index in self.page.io_graphs:
             graph = self.model.graphs[graph_index]

@@ -272,9 +272,12 @@ def _add_page(book: Book, group: Group, parent: Page | None, budgets: _Budgets) 
 
 def _add_box_pages(book: Book, page: Page, budgets: _Budgets) -> None:
     """A page for each box on ``page``; consecutive small sibling groups share one (packed), up to a page's
-    worth of operators, so a model of many small blocks does not become as many pages."""
+    worth of operators, so a model of many small blocks does not become as many pages. A group a packed page
+    could not draw in full gets a page of its own (never packed again)."""
     boxed = [group for run in page.all_boxes() for group in run]
-    for pack in _packs(boxed, budgets):
+    packed_here = {id(g) for g in page.group.children} if page.group.kind == PACK_KIND else set()
+    alone = [[g] for g in boxed if id(g) in packed_here]
+    for pack in alone + _packs([g for g in boxed if id(g) not in packed_here], budgets):
         if len(pack) == 1:
             _add_page(book, pack[0], page, budgets)
         else:
@@ -311,7 +314,7 @@ def _add_pack_page(book: Book, groups: list[Group], parent: Page, budgets: _Budg
     for group in groups:
         book.page_of_group[id(group)] = page
     limit = budgets.ops_packed(owner)
-    _fill(page, pack, limit, limit, book, limit)
+    _fill(page, pack, limit, limit + len(groups), book, limit)  # items: the groups' boxes turn into their ops
     _add_box_pages(book, page, budgets)
     return page
 
