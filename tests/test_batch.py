@@ -501,9 +501,9 @@ def test_a_paged_model_is_laid_out_once_per_page(tmp_path: Path, monkeypatch) ->
     calls: list[str] = []
     real = graphviz_run.render_formats
 
-    def counted(source, formats, timeout=None):  # type: ignore[no-untyped-def]
+    def counted(source, formats, timeout=None, **options):  # type: ignore[no-untyped-def]
         calls.append(source)
-        return real(source, formats, timeout=timeout)
+        return real(source, formats, timeout=timeout, **options)
 
     monkeypatch.setattr(graphviz_run, "render_formats", counted)
     result = run_job(ModelJob(str(ONNX / "bert_scoped.onnx"), tuple(map(str, runs)), ("latency_us", "macs")))
