@@ -26,6 +26,7 @@ GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
 REPLANS = 2
 """Times a book is planned again because pages came out over the size limit; then it is drawn as it is."""
 MIN_PAGE_OPS = 8
+_ROWS = re.compile(r"\{\s*rank=same[^{}]*\}")
 
 
 def links_for(outputs: list[tuple[str, str]]) -> Links:
@@ -113,8 +114,15 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
         try:
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
-                laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
-                                                   max_side=max_side if index else None, palette_png=True)
+                try:
+                    laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
+                                                       max_side=max_side if index else None, palette_png=True)
+                except RenderError as e:
+                    if "init_rank" not in str(e):
+                        raise
+                    # dot cannot always rank the overview's rows (rank=same) when they reach into a cluster
+                    laid = graphviz_run.render_formats(_ROWS.sub("", sources[index]), formats, timeout=left,
+                                                       palette_png=True)
                 facts.append(f"{book.pages[index].title}, {progress.count(len(sources[index]), 'character')} of DOT")
             return laid
         except graphviz_run.TooBig:

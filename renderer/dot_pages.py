@@ -160,7 +160,7 @@ class _PageEmitter(_Emitter):
             attrs = {"href": href} if href else {}
             dot.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
                      **{"class": "stub"})
-        if page.index == 0 and opts.rankdir == "TB" and not page.inlines:  # rows across clusters: init_rank fails
+        if page.index == 0 and opts.rankdir == "TB":
             rows = wrap_rows(self._item_sizes(drawn), self.edge_pairs)
             for band in rows:
                 with dot.subgraph() as row:
