@@ -146,9 +146,7 @@ def test_models_that_fit_keep_their_limits(tmp_path: Path, path: Path) -> None:
     out = tmp_path / "m.svg"
     run = run_cli("render", path, "-o", out, "--no-sidecar", timeout=600)
     assert run.returncode == 0, run.stderr
-    # silero_vad's If bodies: its two branch pages are ~8,200 × 3,000 pt for 117 boxes (~210,000 pt² a box,
-    # the nested bodies' outputs spread out in one row): within the size limit, not yet compact
-    _check_book(out, path, compact=path.name != "silero_vad.onnx")
+    _check_book(out, path)
 
 
 def test_inception_v1_fits_and_stays_one_picture(tmp_path: Path) -> None:
