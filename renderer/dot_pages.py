@@ -125,6 +125,8 @@ class _PageEmitter(_Emitter):
         self.edge_pairs: list[tuple[str, str]] = []
         self.box_pages: dict[str, set[int]] = {}  # a box's dot name → the pages of the groups it stands for
         self._cluster_count = 0
+        self.cluster_path: dict[str, tuple[str, ...]] = {}
+        """Item name → the clusters it sits in, outermost first (empty at the page's top level)."""
 
     def run(self) -> str:
         opts, page = self.opts, self.page
@@ -161,16 +163,28 @@ class _PageEmitter(_Emitter):
             dot.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
                      **{"class": "stub"})
         if page.index == 0 and opts.rankdir == "TB":
-            rows = wrap_rows(self._item_sizes(drawn), self.edge_pairs)
+            self._rows(dot, self._item_sizes(drawn))
+        return dot.source
+
+    def _rows(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]]) -> None:
+        """The overview's items wrapped into rows (``wrap_rows``), each cluster's items on their own: a
+        ``rank=same`` row may not reach into a cluster (dot's ranking fails), so a cluster's rows are declared
+        inside it (a subgraph named again is the same subgraph)."""
+        crowd = Counter(self.cluster_path.get(name, ()) for name in sizes)
+        containers: dict[tuple[str, ...], dict[str, tuple[float, float]]] = {}
+        for name, size in sizes.items():
+            path = self.cluster_path.get(name, ())
+            # a cluster of a few items keeps them in the page's rows, as dot ranks them well enough there
+            containers.setdefault(path if crowd[path] >= CLUSTER_ROWS_FROM else (), {})[name] = size
+        for path, members in containers.items():
+            rows = wrap_rows(members, self.edge_pairs)
             for band in rows:
-                with dot.subgraph() as row:
-                    row.attr(rank="same")
-                    for name in band:
-                        row.node(name)
+                _declare_row(dot, path, band)
+                for left, right in zip(band, band[1:]):  # in the row's order, as the model runs
+                    dot.edge(left, right, style="invis", weight="20")
             for above, below in zip(rows, rows[1:]):  # items under one another: a grid, not a staircase
                 for top, bottom in zip(above, below):
                     dot.edge(top, bottom, style="invis", weight="20")
-        return dot.source
 
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
         """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
@@ -220,22 +234,27 @@ class _PageEmitter(_Emitter):
     # -- content --------------------------------------------------------------------------------------------
 
     def _content(self, container: graphviz.Digraph, ops: list[Node], inlines: list[Inline],
-                 boxes: list[list[Group]]) -> None:
+                 boxes: list[list[Group]], path: tuple[str, ...] = ()) -> None:
+        """Draw ``ops``, ``inlines`` (as clusters) and ``boxes`` into ``container``, the clusters ``path`` deep;
+        each item's cluster path is kept for the overview's rows (``_rows``)."""
         for node in ops:
             self._op_node(container, node)
+            self.cluster_path[_op_name(node)] = path
         for inline in inlines:
             self._cluster_count += 1
-            with container.subgraph(name=f"cluster_g{self._cluster_count}") as sub:
+            cluster = f"cluster_g{self._cluster_count}"
+            with container.subgraph(name=cluster) as sub:
                 sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">'
                                                  f'{escape.html_text(inline.group.label, 80)}</FONT>'),
                          style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
                          labeljust="l", tooltip=escape.tooltip([display_path(inline.group)]))
-                self._content(sub, inline.ops, inline.inlines, inline.boxes)
+                self._content(sub, inline.ops, inline.inlines, inline.boxes, (*path, cluster))
         for run in boxes:
             if len(run) == 1:
                 self._box_node(container, run[0])
             else:
                 self._run_node(container, run)
+            self.cluster_path[self._box_name(run[0])] = path
 
     def _value_of(self, group: Group) -> float | None:
         if self.box_heat is None:
@@ -570,6 +589,22 @@ def _short_label(group: Group, run: list[Group]) -> str:
         return digits
     shared = len(os.path.commonprefix(names))
     return name[shared:] or tail if len(names) > 1 else tail
+
+
+CLUSTER_ROWS_FROM = 8
+"""A cluster holding this many overview items or more is wrapped into rows of its own."""
+
+
+def _declare_row(container: graphviz.Digraph, path: tuple[str, ...], band: list[str]) -> None:
+    """``{rank=same; band}`` inside the cluster ``path`` names (declared again, outermost first)."""
+    if path:
+        with container.subgraph(name=path[0]) as inner:
+            _declare_row(inner, path[1:], band)
+        return
+    with container.subgraph() as row:
+        row.attr(rank="same")
+        for name in band:
+            row.node(name)
 
 
 def wrap_rows(sizes: dict[str, tuple[float, float]], edges: list[tuple[str, str]],

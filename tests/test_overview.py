@@ -338,3 +338,11 @@ def test_a_layer_that_differs_in_a_detail_sits_beside_its_series(tmp_path: Path)
         crumbs[texts[texts.index("group") + 1] if "group" in texts else page.name] = len(
             [a for a in legend.iter(f"{SVG_NS}a") if a.get(f"{XLINK_NS}href")])
     assert crumbs["encoder/layer.11"] == crumbs["encoder/layer.0"] == 1, crumbs
+
+
+def test_a_cnn_chains_overview_is_a_grid_not_a_column(tmp_path: Path) -> None:
+    """cnn_chain.onnx: 30 blocks inside a cluster. A row reaching into a cluster made dot's ranking fail and the
+    overview fell back to one 6,600 pt column; the cluster's items now get rows of their own."""
+    overview = _render(ONNX / "cnn_chain.onnx", tmp_path / "c.svg")
+    width, height = _size_pt(parse_svg(overview))
+    assert 0.6 <= width / height <= 2.5 and height < 2500, (width, height)
