@@ -101,7 +101,7 @@ def test_shape_chains_fold_into_the_reshape_that_reads_them(generated: Path, tmp
 
 def test_show_constants_draws_every_operator(generated: Path, tmp_path: Path) -> None:
     out = tmp_path / "all.svg"
-    run = run_cli("render", generated, "-o", out, "--no-sidecar", "--show-constants")
+    run = run_cli("render", generated, "-o", out, "--no-sidecar", "--show-constants", "--collapse", "none")
     assert run.returncode == 0, run.stderr
     model = renderer.load_model(generated)
     assert set(svg_groups(parse_svg(out), "op")) == {n.element_id for n in model.main.nodes}
