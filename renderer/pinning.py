@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 
-from .errors import AnnographError, LoaderError
+from .errors import AnnographError, LoaderError, UsageError
 from .escape import clean
 
 _LISTED = 12  # free dims named in the error (a model can have hundreds)
@@ -32,7 +32,7 @@ def parse(items: Iterable[str]) -> dict[str, int]:
         name, sep, value = item.rpartition("=")
         number = whole_number(value)
         if not sep or not name.strip() or number is None:
-            raise AnnographError(f"--dim {item!r}: expected NAME=VALUE with a whole number (ASCII digits), "
+            raise UsageError(f"--dim {item!r}: expected NAME=VALUE with a whole number (ASCII digits), "
                                  "e.g. batch=1")
         dims[name] = number
     return dims

@@ -344,7 +344,7 @@ def command(path: Path, argv: list[str], output: Path) -> str:
         assert output.is_file() and output.stat().st_size, f"exit status 0 without {output.name}: {text}"
         return text
     lines = text.splitlines()
-    assert code == 1 and lines and lines[-1].startswith("annograph: error: "), f"exit status {code}: {text}"
+    assert code in (1, 2) and lines and lines[-1].startswith("annograph: error: "), f"exit status {code}: {text}"
     raise AnnographError(f"{path}: {lines[-1]}")
 
 

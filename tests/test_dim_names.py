@@ -49,10 +49,10 @@ def cli(*argv: str | Path) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-def refused(code: int, err: str, *fragments: str) -> str:
-    """The one error line, checked for exit status 1 and each fragment."""
+def refused(code: int, err: str, *fragments: str, status: int = 1) -> str:
+    """The one error line, checked for exit ``status`` (2 for a malformed option) and each fragment."""
     lines = err.splitlines()
-    assert code == 1 and len(lines) == 1 and lines[0].startswith("annograph: error: "), (code, err)
+    assert code == status and len(lines) == 1 and lines[0].startswith("annograph: error: "), (code, err)
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
@@ -132,8 +132,9 @@ def test_names_with_spaces_and_equals_signs_pin(tmp_path: Path) -> None:
             "--dim 'a=4' pins nothing", "its free input dims are 'a=b'")
     for value in ("\u00b2", "nan", "-1", ""):
         refused(*cli("metrics", tmp_path / "4.onnx", f"--dim=a=b={value}", "-o", tmp_path / "a.csv"),
-                f"--dim 'a=b={value}': expected NAME=VALUE with a whole number")
-    refused(*cli("metrics", tmp_path / "4.onnx", "--dim=--", "-o", tmp_path / "a.csv"), "--dim '--': expected NAME=VALUE")
+                f"--dim 'a=b={value}': expected NAME=VALUE with a whole number", status=2)
+    refused(*cli("metrics", tmp_path / "4.onnx", "--dim=--", "-o", tmp_path / "a.csv"), "--dim '--': expected NAME=VALUE",
+            status=2)
     assert not (tmp_path / "a.csv").exists()
 
 

@@ -59,3 +59,14 @@ def test_argparse_mistakes_exit_2_and_other_errors_1(command: str, tmp_path: Pat
             "export": [missing, "-a", MODEL, "--to", "csv", "-o", tmp_path / "x.csv"]}[command]
     run = run_cli(command, *args)
     assert run.returncode == 1 and "missing.onnx" in one_line_error(run), run.stderr
+
+
+def test_malformed_dims_and_a_batch_without_files_are_usage_errors(tmp_path: Path) -> None:
+    """The last usage mistakes that exited 1: a --dim that is not NAME=VALUE, and batch without -a."""
+    for argv in (["render", ONNX / "tiny_cnn.onnx", "--dim", "batch=x", "-o", tmp_path / "a.svg"],
+                 ["metrics", ONNX / "tiny_cnn.onnx", "--dim=--", "-o", tmp_path / "a.csv"],
+                 ["batch", ONNX / "tiny_cnn.onnx", "-o", tmp_path / "out"]):
+        run = run_cli(*argv)
+        assert run.returncode == 2, (argv, run.stderr)
+        assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+    assert not any(tmp_path.iterdir())

@@ -196,7 +196,7 @@ def error_runs(error_folder: Path) -> dict[str, tuple[Case, Run, float]]:
         return dict(pool.map(run, cases.items()))
 
 
-USAGE_CASES = {"unknown format list"}
+USAGE_CASES = {"unknown format list", "bad dim", "superscript dim", "arabic-indic dim"}
 
 
 def _case_names() -> list[str]:

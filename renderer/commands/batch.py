@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from ..batch.contact_sheet import earlier_files, html
     from ..batch.job import model_prefixes
     from ..batch.parallel import local_workers, run_dask, run_local
-    from ..errors import AnnographError
+    from ..errors import AnnographError, UsageError
     from ..loaders import check_dims
     from ..progress import bar, count
     from .common import stage, warn
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     options = render_options(args)
     metrics = tuple(m.strip() for m in (args.color_by or "").split(",") if m.strip())
     if not args.annotations:
-        raise AnnographError("batch needs annotation files: -a FILE or -a 'PATTERN*.json'")
+        raise UsageError("batch needs annotation files: -a FILE or -a 'PATTERN*.json'")
     folder = Path(args.output)
     if folder.exists() and not folder.is_dir():
         raise AnnographError(f"{folder}: not a folder")
