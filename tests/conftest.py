@@ -36,6 +36,17 @@ def run_cli(*args: str | Path, env: dict[str, str] | None = None, timeout: float
     return Run(done.returncode, done.stdout, done.stderr)
 
 
+def transformer_models():  # type: ignore[no-untyped-def]
+    """``benchmarks/transformer_models.py`` (the generated BERT-like encoders), imported by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("transformer_models", ROOT / "benchmarks" / "transformer_models.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules.setdefault("transformer_models", module)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
 def parse_svg(data: bytes | str | Path):  # type: ignore[no-untyped-def]
     """The SVG as an ElementTree root, parsed with defusedxml (no entities, no network)."""
     from defusedxml import ElementTree

@@ -4,17 +4,15 @@ cost, one edge between groups that feed each other. Real exported models, checke
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 import re
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import ONNX, ROOT, SVG_NS, XLINK_NS, parse_svg, run_cli
+from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 
 import renderer
 from renderer.folding import fold
@@ -23,14 +21,6 @@ INDEX_RANGE = re.compile(r"\bops? \d+\s*[–-]\s*\d+|\bstages? \d")
 INTERNAL_ID = re.compile(r"#(?:stage|gathered|graph|block)\d|\bbox-\d|\brun-\d")
 COUNTED = re.compile(r"^\d[\d,]* (?:ops|groups|operators)\b|\b\d+ groups?, \d+ ops?\b")
 SHARE = re.compile(r"([0-9]+\.[0-9]) % of (\S+)")
-
-
-def _transformer_models():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("transformer_models", ROOT / "benchmarks" / "transformer_models.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules.setdefault("transformer_models", module)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def _pages(overview: Path) -> list[Path]:
@@ -73,7 +63,7 @@ def _render(model: Path, out: Path, *args: str) -> Path:
 
 @pytest.fixture(scope="module")
 def flat40(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _transformer_models().write(tmp_path_factory.mktemp("flat") / "flat40.onnx", 40, "flat")
+    return transformer_models().write(tmp_path_factory.mktemp("flat") / "flat40.onnx", 40, "flat")
 
 
 CASES = [
@@ -121,7 +111,7 @@ def test_shares_of_a_summed_metric_add_up_to_100_over_the_overview(naming: str, 
     """Every box says its share of the model's total latency (``12.3 % of latency_us``), a run of identical
     layers its share as a whole; with the share of the operators drawn in full on the overview (its legend)
     they make 100 %, and each equals the box's summed latency over the model total."""
-    model = _transformer_models().write(tmp_path / "m.onnx", 40, naming)
+    model = transformer_models().write(tmp_path / "m.onnx", 40, naming)
     notes = tmp_path / "latency.csv"
     latency = _latency(model, notes)
     overview = _render(model, tmp_path / "m.svg", "-a", str(notes), "--color-by", "latency_us")
@@ -245,7 +235,7 @@ def test_a_long_chain_of_groups_wraps_into_a_grid_that_suits_a_screen(tmp_path: 
 
 @pytest.mark.parametrize("naming", ["scoped", "flat"])
 def test_the_big_transformer_overview_fits_a_screen(naming: str, tmp_path: Path) -> None:
-    model = _transformer_models().write(tmp_path / "m.onnx", 40, naming)
+    model = transformer_models().write(tmp_path / "m.onnx", 40, naming)
     overview = _render(model, tmp_path / "m.svg")
     width, height = _size_pt(parse_svg(overview))
     assert 0.8 <= width / height <= 2.5, (width, height)

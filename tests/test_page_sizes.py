@@ -12,8 +12,7 @@ from urllib.parse import unquote
 import onnx
 import pytest
 
-from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
-from test_pages import _transformer_models
+from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 
 import renderer
 from renderer.folding import fold
@@ -227,7 +226,7 @@ def test_a_20k_operator_model_has_a_readable_number_of_pages(tmp_path: Path) -> 
     operator on exactly one, and every page reached from the overview by following box links. DOT only (the
     plan and every page's source, no layout)."""
     path = tmp_path / "t20k.onnx"
-    _transformer_models().write(path, 224, "scoped")
+    transformer_models().write(path, 224, "scoped")
     out = tmp_path / "t.dot"
     run = run_cli("render", path, "-o", out, "--no-sidecar", timeout=600)
     assert run.returncode == 0, run.stderr

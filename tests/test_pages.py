@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import csv
 import html as html_lib
-import importlib.util
 import math
 import re
 import subprocess
-import sys
 from collections import deque
 from pathlib import Path
 from urllib.parse import unquote
@@ -16,7 +14,7 @@ from urllib.parse import unquote
 import onnx
 import pytest
 
-from conftest import ONNX, ROOT, SVG_NS, XLINK_NS, parse_svg, run_cli
+from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 
 import renderer
 from renderer.folding import fold
@@ -27,19 +25,11 @@ MAX_PAGE_PT = 14_400  # 200 in, what PDF viewers open
 MIN_TEXT_PT = 8
 
 
-def _transformer_models():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("transformer_models", ROOT / "benchmarks" / "transformer_models.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules.setdefault("transformer_models", module)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 3,591-operator BERT-like encoder with torch-style scoped names (40 layers), above the auto threshold."""
     path = tmp_path_factory.mktemp("big") / "bert40.onnx"
-    _transformer_models().write(path, 40, "scoped")
+    transformer_models().write(path, 40, "scoped")
     return path
 
 
@@ -372,7 +362,7 @@ def test_flat_names_give_the_repeated_layers_as_one_run(tmp_path: Path) -> None:
     """No usable names (node_MatMul_64): the 40 layers are found as 40 identical blocks, drawn as one run box
     with a linked cell each, as the scoped export's layers are; nothing is named by operator indices."""
     path = tmp_path / "flat.onnx"
-    _transformer_models().write(path, 40, "flat")
+    transformer_models().write(path, 40, "flat")
     out = tmp_path / "flat.svg"
     run = run_cli("render", path, "-o", out, "--no-sidecar", timeout=600)
     assert run.returncode == 0, run.stderr
