@@ -38,6 +38,11 @@ class AnnotationError(AnnographError):
     """An annotation file is malformed, or its ids cannot be matched under --strict."""
 
 
+class OperatorDataError(AnnographError):
+    """A data file of ``renderer/data`` (operator knowledge) does not fit its schema: a broken installation or a
+    bad edit, never the model's fault."""
+
+
 class MetricError(AnnographError):
     """A metric was asked for that no source provides, or cannot be computed."""
 

@@ -19,18 +19,22 @@ order (topological in valid files; a consumer listed before its producer is simp
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
+from .data import operators
 from .ir import Model, Node, Value
 
-HIDDEN_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
-# Their output describes the input's shape (ONNX Shape/Size, TFLite SHAPE), whatever the input's data.
-SHAPE_READERS = frozenset({"Shape", "Size", "SHAPE"})
-# All-constant inputs but a different value on every run: not a computation of constants.
-RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-                        "Bernoulli", "RANDOM_STANDARD_NORMAL", "RANDOM_UNIFORM", "MULTINOMIAL"})
-# Ops that only change how a stored weight is held (float16 widened, int8 dequantized, a deduplicated copy):
-# a box reading their output lists the stored tensor, ``⟨64×3×3⟩ float16→float32``.
-STORAGE_OPS = frozenset({"DEQUANTIZE", "Cast", "DequantizeLinear", "Identity"})
+
+@cache
+def _folded_as(fold: str) -> frozenset[str]:
+    """Operator types of either format whose data entry has ``fold`` (the formats' names never collide):
+    ``constant`` producers (Constant, ConstantOfShape); ``shape`` readers, whose output describes the input's
+    shape whatever its data (ONNX Shape/Size, TFLite SHAPE); ``random`` generators, all-constant inputs but a
+    different value on every run; ``storage`` ops that only change how a stored weight is held (float16
+    widened, int8 dequantized, a deduplicated copy), so a box reading their output lists the stored tensor,
+    ``⟨64×3×3⟩ float16→float32``."""
+    return operators.with_fold("onnx", fold) | operators.with_fold("tflite", fold)
+
 
 NodeKey = tuple[str, int, int]
 ValueKey = tuple[str, int, int]
@@ -81,7 +85,7 @@ class Folding:
     def stored(self, value: Value) -> Value | None:
         """The stored tensor ``value`` re-expresses, when its folded producer only changes the storage format."""
         producer = value.producer
-        if producer is None or producer.key not in self.hidden or producer.op_type not in STORAGE_OPS:
+        if producer is None or producer.key not in self.hidden or producer.op_type not in _folded_as("storage"):
             return None
         source = producer.inputs[0] if producer.inputs else None
         return source if source is not None and source.is_constant else None
@@ -96,8 +100,8 @@ def fold(model: Model, show_constants: bool = False) -> Folding:
     for graph in model.graphs:  # a parent graph comes before its subgraphs, which may read its values
         for node in graph.nodes:
             writes_output = any(v.is_output for v in node.outputs)  # always drawn: the graph's result
-            if (node.op_type in HIDDEN_PRODUCERS and node.outputs and all(v.is_constant for v in node.outputs)
-                    and not writes_output):
+            if (node.op_type in _folded_as("constant") and node.outputs
+                    and all(v.is_constant for v in node.outputs) and not writes_output):
                 hidden.add(node.key)
                 continue
             how = _static(node, computed)
@@ -112,10 +116,10 @@ def fold(model: Model, show_constants: bool = False) -> Folding:
 
 def _static(node: Node, computed: dict[ValueKey, Computed]) -> Computed | None:
     """How ``node``'s outputs are computed from constants and shapes only, or None when they read data."""
-    if node.subgraphs or node.op_type in RANDOM_OPS or not node.outputs:
+    if node.subgraphs or node.op_type in _folded_as("random") or not node.outputs:
         return None
     sources = [v for v in node.inputs if v is not None]
-    if node.op_type in SHAPE_READERS and node.domain in ("", "ai.onnx"):
+    if node.op_type in _folded_as("shape") and node.domain in ("", "ai.onnx"):
         return Computed(frozenset({node.key}), tuple(sources[:1]))
     if not sources:
         return None

@@ -1,8 +1,14 @@
-"""Operator knowledge lives in ``renderer/data/*-ops.json``; graph-valued attributes are typed, not text."""
+"""Operator knowledge lives in ``renderer/data/*-ops.json``, one entry per operator, checked when read; graph-valued
+attributes are typed, not text."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,18 +16,137 @@ from conftest import ONNX, TFLITE, ROOT, run_cli
 
 import renderer
 from renderer import categories
+from renderer.data import operators
+from renderer.errors import OperatorDataError
 from renderer.ir import SubgraphRef
+from renderer.metrics import onnx_ops, tflite_ops
+
+FORMATS = {"onnx": onnx_ops, "tflite": tflite_ops}
+SCHEMA = ROOT / "renderer/data/ops.schema.json"
 
 
-@pytest.mark.parametrize("fmt", ["onnx", "tflite"])
-def test_roles_name_known_operators_and_control_flow_is_category_control(fmt: str) -> None:
-    data = json.loads((ROOT / f"renderer/data/{fmt}-ops.json").read_text(encoding="utf-8"))
-    known = {op for ops in data["categories"].values() for op in ops}
-    assert set(data["roles"]) >= {"runs_subgraphs", "weight_layout", "weight_cast", "dequantize"}
-    for role, ops in data["roles"].items():
-        assert ops and set(ops) <= known, (fmt, role, set(ops) - known)
-        assert len(ops) == len(set(ops)), (fmt, role)
-    assert all(categories.category(fmt, op) == "control" for op in data["roles"]["runs_subgraphs"])
+def _document(fmt: str) -> dict:
+    return json.loads((ROOT / f"renderer/data/{fmt}-ops.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_data_files_match_the_schema_and_the_schema_matches_the_reader(fmt: str) -> None:
+    import jsonschema
+
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(_document(fmt))
+    fields = schema["$defs"]["operator"]["properties"]
+    assert list(fields) == list(operators.FIELDS)
+    assert fields["category"]["enum"] == list(operators.CATEGORIES) == list(categories.CATEGORIES)
+    assert set(fields["roles"]["items"]["enum"]) == operators.ROLES
+    assert set(fields["fold"]["enum"]) == operators.FOLDS
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"operators": {"Conv": {"cost": "conv", "colour": "red"}}}, schema)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_cost_formula_named_in_the_data_resolves_and_every_formula_is_used(fmt: str) -> None:
+    module = FORMATS[fmt]
+    entries = operators.operators(fmt)
+    table = module.formula_by_op()
+    named = {(name, "") for name, op in entries.items() if op.cost}
+    named |= {(name, domain) for name, op in entries.items() for domain in op.cost_by_domain}
+    assert set(table) == named and len(named) > 100
+    used = {op.cost for op in entries.values()} | {f for op in entries.values() for f in op.cost_by_domain.values()}
+    assert used - {None} == set(module.FORMULAS)  # no formula the data forgot, none it names that is missing
+    for name, op in entries.items():  # the numbers an entry gives are the formula's keyword arguments
+        if op.cost:
+            params = inspect.signature(module.FORMULAS[op.cost]).parameters
+            assert set(op.args) <= set(params) - {"op"}, name
+
+
+def test_every_operator_named_in_the_data_is_a_real_operator() -> None:
+    """ONNX names are operators of onnx or of onnxruntime's contrib domains; TFLite names are BuiltinOperator
+    members (test_loader_tflite checks there is an entry for each)."""
+    import onnx.defs
+    import tflite
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort
+
+    known = {s.name for s in onnx.defs.get_all_schemas_with_history()} | {s.name for s in ort.get_all_operator_schema()}
+    assert set(operators.operators("onnx")) - known == set()
+    builtins = {k for k in vars(tflite.BuiltinOperator) if not k.startswith("_")}
+    assert set(operators.operators("tflite")) - builtins == set()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_roles_and_folds_name_known_operators_and_control_flow_is_category_control(fmt: str) -> None:
+    entries = operators.operators(fmt)
+    for role in ("runs_subgraphs", "weight_layout", "weight_cast", "dequantize"):
+        assert operators.with_role(fmt, role), (fmt, role)
+    assert all(categories.category(fmt, op) == "control" for op in operators.with_role(fmt, "runs_subgraphs"))
+    assert all(entries[op].category == "shape" for op in operators.with_fold(fmt, "shape") if op != "Size")
+    for op in operators.with_fold(fmt, "storage"):  # what folding lists as the stored tensor only re-holds it
+        assert entries[op].roles & {"weight_cast", "dequantize"}, op
+    with pytest.raises(ValueError, match="not one of"):
+        operators.with_role(fmt, "weights")
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"operators": {"Conv": {"colour": "red"}}}', "operator 'Conv': unknown field 'colour' (known: category,"),
+    ('{"operators": {"Conv": {"category": "layers"}}}', "operator 'Conv': 'layers' is not one of activation,"),
+    ('{"operators": {"Conv": {}, "Conv": {}}}', "'Conv' is listed twice"),
+    ('{"operators": {"Relu": {"ops": 2}}}', "operator 'Relu': ops without a cost formula"),
+    ('{"operators": {"Relu": {"cost": "elementwise", "ops": -1}}}', "operator 'Relu': -1 is not a number ≥ 0"),
+    ('{"operators": {"Conv": {"weights": [[1, 2]]}}}', "operator 'Conv': [1, 2] is not [slot, zero point slot,"),
+    ('{"operators": {"Conv": {"weights": [-1]}}}', "operator 'Conv': slot -1 is not an index ≥ 0"),
+    ('{"operators": {"If": {"roles": ["loops"]}}}', "operator 'If': 'loops' is not one of dequantize,"),
+    ('{"operators": {"Shape": {"fold": "hidden"}}}', "operator 'Shape': 'hidden' is not one of constant,"),
+    ('{"operators": ["Conv"]}', 'no "operators" object'),
+    ('{"operators": {"Conv": "layer"}}', "operator 'Conv': not an object"),
+    ('{"operators": {', "Expecting property name"),
+])
+def test_a_malformed_data_file_is_one_error_naming_the_file_and_operator(text: str, message: str) -> None:
+    with pytest.raises(OperatorDataError) as info:
+        operators.parse("renderer/data/onnx-ops.json", text)
+    assert str(info.value).startswith("renderer/data/onnx-ops.json: ")
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"cost": "convolution"}, "operator 'X': unknown cost formula 'convolution' (known: attention, conv,"),
+    ({"cost": "conv", "cost_by_domain": {"com.microsoft": "ms_conv"}}, "unknown cost formula 'ms_conv'"),
+    ({"cost": "recurrent", "ops": 13}, "operator 'X': formula 'recurrent': missing a required argument: 'gates'"),
+    ({"cost": "conv", "ops": 2}, "operator 'X': formula 'conv': got an unexpected keyword argument 'ops'"),
+])
+def test_a_formula_the_code_does_not_have_is_an_error_naming_the_operator(entry: dict, message: str) -> None:
+    entries = operators.parse("x.json", json.dumps({"operators": {"X": entry}}))
+    with pytest.raises(OperatorDataError, match="^x.json: ") as info:
+        operators.bind_formulas("x.json", entries, onnx_ops.FORMULAS)
+    assert message in str(info.value)
+
+
+def _broken_copy(tmp_path: Path, fmt: str, op: str, fields: dict) -> dict[str, str]:
+    """A copy of the package whose ``fmt`` data gives ``op`` the entry ``fields``; the environment running it."""
+    shutil.copytree(ROOT / "renderer", tmp_path / "renderer", ignore=shutil.ignore_patterns("__pycache__"))
+    data = tmp_path / f"renderer/data/{fmt}-ops.json"
+    document = json.loads(data.read_text(encoding="utf-8"))
+    document["operators"][op] = fields
+    data.write_text(json.dumps(document), encoding="utf-8")
+    return dict(os.environ, PYTHONPATH=str(tmp_path))
+
+
+@pytest.mark.parametrize("command, fmt, op, fields, message", [
+    (["metrics", ONNX / "tiny_cnn.onnx"], "onnx", "Conv", {"category": "layer", "cost": "convolution"},
+     "renderer/data/onnx-ops.json: operator 'Conv': unknown cost formula 'convolution'"),
+    (["render", TFLITE / "okay_nabu.tflite"], "tflite", "CONV_2D", {"category": "layers"},
+     "renderer/data/tflite-ops.json: operator 'CONV_2D': 'layers' is not one of"),
+])
+def test_the_cli_reports_a_broken_data_file_in_one_line_and_writes_nothing(
+        tmp_path: Path, command: list, fmt: str, op: str, fields: dict, message: str) -> None:
+    env = _broken_copy(tmp_path / "pkg", fmt, op, fields)
+    out = tmp_path / "out.json" if command[0] == "metrics" else tmp_path / "out.svg"
+    run = subprocess.run([sys.executable, "-m", "renderer", *map(str, command), "-o", str(out)], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
+    assert message in run.stderr and "malformed" not in run.stderr and "corrupt" not in run.stderr, run.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("path", [ONNX / "control_flow.onnx", ONNX / "silero_vad.onnx", TFLITE / "okay_nabu.tflite"])

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..categories import category
-from ..errors import LoaderError, first_line
+from ..errors import LoaderError, OperatorDataError, first_line
 from ..progress import detail
 from . import RealValues, decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
 from .mapped import map_file
@@ -174,7 +174,7 @@ def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int,
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:
     try:
         return refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)
-    except LoaderError:
+    except (LoaderError, OperatorDataError):  # the data's fault, not the model's
         raise
     except Exception as e:
         raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {first_line(e)})") from None

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..categories import category
-from ..errors import LoaderError, first_line
+from ..errors import LoaderError, OperatorDataError, first_line
 from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
 from .mapped import map_file
 
@@ -150,7 +150,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
             model.notes.append(f"{path}: input values and onnxruntime profiles give shapes to ONNX models only; "
                                "a TFLite model's come from the file and --dim")
         return refuse_impossible_shapes(model, path)
-    except LoaderError:
+    except (LoaderError, OperatorDataError):  # the data's fault, not the model's
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
         raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None

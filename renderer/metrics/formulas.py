@@ -1,15 +1,15 @@
 """The arithmetic of each kind of operator, free of any file format.
 
-Every function takes plain sizes (ints and shapes) and returns a ``Cost``. The ONNX and TFLite tables
-(``onnx_ops``, ``tflite_ops``) read shapes and attributes from the IR and call these, so the same maths serves
-both formats.
+Every function takes plain sizes (ints and shapes) and returns a ``Cost``. The ONNX and TFLite formulas
+(``onnx_ops``, ``tflite_ops``), named by each operator's entry in ``renderer/data``, read shapes and attributes
+from the IR and call these, so the same maths serves both formats.
 
 Conventions (also in the metric descriptions):
     * A MAC is one multiply-accumulate. Linear-algebra ops (convolutions, matrix products, attention, recurrent
       gates) count one MAC per multiply-accumulate, plus one per output element for a bias add.
     * Every other arithmetic op counts one operation per element it computes, with any elementwise function
-      (exp, erf, sigmoid, a division…) counted as one; ``PER_ELEMENT``-style tables give the few ops that do
-      several per element (softmax: exp, sum, divide = 3).
+      (exp, erf, sigmoid, a division…) counted as one; the ``ops`` of an operator's entry in ``renderer/data``
+      gives the few ops that do several per element (softmax: exp, sum, divide = 3).
     * Ops that only move or reinterpret data (reshape, transpose, concat, gather, cast…) cost 0.
     * FLOPs = 2 × MACs for every op.
 """

@@ -1,93 +1,22 @@
 """ONNX operators → cost formulas, and which inputs are weights.
 
-The op-name tables are data; the few ops with real structure (convolutions, products, attention, recurrent
-layers…) have a small function each that reads shapes and hands them to ``formulas``.
+Which operator uses which formula, with which numbers, and which of its inputs are weights, is data: the
+operator's entry in ``renderer/data/onnx-ops.json`` (``data.operators``). Here are the formulas it names
+(``FORMULAS``): each reads shapes and attributes and hands plain sizes to ``formulas``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 from ..categories import runs_subgraphs
+from ..data.operators import formula_table, operator
 from .formulas import (
     ZERO, Cost, NotCountable, attention, convolution, einsum, matmul, per_element, pooling, prod, recurrent,
     reduction, resize, transposed_convolution,
 )
 from .opview import Op
-
-# Operations per output element for elementwise and normalization-style ops (see formulas' conventions).
-PER_ELEMENT: dict[str, float] = {
-    **dict.fromkeys((
-        "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sqrt",
-        "Exp", "Log", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-        "Erf", "Sign", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Gelu", "Sigmoid", "HardSigmoid",
-        "HardSwish", "Tanh", "Softplus", "Softsign", "ThresholdedRelu", "Mish", "Swish", "Clip", "Where",
-        "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "BitShift",
-        "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf", "Shrink", "Hardmax", "Range",
-        "BatchNormalization",  # inference: mean, variance, scale and bias fold into one multiply-add
-        # com.microsoft
-        "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
-        "QLinearLeakyRelu",
-    ), 1),
-    "Softmax": 3, "LogSoftmax": 3, "BiasSoftmax": 3,  # exp, sum, divide (or subtract the log)
-    "QuantizeLinear": 2, "DequantizeLinear": 2,  # (x − zero point) × scale, and its inverse
-    "DynamicQuantizeLinear": 3,  # min/max scan, then quantize
-    "LpNormalization": 2,
-    # mean, subtract, accumulate the square, scale by 1/σ, affine
-    "LayerNormalization": 5, "InstanceNormalization": 5, "GroupNormalization": 5, "MeanVarianceNormalization": 5,
-    "SkipLayerNormalization": 6,
-    # accumulate the square, scale by 1/rms, scale by γ
-    "RMSNormalization": 3, "SimplifiedLayerNormalization": 3, "SkipSimplifiedLayerNormalization": 4,
-}
-
-# Variadic elementwise ops: one operation per extra input per element (Mean also divides).
-VARIADIC: dict[str, int] = {"Sum": 0, "Max": 0, "Min": 0, "Mean": 1}
-
-# One operation per input element.
-REDUCTIONS = frozenset({
-    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-    "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "GlobalMaxPool", "NonZero",
-})
-
-# Ops that move, select or reinterpret data: 0 MACs (a count, not a guess).
-NO_ARITHMETIC = frozenset({
-    "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
-    "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "Pad", "Expand", "Tile", "Shape",
-    "Size", "Cast", "CastLike", "Constant", "ConstantOfShape", "Dropout", "DepthToSpace", "SpaceToDepth",
-    "EyeLike", "OneHot", "Compress", "ReverseSequence", "Trilu", "SequenceAt", "SequenceConstruct",
-    "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength", "SplitToSequence", "ConcatFromSequence",
-    "Optional", "OptionalGetElement", "OptionalHasElement", "Unique", "QLinearConcat",
-})
-
-# Weight inputs per op: (slot, explicit zero point (slot, channel axis of the weight) or None). A slot counts
-# only when it traces to stored data (directly, or through a DequantizeLinear / layout op).
-WEIGHT_SLOTS: dict[str, tuple[tuple[int, tuple[int, int] | None], ...]] = {
-    "Conv": ((1, None),),
-    "ConvTranspose": ((1, None),),
-    "Gemm": ((0, None), (1, None)),
-    "MatMul": ((0, None), (1, None)),
-    "ConvInteger": ((1, (3, 0)),),
-    "QLinearConv": ((3, (5, 0)),),
-    "MatMulInteger": ((0, (2, -2)), (1, (3, -1))),
-    "QLinearMatMul": ((0, (2, -2)), (3, (5, -1))),
-    "LSTM": ((1, None), (2, None)),
-    "GRU": ((1, None), (2, None)),
-    "RNN": ((1, None), (2, None)),
-    "Gather": ((0, None),),
-    # com.microsoft
-    "FusedConv": ((1, None),),
-    "FusedGemm": ((0, None), (1, None)),
-    "FusedMatMul": ((0, None), (1, None)),
-    "Attention": ((1, None),),
-    "MatMulIntegerToFloat": ((1, (5, -1)),),
-    "DynamicQuantizeMatMul": ((1, (3, -1)),),
-}
-
-# Recurrent layers: elementwise operations per hidden unit and step.
-#   LSTM: 4 gate sums, 3 sigmoids + 2 tanh, cell update c = f·c + i·g (3), h = o·tanh(c) (1).
-#   GRU: 3 gate sums, 2 sigmoids + tanh, r·(R·h) (1), h = (1 − z)·n + z·h (4).
-#   RNN: the sum and the activation.
-RECURRENT_OPS_PER_UNIT = {"LSTM": 13, "GRU": 11, "RNN": 2}
 
 
 def _conv(op: Op) -> Cost:
@@ -162,13 +91,13 @@ def _resize(op: Op) -> Cost:
     return resize(op.out_elements(), changed, str(op.attr("mode", "nearest")))
 
 
-def _recurrent(op: Op) -> Cost:
+def _recurrent(op: Op, gates: int, ops: int) -> Cost:
+    """LSTM / GRU / RNN: ``gates`` stacked in the weights, ``ops`` elementwise operations per hidden unit."""
     x, w, r = op.shape(0), op.weight_shape(1), op.weight_shape(2)
     steps, batch = (x[1], x[0]) if op.int_attr("layout", 0) else (x[0], x[1])
     bias = prod(op.weight_shape(3)) if op.has(3) else 0
-    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op.type]
-    hidden_units = w[0] * (w[1] // gates)  # directions × hidden size
-    return recurrent(steps, batch, prod(w) + prod(r), bias, hidden_units, RECURRENT_OPS_PER_UNIT[op.type])
+    hidden_units = w[0] * (w[1] // int(gates))  # directions × hidden size
+    return recurrent(steps, batch, prod(w) + prod(r), bias, hidden_units, int(ops))
 
 
 def _heads(op: Op, name: str) -> int:
@@ -230,21 +159,43 @@ def _activation(op: Op) -> Cost:
     return per_element(op.out_elements()) if op.attr("activation") else ZERO
 
 
-SPECIAL: dict[str, Callable[[Op], Cost]] = {
-    "Conv": _conv, "FusedConv": _conv, "ConvInteger": _conv_integer, "QLinearConv": _qlinear_conv,
-    "ConvTranspose": _conv_transpose,
-    "Gemm": _gemm, "FusedGemm": _gemm, "MatMul": _matmul, "FusedMatMul": _matmul, "MatMulInteger": _matmul,
-    "QLinearMatMul": _qlinear_matmul, "MatMulIntegerToFloat": _matmul, "DynamicQuantizeMatMul": _matmul,
-    "MatMulNBits": _matmul_nbits, "Einsum": _einsum,
-    "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool, "QLinearAveragePool": _pool,
-    "GlobalAveragePool": _global_average_pool, "QLinearGlobalAveragePool": _global_average_pool,
-    "GlobalLpPool": _global_lp_pool, "LRN": _lrn, "Resize": _resize, "Upsample": _resize,
-    "LSTM": _recurrent, "GRU": _recurrent, "RNN": _recurrent,
-    "Attention": _attention, "MultiHeadAttention": _ms_multihead_attention,
+def _no_arithmetic(op: Op) -> Cost:
+    """Ops that move, select or reinterpret data: 0 MACs (a count, not a guess)."""
+    return ZERO
+
+
+def _elementwise(op: Op, ops: float = 1) -> Cost:
+    """``ops`` operations per output element (see formulas' conventions)."""
+    return per_element(op.out_elements(), ops)
+
+
+def _variadic(op: Op, ops: float = 0) -> Cost:
+    """Variadic elementwise ops: one operation per extra input per element, and ``ops`` more (Mean divides)."""
+    return per_element(op.out_elements(), max(1, op.data_inputs() - 1) + ops)
+
+
+def _reduction(op: Op) -> Cost:
+    """One operation per input element."""
+    return reduction(op.elements(0))
+
+
+FORMULAS: dict[str, Callable[..., Cost]] = {
+    "conv": _conv, "conv_integer": _conv_integer, "qlinear_conv": _qlinear_conv, "conv_transpose": _conv_transpose,
+    "gemm": _gemm, "matmul": _matmul, "qlinear_matmul": _qlinear_matmul, "matmul_nbits": _matmul_nbits,
+    "einsum": _einsum, "pool": _pool, "global_average_pool": _global_average_pool,
+    "global_lp_pool": _global_lp_pool, "lrn": _lrn, "resize": _resize, "recurrent": _recurrent,
+    "attention": _attention, "ms_multihead_attention": _ms_multihead_attention, "ms_attention": _ms_attention,
+    "none": _no_arithmetic, "elementwise": _elementwise, "variadic": _variadic, "reduction": _reduction,
 }
-MS_SPECIAL: dict[str, Callable[[Op], Cost]] = {"Attention": _ms_attention}
+"""The formulas an entry's ``cost`` (or ``cost_by_domain``) may name; numbers of the entry are keyword arguments."""
 STANDARD_DOMAINS = frozenset({"ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"})
 """ONNX's own operator sets besides the default one: their operators are standard, never custom ops."""
+
+
+@cache
+def formula_by_op() -> dict[tuple[str, str], Callable[[Op], Cost]]:
+    """(op type, domain or "") → its formula, from the data (checked: every name resolves)."""
+    return formula_table("onnx", FORMULAS)
 
 
 def cost(op: Op) -> Cost:
@@ -256,26 +207,21 @@ def cost(op: Op) -> Cost:
     if domain not in ("", "ai.onnx", "com.microsoft"):
         raise NotCountable(f"custom op {domain}.{node.op_type}")
     name = node.op_type
-    if domain == "com.microsoft" and name in MS_SPECIAL:
-        return MS_SPECIAL[name](op)
-    if name in SPECIAL:
-        return SPECIAL[name](op)
-    if name in NO_ARITHMETIC:
-        return ZERO
-    if name in PER_ELEMENT:
-        return per_element(op.out_elements(), PER_ELEMENT[name])
-    if name in VARIADIC:
-        return per_element(op.out_elements(), max(1, op.data_inputs() - 1) + VARIADIC[name])
-    if name in REDUCTIONS:
-        return reduction(op.elements(0))
+    table = formula_by_op()
+    formula = table.get((name, domain)) or table.get((name, ""))
+    if formula is not None:
+        return formula(op)
     if runs_subgraphs("onnx", name):
         raise NotCountable("control flow: its subgraph operators are counted one by one")
     raise NotCountable(f"no formula for {name}")
 
 
 def weight_slots(op: Op) -> tuple[tuple[int, tuple[int, int] | None], ...]:
-    if op.node.domain not in ("", "ai.onnx", "com.microsoft"):
+    """(slot, explicit zero point (slot, channel axis of the weight) or None) of the op's weight inputs, from the
+    data. A slot counts only when it traces to stored data (directly, or through a DequantizeLinear / layout op)."""
+    entry = operator("onnx", op.type)
+    if op.node.domain not in ("", "ai.onnx", "com.microsoft") or entry is None:
         return ()
-    if op.type == "Einsum":
+    if entry.weights == "all":
         return tuple((i, None) for i in range(len(op.node.inputs)))
-    return WEIGHT_SLOTS.get(op.type, ())
+    return entry.weights  # type: ignore[return-value]
