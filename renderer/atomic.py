@@ -86,9 +86,9 @@ def write_all(
 
 def _check_folder(path: Path, files: dict[str, bytes], inputs: list[PathLike]) -> None:
     """RenderError unless the folder ``path`` may be replaced by ``files``: it does not exist, or holds only
-    page files of the kinds written (``pages.is_page_file``: exactly the names a former run wrote, so
+    page files of the kinds written (``output_plan.is_page_file``: exactly the names a former run wrote, so
     ``page-notes.dot`` is kept), none of them an input of this run."""
-    from .pages import is_page_file
+    from .picture.output_plan import is_page_file
 
     if path.exists() and not path.is_dir():
         raise RenderError(f"{path}: exists and is not a folder; the pages cannot be written there")

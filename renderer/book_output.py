@@ -1,7 +1,8 @@
 """Writing a book (``renderer.pages``): every page laid out once, in parallel over the cores, then written as
 the formats asked for.
 
-    ``-o m.svg``   the overview in ``m.svg``, the pages in ``m.svg.pages/page-NNN.svg`` (relative links)
+    ``-o m.svg``   the overview in ``m.svg``, the pages in ``m.svg.pages/page-NNN.svg`` (relative links; the
+                   names and links are the output plan's: ``renderer.picture.output_plan``)
     ``-o m.png``   likewise (``m.png.pages/``); ``-o m.dot`` the DOT sources likewise
     ``-o m.pdf``   one PDF, the overview first, a page each
     ``-o m.html``  one self-contained file holding every page, links turned into in-page anchors
@@ -18,9 +19,10 @@ from pathlib import Path
 
 from . import graphviz_run, progress
 from .dot import Scene
-from .dot_pages import Links, emit_page
+from .dot_pages import emit_page
 from .errors import RenderError
-from .pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, pages_folder, plan
+from .pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, plan
+from .picture.output_plan import Links, OutputPlan, Written
 
 GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
 REPLANS = 2
@@ -29,20 +31,14 @@ MIN_PAGE_OPS = 8
 _ROWS = re.compile(r"\{\s*rank=same[^{}]*\}")
 
 
-def links_for(outputs: list[tuple[str, str]]) -> Links:
-    """Links named after the SVG output when there is one (the format that keeps them), else the first."""
-    named = next((path for path, fmt in outputs if fmt == "svg"), outputs[0][0] if outputs else "model.svg")
-    stem = Path(named).name if Path(named).suffix.lower() == ".svg" else Path(named).stem + ".svg"
-    return Links(stem)
-
-
-def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Links) -> list[tuple[Path, bytes | dict[str, bytes]]]:
+def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
     """(path, bytes) for single-file outputs, (folder path, {file name: bytes}) for page folders.
 
     A page laid out bigger than ``pages.MAX_PAGE_PT`` a side makes the book planned again with fewer operators
     in full on that page (``book`` is updated in place), at most ``REPLANS`` times."""
-    formats = sorted({fmt for _, fmt in outputs if fmt in GRAPHVIZ_FORMATS} | (
-        {"svg"} if any(fmt == "html" for _, fmt in outputs) else set()))
+    formats = sorted({fmt for fmt in outputs.formats if fmt in GRAPHVIZ_FORMATS} | (
+        {"svg"} if "html" in outputs.formats else set()))
+    links = outputs.links
     budgets: dict[str, int] = {}
     for attempt in range(REPLANS + 1):
         with progress.stage("DOT") as facts:
@@ -56,15 +52,12 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
             break
         except _PagesTooBig as e:
             _replan(scene, book, e.pages, budgets)
-    produced: list[tuple[Path, bytes | dict[str, bytes]]] = []
-    for path, fmt in outputs:
-        target = Path(path)
-        if fmt in ("svg", "png", "dot"):
-            pages = [laid[i][fmt] if fmt != "dot" else sources[i].encode("utf-8") for i in range(len(book.pages))]
-            produced.append((target, pages[0]))
-            if len(pages) > 1:
-                produced.append((target.with_name(pages_folder(target.name)),
-                                 {page.file_name(fmt): data for page, data in zip(book.pages[1:], pages[1:])}))
+    produced: Written = []
+    for output in outputs.outputs:
+        fmt, target = output.format, Path(output.path)
+        if output.paged:
+            produced += output.book_files([laid[i][fmt] if fmt != "dot" else sources[i].encode("utf-8")
+                                           for i in range(len(book.pages))])
         elif fmt == "pdf":
             produced.append((target, _merge_pdfs([laid[i]["pdf"] for i in range(len(book.pages))])))
         elif fmt == "html":
@@ -75,7 +68,7 @@ def produce(scene: Scene, book: Book, outputs: list[tuple[str, str]], links: Lin
         elif fmt == "md":
             from . import report
 
-            produced.append((target, report.markdown(scene, path, outputs).encode("utf-8")))
+            produced.append((target, report.markdown(scene, outputs.pictures_for(output.path)).encode("utf-8")))
         else:
             raise RenderError(f"unknown output format {fmt!r}")
     return produced
@@ -193,4 +186,4 @@ def _basename(path: str) -> str:
     return unquote(path).rsplit("/", 1)[-1]
 
 
-__all__ = ["Page", "lay_out_pages", "links_for", "produce"]
+__all__ = ["Page", "lay_out_pages", "produce"]

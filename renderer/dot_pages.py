@@ -15,7 +15,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 import graphviz
 
 from . import escape
@@ -28,7 +27,8 @@ from .heatmap import Heatmap
 from .ir import Node, Value
 from .metrics import format_bytes
 from .metrics.tensors import tensor_bytes
-from .pages import Book, Inline, Page, pages_folder
+from .pages import Book, Inline, Page
+from .picture.output_plan import Links
 
 LINK_COLOR = "#1a4f8b"
 STUB_FILL = "#f4f4f4"
@@ -46,33 +46,6 @@ HEAT_ROWS = 45.0
 NODE_GAP, RANK_GAP = 18.0, 25.0
 FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
-
-
-@dataclass(frozen=True, slots=True)
-class Links:
-    """Relative links between the files of a book: the overview ``NAME.EXT`` and ``NAME.EXT.pages/page-NNN.EXT``."""
-
-    overview: str
-    ext: str = "svg"
-
-    @property
-    def folder(self) -> str:
-        return pages_folder(self.overview)
-
-    def file(self, page: Page) -> str:
-        """The page's file, relative to the overview's folder."""
-        return self.overview if page.index == 0 else f"{self.folder}/{page.file_name(self.ext)}"
-
-    def href(self, source: Page, target: Page, anchor: str = "") -> str:
-        if target.index == 0:
-            path = self.overview if source.index == 0 else f"../{self.overview}"
-        elif source.index == 0:
-            path = f"{self.folder}/{target.file_name(self.ext)}"
-        else:
-            path = target.file_name(self.ext)
-        if source is target:
-            path = ""
-        return escape.href(path + (f"#{anchor}" if anchor else ""))
 
 
 def emit_page(scene: Scene, book: Book, page: Page, links: Links) -> str:

@@ -90,16 +90,16 @@ class Picture:
 
         SVG is written as shown; any other format (pdf, png, dot, html, md) is rendered from the same inputs.
         """
-        from .rendering import output_format, render
+        from .annotations import input_paths
+        from .picture.output_plan import OutputPlan
+        from .rendering import render
 
         loaded = self._loaded
-        if output_format(path, fmt) == "svg" and self.pages == 1:
-            from . import atomic
-            from .annotations import input_paths
-
-            atomic.write_text(path, self.svg, input_paths(loaded.model, loaded.annotations))
+        plan = OutputPlan.build([path], fmt, input_paths(loaded.model, loaded.annotations))
+        if plan.formats == ["svg"] and self.pages == 1:
+            plan.write([(path, self.svg.encode("utf-8"))])
             return
-        render(loaded.model, loaded.annotations, loaded.options, output=path, fmt=fmt)
+        render(loaded.model, loaded.annotations, loaded.options, output=plan)
 
 
 def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
@@ -140,10 +140,10 @@ def draw_svg(loaded: Loaded) -> tuple[str, int]:
         except graphviz_run.TooBig:
             book = plan_book(scene, force=True)
     if book is not None:
-        from .book_output import links_for, produce
+        from .book_output import produce
+        from .picture.output_plan import bytes_plan
 
-        outputs = [("model.svg", "svg")]
-        data = produce(scene, book, outputs, links_for(outputs))[0][1]  # type: ignore[assignment]
+        data = produce(scene, book, bytes_plan("svg"))[0][1]  # type: ignore[assignment]
         pages = len(book.pages)
     svg = data.decode("utf-8")  # type: ignore[union-attr]
     parse(svg)

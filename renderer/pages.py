@@ -9,12 +9,13 @@ Focused views (``--focus``, ``--top``) are books too, whose pages may share oper
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .errors import UsageError
 from .grouping import Group, display_path, group_model, name_run, repeated_runs
 from .ir import Graph, Model, Node, Value
+from .picture.output_plan import page_stem
 
 NodeKey = tuple[str, int, int]
 
@@ -85,11 +86,8 @@ class Page:
 
     @property
     def stem(self) -> str:
-        return "overview" if self.index == 0 else f"page-{self.index:03d}"
-
-    def file_name(self, ext: str) -> str:
-        """The page's file in its pages folder (``page-NNN.EXT``; see ``is_page_file``)."""
-        return f"{self.stem}.{ext}"
+        """``overview`` or ``page-NNN``: the page's file name without extension, and its anchor."""
+        return page_stem(self.index)
 
     def _clusters(self) -> list[Inline]:
         found: list[Inline] = []
@@ -116,24 +114,6 @@ class Page:
             chain.append(page)
             page = page.parent
         return chain[::-1]
-
-
-PAGES_SUFFIX = ".pages"
-"""An overview ``NAME`` keeps its pages in the folder ``NAME.pages`` beside it."""
-_PAGE_FILE = re.compile(r"page-(\d{3,})\.(\w+)")
-
-
-def pages_folder(overview: str) -> str:
-    """The pages folder's name for the overview file ``overview``."""
-    return overview + PAGES_SUFFIX
-
-
-def is_page_file(name: str, extensions: Collection[str]) -> bool:
-    """Whether ``name`` is exactly the name of a page file annograph writes (``Page.file_name``), with one of
-    ``extensions``: ``page-001.svg`` is, ``page-notes.dot``, ``page-1.svg`` and ``page-000.svg`` are not."""
-    match = _PAGE_FILE.fullmatch(name)
-    return bool(match and match.group(2) in extensions and int(match.group(1)) >= 1
-                and match.group(1) == f"{int(match.group(1)):03d}")
 
 
 @dataclass(slots=True, eq=False)

@@ -9,29 +9,17 @@ from . import atomic, dot, escape, graphviz_run
 from .annotations import Annotations
 from .annotations.records import AnnotationSet
 from .errors import RenderError
-from .file_formats import chosen_format
 from .folding import fold
 from .heatmap import NO_COLOR, Heatmap, build
 from .colors import format_number
 from .ir import Model, Node
 from .options import RenderOptions
+from .picture.output_plan import OutputPlan, Written, bytes_plan
 from .progress import count, stage, waiting
 
 
 if TYPE_CHECKING:
     from .pages import Book
-
-OUTPUT_FORMATS: dict[str, str] = {
-    ".svg": "svg", ".pdf": "pdf", ".png": "png", ".dot": "dot", ".gv": "dot", ".html": "html", ".htm": "html",
-    ".md": "md",
-}
-"""File extension → output format. The injection and determinism tests iterate over the formats."""
-
-
-def output_format(path: str | Path, fmt: str | None = None) -> str:
-    """The picture format of ``path``: ``fmt`` when given, else its extension's (see ``OUTPUT_FORMATS``)."""
-    return chosen_format(path, fmt, OUTPUT_FORMATS, "output", RenderError)
-
 
 def prepare(model: Model, annotations: Annotations | None, options: RenderOptions) -> dot.Scene:
     """Add built-in metrics that are asked for, fit the heatmaps, and return the scene to draw."""
@@ -65,9 +53,9 @@ def to_dot(model: Model, annotations: Annotations | None = None, options: Render
     book = plan_book(scene)
     if book is None:
         return dot.emit(scene)
-    from .dot_pages import Links, emit_page
+    from .dot_pages import emit_page
 
-    return emit_page(scene, book, book.pages[0], Links("model.svg"))
+    return emit_page(scene, book, book.pages[0], bytes_plan("svg").links)
 
 
 def plan_book(scene: dot.Scene, force: bool = False) -> Book | None:
@@ -136,9 +124,10 @@ def _focus(scene: dot.Scene) -> Book:
     return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
 
 
-def _produce_all(scene: dot.Scene, source: str, formats: list[str], paths: list[str] | None = None) -> list[bytes]:
-    """Every format of one flat picture, from one Graphviz layout; ``paths``, the files they go to, let a
-    Markdown summary link to the pictures."""
+def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, paths: bool = True) -> list[bytes]:
+    """Every output of ``plan`` as one flat picture, from one Graphviz layout; with ``paths`` (the outputs are
+    files), a Markdown summary links to the pictures."""
+    formats = plan.formats
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     with stage("layout") as facts, waiting("dot"):
         laid = lay_out_flat(scene, source, laid_out) if laid_out else {}
@@ -152,8 +141,8 @@ def _produce_all(scene: dot.Scene, source: str, formats: list[str], paths: list[
         elif fmt == "md":
             from . import report
 
-            where = (paths[k], list(zip(paths, formats))) if paths else (None, None)
-            produced.append(report.markdown(scene, *where).encode("utf-8"))
+            pictures = plan.pictures_for(plan.outputs[k].path) if paths else []
+            produced.append(report.markdown(scene, pictures).encode("utf-8"))
         elif fmt == "html":
             from . import report
 
@@ -168,29 +157,30 @@ def render_bytes(
 ) -> bytes:
     """The picture (or report) as bytes in ``fmt``: svg, pdf, png, dot, html or md. For a model drawn as a
     book of pages: the overview (svg, png, dot), or the whole book (pdf, html)."""
+    plan = bytes_plan(fmt)
     scene = prepare(model, annotations, options or RenderOptions())
     book = plan_book(scene)
     if book is None:
         try:
-            return _produce_all(scene, dot.emit(scene), [fmt])[0]
+            return _produce_all(scene, dot.emit(scene), plan, paths=False)[0]
         except graphviz_run.TooBig:
             book = plan_book(scene, force=True)
             assert book is not None
     from . import book_output
 
-    outputs = [(f"model.{fmt}", fmt)]
-    return book_output.produce(scene, book, outputs, book_output.links_for(outputs))[0][1]  # type: ignore[return-value]
+    return book_output.produce(scene, book, plan)[0][1]  # type: ignore[return-value]
 
 
 def render(
     model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None,
-    output: str | Path | list[str | Path] | None = None, fmt: str | None = None,
+    output: str | Path | list[str | Path] | OutputPlan | None = None, fmt: str | None = None,
 ) -> bytes:
     """Render, and write each of ``output`` atomically (format from its extension unless ``fmt``).
 
-    The layout is computed once for all outputs. Every output is produced before any is written, so a
-    failure leaves all existing files as they were; an output that is the model or an annotation file read
-    is refused. Returns the bytes of the last output (SVG when none).
+    ``output`` is a file, a list of files, or a command's ``OutputPlan``. The layout is computed once for all
+    outputs. Every output is produced before any is written, so a failure leaves all existing files as they
+    were; an output that is the model or an annotation file read is refused. Returns the bytes of the last
+    output (SVG when none).
     A big model (``RenderOptions.collapse``) or a focused view is drawn as an overview with pages: see
     ``renderer.book_output`` for where the pages go.
     """
@@ -199,11 +189,17 @@ def render(
     options = options or RenderOptions()
     if output is None:
         return render_bytes(model, annotations, options, fmt or "svg")
+    if not isinstance(output, OutputPlan):
+        output = OutputPlan.build(output if isinstance(output, list) else [output], fmt)
+    plan = output.with_inputs(input_paths(model, annotations))  # before the layout, which can take minutes
+    written = produce(model, annotations, options, plan)
+    plan.write(written)
+    return next(data for _, data in reversed(written) if isinstance(data, bytes))
+
+
+def produce(model: Model, annotations: Annotations | None, options: RenderOptions, plan: OutputPlan) -> Written:
+    """Every file of ``plan`` (pictures, pages folders, reports), produced, not yet written (``plan.write``)."""
     scene = prepare(model, annotations, options)
-    outputs = output if isinstance(output, list) else [output]
-    inputs = input_paths(model, annotations)
-    atomic.refuse_inputs(outputs, inputs)  # before the layout, which can take minutes
-    formats = [output_format(path, fmt) for path in outputs]
     with stage("plan") as facts:
         book = plan_book(scene)
         facts.append("one picture" if book is None else f"{len(book.pages)} pages")
@@ -212,27 +208,15 @@ def render(
             source = dot.emit(scene)
             facts.append(count(len(source), "character"))
         try:
-            produced = list(zip(outputs, _produce_all(scene, source, formats, [str(p) for p in outputs])))
+            return [(o.path, data) for o, data in zip(plan.outputs, _produce_all(scene, source, plan))]
         except graphviz_run.TooBig as e:
             with stage("plan") as facts:
                 book = plan_book(scene, force=True)
                 assert book is not None
                 facts.append(f"{e}, over one page: {len(book.pages)} pages")
-        else:
-            _write(produced, inputs)
-            return produced[-1][1]
     from . import book_output
 
-    named = [(str(path), f) for path, f in zip(outputs, formats)]
-    written = book_output.produce(scene, book, named, book_output.links_for(named))
-    _write(written, inputs)
-    return next(data for _, data in reversed(written) if isinstance(data, bytes))
+    return book_output.produce(scene, book, plan)
 
 
-def _write(produced: list, inputs: list) -> None:  # type: ignore[type-arg]
-    with stage("write") as facts, waiting("writing"):
-        atomic.write_all(produced, inputs)
-        facts.extend(str(path) for path, _ in produced)
-
-
-__all__ = ["OUTPUT_FORMATS", "AnnotationSet", "output_format", "prepare", "render", "render_bytes", "to_dot"]
+__all__ = ["AnnotationSet", "prepare", "produce", "render", "render_bytes", "to_dot"]

@@ -160,11 +160,11 @@ def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) ->
         data_json=markupsafe.Markup(explore.script_json(explore.packed(data))), script=markupsafe.Markup(script))
 
 
-def markdown(scene: Scene, path: str | None = None, outputs: list[tuple[str, str]] | None = None) -> str:
+def markdown(scene: Scene, pictures: list[str] | None = None) -> str:
     """The pull-request summary (``renderer.summary``): model, totals, the top operators by the colour metric,
-    annotation coverage, and, when it is written to ``path``, links to the pictures among ``outputs`` ((path,
-    format) pairs of the same run)."""
+    annotation coverage, and links to ``pictures``, the pictures of the same run relative to the summary
+    (``OutputPlan.pictures_for``)."""
     from . import summary
 
-    pictures = summary.picture_paths(path, outputs or []) if path else []
+    pictures = pictures or []
     return _environment().get_template("report.md.j2").render(**summary.view(scene, pictures))

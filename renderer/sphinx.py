@@ -124,11 +124,11 @@ class AnnographDirective(SphinxDirective):
         for line in json.loads(notes.read_text(encoding="utf-8"))["unmatched"]:
             logger.warning("annograph: %s", line, location=(self.env.docname, self.lineno),
                            type="annograph", subtype="coverage")
-        from .pages import pages_folder
+        from .picture.output_plan import pages_path
 
         node = annograph()
         node.update_all_atts({
-            "svg": str(svg), "pages": svg.with_name(pages_folder(svg.name)).is_dir(),
+            "svg": str(svg), "pages": pages_path(svg).is_dir(),
             "alt": self.options.get("alt") or f"annotated graph of {Path(self.arguments[0]).name}",
             "width": self.options.get("width", ""), "model": model, "annotations": annotations, "fields": fields,
             "sidecar": sidecar,
@@ -189,7 +189,7 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
 
     from . import loading
     from .inline_svg import parse
-    from .pages import pages_folder
+    from .picture.output_plan import pages_path
     from .rendering import render
 
     loaded = loading.load(model, annotations, loading.render_options(**fields), sidecar=sidecar)
@@ -198,7 +198,7 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
     try:
         drawn = folder / output.name
         render(loaded.model, loaded.annotations, loaded.options, output=str(drawn))
-        pages = drawn.with_name(pages_folder(drawn.name))
+        pages = pages_path(drawn)
         for svg in [drawn, *sorted(pages.glob("*.svg"))]:
             parse(svg.read_text(encoding="utf-8"))
         if pages.is_dir() and not output.with_name(pages.name).exists():
@@ -224,14 +224,13 @@ def _one_line(error: BaseException) -> str:
 def _ship(source: Path, folder: Path) -> None:
     """Copy the picture (and its pages) into ``folder`` unless it is there already."""
     from . import atomic
-    from .pages import pages_folder
+    from .picture.output_plan import pages_path
 
     target = folder / source.name
     if not target.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         atomic.write_bytes(target, source.read_bytes())
-    pages = source.with_name(pages_folder(source.name))
-    copy = target.with_name(pages_folder(target.name))
+    pages, copy = pages_path(source), pages_path(target)
     if pages.is_dir() and not copy.is_dir():
         atomic.write_all([(copy, {p.name: p.read_bytes() for p in pages.glob("*.svg")})])
 

@@ -11,7 +11,6 @@ It is meant to be posted as a comment, so its size is bounded whatever the model
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +24,6 @@ from .options import SUMMARY_MAX_TOP_K
 
 MAX_COVERAGE = 10
 MAX_META = 8
-MAX_PICTURES = 20
-PICTURE_FORMATS = frozenset({"svg", "png", "pdf", "html"})
-"""Outputs the summary links to (DOT is a source, another summary is not a picture)."""
 
 
 @dataclass(frozen=True)
@@ -61,13 +57,6 @@ def check_top_k(k: int) -> None:
     if not 0 <= k <= SUMMARY_MAX_TOP_K:
         raise UsageError(f"--top-k {k}: use 0 to {SUMMARY_MAX_TOP_K} (the summary is meant for a pull-request "
                           "comment)")
-
-
-def picture_paths(summary: str, outputs: list[tuple[str, str]]) -> list[str]:
-    """The path of each picture among ``outputs`` ((path, format) pairs), relative to the summary's folder."""
-    folder = os.path.dirname(os.path.abspath(summary))
-    return [os.path.relpath(os.path.abspath(path), folder).replace(os.sep, "/")
-            for path, fmt in outputs if fmt in PICTURE_FORMATS][:MAX_PICTURES]
 
 
 def view(scene: Scene, pictures: list[str]) -> dict[str, Any]:

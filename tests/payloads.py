@@ -4,7 +4,7 @@ Everything here is driven by the registries, so a loader, reader or output forma
 without editing the tests:
     * ``renderer.loaders.LOADERS``       → ``loader_modules()``
     * ``renderer.annotations.READERS``   → ``reader_modules()``
-    * ``renderer.rendering.OUTPUT_FORMATS`` → ``output_formats()``
+    * ``renderer.picture.output_plan.OUTPUT_FORMATS`` → ``output_formats()``
 
 Seed files for fuzzing are found, not listed: every file under ``samples/`` and ``tests/fixtures/`` that a
 loader recognises (by ``match`` on its first bytes, or by extension), and for each annotation reader the files
@@ -138,14 +138,14 @@ def reader_modules() -> list[ModuleType]:
 
 def output_formats() -> list[str]:
     """Every distinct output format, in a stable order."""
-    from renderer.rendering import OUTPUT_FORMATS
+    from renderer.picture.output_plan import OUTPUT_FORMATS
 
     return sorted(set(OUTPUT_FORMATS.values()))
 
 
 def extension(fmt: str) -> str:
     """The first file extension that produces ``fmt``."""
-    from renderer.rendering import OUTPUT_FORMATS
+    from renderer.picture.output_plan import OUTPUT_FORMATS
 
     return next(ext for ext, f in OUTPUT_FORMATS.items() if f == fmt)
 

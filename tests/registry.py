@@ -646,7 +646,7 @@ OUTPUTS: dict[str, OutputEntry] = {
     # the pull-request summary, with the longest top table (its links go to the -o pictures of the same run)
     "summary": OutputEntry(args=lambda path: ["--summary", path, "--top-k", "50"], fmt="md", suffix=".md"),
 }
-"""Outputs besides the ``-o`` formats (``renderer.rendering.OUTPUT_FORMATS``), by name."""
+"""Outputs besides the ``-o`` formats (``renderer.picture.output_plan.OUTPUT_FORMATS``), by name."""
 
 PATHS: dict[str, PathEntry] = {
     "dims": PathEntry(_dims, _dims_seeds),

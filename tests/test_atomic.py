@@ -469,7 +469,7 @@ def test_a_pages_folder_that_is_a_symlink_leaves_no_hidden_link(tmp_path: Path, 
 
 
 def test_page_file_names_are_exact() -> None:
-    from renderer.pages import is_page_file
+    from renderer.picture.output_plan import is_page_file
 
     assert is_page_file("page-001.svg", {"svg"}) and is_page_file("page-1234.dot", {"dot", "svg"})
     for name in ("page-notes.dot", "page-1.svg", "page-000.svg", "page-0001.svg", "page-001.svg.bak", "Page-001.svg",

@@ -265,7 +265,7 @@ def _picture(layout: Layout | BookLayout, name: str, heat: Heatmap | None, metri
     """The picture's files: ``name``, and for a book its pages folder (every page recoloured, its links to
     the overview and the other pages naming ``name``)."""
     from .. import escape
-    from ..pages import pages_folder
+    from ..picture.output_plan import pages_folder
 
     first = layout.pages[0] if isinstance(layout, BookLayout) else layout
     fills: dict[ElementKey, bytes] = {}

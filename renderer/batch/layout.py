@@ -90,12 +90,13 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
         svg = graphviz_run.run_dot(to_dot(model, notes, layout_options), "svg", timeout=options.timeout)
         return _cut(svg, key_text, value_text, key_chars, value_chars)
     from ..book_output import lay_out_pages
-    from ..dot_pages import Links, emit_page
+    from ..dot_pages import emit_page
+    from ..picture.output_plan import Links, page_file
 
     sources = [emit_page(scene, book, page, Links(OVERVIEW)) for page in book.pages]
     laid = lay_out_pages(book, sources, ["svg"], options.timeout)
     pages = [_cut(page["svg"], key_text, value_text, key_chars, value_chars) for page in laid]
-    return BookLayout(pages, [page.file_name("svg") for page in book.pages[1:]], book, scene)
+    return BookLayout(pages, [page_file(page.index, "svg") for page in book.pages[1:]], book, scene)
 
 
 def _cut(svg: bytes, key_text: str, value_text: str, key_chars: int, value_chars: int) -> Layout:

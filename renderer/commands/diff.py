@@ -79,12 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import atomic
     from .. import diff as differ
+    from ..annotations import input_paths
     from ..errors import UsageError
+    from ..picture.output_plan import OutputPlan
     from ..progress import note, warn
-    from ..rendering import output_format, render
-    from ..summary import check_link_base, check_top_k, picture_paths
+    from ..rendering import produce
+    from ..summary import check_link_base, check_top_k
 
     if len(args.models) not in (1, 2):
         raise UsageError("diff takes one model (with --before and --after files) or two models")
@@ -96,28 +97,27 @@ def run(args: argparse.Namespace) -> int:
     min_share = differ.parse_share(args.min_share)
     check_top_k(args.top_k)
     check_link_base(args.summary_link_base)
-    outputs = [*args.output, *([args.summary] if args.summary else [])]
-    inputs = [*args.models, *args.before, *args.after, *([args.inputs] if args.inputs else [])]
-    atomic.refuse_inputs(outputs, inputs)
-    for path in args.output:
-        output_format(path)
+    plan = OutputPlan.build(args.output, inputs=[*args.models, *args.before, *args.after,
+                                                 *([args.inputs] if args.inputs else [])],
+                            also=[args.summary] if args.summary else [])
 
     model, diff, read = _diff(args)
-    inputs += read
-    atomic.refuse_inputs(outputs, inputs)  # the sidecars found
+    plan = plan.with_inputs(read)  # the sidecars found
     if diff.matching is not None:
         one_sided = diff.matching.only_before or diff.matching.only_after
         (warn if one_sided else note)(diff.matching.line(diff.before_name, diff.after_name))
     options = differ.render_options(diff, _base_options(args))
-    render(model, differ.annotations(diff), options, output=list(args.output))
+    annotations = differ.annotations(diff)
+    plan = plan.with_inputs(input_paths(model, annotations))
+    written = produce(model, annotations, options, plan)
     gate = diff.gate(threshold, min_share, total_threshold)
     if args.summary:
-        pictures = picture_paths(args.summary, [(path, output_format(path)) for path in args.output])
-        text = differ.markdown(diff, differ.GateView(threshold, total_threshold, gate), pictures, args.top_k,
-                               args.summary_link_base)
-        atomic.write_all([(args.summary, text.encode("utf-8"))], inputs)
+        text = differ.markdown(diff, differ.GateView(threshold, total_threshold, gate),
+                               plan.pictures_for(args.summary), args.top_k, args.summary_link_base)
+        written.append((args.summary, text.encode("utf-8")))
+    plan.write(written)  # the pictures and the summary together, all or nothing
     note(f"Δ {diff.metric}: " + ", ".join(f"{n} {what}" for what, n in diff.counts().items())
-         + f"; wrote {', '.join(outputs)}")
+         + f"; wrote {', '.join(plan.names)}")
     _say_gate(diff, threshold, total_threshold, gate)
     return EXIT_REGRESSION if gate.failed else 0
 

@@ -144,8 +144,8 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import atomic
     from ..errors import AnnographError
+    from ..picture.output_plan import OutputPlan
     from ..progress import bar
     from .common import warn
 
@@ -157,8 +157,8 @@ def run(args: argparse.Namespace) -> int:
         check_link_base(options.summary_link_base)
         check_top_k(options.summary_top_k)
         jobs = [(model, [*outputs, *extra]) for model, outputs in jobs]
-    atomic.refuse_inputs([out for _, outputs in jobs for out in outputs],
-                         [*args.models, *args.annotations, *([args.inputs] if args.inputs else [])])
+    read = [*args.models, *args.annotations, *([args.inputs] if args.inputs else [])]
+    plans = [(model, OutputPlan.build(outputs, inputs=read)) for model, outputs in jobs]  # all refused up front
     several = len(jobs) > 1
     if several:  # a --dim may belong to some of the models only; one none of them has is an error
         from ..loaders import check_dims
@@ -168,9 +168,9 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     try:
         with bar(len(jobs), "render", "model") as shown:
-            for model_path, outputs in jobs:
+            for model_path, plan in plans:
                 try:
-                    _render_one(model_path, outputs, options, args, check_dims=not several)
+                    _render_one(model_path, plan, options, args, check_dims=not several)
                 except AnnographError as e:
                     if len(jobs) == 1:
                         raise
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render_one(model_path: str, outputs: list[str], options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
+def _render_one(model_path: str, plan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
     from ..heatmap import NO_COLOR
     from ..rendering import render
@@ -199,7 +199,7 @@ def _render_one(model_path: str, outputs: list[str], options, args: argparse.Nam
     options = default_color(options, annotations, model)
     if options.color_by != NO_COLOR:
         _say_what_to_pin(model, annotations, options.color_by)
-    render(model, annotations, options, output=list(outputs))
+    render(model, annotations, options, output=plan)
     if options.show == ["all"]:
         from ..dot import MAX_DRAWN_VALUES
 
@@ -246,7 +246,7 @@ def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | 
     writing both would silently keep only the last.
     """
     from ..errors import AnnographError
-    from ..rendering import output_format
+    from ..picture.output_plan import folder_names
 
     formats = [f.strip().lower() for f in (args.format or "svg").split(",") if f.strip()]
     folder = next((o for o in args.output if o.endswith(("/", "\\")) or Path(o).is_dir()), None)
@@ -256,11 +256,10 @@ def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | 
     writer_of: dict[str, str] = {}
     for model in args.models:
         if folder is not None:
-            outputs = [str(Path(folder) / f"{Path(model).stem}.{output_ext(fmt)}") for fmt in formats]
+            outputs = folder_names(folder, Path(model).stem, formats)
         else:
             outputs = args.output or [str(Path(model).with_suffix(".svg"))]
         for out in outputs:
-            output_format(out)
             other = writer_of.setdefault(os.path.normcase(os.path.normpath(out)), model)
             if other != model or (folder is not None and out in (o for _, outs in jobs for o in outs)):
                 raise AnnographError(f"{other} and {model} would both be written to {out}; render models with the "
@@ -291,12 +290,3 @@ def _remove_empty(folders: list[Path]) -> None:
             path.rmdir()  # only when empty: never anything a user put there
         except OSError:
             return
-
-
-def output_ext(fmt: str) -> str:
-    from ..errors import UsageError
-    from ..rendering import OUTPUT_FORMATS
-
-    if fmt not in OUTPUT_FORMATS.values():
-        raise UsageError(f"--format {fmt!r}: use some of {', '.join(sorted(set(OUTPUT_FORMATS.values())))}")
-    return fmt

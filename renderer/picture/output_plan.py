@@ -1,0 +1,208 @@
+"""The output plan: every rule about the files one run writes, made once from the output names.
+
+A command (or the API's ``render``) builds one ``OutputPlan`` from its ``-o`` names (or a folder output and
+``--format``): each output's format (``--format``/``fmt``, else its extension: ``OUTPUT_FORMATS``), the pages
+folder a book's pages go to (``NAME.EXT.pages/page-NNN.EXT`` for ``FOLDER_FORMATS``), the relative links between
+those files (``Links``), the pictures a Markdown summary links to, and the files of this run's inputs that no
+output may be (refused when the plan is made, again when more inputs are found, and by the atomic writer).
+Rendering, the book writer, the page emitter, the atomic writer, the summaries and the Sphinx directive read
+these rules here; nothing else spells them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import atomic, escape
+from ..errors import RenderError, UsageError
+from ..file_formats import chosen_format
+from ..progress import stage, waiting
+
+if TYPE_CHECKING:
+    from ..pages import Page
+
+OUTPUT_FORMATS: dict[str, str] = {
+    ".svg": "svg", ".pdf": "pdf", ".png": "png", ".dot": "dot", ".gv": "dot", ".html": "html", ".htm": "html",
+    ".md": "md",
+}
+"""File extension → output format. The injection and determinism tests iterate over the formats."""
+FOLDER_FORMATS = frozenset({"svg", "png", "dot"})
+"""Formats whose book is the overview in the output file and a file per page in its pages folder (a PDF or
+HTML output holds every page in one file; a Markdown summary, the overview's)."""
+PICTURE_FORMATS = frozenset({"svg", "png", "pdf", "html"})
+"""Outputs a Markdown summary of the same run links to (DOT is a source, another summary is not a picture)."""
+MAX_PICTURES = 20
+PAGES_SUFFIX = ".pages"
+"""An overview ``NAME`` keeps its pages in the folder ``NAME.pages`` beside it."""
+_PAGE_FILE = re.compile(r"page-(\d{3,})\.(\w+)")
+
+Written = list[tuple[str | Path, bytes | dict[str, bytes]]]
+"""Files to write: (path, bytes), or (folder path, {file name: bytes}) for a pages folder."""
+
+
+def output_format(path: str | Path, fmt: str | None = None) -> str:
+    """The picture format of ``path``: ``fmt`` when given, else its extension's (see ``OUTPUT_FORMATS``)."""
+    return chosen_format(path, fmt, OUTPUT_FORMATS, "output", RenderError)
+
+
+def folder_names(folder: str | Path, stem: str, formats: Iterable[str]) -> list[str]:
+    """A folder output's files for one model: ``FOLDER/STEM.FMT`` for each of ``formats`` (``--format``'s list)."""
+    known = sorted(set(OUTPUT_FORMATS.values()))
+    names = []
+    for fmt in formats:
+        if fmt not in known:
+            raise UsageError(f"--format {fmt!r}: use some of {', '.join(known)}")
+        names.append(str(Path(folder) / f"{stem}.{fmt}"))
+    return names
+
+
+def page_stem(index: int) -> str:
+    """A page's name without extension: ``overview`` for page 0, else ``page-NNN`` (also its HTML anchor)."""
+    return "overview" if index == 0 else f"page-{index:03d}"
+
+
+def page_file(index: int, ext: str) -> str:
+    """The file of page ``index`` (1 or more) in its pages folder: ``page-NNN.EXT`` (see ``is_page_file``)."""
+    return f"{page_stem(index)}.{ext}"
+
+
+def pages_folder(overview: str) -> str:
+    """The pages folder's name for the overview file named ``overview``."""
+    return overview + PAGES_SUFFIX
+
+
+def pages_path(overview: str | Path) -> Path:
+    """The pages folder beside the overview file ``overview``."""
+    path = Path(overview)
+    return path.with_name(pages_folder(path.name))
+
+
+def is_page_file(name: str, extensions: Collection[str]) -> bool:
+    """Whether ``name`` is exactly the name of a page file annograph writes (``page_file``), with one of
+    ``extensions``: ``page-001.svg`` is, ``page-notes.dot``, ``page-1.svg`` and ``page-000.svg`` are not."""
+    match = _PAGE_FILE.fullmatch(name)
+    return bool(match and match.group(2) in extensions and int(match.group(1)) >= 1
+                and match.group(1) == f"{int(match.group(1)):03d}")
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Relative links between the files of a book: the overview ``NAME.EXT`` and ``NAME.EXT.pages/page-NNN.EXT``."""
+
+    overview: str
+    ext: str = "svg"
+
+    @property
+    def folder(self) -> str:
+        return pages_folder(self.overview)
+
+    def file(self, page: Page) -> str:
+        """The page's file, relative to the overview's folder."""
+        return self.overview if page.index == 0 else f"{self.folder}/{page_file(page.index, self.ext)}"
+
+    def href(self, source: Page, target: Page, anchor: str = "") -> str:
+        """The escaped link from page ``source`` to page ``target`` (and ``anchor`` in it)."""
+        if target.index == 0:
+            path = self.overview if source.index == 0 else f"../{self.overview}"
+        elif source.index == 0:
+            path = f"{self.folder}/{page_file(target.index, self.ext)}"
+        else:
+            path = page_file(target.index, self.ext)
+        if source is target:
+            path = ""
+        return escape.href(path + (f"#{anchor}" if anchor else ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One output file and its format."""
+
+    path: str
+    format: str
+
+    @property
+    def pages(self) -> Path:
+        """Where a book's pages go: the folder beside the file (used for ``FOLDER_FORMATS``)."""
+        return pages_path(self.path)
+
+    @property
+    def paged(self) -> bool:
+        """Whether a book's pages go to the pages folder (else they are all in the file, or not written)."""
+        return self.format in FOLDER_FORMATS
+
+    def book_files(self, pages: Sequence[bytes]) -> Written:
+        """A book's files in this format: the overview (``pages[0]``) here, the others in the pages folder."""
+        written: Written = [(Path(self.path), pages[0])]
+        if len(pages) > 1:
+            written.append((self.pages, {page_file(i, self.format): data for i, data in enumerate(pages) if i}))
+        return written
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    """The outputs of one run, the files it read (no output may be one), and the files the command writes
+    itself beside the pictures in the same write (``also``: diff's ``--summary``)."""
+
+    outputs: tuple[Output, ...]
+    inputs: tuple[str, ...] = ()
+    also: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def build(cls, names: Iterable[str | Path], fmt: str | None = None, inputs: Iterable[str | Path] = (),
+              also: Iterable[str | Path] = ()) -> OutputPlan:
+        """The plan for ``names`` (format ``fmt``, else each name's extension); RenderError when an output (or
+        an ``also`` file) is one of ``inputs`` (said first: the name may well be no picture's), or a format is
+        unknown."""
+        names, also, inputs = [str(n) for n in names], tuple(map(str, also)), list(dict.fromkeys(map(str, inputs)))
+        atomic.refuse_inputs([*names, *also], inputs)
+        return cls(tuple(Output(name, output_format(name, fmt)) for name in names), tuple(inputs), also)
+
+    def with_inputs(self, inputs: Iterable[str | Path]) -> OutputPlan:
+        """This plan with more files read by the run (found as it goes: sidecars); refused when an output is one."""
+        more = [str(path) for path in inputs if str(path) not in self.inputs]
+        atomic.refuse_inputs(self.names, more)
+        return OutputPlan(self.outputs, (*self.inputs, *more), self.also)
+
+    @property
+    def names(self) -> list[str]:
+        """Every file the run writes (the pages folders aside), in order: the outputs, then ``also``."""
+        return [output.path for output in self.outputs] + list(self.also)
+
+    @property
+    def formats(self) -> list[str]:
+        return [output.format for output in self.outputs]
+
+    @property
+    def links(self) -> Links:
+        """A book's links, named after the SVG output when there is one (the format that keeps them), else
+        the first output."""
+        named = next((o.path for o in self.outputs if o.format == "svg"),
+                     self.outputs[0].path if self.outputs else "model.svg")
+        stem = Path(named).name if Path(named).suffix.lower() == ".svg" else Path(named).stem + ".svg"
+        return Links(stem)
+
+    def pictures_for(self, summary: str | Path) -> list[str]:
+        """The pictures among the outputs, as paths relative to the folder of the summary ``summary``."""
+        folder = os.path.dirname(os.path.abspath(summary))
+        return [os.path.relpath(os.path.abspath(o.path), folder).replace(os.sep, "/")
+                for o in self.outputs if o.format in PICTURE_FORMATS][:MAX_PICTURES]
+
+    def write(self, written: Written) -> None:
+        """Write every file of the run at once, all or nothing (``atomic.write_all``), never over an input."""
+        with stage("write") as facts, waiting("writing"):
+            atomic.write_all(written, self.inputs)
+            facts.extend(str(path) for path, _ in written)
+
+
+def bytes_plan(fmt: str) -> OutputPlan:
+    """The plan of a picture made only as bytes (``render_bytes``, the notebook): one output ``model.FMT``."""
+    return OutputPlan((Output(f"model.{fmt}", output_format("model", fmt)),))
+
+
+__all__ = ["FOLDER_FORMATS", "OUTPUT_FORMATS", "Links", "Output", "OutputPlan", "Written", "bytes_plan", "folder_names",
+           "is_page_file", "output_format", "page_file", "page_stem", "pages_folder", "pages_path"]
