@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RenderError
+from ..picture.output_plan import pages_folder
 from .job import ModelResult
 
 TEMPLATE = "batch_index.html.j2"
@@ -60,7 +61,7 @@ def earlier_files(folder: Path) -> set[str]:
     if not finder.ours:
         raise RenderError(f"{index}: exists and was not written by annograph batch; move it, or choose another "
                           "folder")
-    return {INDEX} | finder.links | {f"{name}.pages" for name in finder.links}
+    return {INDEX} | finder.links | {pages_folder(name) for name in finder.links}
 
 
 class _Links(HTMLParser):

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..picture.output_plan import OutputPlan
 
 HELP = "render a model as an annotated graph (.svg .pdf .png .dot .html .md, chosen by extension)"
 
@@ -189,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render_one(model_path: str, plan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
+def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
     from ..heatmap import NO_COLOR
     from ..rendering import render
