@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from . import graphviz_run, progress
+from .numbers import count
 from .dot import Scene
 from .dot_pages import emit_page
 from .errors import RenderError
@@ -43,12 +44,12 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
     for attempt in range(REPLANS + 1):
         with progress.stage("DOT") as facts:
             sources = [emit_page(scene, book, page, links) for page in book.pages]
-            facts.append(f"{progress.count(len(sources), 'page')}, {progress.count(sum(map(len, sources)), 'character')}")
+            facts.append(f"{count(len(sources), 'page')}, {count(sum(map(len, sources)), 'character')}")
         limit = MAX_PAGE_PT if book.kind == "groups" and attempt < REPLANS else None
         try:
             with progress.stage("layout") as facts:
                 laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit)
-                facts.append(progress.count(len(laid), "page"))
+                facts.append(count(len(laid), "page"))
             break
         except _PagesTooBig as e:
             _replan(scene, book, e.pages, budgets)
@@ -116,7 +117,7 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
                     # dot cannot always rank the overview's rows (rank=same) when they reach into a cluster
                     laid = graphviz_run.render_formats(_ROWS.sub("", sources[index]), formats, timeout=left,
                                                        palette_png=True)
-                facts.append(f"{book.pages[index].title}, {progress.count(len(sources[index]), 'character')} of DOT")
+                facts.append(f"{book.pages[index].title}, {count(len(sources[index]), 'character')} of DOT")
             return laid
         except graphviz_run.TooBig:
             return {}

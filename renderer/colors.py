@@ -241,23 +241,3 @@ class Scale:
         if self.thresholds:
             return [color for _, color in self.thresholds for _ in range(max(1, steps // len(self.thresholds)))]
         return [self.color_at(floor + (1 - floor) * i / (steps - 1)) for i in range(steps)]
-
-
-def format_number(value: float) -> str:
-    """Compact display: 13, 13.25, 1.2e+06 → 1.2M, 0.00012 → 1.2e-04.
-
-    >>> format_number(1234567), format_number(13.0), format_number(0.000123), format_number(-2.5)
-    ('1.23M', '13', '1.23e-04', '-2.5')
-    """
-    if isinstance(value, int) and abs(value) > 10**300:  # too large for a float: scientific notation by hand
-        digits = str(abs(value))
-        return f"{'-' if value < 0 else ''}{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    magnitude = abs(value)
-    for threshold, unit, suffix in ((1e12, 1e12, "T"), (1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
-        if magnitude >= threshold:
-            return f"{value / unit:.3g}{suffix}"
-    if magnitude < 1e-3:
-        return f"{value:.2e}"
-    return f"{value:.4g}"

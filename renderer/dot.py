@@ -17,10 +17,11 @@ import graphviz
 
 from . import escape
 from .annotations.records import Annotations, Entry, metric_value
-from .colors import NA_COLOR, category_colors, format_number, text_color
+from .colors import NA_COLOR, category_colors, text_color
 from .folding import Folding, NodeKey
 from .heatmap import Heatmap
 from .ir import Graph, Model, Node, SubgraphRef, Value
+from .numbers import format_number
 from .options import RenderOptions
 
 FONT = "Helvetica"

@@ -20,13 +20,13 @@ import graphviz
 from . import escape
 from .aggregate import combine, rule_for, shares
 from .annotations.records import MetricInfo
-from .colors import Scale, format_number, text_color
+from .colors import Scale, text_color
 from .dot import BORDER_COLOR, EDGE_COLOR, FONT, Scene, _Emitter, _io_name, _op_name, _row, _unique
 from .grouping import Group, display_path
 from .heatmap import Heatmap
 from .ir import Node, Value
-from .metrics import format_bytes
 from .metrics.tensors import tensor_bytes
+from .numbers import format_bytes, format_number, percent
 from .pages import Book, Inline, Page
 from .picture.output_plan import Links
 
@@ -202,7 +202,7 @@ class _PageEmitter(_Emitter):
         """``93.5 % of MACs`` (the metric's name escaped), or "" when there is no share."""
         if key not in self.share:
             return ""
-        return f"<B>{self.share[key]:.1f} %</B> of {escape.html_text(self.scene.heatmap.metric, 28)}"  # type: ignore[union-attr]
+        return f"<B>{percent(self.share[key])}</B> of {escape.html_text(self.scene.heatmap.metric, 28)}"  # type: ignore[union-attr]
 
     # -- content --------------------------------------------------------------------------------------------
 
@@ -312,7 +312,7 @@ class _PageEmitter(_Emitter):
             shown = format_number(number) if number is not None else ("n/a" if self.box_heat else "")
             where = display_path(group)
             if id(group) in self.instance_share:
-                where += f" ({self.instance_share[id(group)]:.1f} % of {heat.metric})"  # type: ignore[union-attr]
+                where += f" ({percent(self.instance_share[id(group)])} of {heat.metric})"  # type: ignore[union-attr]
             cells.append(
                 f'<TD BGCOLOR="{fill}" HREF="{self._href(group)}" ID="box-{self.book.box_key(group)}" '
                 f'TITLE="{escape.html_text(f"{where}: {shown}", 160)}" BORDER="1" COLOR="#9a9a9a">'
@@ -543,9 +543,9 @@ class _PageEmitter(_Emitter):
             f", {len(self.groups)} groups holding {in_boxes:,} more" if self.groups else "")
         if self.share and drawn:
             metric = self.scene.heatmap.metric  # type: ignore[union-attr]
-            totals["operators drawn here"] = f"{self.share[0]:.1f} % of {metric}"
+            totals["operators drawn here"] = f"{percent(self.share[0])} of {metric}"
             if self.page.index:
-                totals["this group"] = f"{self.group_share:.1f} % of {metric}"
+                totals["this group"] = f"{percent(self.group_share)} of {metric}"
         return totals
 
 

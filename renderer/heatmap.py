@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .annotations.records import Annotations, MetricInfo, metric_value
-from .colors import Scale, format_number
+from .colors import Scale
 from .errors import MetricError
 from .ir import ElementKey, Model, Node
+from .numbers import format_number
 
 NO_COLOR = "none"
 """``--color-by none`` (``RenderOptions(color_by="none")``): plain boxes, no heatmap."""

@@ -80,11 +80,6 @@ def stage(name: str) -> Iterator[list[str]]:
         _say(f"{name} {time.perf_counter() - start:.2f} s" + (f": {', '.join(facts)}" if facts else ""))
 
 
-def count(n: int, noun: str) -> str:
-    """``1 model``, ``3 models``."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def shows_bars() -> bool:
     return _level >= Verbosity.NORMAL and _isatty()
 

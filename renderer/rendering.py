@@ -11,11 +11,11 @@ from .annotations.records import AnnotationSet
 from .errors import RenderError
 from .folding import fold
 from .heatmap import NO_COLOR, Heatmap, build
-from .colors import format_number
+from .numbers import count, format_number
 from .ir import Model, Node
 from .options import RenderOptions
 from .picture.output_plan import OutputPlan, Written, bytes_plan
-from .progress import count, stage, waiting
+from .progress import stage, waiting
 
 
 if TYPE_CHECKING:

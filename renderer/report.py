@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import escape
 from .annotations.records import metric_value
-from .colors import format_number
+from .numbers import format_number
 from .dot import Scene
 from .errors import RenderError
 from .resources import folder

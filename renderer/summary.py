@@ -16,7 +16,7 @@ from typing import Any
 
 from . import escape
 from .aggregate import rule_for
-from .colors import format_number
+from .numbers import format_number, percent
 from .dot import Scene
 from .errors import UsageError
 from .heatmap import number_of
@@ -120,7 +120,7 @@ def _top(scene: Scene) -> dict[str, Any]:
         node = model.graphs[graph].nodes[index]
         share = ""
         if total and math.isfinite(value):
-            share = f"{100 * value / total:.1f} %"
+            share = percent(100 * value / total)
         rows.append({
             "rank": rank,
             "name": code(node.display_name, LIMITS.name, cell=True),

@@ -11,7 +11,7 @@ import pytest
 from conftest import ONNX, SVG_NS, TFLITE, XLINK_NS, first_fill, parse_svg, run_cli, svg_groups
 
 import renderer
-from renderer.colors import format_number
+from renderer.numbers import format_number
 
 TITLE = f"{XLINK_NS}title"
 

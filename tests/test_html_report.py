@@ -207,7 +207,7 @@ def test_search_centres_and_highlights_the_operator(open_report, tiny: Path) -> 
 
 
 def test_hovering_a_box_shows_all_its_values(open_report, tiny: Path) -> None:  # type: ignore[no-untyped-def]
-    from renderer.colors import format_number
+    from renderer.numbers import format_number
 
     opened = open_report(tiny)
     page = opened.page

@@ -11,7 +11,7 @@ import pytest
 import tflite
 from onnx import TensorProto, helper, numpy_helper
 
-from renderer import metrics
+from renderer import metrics, numbers
 from renderer.annotations.records import Annotations, Entry, metric_value
 from renderer.loaders import load_model
 from renderer.metrics.op_costs import peak_activation_bytes
@@ -308,7 +308,7 @@ def test_totals_of_a_cnn() -> None:
     figures = metrics.model_costs(model).totals()
     assert figures["params"] == params
     assert figures["macs"] == sum(v["macs"] for v in op_values(model, {"macs"}).values())
-    assert text["parameters"] == metrics.format_count(params)
+    assert text["parameters"] == numbers.format_count(params)
     assert text["operators"] == "18"
     assert figures["weight_bytes"] == 4 * params
 

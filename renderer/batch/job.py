@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..annotations import Annotations, load_annotations
-from ..colors import NA_COLOR, format_number, text_color
+from ..colors import NA_COLOR, text_color
 from ..errors import AnnographError, MetricError
 from ..folding import fold
 from ..heatmap import Heatmap, build, builtin_default, default_metric, operator_metrics
 from ..ir import ElementKey, Model
+from ..numbers import format_number
 from ..options import RenderOptions
 from . import caption
 from .layout import BookLayout, Layout, lay_out
@@ -234,11 +235,7 @@ def _shared(job: ModelJob, runs: list[tuple[str, Annotations]], metrics: list[st
 
 def _value_text(heat: Heatmap | None, key: ElementKey) -> str:
     value = heat.values.get(key) if heat is not None else None
-    if value is None:
-        return "n/a"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return format_number(value)
+    return "n/a" if value is None else format_number(value)
 
 
 def safe_name(text: str) -> str:

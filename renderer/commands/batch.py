@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from ..batch.parallel import local_workers, run_dask, run_local
     from ..errors import AnnographError, UsageError
     from ..loaders import check_dims
-    from ..progress import bar, count
+    from ..numbers import count
+    from ..progress import bar
     from .common import stage, warn
     from .render import render_options
 

@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..progress import Verbosity, count, from_flags, note, stage, warn
+from ..numbers import count
+from ..progress import Verbosity, from_flags, note, stage, warn
 
 LARGEST_OPTION = 1e300  # so that differences and sums of option values stay finite
 

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..atomic import refuse_inputs
     from ..errors import AnnographError
-    from ..progress import count, waiting
+    from ..numbers import count
+    from ..progress import waiting
     from .common import note, stage
     from .export import load_annotated
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import AnnographError, first_line
 from ..loaders import isolated
+from ..numbers import format_bytes
 from .core import check_same_inputs, make_feeds, measure
 
 
@@ -100,8 +101,8 @@ def _checked(values: dict[str, Any], path: str, limit: int) -> dict[str, Any]:
         if nbytes > limit:
             shape = "×".join(str(s) for s in value.shape) or "scalar"
             raise AnnographError(
-                f"{path}: tensor {name[:80]!r} holds {isolated.describe(nbytes)} ({shape} {value.dtype}), over the "
-                f"{isolated.describe(limit)} compare measures per tensor (--max-tensor-bytes)")
+                f"{path}: tensor {name[:80]!r} holds {format_bytes(nbytes)} ({shape} {value.dtype}), over the "
+                f"{format_bytes(limit)} compare measures per tensor (--max-tensor-bytes)")
     return values
 
 

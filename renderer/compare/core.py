@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import AnnographError
 from ..id_rules import IdIndex, Unresolved
 from ..ir import ElementKey, Model
+from ..numbers import format_bytes
 from ..progress import bar, waiting
 from .inputs import InputSpec, load_feeds, random_feeds
 from .metrics import error_metrics
@@ -183,16 +184,10 @@ def _known_bytes(path: str, model: Model, max_tensor_bytes: int) -> int:
             continue
         if size > max_tensor_bytes and value.initializer is None:
             raise AnnographError(
-                f"{path}: tensor {value.name[:80]!r} would hold {_bytes(size)} ({value.type}), over the "
-                f"{_bytes(max_tensor_bytes)} compare measures per tensor (--max-tensor-bytes)")
+                f"{path}: tensor {value.name[:80]!r} would hold {format_bytes(size)} ({value.type}), over the "
+                f"{format_bytes(max_tensor_bytes)} compare measures per tensor (--max-tensor-bytes)")
         total += size
     return total
-
-
-def _bytes(size: int) -> str:
-    from ..loaders.isolated import describe
-
-    return describe(size)
 
 
 def _regular(path: str, archive: Any, folder: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..annotations.metric_meta import describe
-from ..colors import format_number
+from ..numbers import format_number
 from ..exporters.stable_ids import StableIds
 from ..id_rules import IdIndex, Unresolved
 from ..ir import ElementKey

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from ..aggregate import combine, rule_for
 from ..annotations.records import MetricInfo
-from ..colors import format_number
 from ..errors import UsageError
 from ..ir import ElementKey
+from ..numbers import format_number, signed
 from .matching import Matching
 
 ONLY_BEFORE = "only before"
@@ -264,14 +264,7 @@ class Diff:
         unit = "%" if relative else self.unit
         if math.isinf(change):
             return f"{'+' if change > 0 else '-'}inf" + (f" {unit}" if unit else "")
-        if not change:
-            number = "0"
-        elif compact:
-            number = ("+" if change > 0 else "") + format_number(change)
-        elif 1e4 <= abs(change) < 1e15 and change == round(change):
-            number = f"{change:+.0f}"
-        else:
-            number = f"{change:+.4g}"
+        number = signed(change, compact) if change else "0"
         return number + (unit if unit == "%" else f" {unit}" if unit else "")
 
     def before_after(self, item: OpChange) -> str:

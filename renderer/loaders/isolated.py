@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..metrics import format_bytes
+from ..numbers import format_bytes
 
 FLOOR = 1 << 30
 """Memory any run may take beyond the runtime itself, whatever the model (a model of 300 bytes gets this)."""
@@ -161,11 +161,6 @@ def _from_env(name: str, default: Any, parse: Callable[[str], Any]) -> Any:
         raise AnnographError(f"{name}: {e}") from None
 
 
-def describe(size: int) -> str:
-    """Bytes as the messages say them (``1.0 GiB``)."""
-    return format_bytes(size)
-
-
 def run(module: str, request: dict[str, Any], runtime: str, doing: str,
         limit: Limits | float) -> tuple[dict[str, Any], str]:
     """Run ``python -m module`` on ``request`` under ``limit``: (its answer, "") or ({}, why not, in one line).
@@ -215,7 +210,7 @@ def _died(status: int, runtime: str, doing: str, limit: Limits) -> str:
         name = f"signal {-status}"
     if name == "SIGXCPU":
         return f"{runtime} took over its CPU time {doing} (set {SECONDS_ENV} to allow more)"
-    return (f"{runtime} stopped with {name} {doing}, under a limit of {describe(limit.memory)} of memory "
+    return (f"{runtime} stopped with {name} {doing}, under a limit of {format_bytes(limit.memory)} of memory "
             f"({limit.memory_from})")
 
 
@@ -227,7 +222,7 @@ def over_memory(runtime: str, limit: Limits | dict[str, Any]) -> str:
         advice = ""
     else:
         advice = "; raise it to allow more" if MEMORY_ENV in limit.memory_from else f"; set {MEMORY_ENV} to allow more"
-    return (f"{runtime} needed more than the {describe(limit.memory)} of memory its run may take "
+    return (f"{runtime} needed more than the {format_bytes(limit.memory)} of memory its run may take "
             f"({limit.memory_from}{advice})")
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import first_line
 from ..escape import clean
-from ..metrics import format_bytes
+from ..numbers import format_bytes
 from ..progress import waiting
 from . import isolated
 from .value_sizes import degenerate, value_sized

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..annotations.records import Annotations, Entry, MetricInfo
 from ..ir import ElementKey, Model
+from ..numbers import format_bytes, format_count
 from ..options import RenderOptions
 
 # name → (unit, description). The cheap ones are added to every operator on every render.
@@ -183,21 +184,3 @@ def totals(model: Model) -> dict[str, str]:
         text["peak activations"] = ("≥ " if unknown else "") + format_bytes(peak) + (
             f" ({unknown} sizes unknown)" if unknown else "")
     return text
-
-
-def format_count(n: int) -> str:
-    """25557032 → "25.6M", 50048 → "50k", 999 → "999"."""
-    for threshold, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
-        if abs(n) >= threshold:
-            return f"{n / threshold:.3g}{suffix}"
-    return str(n)
-
-
-def format_bytes(n: int) -> str:
-    """1536 → "1.5 KiB"."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024:
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import first_line
 from ..progress import bar as progress_bar
 from ..ir import Value
+from ..numbers import format_count
 from .formulas import MALFORMED, NotCountable, malformed, prod
 from .opview import label
 from .weights import ZeroPoint, numeric
@@ -115,7 +116,7 @@ def _one(request: Request, limit: int, bar: Any) -> Result:
     size = stored_elements(value)
     want_stats = request.stats
     if want_stats and size > limit:
-        result.stats = f"skipped: {_count(size)} elements > limit {_count(limit)}"
+        result.stats = f"skipped: {format_count(size)} elements > limit {format_count(limit)}"
         want_stats = False
     if not want_stats and not request.zero_points:
         return result
@@ -133,13 +134,6 @@ def _one(request: Request, limit: int, bar: Any) -> Result:
         result.stats = stats
     result.equal = equal  # type: ignore[assignment]
     return result
-
-
-def _count(n: int) -> str:
-    for threshold, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
-        if n >= threshold:
-            return f"{n / threshold:.3g}{suffix}"
-    return str(n)
 
 
 def _prepare(zp: ZeroPoint, array: np.ndarray) -> np.ndarray | None:
