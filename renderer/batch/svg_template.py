@@ -86,121 +86,22 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
     """Cut ``svg`` (laid out with the placeholders) into a template. Raises RenderError when a drawn operator
     has no placeholder where one is expected (the SVG was not made by the batch layout). ``overview``: the
     placeholder file name of a book's overview, cut wherever a link (``xlink:href``) holds it."""
-    cuts: list[tuple[int, int, Slot]] = []
-    parser = xml.parsers.expat.ParserCreate("utf-8")
-    state: dict = {"op": None, "depth": 0, "header": None, "sentinel": False, "text": None, "group": None}
-    key_row = f"{key_text}: ".encode()
-    tip = f"{key_text}: {value_text}".encode()
-
-    def tag_bounds() -> tuple[int, int]:
-        start = parser.CurrentByteIndex
-        return start, svg.index(b">", start)
-
-    def cut_attribute(start: int, end: int, name: bytes, slot: Slot) -> bool:
-        marker = b" " + name + b'="'
-        at = svg.find(marker, start, end)
-        if at < 0:
-            return False
-        value_start = at + len(marker)
-        cuts.append((value_start, svg.index(b'"', value_start), slot))
-        return True
-
-    def cut_links(attrs: dict[str, str]) -> None:
-        if not overview or overview.decode() not in attrs.get("xlink:href", ""):
-            return
-        start, end = tag_bounds()
-        at = svg.find(b' xlink:href="', start, end)
-        value_end = svg.index(b'"', at + 13)
-        found = svg.find(overview, at, value_end)
-        while found >= 0:
-            cuts.append((found, found + len(overview), ("overview", None)))
-            found = svg.find(overview, found + len(overview), value_end)
-
-    def group_start(name: str, attrs: dict[str, str]) -> bool:
-        """A group box (or a run's cell) of a book's page: its fill, text colours and the end of its tooltip."""
-        group = state["group"]
-        if group is None:
-            match = _BOX_ID.match(attrs.get("id", "")) if name == "g" else None
-            if match:
-                state.update(group=("g", int(match.group(1)), 0), gdepth=1, gfilled=False)
-            return match is not None
-        state["gdepth"] += 1
-        start, end = tag_bounds()
-        if name in ("polygon", "path") and not state["gfilled"] and attrs.get("fill", "none") not in ("none", "transparent"):
-            state["gfilled"] = cut_attribute(start, end, b"fill", ("gfill", group))
-        elif name == "text":
-            cut_attribute(start, end, b"fill", ("gink", group))
-        elif name == "a" and "xlink:title" in attrs:
-            at = svg.find(b' xlink:title="', start, end)
-            close = svg.index(b'"', at + 14)
-            cuts.append((close, close, ("gtip", group)))
-        return True
-
-    def on_start(name: str, attrs: dict[str, str]) -> None:
-        if name == "a":
-            cut_links(attrs)
-        if group_start(name, attrs):
-            return
-        op = state["op"]
-        if op is None:
-            match = _OP_ID.match(attrs.get("id", "")) if name == "g" else None
-            if match:
-                state.update(op=("op", int(match.group(1)), int(match.group(2))), depth=1, header=None,
-                             sentinel=False)
-            return
-        state["depth"] += 1
-        start, end = tag_bounds()
-        if name == "polygon":
-            fill = attrs.get("fill", "")
-            if fill == sentinel_fill and not state["sentinel"]:
-                state["sentinel"] = True
-                cut_attribute(start, end, b"fill", ("fill", op))
-            elif state["sentinel"] and state["header"] is None and fill not in ("none", "transparent", ""):
-                ys = [float(y) for y in _POINTS_Y.findall(attrs.get("points", ""))]
-                state["header"] = (min(ys), max(ys)) if ys else None
-        elif name == "a":
-            at = svg.find(tip, start, end)
-            if at >= 0:
-                cuts.append((at, at + len(tip), ("tip", op)))
-        elif name == "text":
-            state["text"] = (start, end, float(attrs.get("y", "0")))
-
-    def on_end(name: str) -> None:
-        if state["group"] is not None:
-            state["gdepth"] -= 1
-            if state["gdepth"] == 0:
-                state["group"] = None
-            return
-        op = state["op"]
-        if op is None:
-            return
-        state["depth"] -= 1
-        if state["depth"] == 0:
-            state["op"] = None
-            return
-        if name != "text" or state["text"] is None:
-            return
-        start, end, y = state["text"]
-        state["text"] = None
-        body_start, body_end = end + 1, parser.CurrentByteIndex
-        body = svg[body_start:body_end]
-        header = state["header"]
-        if header is None or not header[0] <= y <= header[1]:
-            cut_attribute(start, end, b"fill", ("ink", op))
-        if body == key_row:
-            cuts.append((body_start, body_start + len(key_text.encode()), ("key", op)))
-        elif body == value_text.encode():
-            cuts.append((body_start, body_end, ("value", op)))
-
-    parser.StartElementHandler = on_start
-    parser.EndElementHandler = on_end
+    cutter = _Cutter(svg, sentinel_fill, key_text, value_text, overview)
     try:
-        parser.Parse(svg, True)
+        cutter.parser.Parse(svg, True)
     except xml.parsers.expat.ExpatError as e:
         raise RenderError(f"Graphviz wrote SVG that does not parse ({e})") from None
+    cuts = cutter.cuts
     mark = svg.find(CAPTION_MARK)
     if mark >= 0:
         cuts.append((mark, mark + len(CAPTION_MARK), ("colorbar", None)))
+    template = _assemble(svg, cuts)
+    _check_placeholders(template.slots)
+    return template
+
+
+def _assemble(svg: bytes, cuts: list[tuple[int, int, Slot]]) -> Template:
+    """The template of ``svg`` cut at ``cuts`` (start, end, slot), in byte order; RenderError where two overlap."""
     cuts.sort(key=lambda c: c[0])
     parts, slots, at = [], [], 0
     for start, end, slot in cuts:
@@ -210,7 +111,11 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
         slots.append(slot)
         at = end
     parts.append(svg[at:])
-    template = Template(parts, slots)
+    return Template(parts, slots)
+
+
+def _check_placeholders(slots: list[Slot]) -> None:
+    """RenderError naming the first operator whose box lacks its fill, key or value slot."""
     kinds_by_op: dict[ElementKey, set[str]] = {}
     for kind, key in slots:
         if key is not None and key[0] == "op":
@@ -218,4 +123,133 @@ def build(svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overvi
     incomplete = [k for k, kinds in kinds_by_op.items() if not {"fill", "value", "key"} <= kinds]
     if incomplete:
         raise RenderError(f"operator {incomplete[0][1]}:{incomplete[0][2]}: its box has no value placeholder in the layout")
-    return template
+
+
+class _Cutter:
+    """Walks the SVG with expat and collects the cuts (start, end, slot): inside an operator's group, its
+    placeholder fill, text colours, key, value and tooltip; inside a group box of a book's page, its fill, text
+    colours and tooltip end; anywhere, the overview's name in a link."""
+
+    def __init__(self, svg: bytes, sentinel_fill: str, key_text: str, value_text: str, overview: bytes) -> None:
+        self.svg, self.sentinel_fill, self.overview = svg, sentinel_fill, overview
+        self.key_text, self.value_text = key_text, value_text
+        self.key_row = f"{key_text}: ".encode()
+        self.tip = f"{key_text}: {value_text}".encode()
+        self.cuts: list[tuple[int, int, Slot]] = []
+        self.op: ElementKey | None = None
+        self.depth = 0
+        self.header: tuple[float, float] | None = None
+        self.sentinel = False
+        self.text: tuple[int, int, float] | None = None
+        self.group: ElementKey | None = None
+        self.gdepth = 0
+        self.gfilled = False
+        self.parser = xml.parsers.expat.ParserCreate("utf-8")
+        self.parser.StartElementHandler = self.on_start
+        self.parser.EndElementHandler = self.on_end
+
+    def tag_bounds(self) -> tuple[int, int]:
+        start = self.parser.CurrentByteIndex
+        return start, self.svg.index(b">", start)
+
+    def cut_attribute(self, start: int, end: int, name: bytes, slot: Slot) -> bool:
+        marker = b" " + name + b'="'
+        at = self.svg.find(marker, start, end)
+        if at < 0:
+            return False
+        value_start = at + len(marker)
+        self.cuts.append((value_start, self.svg.index(b'"', value_start), slot))
+        return True
+
+    def cut_links(self, attrs: dict[str, str]) -> None:
+        overview, svg = self.overview, self.svg
+        if not overview or overview.decode() not in attrs.get("xlink:href", ""):
+            return
+        start, end = self.tag_bounds()
+        at = svg.find(b' xlink:href="', start, end)
+        value_end = svg.index(b'"', at + 13)
+        found = svg.find(overview, at, value_end)
+        while found >= 0:
+            self.cuts.append((found, found + len(overview), ("overview", None)))
+            found = svg.find(overview, found + len(overview), value_end)
+
+    def group_start(self, name: str, attrs: dict[str, str]) -> bool:
+        """A group box (or a run's cell) of a book's page: its fill, text colours and the end of its tooltip."""
+        group = self.group
+        if group is None:
+            match = _BOX_ID.match(attrs.get("id", "")) if name == "g" else None
+            if match:
+                self.group, self.gdepth, self.gfilled = ("g", int(match.group(1)), 0), 1, False
+            return match is not None
+        self.gdepth += 1
+        start, end = self.tag_bounds()
+        if name in ("polygon", "path") and not self.gfilled and attrs.get("fill", "none") not in ("none", "transparent"):
+            self.gfilled = self.cut_attribute(start, end, b"fill", ("gfill", group))
+        elif name == "text":
+            self.cut_attribute(start, end, b"fill", ("gink", group))
+        elif name == "a" and "xlink:title" in attrs:
+            at = self.svg.find(b' xlink:title="', start, end)
+            close = self.svg.index(b'"', at + 14)
+            self.cuts.append((close, close, ("gtip", group)))
+        return True
+
+    def on_start(self, name: str, attrs: dict[str, str]) -> None:
+        if name == "a":
+            self.cut_links(attrs)
+        if self.group_start(name, attrs):
+            return
+        if self.op is None:
+            match = _OP_ID.match(attrs.get("id", "")) if name == "g" else None
+            if match:
+                self.op, self.depth = ("op", int(match.group(1)), int(match.group(2))), 1
+                self.header, self.sentinel = None, False
+            return
+        self.depth += 1
+        self.op_element(name, attrs)
+
+    def op_element(self, name: str, attrs: dict[str, str]) -> None:
+        """An element inside an operator's group: the placeholder fill, the header band, the tooltip, a text."""
+        start, end = self.tag_bounds()
+        if name == "polygon":
+            fill = attrs.get("fill", "")
+            if fill == self.sentinel_fill and not self.sentinel:
+                self.sentinel = True
+                self.cut_attribute(start, end, b"fill", ("fill", self.op))
+            elif self.sentinel and self.header is None and fill not in ("none", "transparent", ""):
+                ys = [float(y) for y in _POINTS_Y.findall(attrs.get("points", ""))]
+                self.header = (min(ys), max(ys)) if ys else None
+        elif name == "a":
+            at = self.svg.find(self.tip, start, end)
+            if at >= 0:
+                self.cuts.append((at, at + len(self.tip), ("tip", self.op)))
+        elif name == "text":
+            self.text = (start, end, float(attrs.get("y", "0")))
+
+    def on_end(self, name: str) -> None:
+        if self.group is not None:
+            self.gdepth -= 1
+            if self.gdepth == 0:
+                self.group = None
+            return
+        if self.op is None:
+            return
+        self.depth -= 1
+        if self.depth == 0:
+            self.op = None
+            return
+        if name == "text" and self.text is not None:
+            self.op_text_end()
+
+    def op_text_end(self) -> None:
+        """A text of an operator's box ends: its colour (outside the header band), and the key or value row."""
+        assert self.text is not None
+        start, end, y = self.text
+        self.text = None
+        body_start, body_end = end + 1, self.parser.CurrentByteIndex
+        body = self.svg[body_start:body_end]
+        if self.header is None or not self.header[0] <= y <= self.header[1]:
+            self.cut_attribute(start, end, b"fill", ("ink", self.op))
+        if body == self.key_row:
+            self.cuts.append((body_start, body_start + len(self.key_text.encode()), ("key", self.op)))
+        elif body == self.value_text.encode():
+            self.cuts.append((body_start, body_end, ("value", self.op)))
