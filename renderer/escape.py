@@ -121,7 +121,16 @@ def href(path: str) -> str:
     """
     from urllib.parse import quote
 
-    return quote(path, safe="/#-._~")
+    return quote(_url_bytes(path), safe="/#-._~")
+
+
+def _url_bytes(text: str) -> bytes:
+    """``text`` as the bytes a link percent-encodes: a file name that is not UTF-8 (its bytes kept by Python as
+    lone surrogates) as those bytes, so the link finds the file; any other lone surrogate as ``?``."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
 
 
 def html_label(markup: str) -> str:
@@ -188,5 +197,5 @@ def markdown_link(label: Any, path: str, base: str | None = None, limit: int = 1
     """
     from urllib.parse import quote
 
-    prefix = quote(base, safe=_URL_SAFE).rstrip("/") + "/" if base else ""
-    return f"[{markdown_code(label, limit)}]({prefix}{quote(path, safe=_PATH_SAFE)})"
+    prefix = quote(_url_bytes(base), safe=_URL_SAFE).rstrip("/") + "/" if base else ""
+    return f"[{markdown_code(label, limit)}]({prefix}{quote(_url_bytes(path), safe=_PATH_SAFE)})"

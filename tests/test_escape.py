@@ -1,0 +1,274 @@
+"""``renderer/escape.py``: a table of hostile strings × every escaping function, with the text each rule must
+give; then the same strings through the real consumers (Graphviz, an XML parser, markdown-it as GitHub reads a
+comment, URL decoding), checking that what a reader sees is the cleaned text, as typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote_to_bytes
+
+import pytest
+
+from conftest import ROOT, SVG_NS, parse_svg, run_cli
+from payloads import markdown_tokens
+from renderer import escape
+
+B = "\\"  # one backslash, to keep the table readable
+HOSTILE = {
+    "plain": "conv1/Conv_0",
+    "markup": '<b onclick="x">&amp;</b>',
+    "quotes": "it's \"q\"",
+    "escstring": "a\\N\\G\\n",
+    "newlines": "a\nb\r\nc\td",
+    "controls": "a\x00b\x1b\x7f\x85",
+    "bidi": "abc\u202edef\u200b",
+    "not_xml": "x\ud800y\uffff",
+    "gfm": "*a* [l](u) @team #1 www.x.io",
+    "backticks": "``a`|b",
+    "long": "x" * 300,
+    "entity": "&lt;x&gt;",
+}
+CLEANED_CONTROLS = f"a{B}x00b{B}x1b{B}x7f{B}x85"
+
+EXPECTED: dict[str, dict[str, str]] = {
+    "clean": {
+        "plain": "conv1/Conv_0",
+        "markup": '<b onclick="x">&amp;</b>',
+        "quotes": "it's \"q\"",
+        "escstring": "a\\N\\G\\n",
+        "newlines": "a b c d",
+        "controls": CLEANED_CONTROLS,
+        "bidi": "abc<U+202E>def<U+200B>",
+        "not_xml": "x\ufffdy\ufffd",
+        "gfm": "*a* [l](u) @team #1 www.x.io",
+        "backticks": "``a`|b",
+        "long": "x" * 199 + "…",
+        "entity": "&lt;x&gt;",
+    },
+    "html_text": {
+        "plain": "conv1/Conv_0",
+        "markup": "&lt;b onclick=&quot;x&quot;&gt;&amp;amp;&lt;/b&gt;",
+        "quotes": "it&#x27;s &quot;q&quot;",
+        "escstring": f"a{B * 2}N{B * 2}G{B * 2}n",
+        "newlines": "a b c d",
+        "controls": CLEANED_CONTROLS.replace(B, B * 2),
+        "bidi": "abc&lt;U+202E&gt;def&lt;U+200B&gt;",
+        "not_xml": "x\ufffdy\ufffd",
+        "gfm": "*a* [l](u) @team #1 www.x.io",
+        "backticks": "``a`|b",
+        "long": "x" * 59 + "…",
+        "entity": "&amp;lt;x&amp;gt;",
+    },
+    "svg_text": {
+        "plain": "conv1/Conv_0",
+        "markup": "&lt;b onclick=&quot;x&quot;&gt;&amp;amp;&lt;/b&gt;",
+        "quotes": "it&#x27;s &quot;q&quot;",
+        "escstring": "a\\N\\G\\n",
+        "newlines": "a b c d",
+        "controls": CLEANED_CONTROLS,
+        "bidi": "abc&lt;U+202E&gt;def&lt;U+200B&gt;",
+        "not_xml": "x\ufffdy\ufffd",
+        "gfm": "*a* [l](u) @team #1 www.x.io",
+        "backticks": "``a`|b",
+        "long": "x" * 199 + "…",
+        "entity": "&amp;lt;x&amp;gt;",
+    },
+    "attr": {
+        "plain": "conv1/Conv_0",
+        "markup": '<b onclick="x">&amp;amp;</b>',
+        "quotes": "it's \"q\"",
+        "escstring": f"a{B * 2}N{B * 2}G{B * 2}n",
+        "newlines": f"a{B}nb{B}nc d",
+        "controls": CLEANED_CONTROLS.replace(B, B * 2),
+        "bidi": "abc<U+202E>def<U+200B>",
+        "not_xml": "x\ufffdy\ufffd",
+        "gfm": "*a* [l](u) @team #1 www.x.io",
+        "backticks": "``a`|b",
+        "long": "x" * 199 + "…",
+        "entity": "&amp;lt;x&amp;gt;",
+    },
+    "tooltip": {
+        "plain": "conv1/Conv_0",
+        "markup": '<b onclick="x">&amp;amp;</b>',
+        "quotes": "it's \"q\"",
+        "escstring": f"a{B * 4}N{B * 4}G{B * 4}n",
+        "newlines": f"a{B}nb{B}nc d",
+        "controls": CLEANED_CONTROLS.replace(B, B * 4),
+        "bidi": "abc<U+202E>def<U+200B>",
+        "not_xml": "x\ufffdy\ufffd",
+        "gfm": "*a* [l](u) @team #1 www.x.io",
+        "backticks": "``a`|b",
+        "long": "x" * 300,
+        "entity": "&amp;lt;x&amp;gt;",
+    },
+    "href": {
+        "plain": "conv1/Conv_0",
+        "markup": "%3Cb%20onclick%3D%22x%22%3E%26amp%3B%3C/b%3E",
+        "quotes": "it%27s%20%22q%22",
+        "escstring": "a%5CN%5CG%5Cn",
+        "newlines": "a%0Ab%0D%0Ac%09d",
+        "controls": "a%00b%1B%7F%C2%85",
+        "bidi": "abc%E2%80%AEdef%E2%80%8B",
+        "not_xml": "x%3Fy%EF%BF%BF",
+        "gfm": "%2Aa%2A%20%5Bl%5D%28u%29%20%40team%20#1%20www.x.io",
+        "backticks": "%60%60a%60%7Cb",
+        "long": "x" * 300,
+        "entity": "%26lt%3Bx%26gt%3B",
+    },
+    "markdown_cell": {
+        "plain": "`conv1/Conv_0`",
+        "markup": '`<b onclick="x">&amp;</b>`',
+        "quotes": "it's \"q\"",
+        "escstring": "`a\\N\\G\\n`",
+        "newlines": "a b c d",
+        "controls": f"`{CLEANED_CONTROLS}`",
+        "bidi": "`abc<U+202E>def<U+200B>`",
+        "not_xml": "x\ufffdy\ufffd",
+        "gfm": "`*a* [l](u) @team #1 www.x.io`",
+        "backticks": "``` ``a`\\|b ```",
+        "long": "x" * 119 + "…",
+        "entity": "`&lt;x&gt;`",
+    },
+    "markdown_code": {
+        "plain": "`conv1/Conv_0`",
+        "markup": '`<b onclick="x">&amp;</b>`',
+        "quotes": "`it's \"q\"`",
+        "escstring": "`a\\N\\G\\n`",
+        "newlines": "`a b c d`",
+        "controls": f"`{CLEANED_CONTROLS}`",
+        "bidi": "`abc<U+202E>def<U+200B>`",
+        "not_xml": "`x\ufffdy\ufffd`",
+        "gfm": "`*a* [l](u) @team #1 www.x.io`",
+        "backticks": "``` ``a`|b ```",
+        "long": "`" + "x" * 79 + "…`",
+        "entity": "`&lt;x&gt;`",
+    },
+    # the string as both the label and the linked path
+    "markdown_link": {
+        "plain": "[`conv1/Conv_0`](conv1/Conv_0)",
+        "markup": '[`<b onclick="x">&amp;</b>`](%3Cb%20onclick%3D%22x%22%3E%26amp%3B%3C/b%3E)',
+        "quotes": "[`it's \"q\"`](it%27s%20%22q%22)",
+        "escstring": "[`a\\N\\G\\n`](a%5CN%5CG%5Cn)",
+        "newlines": "[`a b c d`](a%0Ab%0D%0Ac%09d)",
+        "controls": f"[`{CLEANED_CONTROLS}`](a%00b%1B%7F%C2%85)",
+        "bidi": "[`abc<U+202E>def<U+200B>`](abc%E2%80%AEdef%E2%80%8B)",
+        "not_xml": "[`x\ufffdy\ufffd`](x%3Fy%EF%BF%BF)",
+        "gfm": "[`*a* [l](u) @team #1 www.x.io`](%2Aa%2A%20%5Bl%5D%28u%29%20%40team%20%231%20www.x.io)",
+        "backticks": "[``` ``a`|b ```](%60%60a%60%7Cb)",
+        "long": "[`" + "x" * 119 + "…`](" + "x" * 300 + ")",
+        "entity": "[`&lt;x&gt;`](%26lt%3Bx%26gt%3B)",
+    },
+}
+
+FUNCTIONS = {
+    "clean": escape.clean,
+    "html_text": escape.html_text,
+    "svg_text": escape.svg_text,
+    "attr": escape.attr,
+    "tooltip": lambda text: escape.tooltip([text]),
+    "href": escape.href,
+    "markdown_cell": escape.markdown_cell,
+    "markdown_code": escape.markdown_code,
+    "markdown_link": lambda text: escape.markdown_link(text, text),
+}
+
+
+def test_the_table_covers_every_escaping_function() -> None:
+    public = {name for name, value in vars(escape).items()
+              if callable(value) and not name.startswith("_") and getattr(value, "__module__", "") == escape.__name__}
+    assert public - {"html_label"} == set(FUNCTIONS) == set(EXPECTED)
+    assert all(set(column) == set(HOSTILE) for column in EXPECTED.values())
+
+
+@pytest.mark.parametrize("function,case", [(f, c) for f in EXPECTED for c in HOSTILE])
+def test_escaping_table(function: str, case: str) -> None:
+    assert FUNCTIONS[function](HOSTILE[case]) == EXPECTED[function][case]
+
+
+def test_plain_labels_and_tooltips_are_never_read_as_html() -> None:
+    from graphviz.quoting import NoHtml
+
+    assert isinstance(escape.attr("<b>"), NoHtml) and isinstance(escape.tooltip(["<b>"]), NoHtml)
+    assert escape.html_label("<B>x</B>") == "<<B>x</B>>"
+
+
+def test_clean_keeps_the_tail_of_a_long_name_with_middle() -> None:
+    name = "If_0_else_branch/" + "layer." * 40 + "3/conv/Conv"
+    cut = escape.clean(name, 60, middle=True)
+    head, tail = cut.split("…")
+    assert len(cut) == 60 and name.startswith(head) and name.endswith(tail) and tail.endswith("/conv/Conv")
+    assert escape.clean("a\nb", newlines=True) == "a\nb" and escape.clean("a\r\nb", newlines=True) == "a\nb"
+
+
+def test_a_link_to_a_file_name_that_is_not_utf8_finds_its_bytes() -> None:
+    """Python keeps such a name's bytes as lone surrogates; the link percent-encodes the bytes themselves."""
+    name = b"m\xff \xfe.svg".decode("utf-8", "surrogateescape")
+    assert unquote_to_bytes(escape.href(name)) == b"m\xff \xfe.svg"
+    assert escape.markdown_link(name, name).endswith("(m%FF%20%FE.svg)")
+
+
+def test_the_summary_links_a_picture_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """Was an internal error (UnicodeEncodeError) when a summary linked such a picture."""
+    picture = tmp_path / b"m\xff.svg".decode("utf-8", "surrogateescape")
+    done = run_cli("render", ROOT / "samples" / "onnx" / "tiny_cnn.onnx", "-o", picture, "-o", tmp_path / "s.md")
+    assert done.returncode == 0, done.stderr
+    links = [t.attrGet("href") for t in markdown_tokens((tmp_path / "s.md").read_text(encoding="utf-8"))
+             if t.type == "link_open"]  # type: ignore[attr-defined]
+    assert [unquote_to_bytes(link) for link in links] == [b"m\xff.svg"]
+    assert (tmp_path / b"m\xff.svg".decode("utf-8", "surrogateescape")).is_file()
+
+
+# -- the real consumers ---------------------------------------------------------------------------------------------
+
+def _graphviz_svg() -> object:
+    """One node per hostile string: an HTML-like label of html_text and the tooltip, and a twin with a plain
+    label (attr); written by the graphviz package as annograph writes its DOT, laid out by the real ``dot``."""
+    import graphviz
+
+    graph = graphviz.Digraph()
+    for i, text in enumerate(HOSTILE.values()):
+        graph.node(f"h{i}", id=f"h{i}", label=escape.html_label(escape.html_text(text, 400)),
+                   tooltip=escape.tooltip([text]))
+        graph.node(f"p{i}", id=f"p{i}", label=escape.attr(text, 400))
+    return parse_svg(graph.pipe(format="svg"))
+
+
+def _shown(root: object, ident: str) -> tuple[str, str]:
+    """(the text lines of the node's label joined by newlines, its tooltip) as the SVG holds them."""
+    group = next(g for g in root.iter(f"{SVG_NS}g") if g.get("id") == ident)  # type: ignore[attr-defined]
+    texts = "\n".join(t.text or "" for t in group.iter(f"{SVG_NS}text"))
+    link = next((a for a in group.iter(f"{SVG_NS}a")), None)
+    return texts, (link.get("{http://www.w3.org/1999/xlink}title") if link is not None else "") or ""
+
+
+def test_graphviz_shows_each_hostile_string_as_cleaned() -> None:
+    root = _graphviz_svg()
+    for i, text in enumerate(HOSTILE.values()):
+        label, tip = _shown(root, f"h{i}")
+        assert label.replace("\xa0", " ") == escape.clean(text, 400), (text, label)
+        assert tip == escape.clean(text, 4000, newlines=True), (text, tip)
+        plain, _ = _shown(root, f"p{i}")
+        assert plain == escape.clean(text, 400, newlines=True), (text, plain)
+
+
+def test_svg_text_parses_back_to_the_cleaned_text() -> None:
+    for text in HOSTILE.values():
+        root = parse_svg(f'<svg xmlns="http://www.w3.org/2000/svg"><text k="{escape.svg_text(text)}">'
+                         f'{escape.svg_text(text)}</text></svg>')
+        element = next(root.iter(f"{SVG_NS}text"))
+        assert element.text == element.get("k") == escape.clean(text), text
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_markdown_shows_code_as_written_and_links_only_the_path(case: str) -> None:
+    text = HOSTILE[case]
+    cleaned = escape.clean(text, 120)
+    tokens = markdown_tokens(f"| a |\n|---|\n| {escape.markdown_cell(text)} |\n\n{escape.markdown_link(text, text)}\n")
+    kinds = [t.type for t in tokens]  # type: ignore[attr-defined]
+    assert kinds.count("link_open") == 1 and not {"html_inline", "html_block", "image", "em_open"} & set(kinds)
+    cell = "".join(t.content for t in tokens[kinds.index("td_open"):kinds.index("td_close")]  # type: ignore[attr-defined]
+                   if t.type in ("text", "code_inline"))  # type: ignore[attr-defined]
+    assert cell == cleaned
+    link = tokens[kinds.index("link_open")]
+    assert unquote_to_bytes(link.attrGet("href")) == escape._url_bytes(text)  # type: ignore[attr-defined]
+    assert tokens[kinds.index("link_open") + 1].content == escape.clean(text, 120)  # type: ignore[attr-defined]
