@@ -1,0 +1,153 @@
+"""``renderer/dot_pages.py``, the page emitter: every page of a real model's book (cnn_chain, 732 operators, drawn as
+an overview and detail pages) emitted and parsed by Graphviz itself (``dot -Tdot_json``); then its ids, its links
+(each one followed to a page of the book and an element on it), its stubs and group boxes, and labels that show
+no internal id."""
+
+from __future__ import annotations
+
+import html
+import json
+import posixpath
+import re
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import pytest
+
+from conftest import ONNX
+from renderer.dot_pages import emit_page
+from renderer.loaders import load_model
+from renderer.options import RenderOptions
+from renderer.pages import Book, Page
+from renderer.picture.output_plan import Links
+from renderer.rendering import prepare, plan_book
+
+OVERVIEW = "m.svg"
+INTERNAL_ID = re.compile(r"\b(?:op|t|box|stub|x|cl)-\d+(?:-\d+)*\b|\b(?:op|box|stub)_\w+|\('op',")
+
+
+@dataclass
+class Parsed:
+    page: Page
+    graph: dict  # type: ignore[type-arg]
+
+    @property
+    def nodes(self) -> list[dict]:  # type: ignore[type-arg]
+        """The nodes (Graphviz's JSON lists the subgraphs first, then the nodes)."""
+        return self.graph["objects"][self.graph.get("_subgraph_cnt", 0):]
+
+    @property
+    def clusters(self) -> list[dict]:  # type: ignore[type-arg]
+        return [o for o in self.graph["objects"][:self.graph.get("_subgraph_cnt", 0)] if o["name"].startswith("cluster")]
+
+    @property
+    def edges(self) -> list[dict]:  # type: ignore[type-arg]
+        return self.graph.get("edges", [])
+
+    def ids(self) -> set[str]:
+        return {self.graph["id"]} | {o["id"] for o in self.nodes + self.edges + self.clusters if "id" in o}
+
+    def hrefs(self) -> list[str]:
+        """Every link: ``href`` of nodes and edges, and ``HREF`` of the cells of HTML-like labels."""
+        found = [o["href"] for o in self.nodes + self.edges if o.get("href")]
+        for o in self.nodes + self.clusters + [self.graph]:
+            found += [html.unescape(h) for h in re.findall(r'HREF="([^"]*)"', o.get("label", ""))]
+        return found
+
+
+@pytest.fixture(scope="module")
+def book() -> tuple[object, Book, Links, dict[str, Parsed]]:
+    scene = prepare(load_model(ONNX / "cnn_chain.onnx"), None, RenderOptions())
+    planned = plan_book(scene, force=True)
+    assert planned is not None and len(planned.pages) > 3
+    links = Links(OVERVIEW)
+    parsed = {}
+    for page in planned.pages:
+        source = emit_page(scene, planned, page, links)
+        done = subprocess.run(["dot", "-Tdot_json"], input=source.encode(), capture_output=True, timeout=300)
+        stderr = done.stderr.decode("utf-8", "replace")
+        assert done.returncode == 0 and "error" not in stderr.lower(), stderr[:500]  # a routing warning may come
+        parsed[links.file(page)] = Parsed(page, json.loads(done.stdout))
+    return scene, planned, links, parsed
+
+
+def _follow(file: str, href: str) -> tuple[str, str]:
+    """(the file, the anchor) that ``href`` on ``file`` leads to."""
+    path, _, anchor = unquote(href).partition("#")
+    return (posixpath.normpath(posixpath.join(posixpath.dirname(file), path)) if path else file), anchor
+
+
+def test_every_page_parses_and_names_itself(book) -> None:  # type: ignore[no-untyped-def]
+    _, planned, links, parsed = book
+    assert list(parsed) == [links.file(p) for p in planned.pages]
+    for parsed_page in parsed.values():
+        name = "overview" if parsed_page.page.index == 0 else f"page-{parsed_page.page.index:03d}"
+        assert parsed_page.graph["id"] == f"{name}-svg"
+        assert f"{name}-legend" in parsed_page.ids()
+        counts = Counter(o["id"] for o in parsed_page.nodes + parsed_page.edges if "id" in o)
+        assert [i for i, n in counts.items() if n > 1] == []
+
+
+def test_every_drawn_operator_is_drawn_on_exactly_one_page(book) -> None:  # type: ignore[no-untyped-def]
+    scene, _, _, parsed = book
+    drawn = Counter(o["id"] for p in parsed.values() for o in p.nodes if o.get("id", "").startswith("op-"))
+    expected = {f"op-{n.key[1]}-{n.key[2]}" for n in scene.model.nodes() if scene.folding.is_drawn(n)}
+    assert set(drawn) == expected and set(drawn.values()) == {1}
+
+
+def test_every_link_leads_to_a_page_of_the_book_and_an_element_on_it(book) -> None:  # type: ignore[no-untyped-def]
+    _, _, _, parsed = book
+    followed = 0
+    for file, parsed_page in parsed.items():
+        for href in parsed_page.hrefs():
+            target, anchor = _follow(file, href)
+            assert target in parsed, (file, href)
+            assert not anchor or anchor in parsed[target].ids(), (file, href)
+            followed += 1
+    assert followed > 2 * len(parsed)
+
+
+def test_group_boxes_link_to_their_own_page(book) -> None:  # type: ignore[no-untyped-def]
+    _, planned, links, parsed = book
+    boxes = 0
+    for file, parsed_page in parsed.items():
+        for node in parsed_page.nodes:
+            match = re.fullmatch(r"box-(\d+)(?:-\d+)?", node.get("id", ""))
+            if match:
+                assert "group" in node["class"].split()
+                assert _follow(file, node["href"])[0] == links.file(planned.pages[int(match.group(1))])
+                boxes += 1
+    assert boxes >= len(planned.pages) - 1  # each detail page is reached from a box
+
+
+def test_stubs_lead_to_the_operator_they_name_on_another_page(book) -> None:  # type: ignore[no-untyped-def]
+    _, _, _, parsed = book
+    stubs = 0
+    for file, parsed_page in parsed.items():
+        for node in parsed_page.nodes:
+            if "stub" not in node.get("class", "").split():
+                continue
+            assert re.fullmatch(rf"stub-{parsed_page.page.index}-\d+", node["id"])
+            target, anchor = _follow(file, node["href"])
+            assert target != file and anchor.startswith("op-")
+            first = re.search(r"first: (\S+) (.+)", node["tooltip"])
+            assert first, node["tooltip"]
+            op = next(o for o in parsed[target].nodes if o.get("id") == anchor)
+            assert op["tooltip"].startswith(first.group(1) + " ") and f"name: {first.group(2)}" in op["tooltip"]
+            stubs += 1
+    assert stubs >= len(parsed) - 1
+
+
+def test_labels_show_no_internal_ids(book) -> None:  # type: ignore[no-untyped-def]
+    _, _, _, parsed = book
+    for parsed_page in parsed.values():
+        for element in parsed_page.nodes + parsed_page.edges + parsed_page.clusters:
+            shown = html.unescape(re.sub(r"<[^>]*>", " ", element.get("label", "")))
+            assert INTERNAL_ID.search(shown) is None, (element.get("id"), shown[:200])
+
+
+def test_the_internal_id_check_sees_one() -> None:
+    assert INTERNAL_ID.search("from op-0-12") and INTERNAL_ID.search("stub_in_0") and INTERNAL_ID.search("box-3")
+    assert not INTERNAL_ID.search("blocks.3 … blocks.9 · 12 operators · 1×8×16×?")
