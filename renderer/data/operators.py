@@ -13,6 +13,9 @@ Every field of an entry is optional:
     fold: how the picture folds it into the boxes reading it (``picture folding``): ``constant`` produces a
         constant; ``shape`` reads only its input's shape; ``random`` is never a computation of constants;
         ``storage`` only changes how a stored weight is held (its reader lists the stored tensor).
+    inputs: the schema's names of its input slots (``filter``, ``bias``), where the file does not name them (TFLite).
+    size_from: which inputs' *values* decide its output size (ONNX, ``loaders.value_sizes``): ``every_input``
+        (Range, NonZero…) or ``later_inputs`` (a shape, axes or pads after the data: Reshape, Slice…).
     cost: the name of the formula counting its MACs, a function of the format's cost module
         (``metrics/onnx_ops.FORMULAS``, ``metrics/tflite_ops.FORMULAS``); ``none`` for ops that only move data.
     cost_by_domain: ``{domain: formula}`` used instead of ``cost`` for the operator of that domain.
@@ -42,6 +45,7 @@ CATEGORIES: tuple[str, ...] = (
 )
 ROLES = frozenset({"runs_subgraphs", "weight_layout", "weight_cast", "dequantize", "ort_initializer"})
 FOLDS = frozenset({"constant", "shape", "random", "storage"})
+SIZE_FROM = frozenset({"every_input", "later_inputs"})
 FORMULA_ARGS = ("ops", "gates")
 """Entry fields handed to the cost formula as keyword arguments."""
 
@@ -58,6 +62,8 @@ class Operator:
     category: str = "other"
     roles: frozenset[str] = frozenset()
     fold: str | None = None
+    inputs: tuple[str, ...] = ()
+    size_from: str | None = None
     cost: str | None = None
     cost_by_domain: Mapping[str, str] = field(default_factory=dict)
     args: Mapping[str, float] = field(default_factory=dict)
@@ -83,6 +89,12 @@ def _roles(value: Any) -> frozenset[str]:
     if not isinstance(value, list) or not value:
         raise ValueError("must be a non-empty list")
     return frozenset(_one_of(ROLES)(role) for role in value)
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError("must be a non-empty list of names")
+    return tuple(_name(item) for item in value)
 
 
 def _by_domain(value: Any) -> dict[str, str]:
@@ -126,7 +138,8 @@ def _weights(value: Any) -> tuple[Weight, ...] | str:
 
 
 FIELDS: dict[str, Callable[[Any], Any]] = {
-    "category": _one_of(CATEGORIES), "roles": _roles, "fold": _one_of(FOLDS), "cost": _name,
+    "category": _one_of(CATEGORIES), "roles": _roles, "fold": _one_of(FOLDS), "inputs": _names,
+    "size_from": _one_of(SIZE_FROM), "cost": _name,
     "cost_by_domain": _by_domain, "ops": _number, "gates": _count, "weights": _weights, "note": _name,
 }
 
@@ -201,6 +214,14 @@ def with_fold(fmt: str, fold: str) -> frozenset[str]:
     """Operator types of format ``fmt`` folded as ``fold`` (one of ``FOLDS``)."""
     _one_of(FOLDS)(fold)
     return frozenset(name for name, op in operators(fmt).items() if op.fold == fold)
+
+
+@cache
+def with_size_from(fmt: str, size_from: str) -> frozenset[str]:
+    """Operator types of format ``fmt`` whose output size follows from the values of ``size_from``
+    (one of ``SIZE_FROM``)."""
+    _one_of(SIZE_FROM)(size_from)
+    return frozenset(name for name, op in operators(fmt).items() if op.size_from == size_from)
 
 
 def formula_table(fmt: str, formulas: Mapping[str, Callable[..., T]]) -> dict[tuple[str, str], Callable[[Any], T]]:

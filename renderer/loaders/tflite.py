@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..categories import category
+from ..data.operators import operator
 from ..errors import LoaderError, OperatorDataError, first_line
 from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
 from .mapped import map_file
@@ -245,31 +246,6 @@ def _option_value(value: Any) -> Any:
     if isinstance(value, float):
         return float(f"{value:.7g}")  # float32 fields: 0.1 rather than 0.10000000149011612
     return value
-
-
-# Slot names of the common builtin ops' inputs (the schema's own names), for the constant rows of a box.
-_INPUT_NAMES: dict[str, tuple[str, ...]] = {
-    "CONV_2D": ("input", "filter", "bias"),
-    "DEPTHWISE_CONV_2D": ("input", "filter", "bias"),
-    "CONV_3D": ("input", "filter", "bias"),
-    "TRANSPOSE_CONV": ("output_shape", "weights", "input", "bias"),
-    "FULLY_CONNECTED": ("input", "weights", "bias"),
-    "BATCH_MATMUL": ("x", "y"),
-    "EMBEDDING_LOOKUP": ("ids", "params"),
-    "PRELU": ("input", "alpha"),
-    "RESHAPE": ("input", "shape"),
-    "PAD": ("input", "paddings"),
-    "PADV2": ("input", "paddings", "constant"),
-    "MEAN": ("input", "axis"),
-    "SUM": ("input", "axis"),
-    "TRANSPOSE": ("input", "perm"),
-    "STRIDED_SLICE": ("input", "begin", "end", "strides"),
-    "GATHER": ("params", "indices"),
-    "RESIZE_BILINEAR": ("input", "size"),
-    "RESIZE_NEAREST_NEIGHBOR": ("input", "size"),
-    "SPLIT": ("axis", "input"),
-    "SPLIT_V": ("input", "size_splits", "axis"),
-}
 
 
 class _Builder:
@@ -496,7 +472,8 @@ class _Builder:
             if value.producer is None:
                 value.producer = node
         node.attributes = self.attributes(op, domain, where)
-        node.input_names = list(_INPUT_NAMES.get(op_type, ()))[: len(node.inputs)]
+        entry = operator(FORMAT, op_type)  # the schema's names of the inputs, for the constant rows of a box
+        node.input_names = list(entry.inputs if entry is not None else ())[: len(node.inputs)]
         # the kernel version: in the tooltip, not worth a line in the box
         node.attributes["op_version"] = version
         node.defaults.add("op_version")

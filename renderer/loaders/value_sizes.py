@@ -13,19 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..data.operators import with_fold, with_size_from
+
 if TYPE_CHECKING:
     import onnx
-
-_SIZE_FROM_EVERY_INPUT = frozenset({"Range", "NonZero", "Unique", "NonMaxSuppression", "ConstantOfShape", "Compress",
-                                    "If", "Loop", "Scan", "StringSplit", "RegexFullMatch"})
-"""Operators whose output size follows from the values of any input."""
-_SIZE_FROM_LATER_INPUTS = frozenset({
-    "Reshape", "Expand", "Tile", "Pad", "Slice", "TopK", "OneHot", "Resize", "Upsample", "Squeeze", "Unsqueeze",
-    "Split", "CenterCropPad", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-    "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Trilu", "DFT", "STFT"})
-"""Operators whose output size follows from the values of their inputs after the first (a shape, axes, pads…)."""
-_VALUES_FROM_SIZE = frozenset({"Shape", "Size"})
-"""Operators whose output values are their input's size."""
 
 
 def value_sized(graph: onnx.GraphProto) -> set[str]:
@@ -33,14 +24,17 @@ def value_sized(graph: onnx.GraphProto) -> set[str]:
     initializers = {t.name for t in graph.initializer}
     valued = {vi.name for vi in graph.input if vi.name not in initializers}  # values follow the inputs' values
     sized: set[str] = set()
+    # from the operator data: whose output size follows from the values of any input, or of the inputs after
+    # the first (a shape, axes, pads…); whose output values are their input's size (Shape, Size)
+    every, later = with_size_from("onnx", "every_input"), with_size_from("onnx", "later_inputs")
+    values_from_size = with_fold("onnx", "shape")
     for node in graph.node:
         inputs = [name for name in node.input if name]
-        if node.op_type in _VALUES_FROM_SIZE:
+        if node.op_type in values_from_size:
             values, size = any(name in sized for name in inputs), False
         else:
             values = node.op_type != "ConstantOfShape" and any(name in valued for name in inputs)
-            deciding = inputs if node.op_type in _SIZE_FROM_EVERY_INPUT else (
-                inputs[1:] if node.op_type in _SIZE_FROM_LATER_INPUTS else [])
+            deciding = inputs if node.op_type in every else (inputs[1:] if node.op_type in later else [])
             size = any(name in sized for name in inputs) or any(name in valued for name in deciding)
         for name in node.output:
             if values:
