@@ -102,13 +102,12 @@ def run(args: argparse.Namespace) -> int:
                             also=[args.summary] if args.summary else [])
 
     model, diff, read = _diff(args)
-    plan = plan.with_inputs(read)  # the sidecars found
+    annotations = differ.annotations(diff)
+    plan = plan.with_inputs([*read, *input_paths(model, annotations)])  # the sidecars found
     if diff.matching is not None:
         one_sided = diff.matching.only_before or diff.matching.only_after
         (warn if one_sided else note)(diff.matching.line(diff.before_name, diff.after_name))
     options = differ.render_options(diff, _base_options(args))
-    annotations = differ.annotations(diff)
-    plan = plan.with_inputs(input_paths(model, annotations))
     written = produce(model, annotations, options, plan)
     gate = diff.gate(threshold, min_share, total_threshold)
     if args.summary:
