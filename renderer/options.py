@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 SUMMARY_TOP_K = 10
 SUMMARY_MAX_TOP_K = 50  # rows of the summary's top table: it is meant for a pull-request comment
@@ -71,3 +73,53 @@ class RenderOptions:
     focus_together: bool = False
     summary_top_k: int = SUMMARY_TOP_K
     summary_link_base: str | None = None
+
+
+COMMAND_LINE_NAMES = {"dim": "dims", "together": "focus_together", "summary_rows": "summary_top_k"}
+"""Command-line option names (argparse dests) that are not the RenderOptions field they set."""
+
+
+def default(name: str) -> Any:
+    """RenderOptions' own default for field ``name``: the command-line options take their defaults from here."""
+    found = next(f for f in fields(RenderOptions) if f.name == name)
+    return found.default_factory() if found.default is MISSING else found.default  # type: ignore[misc]
+
+
+def from_values(values: Mapping[str, Any]) -> RenderOptions:
+    """RenderOptions from option values by name, as the command line parses them (``vars(args)``): the one
+    builder ``render``, ``batch`` and ``diff`` use. A value that is None or absent takes RenderOptions' default;
+    names that are no render option (``models``, ``output``…) are ignored. Besides the field names it reads the
+    command line's: ``no_edge_labels``, ``dim`` (``NAME=VALUE`` texts), ``together``, ``summary_rows``; and
+    ``collapse`` and ``show`` as written there (``"2"``, ``"none"``; ``"latency_ms,macs"``, ``"all"``).
+
+    Raises:
+        UsageError: a bad ``collapse`` or ``dim``.
+    """
+    names = {f.name for f in fields(RenderOptions)}
+    given: dict[str, Any] = {}
+    for name, value in values.items():
+        field_name = COMMAND_LINE_NAMES.get(name, name)
+        if field_name in names and value is not None:
+            given[field_name] = value
+    if values.get("no_edge_labels") is not None:
+        given["edge_labels"] = not values["no_edge_labels"]
+    if isinstance(given.get("dims"), (list, tuple)):
+        from .pinning import parse
+
+        given["dims"] = parse(given["dims"])
+    if isinstance(given.get("collapse"), str):
+        from .pages import collapse_depth
+
+        given["collapse"] = collapse_depth(given["collapse"])
+    if isinstance(given.get("show"), str):
+        given["show"] = show_keys(given["show"])
+    if isinstance(given.get("focus"), (list, tuple)):
+        given["focus"] = list(given["focus"])
+    return RenderOptions(**given)
+
+
+def show_keys(text: str) -> list[str]:
+    """``--show`` text as ``RenderOptions.show``: ``none`` → [], otherwise the comma-separated keys."""
+    if text.strip().lower() == "none":
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]

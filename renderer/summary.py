@@ -55,7 +55,7 @@ def check_link_base(base: str | None) -> None:
 
 def check_top_k(k: int) -> None:
     if not 0 <= k <= SUMMARY_MAX_TOP_K:
-        raise UsageError(f"--top-k {k}: use 0 to {SUMMARY_MAX_TOP_K} (the summary is meant for a pull-request "
+        raise UsageError(f"--summary-rows {k}: use 0 to {SUMMARY_MAX_TOP_K} (the summary is meant for a pull-request "
                           "comment)")
 
 

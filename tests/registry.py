@@ -644,7 +644,7 @@ READERS: dict[str, ReaderEntry] = {
 
 OUTPUTS: dict[str, OutputEntry] = {
     # the pull-request summary, with the longest top table (its links go to the -o pictures of the same run)
-    "summary": OutputEntry(args=lambda path: ["--summary", path, "--top-k", "50"], fmt="md", suffix=".md"),
+    "summary": OutputEntry(args=lambda path: ["--summary", path, "--summary-rows", "50"], fmt="md", suffix=".md"),
 }
 """Outputs besides the ``-o`` formats (``renderer.picture.output_plan.OUTPUT_FORMATS``), by name."""
 

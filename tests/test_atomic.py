@@ -245,7 +245,7 @@ def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
     m, a = str(onnx_model), str(ann)
     return {
         "export-json-over-model": (["export", m, "-a", a, "--to", "json", "-o", m], onnx_model),
-        "metrics-json-over-model": (["metrics", m, "--format", "json", "-o", m], onnx_model),
+        "metrics-json-over-model": (["metrics", m, "--table-format", "json", "-o", m], onnx_model),
         "export-over-tflite": (["export", str(tfl), "--to", "json", "-o", str(tfl)], tfl),
         "render-default-output-is-model": (["render", str(disguised)], disguised),
         "render-over-annotations": (["render", m, "-a", str(notes), "-o", str(notes)], notes),

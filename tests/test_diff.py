@@ -95,7 +95,7 @@ def known(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[typ
     folder = tmp_path_factory.mktemp("diff")
     before, after = _write_sides(folder, LATENCY)
     svg, md, png = folder / "diff.svg", folder / "diff.md", folder / "diff.png"
-    run = run_cli("diff", MODEL, "--before", before, "-a-after", after, "--metric", "latency_us",
+    run = run_cli("diff", MODEL, "--before", before, "--after", after, "--metric", "latency_us",
                   "-o", svg, "-o", png, "--summary", md, "--fail-above", "30%")
     return {"run": run, "svg": parse_svg(svg), "md": md.read_text(encoding="utf-8"), "png": png, "folder": folder}
 
@@ -410,7 +410,7 @@ def test_a_files_border_style_is_drawn_too(tmp_path: Path) -> None:
 
 def test_summary_stays_small_for_a_huge_diff() -> None:
     """The worst case for the summary's size: 20,000 operators with 300-character names, half worse and half
-    better, every one past the gate, one in ten on one side only, and the largest --top-k."""
+    better, every one past the gate, one in ten on one side only, and the largest --summary-rows."""
     from renderer import diff as differ
     from renderer.options import SUMMARY_MAX_TOP_K
 

@@ -231,7 +231,7 @@ def test_summary_tables_fit_a_pull_request_comment(tmp_path: Path) -> None:
     md = tmp_path / "bert.md"
     run = run_cli("diff", ONNX / "bert_scoped.onnx", ONNX / "bert_scoped_int8.onnx", "--metric", "macs",
                   "--dim", "batch=1", "--dim", "sequence=16", "-o", tmp_path / "bert.dot", "--summary", md,
-                  "--collapse", "none", "--fail-above", "1%", "--min-share", "0", "--top-k", "50")
+                  "--collapse", "none", "--fail-above", "1%", "--min-share", "0", "--summary-rows", "50")
     assert run.returncode == 3, run.stderr
     text = md.read_text(encoding="utf-8")
     widths = _table_widths(text)

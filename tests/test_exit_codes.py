@@ -19,7 +19,7 @@ def _usage_cases(tmp: Path) -> list[tuple[list[str], str]]:
     out = str(tmp / "out.svg")
     return [
         (["render", MODEL, "-o", out, "--collapse", "deep"], "--collapse 'deep'"),
-        (["render", MODEL, "-o", out, "--summary", str(tmp / "s.md"), "--top-k", "99"], "--top-k 99"),
+        (["render", MODEL, "-o", out, "--summary", str(tmp / "s.md"), "--summary-rows", "99"], "--summary-rows 99"),
         (["render", MODEL, "-o", out, "--summary", str(tmp / "s.md"), "--summary-link-base", "ftp://x"],
          "--summary-link-base"),
         (["render", MODEL, "-o", out, "--summary", str(tmp / "s.txt")], "name a .md file"),

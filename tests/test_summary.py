@@ -69,7 +69,7 @@ def test_top_table_totals_and_links_from_the_files(tmp_path: Path) -> None:
     summary = tmp_path / "sub" / "summary.md"
     assert _cli("render", ONNX / "tiny_cnn.onnx", "-a", LATENCY_YAML, "--color-by", "latency_us", "-q",
                 "-o", tmp_path / "pics" / "m.svg", "-o", tmp_path / "pics" / "m.html", "-o", tmp_path / "m.dot",
-                "--summary", summary, "--top-k", "5") == 0
+                "--summary", summary, "--summary-rows", "5") == 0
     text = summary.read_text(encoding="utf-8")
     P.check_markdown(text.encode())
     latency = {row["id"]: row["meta"]["latency_us"] for row in yaml.safe_load(LATENCY_YAML.read_text())["operators"]}
@@ -103,7 +103,7 @@ def test_folded_operators_counted_and_marked(tmp_path: Path) -> None:
     to be folded."""
     svg, summary = tmp_path / "q.svg", tmp_path / "q.md"
     assert _cli("render", ONNX / "tiny_cnn_qdq_u8.onnx", "-a", QDQ_CSV, "--color-by", "latency_us", "-q",
-                "-o", svg, "--summary", summary, "--top-k", "50") == 0
+                "-o", svg, "--summary", summary, "--summary-rows", "50") == 0
     text = summary.read_text(encoding="utf-8")
     P.check_markdown(text.encode())
     boxes = len(svg_groups(parse_svg(svg), "op"))
@@ -148,7 +148,7 @@ def test_without_a_colour_metric_says_how_to_get_one(tmp_path: Path) -> None:
 
 def test_a_profile_ranks_by_its_main_metric_without_color_by(tmp_path: Path) -> None:
     summary = tmp_path / "s.md"
-    assert _cli("render", ONNX / "tiny_cnn.onnx", "-a", PROFILE, "-o", summary, "--top-k", "5", "-q") == 0
+    assert _cli("render", ONNX / "tiny_cnn.onnx", "-a", PROFILE, "-o", summary, "--summary-rows", "5", "-q") == 0
     text = summary.read_text(encoding="utf-8")
     table = _top_table(text)
     assert table[0] == ["#", "operator", "type", "latency_us", "share of total"]
@@ -201,7 +201,7 @@ def test_hostile_names_at_the_largest_table_stay_within_a_comment(tmp_path: Path
     notes.write_text(yaml.safe_dump({"operators": [{"id": str(k), "latency_us": 1000 - k} for k in range(60)]}))
     summary = tmp_path / "s.md"
     assert _cli("render", path, "-a", notes, "--color-by", "latency_us", "-o", tmp_path / "p.svg",
-                "--summary", summary, "--top-k", "50", "-q") == 0
+                "--summary", summary, "--summary-rows", "50", "-q") == 0
     text = summary.read_text(encoding="utf-8")
     P.check_markdown(text.encode())
     assert len(text) < COMMENT_BUDGET, len(text)
@@ -212,7 +212,7 @@ def test_hostile_names_at_the_largest_table_stay_within_a_comment(tmp_path: Path
 @pytest.mark.parametrize("extra", [
     ["--summary", "{notes}"],                              # the annotation file read
     ["--summary", "{tmp}/s.txt"],                          # not a Markdown file name
-    ["--summary", "{tmp}/s.md", "--top-k", "51"],
+    ["--summary", "{tmp}/s.md", "--summary-rows", "51"],
     ["--summary", "{tmp}/s.md", "--summary-link-base", "javascript:alert(1)//"],
     ["--summary", "{tmp}/s.md", "--summary-link-base", "https://a b/"],
 ], ids=["is-input", "not-md", "top-k", "link-scheme", "link-space"])
@@ -224,7 +224,7 @@ def test_refused_before_anything_is_written(extra: list[str], tmp_path: Path) ->
     run = run_cli("render", ONNX / "tiny_cnn.onnx", "-a", notes, "--annotations-format", "generic",
                   "-o", tmp_path / "m.svg", *args)
     line = one_line_error(run)
-    assert "--summary" in line or "--top-k" in line or str(notes) in line, line
+    assert "--summary" in line or "--summary-rows" in line or str(notes) in line, line
     assert notes.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["notes.md"]
 

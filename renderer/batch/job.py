@@ -45,6 +45,7 @@ class ModelJob:
         prefix: output names start with this (the model's name when a batch has several models).
         annotations_format / strict: as for ``render``.
         shared_scale: one colour range per metric across all runs, instead of one per picture.
+        sidecar: merge the model's sidecar annotation files into every run (``--no-sidecar``: not).
     """
 
     model: str
@@ -55,6 +56,7 @@ class ModelJob:
     annotations_format: str | None = None
     strict: bool = False
     shared_scale: bool = False
+    sidecar: bool = True
 
     def token(self) -> str:
         """A digest of everything the job's pictures depend on: equal for equal jobs, different otherwise. A
@@ -119,9 +121,12 @@ def _run(job: ModelJob) -> ModelResult:
     model = load_model(job.model, dims=job.options.dims, check_dims=False,  # the command checked them all
                        inputs=job.options.inputs)
     result.notes.extend(model.notes)
-    runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict)) for path in job.runs]
+    runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict, sidecar=job.sidecar))
+            for path in job.runs]
     for _, notes in runs:
         result.notes.extend(c.line() for c in notes.coverage if c.unmatched)
+    result.said.extend(f"{job.model}: using sidecar annotations {path} in every run (--no-sidecar to skip)"
+                       for path in runs[0][1].sidecars)
     metrics = list(job.metrics) or _default_metrics(job, model, runs, result)
     _add_builtin(model, runs, metrics, job.options)
     undrawn = fold(model, job.options.show_constants).hidden

@@ -20,9 +20,21 @@ without its extension. out/index.html links every picture with its metric, range
 that fails is reported and the others are written (exit status 1)."""
 
 
+LEFT_OUT = {
+    "show": "every picture of a model is one layout recoloured: a box lists the picture's colour metric only, "
+            "as other values would give each run's boxes other sizes",
+    "edge_by": "every picture of a model is one layout recoloured by its operators; edges keep one look",
+    "edge_cmap": "the colour map of --edge-by, which is left out (above)",
+    "focus": "a batch draws whole models, to be flipped through or compared picture by picture",
+    "radius": "the hops around --focus and --top, which are left out (above)",
+    "top": "the hottest operators differ from run to run, so the pictures of a model would not share a layout",
+    "together": "the one page of --focus and --top, which are left out (above)",
+}
+"""``render``'s picture options batch does not offer, and why (tests/test_option_vocabulary.py checks the list)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_dim_argument, add_inputs_argument
-    from .render import add_colour_arguments, add_layout_arguments
+    from .common import PICTURE_OPTIONS, SHARED, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
@@ -30,20 +42,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="annotation files or patterns, one picture set per file (-a a.json b.json, -a "
                         "'runs/*.json', or repeated; {model} allowed)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the pictures and index.html")
-    parser.add_argument("--color-by", "--colour-by", metavar="LIST",
-                        help="metrics to colour by, comma-separated (default: the runs' only numeric "
-                        "metric, or their tool's main one)")
     parser.add_argument("--shared-scale", action="store_true",
                         help="one colour range per metric across all runs of a model (default: one per picture)")
-    parser.add_argument("--annotations-format", metavar="NAME", help="read every -a file with this reader")
-    parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
-    add_dim_argument(parser)
-    add_inputs_argument(parser)
+    add_options(parser, ("annotations_format", "strict", "dim", "no_sidecar"))
     work = parser.add_argument_group("where the work runs")
     work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
     work.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
-    add_colour_arguments(parser, edges=False)
-    add_layout_arguments(parser, show=False)
+    add_options(parser, PICTURE_OPTIONS, left_out=[*LEFT_OUT, "color_by"])
+    colour = next(group for group in parser._action_groups if group.title == SHARED["color_by"].group)
+    colour.add_argument("--color-by", "--colour-by", metavar="LIST",  # a list: a picture set per metric
+                        help="metrics to colour by, comma-separated, a picture each (default: the runs' only "
+                        "numeric metric, or their tool's main one; without either, the built-in macs, or "
+                        "weight_bytes when most MACs are unknown)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = [
         ModelJob(model, tuple(_expand(args.annotations, Path(model).stem)), metrics, options,
                  prefix=prefix, annotations_format=args.annotations_format,
-                 strict=args.strict, shared_scale=args.shared_scale)
+                 strict=args.strict, shared_scale=args.shared_scale, sidecar=not args.no_sidecar)
         for model, prefix in zip(args.models, model_prefixes(args.models))
     ]
     inputs = [*args.models, *(f for job in jobs for f in job.runs), *([args.inputs] if args.inputs else [])]

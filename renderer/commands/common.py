@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..numbers import count
+from ..options import SUMMARY_MAX_TOP_K, default
 from ..progress import Verbosity, from_flags, note, stage, warn
 
 LARGEST_OPTION = 1e300  # so that differences and sums of option values stay finite
@@ -74,15 +77,139 @@ def require_output_names(parser: argparse.ArgumentParser) -> None:
             action.type = output_name
 
 
-def add_annotation_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE",
-                        help="annotation file (repeatable; JSON, YAML, CSV, or a tool's own output)")
-    parser.add_argument("--annotations-format", metavar="NAME",
-                        help="read every -a file with this reader instead of detecting it")
-    parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
-    add_dim_argument(parser)
-    parser.add_argument("--no-sidecar", action="store_true",
-                        help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model")
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option several commands offer: its one spelling, default and help (``SHARED``)."""
+
+    flags: tuple[str, ...]
+    group: str
+    """Its argument group's title in --help ("" for the command's main options)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The rest of ``add_argument``'s arguments: action, type, default, metavar, help…"""
+
+
+def _option(group: str, *flags: str, **settings: Any) -> Option:
+    return Option(flags, group, settings)
+
+
+SHARED: dict[str, Option] = {
+    "annotations": _option("", "-a", "--annotations", action="append", default=[], metavar="FILE",
+                           help="annotation file (repeatable; JSON, YAML, CSV, or a tool's own output)"),
+    "annotations_format": _option("", "--annotations-format", metavar="NAME",
+                                  help="read every annotation file with this reader instead of detecting it"),
+    "strict": _option("", "--strict", action="store_true", help="ids that match nothing are an error"),
+    "dim": _option("", "--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="pin a free input dimension (repeatable): an ONNX input's dim name (--dim batch=1 --dim 'seq "
+                        "len=128'; split at the last =) or a TFLite axis (--dim axis1=128; batch is axis0); a name "
+                        "none of the model's free dims has is an error"),
+    "no_sidecar": _option("", "--no-sidecar", action="store_true",
+                          help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model"),
+    "inputs": _option("", "--inputs", metavar="FILE.npz",
+                      help="real values for the model's inputs (one array per input name; ONNX): their shapes pin "
+                           "every input dim, and one onnxruntime run on them gives the shapes that depend on values "
+                           "(a decoder's length), instead of a run on zeros"),
+    "color_by": _option("colour", "--color-by", "--colour-by", metavar="METRIC",
+                        help="operator metric filling the boxes, or 'none' for plain boxes (default: the "
+                             "annotations' only numeric metric, or their tool's main one; without either, the "
+                             "built-in macs, or weight_bytes when most MACs are unknown)"),
+    "cmap": _option("colour", "--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or "
+                    "any matplotlib one; append _r to reverse"),
+    "norm": _option("colour", "--norm", choices=("linear", "log", "quantile"), default=default("norm"),
+                    help=f"how values map onto the colour map (default {default('norm')})"),
+    "vmin": _option("colour", "--vmin", type=finite_float, help="value at the low end of the colour map"),
+    "vmax": _option("colour", "--vmax", type=finite_float, help="value at the high end of the colour map"),
+    "center": _option("colour", "--center", type=finite_float, help="value at the middle of a diverging colour map"),
+    "edge_by": _option("colour", "--edge-by", metavar="METRIC",
+                       help="tensor metric setting edge width and colour, e.g. bytes"),
+    "edge_cmap": _option("colour", "--edge-cmap", metavar="NAME", help="colour map for --edge-by (default ice)"),
+    "show": _option("layout", "--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' "
+                    "or 'none' (default: the colour metric and three more; diff: the change, before → after and "
+                    "what is missing)"),
+    "show_constants": _option("layout", "--show-constants", action="store_true",
+                              help="draw constants, shape computations and weight conversions instead of folding "
+                                   "them into the boxes that read them"),
+    "no_edge_labels": _option("layout", "--no-edge-labels", action="store_true", help="no shapes on edges"),
+    "rankdir": _option("layout", "--rankdir", choices=("TB", "LR"), default=default("rankdir"),
+                       help=f"top to bottom (TB) or left to right (LR) (default {default('rankdir')})"),
+    "title": _option("layout", "--title", help="picture title (default: the annotations' title or the file name; "
+                     "diff: Δ METRIC: BEFORE → AFTER)"),
+    "max_tensor_elements": _option("layout", "--max-tensor-elements", type=int, metavar="N",
+                                   default=default("max_tensor_elements"),
+                                   help="skip weight statistics for tensors larger than N elements (default "
+                                        f"{default('max_tensor_elements') // 1_000_000}M)"),
+    "timeout": _option("layout", "--timeout", type=positive_seconds, default=default("timeout"),
+                       help=f"seconds Graphviz may run, for the whole report (default {default('timeout'):g})"),
+    "collapse": _option("big models", "--collapse", default=default("collapse"), metavar="auto|none|DEPTH",
+                        help="auto (default): one picture up to 1,500 drawn operators, above that an overview of "
+                             "groups (name scopes, subgraphs, or stages) with a linked page per group; none: always "
+                             "one picture; DEPTH: the overview with groups nested at most DEPTH deep. Pages go to "
+                             "OUTPUT.pages/ (.svg .png .dot), into one file (.html, .pdf)"),
+    "aggregate": _option("big models", "--aggregate", choices=("sum", "max", "min", "mean"),
+                         help="how a group box combines its operators' colour metric (default: by the metric: costs "
+                              "add up, errors take the worst; diff: relative changes average, absolute ones add up)"),
+    "focus": _option("big models", "--focus", action="append", default=[], metavar="ID",
+                     help="draw only this operator and its neighbourhood (repeatable)"),
+    "radius": _option("big models", "--radius", type=whole_number(0), default=default("radius"), metavar="K",
+                      help=f"hops around --focus and --top (default {default('radius')})"),
+    "top": _option("big models", "--top", type=whole_number(1), metavar="K",
+                   help="draw the K operators with the highest colour metric (diff: the largest changes up), each "
+                        "with its neighbourhood, a page each after an index page"),
+    "together": _option("big models", "--together", action="store_true",
+                        help="with --focus/--top: every neighbourhood on one page"),
+    "summary": _option("pull-request summary", "--summary", metavar="FILE.md", type=output_name,
+                       help="also write a Markdown summary for a pull-request comment: the model, totals, the top "
+                            "operators (diff: the largest regressions and improvements), coverage, links to the "
+                            "pictures of this run"),
+    "summary_link_base": _option("pull-request summary", "--summary-link-base", metavar="URL",
+                                 help="start the summary's links to the pictures with this URL (e.g. where CI "
+                                      "publishes them) instead of paths relative to the summary"),
+    "summary_rows": _option("pull-request summary", "--summary-rows", type=int, default=default("summary_top_k"),
+                            metavar="K", help=f"rows of each table of the summary (0 to {SUMMARY_MAX_TOP_K}, default "
+                                              f"{default('summary_top_k')})"),
+}
+"""Every option more than one command offers, by its ``dest``: commands add them with ``add_options``, so each
+has one spelling, one default and one help text (tests/test_option_vocabulary.py walks the parser)."""
+
+ANNOTATION_OPTIONS = ("annotations", "annotations_format", "strict", "dim", "no_sidecar")
+PICTURE_OPTIONS = ("inputs", "color_by", "cmap", "norm", "vmin", "vmax", "center", "edge_by", "edge_cmap", "show",
+                   "show_constants", "no_edge_labels", "rankdir", "title", "max_tensor_elements", "timeout",
+                   "collapse", "aggregate", "focus", "radius", "top", "together")
+"""``render``'s options that change the picture: ``batch`` and ``diff`` offer each, or say why not
+(their ``LEFT_OUT``)."""
+SUMMARY_OPTIONS = ("summary", "summary_link_base", "summary_rows")
+
+
+def add_options(parser: argparse.ArgumentParser, names: Iterable[str], left_out: Iterable[str] = (),
+                grouped: bool = True) -> None:
+    """Add the ``SHARED`` options ``names`` (but not ``left_out``) to ``parser``, each in its argument group
+    (``grouped``) or all among the command's main options."""
+    groups: dict[str, Any] = {"": parser}
+    skipped = set(left_out)
+    for name in names:
+        if name in skipped:
+            continue
+        option = SHARED[name] if grouped else dataclasses.replace(SHARED[name], group="")
+        if option.group not in groups:
+            groups[option.group] = parser.add_argument_group(option.group)
+        groups[option.group].add_argument(*option.flags, dest=name, **option.settings)
+
+
+def add_deprecated_alias(parser: argparse.ArgumentParser, alias: str, replacement: str) -> None:
+    """``alias`` still works as ``replacement`` (a spelling scripts may use), hidden from --help, with a warning."""
+    target = next(action for action in parser._actions if replacement in action.option_strings)
+
+    class Deprecated(type(target)):  # type: ignore[misc, valid-type]
+        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+            warn(f"{option_string} is deprecated and will be removed; use {replacement}")
+            super().__call__(parser, namespace, values, option_string)
+
+    settings = {"nargs": target.nargs} if target.nargs not in (None, 0) else {}
+    if target.type is not None:
+        settings["type"] = target.type
+    if target.choices is not None:
+        settings["choices"] = target.choices
+    parser.add_argument(alias, action=Deprecated, dest=target.dest, default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS, **settings)
 
 
 def add_verbosity_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,20 +221,6 @@ def add_verbosity_arguments(parser: argparse.ArgumentParser) -> None:
 
 def verbosity_of(args: argparse.Namespace) -> Verbosity:
     return from_flags(getattr(args, "quiet", False), getattr(args, "verbose", False))
-
-
-def add_dim_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
-                        help="pin a free input dimension (repeatable): an ONNX input's dim name (--dim batch=1 "
-                             "--dim 'seq len=128'; split at the last =) or a TFLite axis (--dim axis1=128; batch is "
-                             "axis0); a name none of the model's free dims has is an error")
-
-
-def add_inputs_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--inputs", metavar="FILE.npz",
-                        help="real values for the model's inputs (one array per input name; ONNX): their shapes "
-                             "pin every input dim, and one onnxruntime run on them gives the shapes that depend on "
-                             "values (a decoder's length), instead of a run on zeros")
 
 
 def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: str | None = None,

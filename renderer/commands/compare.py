@@ -19,7 +19,7 @@ legend shows it); an exact match has an SQNR of "inf". Dumps are .npz files keye
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_dim_argument, non_negative_int, positive_seconds
+    from .common import add_options, non_negative_int, positive_seconds
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="*", metavar="REFERENCE CANDIDATE", help="two ONNX or two TFLite models")
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "inputs and known activations take)")
     parser.add_argument("--max-tensor-bytes", type=byte_size, metavar="SIZE",
                         help="largest tensor compared, e.g. 512MiB (default 1GiB); a larger one is an error naming it")
-    add_dim_argument(parser)
+    add_options(parser, ("dim",))
 
 
 def byte_size(text: str) -> int:

@@ -10,7 +10,7 @@ HELP = "colour each operator by how a metric changed between two runs or two mod
 EXAMPLES = """examples:
   annograph diff model.onnx --before a.json --after b.json --metric latency_us -o diff.svg
   annograph diff old.onnx new.onnx --metric macs --change absolute -o diff.svg --summary diff.md
-  annograph diff old.onnx new.onnx -a-before old.json -a-after new.json --metric latency_us --fail-above 10% -o d.png
+  annograph diff old.onnx new.onnx --before old.json --after new.json --metric latency_us --fail-above 10% -o d.png
 
 With one model, --before and --after name annotation files of that model (any format -a reads). With two models,
 operators are paired by node name, then by output tensor name (one line says how many; the rest are listed);
@@ -27,16 +27,33 @@ EXIT_REGRESSION = 3
 STDERR_LISTED = 20
 
 
+COLOURED_BY_THE_CHANGE = "the boxes are coloured by the change of --metric, on a diverging scale symmetric around 0"
+LEFT_OUT = {
+    "color_by": "--metric names what is compared; " + COLOURED_BY_THE_CHANGE,
+    "cmap": COLOURED_BY_THE_CHANGE + " (reversed for higher-is-better metrics, so a regression is warm)",
+    "norm": COLOURED_BY_THE_CHANGE,
+    "vmin": COLOURED_BY_THE_CHANGE,
+    "vmax": COLOURED_BY_THE_CHANGE,
+    "center": COLOURED_BY_THE_CHANGE,
+    "edge_by": "a diff compares operators; its edges are drawn plain",
+    "edge_cmap": "the colour map of --edge-by, which is left out (above)",
+}
+"""``render``'s picture options diff does not offer, and why (tests/test_option_vocabulary.py checks the list)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_dim_argument, add_inputs_argument, positive_seconds
+    from .common import PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="one model (with --before/--after files), or "
                         "BEFORE and AFTER models of the same graph")
-    parser.add_argument("--before", "-a-before", action="append", default=[], metavar="FILE",
+    parser.add_argument("--before", action="append", default=[], metavar="FILE",
                         help="annotation file of the before side (repeatable)")
-    parser.add_argument("--after", "-a-after", action="append", default=[], metavar="FILE",
+    parser.add_argument("--after", action="append", default=[], metavar="FILE",
                         help="annotation file of the after side (repeatable)")
+    # single-dash long options, unlike every other: still read for scripts that use them
+    add_deprecated_alias(parser, "-a-before", "--before")
+    add_deprecated_alias(parser, "-a-after", "--after")
     parser.add_argument("--metric", help="operator metric to compare (a file's, or built-in: macs, params, "
                         "output_bytes…); default: the after files' only numeric metric or their tool's main one, "
                         "else macs (weight_bytes when most MACs are unknown), as render colours")
@@ -44,38 +61,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="colour and rank by the relative change in %% (default) or the absolute one")
     parser.add_argument("-o", "--output", action="append", default=[], required=True, metavar="PATH",
                         help="picture to write (repeatable): .svg .png .pdf .dot .html .md")
-    parser.add_argument("--summary", metavar="FILE.md", help="also write a Markdown summary for a pull request")
-    parser.add_argument("--fail-above", metavar="N%|N", help="exit 3 when an operator got worse by more than this: "
-                        "10%% (relative) or 2.5 (in the metric's units)")
-    parser.add_argument("--min-share", default="1%", metavar="PCT", help="operators under this share of the model "
-                        "total do not trip --fail-above (default 1%%; 0 for none; metrics that sum over operators)")
-    parser.add_argument("--fail-total-above", metavar="N%|N", help="exit 3 when the model total got worse by more "
-                        "than this: 5%% (relative) or 2.5 (in the metric's units)")
-    parser.add_argument("--summary-link-base", metavar="URL", help="link the summary's pictures under this URL "
-                        "(where CI publishes them) instead of relative to the summary")
-    parser.add_argument("--top-k", type=int, default=10, metavar="K",
-                        help="regressions and improvements in the summary's tables (default 10)")
-    better = parser.add_mutually_exclusive_group()
+    add_gate_arguments(parser)
+    add_options(parser, ("annotations_format", "strict", "no_sidecar", "dim"))
+    add_options(parser, [*PICTURE_OPTIONS, *SUMMARY_OPTIONS], left_out=LEFT_OUT)
+    add_deprecated_alias(parser, "--top-k", "--summary-rows")
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    """What fails the diff (exit 3), and which way is worse."""
+    gate = parser.add_argument_group("gate")
+    gate.add_argument("--fail-above", metavar="N%|N", help="exit 3 when an operator got worse by more than this: "
+                      "10%% (relative) or 2.5 (in the metric's units)")
+    gate.add_argument("--min-share", default="1%", metavar="PCT", help="operators under this share of the model "
+                      "total do not trip --fail-above (default 1%%; 0 for none; metrics that sum over operators)")
+    gate.add_argument("--fail-total-above", metavar="N%|N", help="exit 3 when the model total got worse by more "
+                      "than this: 5%% (relative) or 2.5 (in the metric's units)")
+    better = gate.add_mutually_exclusive_group()
     better.add_argument("--higher-is-better", dest="higher_is_better", action="store_const", const=True,
                         default=None, help="a drop is the regression (default: what the files say, else lower is "
                         "better)")
     better.add_argument("--lower-is-better", dest="higher_is_better", action="store_const", const=False,
                         help="a rise is the regression")
-    parser.add_argument("--annotations-format", metavar="NAME",
-                        help="read every annotation file with this reader instead of detecting it")
-    parser.add_argument("--strict", action="store_true", help="ids that match nothing are an error")
-    parser.add_argument("--no-sidecar", action="store_true", help="with two models: do not pick up their "
-                        "MODEL.annotations.* files")
-    add_dim_argument(parser)
-    add_inputs_argument(parser)
-    shape = parser.add_argument_group("layout")
-    shape.add_argument("--title", help="picture title (default: Δ METRIC: BEFORE → AFTER)")
-    shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
-    shape.add_argument("--no-edge-labels", action="store_true", help="no shapes on edges")
-    shape.add_argument("--show-constants", action="store_true", help="draw constants and shape computations")
-    shape.add_argument("--collapse", default="auto", metavar="auto|none|DEPTH",
-                       help="big models: an overview with a page per group (as render does)")
-    shape.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds Graphviz may run")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     total_threshold = (differ.Threshold.parse(args.fail_total_above, "--fail-total-above")
                        if args.fail_total_above is not None else None)
     min_share = differ.parse_share(args.min_share)
-    check_top_k(args.top_k)
+    check_top_k(args.summary_rows)
     check_link_base(args.summary_link_base)
     plan = OutputPlan.build(args.output, inputs=[*args.models, *args.before, *args.after,
                                                  *([args.inputs] if args.inputs else [])],
@@ -112,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     gate = diff.gate(threshold, min_share, total_threshold)
     if args.summary:
         text = differ.markdown(diff, differ.GateView(threshold, total_threshold, gate),
-                               plan.pictures_for(args.summary), args.top_k, args.summary_link_base)
+                               plan.pictures_for(args.summary), args.summary_rows, args.summary_link_base)
         written.append((args.summary, text.encode("utf-8")))
     plan.write(written)  # the pictures and the summary together, all or nothing
     note(f"Δ {diff.metric}: " + ", ".join(f"{n} {what}" for what, n in diff.counts().items())
@@ -195,10 +201,7 @@ def _names(before: list[str], after: list[str]) -> tuple[str, str]:
 
 
 def _base_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from ..options import RenderOptions
-    from ..pages import collapse_depth
-    from ..pinning import parse as parse_dims
+    """The picture options given (layout, pages, focus…): the diff sets the colours (``diff.render_options``)."""
+    from ..options import from_values
 
-    return RenderOptions(title=args.title, rankdir=args.rankdir, edge_labels=not args.no_edge_labels,
-                         show_constants=args.show_constants, collapse=collapse_depth(args.collapse),
-                         timeout=args.timeout, dims=parse_dims(args.dim), inputs=args.inputs)
+    return from_values(vars(args))

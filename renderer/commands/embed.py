@@ -17,12 +17,12 @@ embedded before; other metadata is kept."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_annotation_arguments
+    from .common import ANNOTATION_OPTIONS, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="the annotated copy")
-    add_annotation_arguments(parser)
+    add_options(parser, ANNOTATION_OPTIONS)
 
 
 def run(args: argparse.Namespace) -> int:

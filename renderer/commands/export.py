@@ -17,7 +17,7 @@ FORMATS = ("model-explorer", "netron", "csv", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_annotation_arguments
+    from .common import ANNOTATION_OPTIONS, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metric", help="model-explorer: the operator metric to export (default: the first one)"
     )
     parser.add_argument("--cmap", metavar="NAME", help="model-explorer: colour map for the gradient")
-    add_annotation_arguments(parser)
+    add_options(parser, ANNOTATION_OPTIONS)
 
 
 def load_annotated(args: argparse.Namespace, embedded: bool = True) -> tuple[Any, Any]:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .common import add_dim_argument
+from .common import add_options
 
 HELP = "list every graph, operator and tensor of a model with its id, type and shapes"
 
@@ -14,7 +14,7 @@ HELP = "list every graph, operator and tensor of a model with its id, type and s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="ONNX or TFLite file")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    add_dim_argument(parser)
+    add_options(parser, ("dim",))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_dim_argument, add_inputs_argument
+from .common import add_deprecated_alias, add_options
 
 HELP = "compute parameters, MACs, memory, sparsity and weight statistics into a .json/.csv annotation file"
 
@@ -27,16 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="output file: .json, .csv or .tsv")
-    parser.add_argument("--format", choices=("json", "csv", "tsv"), help="output format (default: from the extension)")
+    parser.add_argument("--table-format", choices=("json", "csv", "tsv"),
+                        help="write the table in this format (default: from the extension of -o)")
     parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE",
                         help="onnxruntime profile of the model (repeatable): shapes come from those it recorded, "
                              "as in render")
-    add_dim_argument(parser)
-    add_inputs_argument(parser)
-    parser.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
-                        help="skip weight statistics for tensors larger than N elements (default 50M)")
+    add_options(parser, ("dim", "inputs", "max_tensor_elements"), grouped=False)
     parser.add_argument("--metrics", metavar="LIST",
                         help="comma-separated metric names to write (default: all; listed below)")
+    # --format was this command's table format, while render's --format lists picture formats: one meaning each
+    add_deprecated_alias(parser, "--format", "--table-format")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics.input_dims import pin_advice
     from .common import count, load_noted, note, stage, warn
 
-    fmt = export_format(args.output, args.format)
+    fmt = export_format(args.output, args.table_format)
     if args.max_tensor_elements < 0:
         raise UsageError("--max-tensor-elements must be 0 or more")
     op_names: set[str] | None = None

@@ -19,35 +19,15 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_annotation_arguments, add_inputs_argument
+    from .common import ANNOTATION_OPTIONS, PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
     parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH",
                         help="output file (repeatable), or a folder ending in / for a batch; default MODEL.svg")
     parser.add_argument("--format", metavar="LIST", help="formats for folder output, e.g. svg,png (default svg)")
-    add_annotation_arguments(parser)
-    add_inputs_argument(parser)
-    add_colour_arguments(parser, edges=True)
-    add_layout_arguments(parser, show=True)
-    add_big_model_arguments(parser)
-    add_summary_arguments(parser)
-
-
-def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
-    """The pull-request summary (``render`` only): ``--summary``, ``--summary-link-base``, ``--top-k``."""
-    from ..options import SUMMARY_MAX_TOP_K, SUMMARY_TOP_K
-
-    summary = parser.add_argument_group("pull-request summary")
-    summary.add_argument("--summary", metavar="FILE.md",
-                         help="also write a Markdown summary for a pull-request comment: model, totals, the top "
-                              "operators by the colour metric, coverage, links to the pictures of this run")
-    summary.add_argument("--summary-link-base", metavar="URL",
-                         help="start the summary's links to the pictures with this URL (e.g. where CI publishes "
-                              "them) instead of paths relative to the summary")
-    summary.add_argument("--top-k", type=int, default=SUMMARY_TOP_K, metavar="K",
-                         help=f"rows of the summary's top-operators table (0 to {SUMMARY_MAX_TOP_K}, default "
-                              f"{SUMMARY_TOP_K})")
+    add_options(parser, [*ANNOTATION_OPTIONS, *PICTURE_OPTIONS, *SUMMARY_OPTIONS])
+    add_deprecated_alias(parser, "--top-k", "--summary-rows")  # its --top is another thing: the hottest operators
 
 
 def summary_outputs(args: argparse.Namespace) -> list[str]:
@@ -63,88 +43,11 @@ def summary_outputs(args: argparse.Namespace) -> list[str]:
     return [args.summary]
 
 
-def add_colour_arguments(parser: argparse.ArgumentParser, edges: bool) -> None:
-    """The colour options of ``render`` (and ``batch``, which colours no edges)."""
-    from .common import finite_float
-
-    look = parser.add_argument_group("colour")
-    if edges:
-        look.add_argument("--color-by", "--colour-by", metavar="METRIC",
-                          help="operator metric filling the boxes, or 'none' for plain boxes (default: the "
-                          "annotations' only numeric metric, or their tool's main one; without either, the "
-                          "built-in macs, or weight_bytes when most MACs are unknown)")
-    look.add_argument("--cmap", metavar="NAME", help="colour map: heat, traffic, ice, diverging (ours) or any "
-                      "matplotlib one; append _r to reverse")
-    look.add_argument("--norm", choices=("linear", "log", "quantile"), default="linear")
-    look.add_argument("--vmin", type=finite_float, help="value at the low end of the colour map")
-    look.add_argument("--vmax", type=finite_float, help="value at the high end of the colour map")
-    look.add_argument("--center", type=finite_float, help="value at the middle of a diverging colour map")
-    if edges:
-        look.add_argument("--edge-by", metavar="METRIC", help="tensor metric setting edge width and colour, e.g. bytes")
-        look.add_argument("--edge-cmap", metavar="NAME", help="colour map for --edge-by (default ice)")
-
-
-def add_layout_arguments(parser: argparse.ArgumentParser, show: bool) -> None:
-    """The layout options of ``render`` (and ``batch``, whose boxes show the colour metric only)."""
-    from .common import positive_seconds
-
-    shape = parser.add_argument_group("layout")
-    if show:
-        shape.add_argument("--show", metavar="KEYS", help="values listed in each box: comma-separated keys, 'all' or "
-                           "'none' (default: the colour metric and three more)")
-    shape.add_argument("--show-constants", action="store_true",
-                       help="draw constants, shape computations and weight conversions instead of folding them "
-                            "into the boxes that read them")
-    shape.add_argument("--no-edge-labels", action="store_true", help="no shapes on edges")
-    shape.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
-    shape.add_argument("--title", help="picture title (default: the annotations' title or the file name)")
-    shape.add_argument("--max-tensor-elements", type=int, default=50_000_000, metavar="N",
-                       help="skip weight statistics for tensors larger than N elements (default 50M)")
-    shape.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds Graphviz may run, for the whole "
-                       "report (default 600)")
-
-
-def add_big_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Overview and pages, focused views (``render`` only)."""
-    from .common import whole_number
-
-    big = parser.add_argument_group("big models")
-    big.add_argument("--collapse", default="auto", metavar="auto|none|DEPTH",
-                     help="auto (default): one picture up to 1,500 drawn operators, above that an overview of "
-                     "groups (name scopes, subgraphs, or stages) with a linked page per group; none: always one "
-                     "picture; DEPTH: the overview with groups nested at most DEPTH deep. Pages go to "
-                     "OUTPUT.pages/ (.svg .png .dot), into one file (.html, .pdf)")
-    big.add_argument("--aggregate", choices=("sum", "max", "min", "mean"),
-                     help="how a group box combines its operators' colour metric (default: by the metric: "
-                     "costs add up, errors take the worst)")
-    big.add_argument("--focus", action="append", default=[], metavar="ID",
-                     help="draw only this operator and its neighbourhood (repeatable)")
-    big.add_argument("--radius", type=whole_number(0), default=2, metavar="K",
-                     help="hops around --focus and --top (default 2)")
-    big.add_argument("--top", type=whole_number(1), metavar="K",
-                     help="draw the K hottest operators by --color-by, each with its neighbourhood, a page each "
-                     "after an index page")
-    big.add_argument("--together", action="store_true",
-                     help="with --focus/--top: every neighbourhood on one page")
-
-
 def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """RenderOptions from the parsed colour and layout options (absent ones at their defaults)."""
-    from ..options import SUMMARY_TOP_K, RenderOptions
-    from ..pages import collapse_depth
-    from ..pinning import parse as parse_dims
+    """RenderOptions from the parsed options (``options.from_values``; absent ones at their defaults)."""
+    from ..options import from_values
 
-    return RenderOptions(
-        color_by=getattr(args, "color_by", None), cmap=args.cmap, norm=args.norm, vmin=args.vmin, vmax=args.vmax,
-        center=args.center, edge_by=getattr(args, "edge_by", None), edge_cmap=getattr(args, "edge_cmap", None),
-        show=_show(getattr(args, "show", None)), show_constants=args.show_constants,
-        edge_labels=not args.no_edge_labels, rankdir=args.rankdir, title=args.title, timeout=args.timeout,
-        dims=parse_dims(args.dim), inputs=getattr(args, "inputs", None), max_tensor_elements=args.max_tensor_elements,
-        collapse=collapse_depth(getattr(args, "collapse", "auto")), aggregate=getattr(args, "aggregate", None),
-        focus=list(getattr(args, "focus", [])), radius=getattr(args, "radius", 2), top=getattr(args, "top", None),
-        focus_together=getattr(args, "together", False),
-        summary_top_k=getattr(args, "top_k", SUMMARY_TOP_K), summary_link_base=getattr(args, "summary_link_base", None),
-    )
+    return from_values(vars(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -232,14 +135,6 @@ def default_color(options, annotations, model):  # type: ignore[no-untyped-def]
     options, default = loading.default_color(options, annotations, model)
     loading.say_default(default)
     return options
-
-
-def _show(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    if text.strip().lower() == "none":
-        return []
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | None]:

@@ -100,11 +100,13 @@ def _tail(name: str) -> str:
 
 
 def render_options(diff: Diff, base: RenderOptions) -> RenderOptions:
-    """``base`` (layout, title, collapse…) colouring by the change on the symmetric diverging scale."""
+    """``base`` (layout, title, collapse, focus…) colouring by the change on the symmetric diverging scale; each
+    box lists ``base.show``, by default the change, ``before → after`` and what is missing."""
     key = change_key(diff)
     limit = diff.limit()
     return dataclasses.replace(
         base, color_by=key, cmap="diverging_r" if diff.higher_is_better else "diverging", norm="linear",
-        vmin=-limit, vmax=limit, center=0.0, show=[key, BEFORE_AFTER, STATUS], edge_by=None,
+        vmin=-limit, vmax=limit, center=0.0, show=[key, BEFORE_AFTER, STATUS] if base.show is None else base.show,
+        edge_by=None,
         # a group box: the sum of its absolute changes is the group's change; relative ones average
         aggregate=base.aggregate or ("mean" if diff.relative else "sum"))
