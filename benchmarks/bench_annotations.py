@@ -36,7 +36,7 @@ STAGES = {
     "merge": "from renderer.annotations import load_annotations\nfrom renderer.loaders import load_model\n"
              "model = load_model(MODEL)\nSTART()\nload_annotations([PATH], model)\n",
     "dot": "from renderer.annotations import load_annotations\nfrom renderer.loaders import load_model\n"
-           "from renderer.rendering import to_dot\nmodel = load_model(MODEL)\nSTART()\n"
+           "from renderer.picture.rendering import to_dot\nmodel = load_model(MODEL)\nSTART()\n"
            "to_dot(model, load_annotations([PATH], model))\n",
 }
 

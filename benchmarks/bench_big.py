@@ -151,7 +151,7 @@ def measure_render(argv: list[str], cap: float) -> Measure:
 
 
 def child(report: str, argv: list[str]) -> int:
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     rc = main(argv)
     # ru_maxrss is in KiB on Linux

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 REPORT = """
 import json, resource, sys
-from renderer.cli import main
+from renderer.commands.cli import main
 code = main(sys.argv[1:])
 usage = {"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
          "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "code": code}

@@ -1,4 +1,4 @@
-"""Grouping a big model (renderer.grouping.group_model): time per operator from 2k to 20k operators.
+"""Grouping a big model (renderer.picture.grouping.group_model): time per operator from 2k to 20k operators.
 
     python benchmarks/bench_grouping.py [--repeat 5] [--sizes 2000,5000,10000,20000]
 
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import transformer_models  # noqa: E402
-from renderer.folding import fold  # noqa: E402
-from renderer.grouping import group_model  # noqa: E402
+from renderer.picture.folding import fold  # noqa: E402
+from renderer.picture.grouping import group_model  # noqa: E402
 from renderer.loaders import load_model  # noqa: E402
 
 

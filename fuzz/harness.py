@@ -369,7 +369,7 @@ def _after_load(model) -> None:  # type: ignore[no-untyped-def]
     from renderer.annotations import merge
     from renderer.annotations.embedded import from_model
     from renderer.options import RenderOptions
-    from renderer.rendering import to_dot
+    from renderer.picture.rendering import to_dot
 
     annotations = merge(from_model(model), model)
     weighty = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
@@ -393,7 +393,7 @@ def _reader_model(path: str):  # type: ignore[no-untyped-def]
 def _read(module: ModuleType, path: Path) -> None:
     from renderer.annotations import merge
     from renderer.options import RenderOptions
-    from renderer.rendering import to_dot
+    from renderer.picture.rendering import to_dot
 
     model = _reader_model(str(payloads.reader_model(module)))
     result = module.read(path, model)

@@ -26,15 +26,15 @@ __all__ = [
 if TYPE_CHECKING:
     from .annotations import load_annotations
     from .loaders import load_model
-    from .notebook import show
-    from .rendering import render, to_dot
+    from .integrations.notebook import show
+    from .picture.rendering import render, to_dot
 
 _LAZY = {
     "load_model": ("loaders", "load_model"),
     "load_annotations": ("annotations", "load_annotations"),
-    "render": ("rendering", "render"),
-    "to_dot": ("rendering", "to_dot"),
-    "show": ("notebook", "show"),
+    "render": ("picture.rendering", "render"),
+    "to_dot": ("picture.rendering", "to_dot"),
+    "show": ("integrations.notebook", "show"),
 }
 
 

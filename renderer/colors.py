@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import MetricError
-from .resources import folder
+from .data.resources import folder
 
 if TYPE_CHECKING:
     from matplotlib.colors import Colormap

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .annotations.records import Annotations, MetricInfo, metric_value
+from .records import Annotations, MetricInfo, metric_value
 from .colors import Scale
 from .errors import MetricError
 from .ir import ElementKey, Model, Node

@@ -104,11 +104,11 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
     if values.get("no_edge_labels") is not None:
         given["edge_labels"] = not values["no_edge_labels"]
     if isinstance(given.get("dims"), (list, tuple)):
-        from .pinning import parse
+        from .loaders.pinning import parse
 
         given["dims"] = parse(given["dims"])
     if isinstance(given.get("collapse"), str):
-        from .pages import collapse_depth
+        from .picture.pages import collapse_depth
 
         given["collapse"] = collapse_depth(given["collapse"])
     if isinstance(given.get("show"), str):

@@ -89,7 +89,7 @@ def check_tiny_cnn(svg: bytes | str, annotations: Path = LATENCY, inlined: bool 
 
     ``inlined``: the SVG was written into a page, its ids under a prefix (``inlined_prefix`` checks them)."""
     import renderer
-    from renderer.folding import fold
+    from renderer.picture.folding import fold
 
     model = renderer.load_model(TINY_CNN)
     folding = fold(model)

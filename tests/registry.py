@@ -25,7 +25,7 @@ Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.RE
     and check the outputs. Only the generic fallback has none: its syntaxes are injected by
     ``payloads.annotation_file`` directly.
 
-Per command that writes outputs of its own (``COMMANDS``, keyed by its name in ``renderer.cli.COMMANDS``): how
+Per command that writes outputs of its own (``COMMANDS``, keyed by its name in ``renderer.commands.cli.COMMANDS``): how
 the injection tests run it with hostile input, and which runs would write over an input (``CommandEntry``).
 
 Per command path (``PATHS``): hostile input that reaches code other than a loader's or reader's own file (the
@@ -328,7 +328,7 @@ def command(path: Path, argv: list[str], output: Path) -> str:
     AnnographError naming ``path`` (with the command's error) when it failed cleanly, exit status 1 with the
     error on one line; AssertionError for anything else (exit status 2, "internal error", a traceback, exit 0
     without the output)."""
-    from renderer.cli import main
+    from renderer.commands.cli import main
     from renderer.errors import AnnographError
 
     output.unlink(missing_ok=True)

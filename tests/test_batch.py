@@ -158,7 +158,7 @@ def test_batch_is_deterministic_and_parallel_matches_serial(tmp_path: Path) -> N
 
 def test_dask_local_cluster_writes_the_bytes_of_the_local_run(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs" / "tiny_cnn", 2)
     write_runs(ONNX / "unnamed_nodes.onnx", tmp_path / "runs" / "unnamed_nodes", 2)
@@ -270,7 +270,7 @@ def operator_ids(svg: bytes) -> set[str]:
 
 def rendered_ids(model: Path) -> set[str]:
     """The operator ids of ``render``'s picture of ``model``."""
-    from renderer.rendering import render_bytes
+    from renderer.picture.rendering import render_bytes
 
     return operator_ids(render_bytes(renderer.load_model(str(model))))
 
@@ -281,7 +281,7 @@ def test_two_batches_on_one_cluster_each_get_their_own_pictures(tmp_path: Path) 
     distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
     from renderer.batch import ModelJob
     from renderer.batch.parallel import run_dask
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     first_runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "first", 2)
     second_runs = write_runs(ONNX / "unnamed_nodes.onnx", tmp_path / "second", 1, seed=3)
@@ -406,7 +406,7 @@ def test_bidi_controls_in_run_names_are_shown_not_obeyed(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("command", ["info", "render", "batch", "metrics", "compare", "diff", "embed", "export"])
 def test_an_empty_output_name_is_a_usage_error(command: str, tmp_path: Path) -> None:
-    from renderer.cli import COMMANDS, build_parser
+    from renderer.commands.cli import COMMANDS, build_parser
 
     assert command in COMMANDS
     takes_output = any("-o" in a.option_strings for a in build_parser()._subparsers._group_actions[0].choices[command]._actions)
@@ -421,7 +421,7 @@ def test_an_empty_output_name_is_a_usage_error(command: str, tmp_path: Path) -> 
 
 def write_sparse_runs(model_path: Path, folder: Path, count: int) -> list[Path]:
     """``count`` runs giving a value to every drawn operator of ``model_path`` (a big one: ids S:N)."""
-    from renderer.folding import fold
+    from renderer.picture.folding import fold
 
     model = renderer.load_model(str(model_path))
     folding = fold(model, False)
@@ -494,7 +494,7 @@ def _hrefs(path: Path) -> list[str]:
 
 def test_a_paged_model_is_laid_out_once_per_page(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Three runs × two metrics of a paged model: Graphviz runs once per page of the book, not per picture."""
-    from renderer import graphviz_run
+    from renderer.picture import graphviz_run
     from renderer.batch import ModelJob, run_job
 
     runs = write_sparse_runs(ONNX / "bert_scoped.onnx", tmp_path / "runs", 3)

@@ -220,7 +220,7 @@ def test_one_tensor_named_three_ways_is_one_entry_or_an_error(tmp_path: Path) ->
 def test_dumps_and_inputs_from_a_fifo_without_a_writer_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 19 item 7: ``compare --inputs FIFO`` / ``--dumps FIFO`` waited for ever."""
-    from renderer import cli
+    from renderer.commands import cli
 
     monkeypatch.setattr(inputs, "STREAM_WAIT_SECONDS", 0.5)
     fifo = tmp_path / "in.npz"
@@ -237,7 +237,7 @@ def test_dumps_and_inputs_from_a_fifo_without_a_writer_end(tmp_path: Path, monke
 
 def test_a_dump_through_a_fifo_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from renderer import cli
+    from renderer.commands import cli
 
     model = load_model(ONNX / "tiny_cnn.onnx")
     value = next(v for v in model.main.values if v.producer is not None)
@@ -362,7 +362,7 @@ def test_inputs_through_a_fifo_reach_the_child(tmp_path: Path, capsys: pytest.Ca
     """The parent reads a FIFO once (bounded, header first) and hands the child a file it can open."""
     import json
 
-    from renderer import cli
+    from renderer.commands import cli
 
     fifo = tmp_path / "in.npz"
     thread = _fed_fifo(fifo, image=np.ones((1, 3, 32, 32), np.float32))
@@ -374,7 +374,7 @@ def test_inputs_through_a_fifo_reach_the_child(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_a_piped_inputs_file_is_named_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from renderer import cli
+    from renderer.commands import cli
 
     fifo = tmp_path / "wrong.npz"
     thread = _fed_fifo(fifo, other=np.ones(3, np.float32))

@@ -1,4 +1,4 @@
-"""What an operator box and an edge say (renderer/dot.py): exporter metadata kept to the tooltip, long names
+"""What an operator box and an edge say (renderer/picture/dot.py): exporter metadata kept to the tooltip, long names
 elided in the middle, invented dims shown as ``?``, shapes in characters every font has, a box for every
 operator writing a graph output, standard ONNX domains never called custom ops."""
 

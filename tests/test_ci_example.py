@@ -110,7 +110,7 @@ def test_the_install_step_installs_the_committed_wheel_and_refuses_a_changed_one
     done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert (target / "renderer" / "cli.py").is_file() and list(target.glob("annograph-*.dist-info"))
+    assert (target / "renderer" / "commands" / "cli.py").is_file() and list(target.glob("annograph-*.dist-info"))
     with wheel.open("ab") as f:
         f.write(b"\0")
     shutil.rmtree(target)

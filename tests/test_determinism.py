@@ -54,7 +54,7 @@ def test_same_process_renders_twice_identically(tmp_path: Path) -> None:
     from renderer.annotations import load_annotations
     from renderer.loaders import load_model
     from renderer.options import RenderOptions
-    from renderer.rendering import render_bytes
+    from renderer.picture.rendering import render_bytes
 
     text_formats = [f for f in FORMATS if f not in ("pdf", "png")]
     for path in (ONNX / "tiny_cnn.onnx", TFLITE / "okay_nabu.tflite"):

@@ -41,7 +41,7 @@ def matmul_model(folder: Path, dim: str, name: str = "free.onnx") -> Path:
 
 def cli(*argv: str | Path) -> tuple[int, str]:
     """(exit status, stderr) of ``annograph argv`` in this process."""
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):

@@ -17,12 +17,12 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import ONNX
-from renderer.dot_pages import emit_page
+from renderer.picture.dot_pages import emit_page
 from renderer.loaders import load_model
 from renderer.options import RenderOptions
-from renderer.pages import Book, Page
+from renderer.picture.pages import Book, Page
 from renderer.picture.output_plan import Links
-from renderer.rendering import prepare, plan_book
+from renderer.picture.rendering import prepare, plan_book
 
 OVERVIEW = "m.svg"
 INTERNAL_ID = re.compile(r"\b(?:op|t|box|stub|x|cl)-\d+(?:-\d+)*\b|\b(?:op|box|stub)_\w+|\('op',")

@@ -291,7 +291,7 @@ def test_tflite_is_parsed_once_and_embed_writes_what_was_loaded(tmp_path: Path, 
 
     import tflite
 
-    from renderer.annotations.records import Annotations, Entry
+    from renderer.records import Annotations, Entry
     from renderer.exporters.embed_tflite import embed
 
     source = tmp_path / "nabu.tflite"
@@ -363,7 +363,7 @@ def test_only_the_loaders_read_tflite_files() -> None:
 def test_tflite_embed_through_the_api_reads_back_the_same(tmp_path: Path, model_path: Path) -> None:
     """Every operator and tensor of every subgraph annotated, embedded through the API, read back through the
     loader: the same annotations; the file's own metadata entries stay, in order, with ours after them."""
-    from renderer.annotations.records import Annotations, Entry
+    from renderer.records import Annotations, Entry
     from renderer.exporters.embed_tflite import embed
     from renderer.loaders import tflite as tflite_loader
 
@@ -390,7 +390,7 @@ def test_onnx_embed_rebuilds_the_file_from_the_loaders_parse(tmp_path: Path, mon
     every onnx parse entry point counting, it writes what the first load read."""
     import os
 
-    from renderer.annotations.records import Annotations, Entry
+    from renderer.records import Annotations, Entry
     from renderer.exporters.embed_onnx import embed
 
     source = tmp_path / "m.onnx"

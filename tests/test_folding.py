@@ -18,8 +18,8 @@ import pytest
 from conftest import ONNX, ROOT, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 
 import renderer
-from renderer.folding import fold
-from renderer.rendering import prepare
+from renderer.picture.folding import fold
+from renderer.picture.rendering import prepare
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import transformer_models  # noqa: E402

@@ -1,4 +1,4 @@
-"""Grouping big models (renderer.grouping): real and generated models, checked by property, not as trees."""
+"""Grouping big models (renderer.picture.grouping): real and generated models, checked by property, not as trees."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import ONNX, ROOT, TFLITE
 
-from renderer.folding import fold
-from renderer import grouping
-from renderer.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment
+from renderer.picture.folding import fold
+from renderer.picture import grouping
+from renderer.picture.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment
 from renderer.ir import Graph, Model, Node
 from renderer.loaders import load_model
 
@@ -23,7 +23,7 @@ from benchmarks import transformer_models  # noqa: E402
 
 
 def drawn_in(model: Model) -> Callable[[Node], bool]:
-    """What annograph draws by default (renderer.folding): constants and fp16 weight widening are folded."""
+    """What annograph draws by default (renderer.picture.folding): constants and fp16 weight widening are folded."""
     return fold(model).is_drawn
 
 

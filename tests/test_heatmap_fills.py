@@ -15,7 +15,7 @@ import pytest
 from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups
 
 import renderer
-from renderer.folding import fold
+from renderer.picture.folding import fold
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
 

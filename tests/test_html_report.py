@@ -132,7 +132,7 @@ def _centred(state: dict) -> bool:  # type: ignore[type-arg]
 
 
 def _render(model: Path, out: Path, *extra: str) -> Path:
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     assert main(["render", str(model), *extra, "-q", "-o", str(out)]) == 0
     return out
@@ -564,7 +564,7 @@ def _hostile_report(folder: Path, book: bool) -> Path:
     from renderer.annotations.embedded import from_model
     from renderer.loaders import load_model
     from renderer.options import RenderOptions
-    from renderer.rendering import render
+    from renderer.picture.rendering import render
 
     model = load_model(P.combined_onnx(folder / "all.onnx"))
     files = []
@@ -656,7 +656,7 @@ class _Head(html.parser.HTMLParser):
 
 
 def test_the_policy_allows_exactly_our_script(tiny: Path, book: Path) -> None:
-    from renderer import explore
+    from renderer.reports import explore
 
     ours = explore.script_source()
     digest = base64.b64encode(hashlib.sha256(ours.encode()).digest()).decode()
@@ -681,7 +681,7 @@ def test_same_bytes_each_run(tmp_path: Path, tiny: Path) -> None:
 
 
 def test_script_json_cannot_close_its_block() -> None:
-    from renderer import explore
+    from renderer.reports import explore
 
     text = explore.script_json({"x": "</script><!-- <![CDATA[ & \u2028"})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text

@@ -35,7 +35,7 @@ def _normal(text: str) -> str:
 
 
 def render_all(model, annotations, options, folder: Path, formats: list[str]) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
-    from renderer.rendering import render
+    from renderer.picture.rendering import render
 
     outputs = [folder / f"out{P.extension(fmt)}" for fmt in formats]
     render(model, annotations, options, output=outputs)
@@ -123,7 +123,7 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
 def test_title_and_annotations_through_the_command(payload: P.Payload, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """``--title`` and a hostile annotation file as a user passes them (argument parsing included), outputs
     written by the command. In-process for speed; test_title_through_a_subprocess runs the real thing once."""
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     annotation = P.annotation_file(payload.text, "yaml", tmp_path, ids=["stem/conv"])
     outputs = [tmp_path / f"out{P.extension(fmt)}" for fmt in PER_PAYLOAD]
@@ -154,7 +154,7 @@ def test_commands_of_the_registry_show_hostile_text_literally(command: str, payl
                                                               capsys) -> None:  # type: ignore[no-untyped-def]
     """Each command of ``registry.COMMANDS`` run on its hostile inputs: every output passes its format's checks
     and shows a short payload as written; stderr stays one line per message."""
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     argv, outputs = registry.COMMANDS[command].inject(payload.text, tmp_path)
     code = main(argv)
@@ -366,7 +366,7 @@ def test_hostile_style_in_a_file_is_one_clear_error(tmp_path: Path) -> None:
 def test_graphviz_exit_status_1_is_an_error() -> None:
     """``dot`` exits 1 on a broken HTML label yet still prints a picture; that must not count as success."""
     from renderer.errors import RenderError
-    from renderer.graphviz_run import run_dot
+    from renderer.picture.graphviz_run import run_dot
 
     source = 'digraph G { a [label=<<B>bold</I>>]; }'
     raw = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, timeout=60)
@@ -536,7 +536,7 @@ def test_double_dash_as_an_option_value_is_that_text() -> None:
     error), never the empty list argparse used to hand over (``--show=--`` was an internal error)."""
     import argparse
 
-    from renderer.cli import build_parser
+    from renderer.commands.cli import build_parser
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices

@@ -1,4 +1,4 @@
-"""``renderer.inline_svg`` on SVGs the real ``dot`` writes: gradients referenced by ``url(#…)``, links to ids of
+"""``renderer.reports.inline_svg`` on SVGs the real ``dot`` writes: gradients referenced by ``url(#…)``, links to ids of
 the same picture and to other files, hostile text; and what it refuses."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ DOT = """digraph g {
 
 
 def _svg(label: str = '"c"') -> str:
-    from renderer.graphviz_run import run_dot
+    from renderer.picture.graphviz_run import run_dot
 
     return run_dot(DOT % label, "svg").decode("utf-8")
 
 
 def test_every_id_and_reference_is_prefixed_and_links_elsewhere_are_not() -> None:
-    from renderer.inline_svg import inline, prefix_for
+    from renderer.reports.inline_svg import inline, prefix_for
 
     svg = _svg()
     assert "url(#" in svg and "<linearGradient" in svg and "<radialGradient" in svg  # Graphviz's own ids
@@ -53,8 +53,8 @@ def test_hostile_text_stays_text(payload: P.Payload) -> None:
     import graphviz
 
     from renderer import escape
-    from renderer.graphviz_run import run_dot
-    from renderer.inline_svg import inline, prefix_for
+    from renderer.picture.graphviz_run import run_dot
+    from renderer.reports.inline_svg import inline, prefix_for
 
     graph = graphviz.Digraph()
     graph.node("a", label=escape.html_label(escape.html_text(payload.text, 2000)), id="op-0-0", href="#op-0-1",
@@ -79,7 +79,7 @@ def test_hostile_text_stays_text(payload: P.Payload) -> None:
 ])
 def test_active_or_broken_svgs_are_refused(svg: str, word: str) -> None:
     from renderer.errors import RenderError
-    from renderer.inline_svg import inline
+    from renderer.reports.inline_svg import inline
 
     with pytest.raises(RenderError, match=word):
         inline(svg, "p-")

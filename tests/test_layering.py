@@ -76,7 +76,7 @@ def test_repeated_loops_have_one_home() -> None:
         tree = ast.parse((PACKAGE / reader).read_text(encoding="utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert "csv" not in imported, reader
-    for writer in ("rendering.py", "metrics/export.py"):
+    for writer in ("picture/rendering.py", "metrics/export.py"):
         assert ".suffix" not in (PACKAGE / writer).read_text(encoding="utf-8"), writer
 
 
@@ -99,7 +99,7 @@ def test_functions_that_were_split_stay_short() -> None:
 def test_module_names_say_what_they_hold_and_dead_code_stays_gone() -> None:
     """Issue 12 found ``annotations/model.py`` (not the ML model), ``metrics/profile.py`` (no profiling), two
     ``ids.py``, and ``Annotations.entry`` and ``Node.constant_inputs`` that nothing called."""
-    from renderer.annotations.records import Annotations
+    from renderer.records import Annotations
     from renderer.ir import Node
 
     modules = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")]

@@ -231,7 +231,7 @@ def test_no_output_left_by_any_failure(error_runs, error_folder: Path) -> None: 
     assert not [p for p in error_folder.rglob("*.tmp")]
 
 
-@pytest.mark.parametrize("command", __import__("renderer.cli", fromlist=["COMMANDS"]).COMMANDS)
+@pytest.mark.parametrize("command", __import__("renderer.commands.cli", fromlist=["COMMANDS"]).COMMANDS)
 def test_every_command_names_a_missing_model(command: str, tmp_path: Path) -> None:
     """Registry-driven: each sub-command given a model that does not exist."""
     run = run_cli(command, tmp_path / "nope.onnx")
@@ -455,8 +455,8 @@ def test_csv_with_millions_of_columns_is_cut_and_said(tmp_path: Path) -> None:
 def test_a_million_keys_on_one_operator_are_cut_and_said(tmp_path: Path) -> None:
     """1M meta keys with --show all took over 60 s and 2 GB: now the first MAX_VALUES_PER_ELEMENT are kept, a box
     draws MAX_DRAWN_VALUES of them and counts the rest, and one line says each cut."""
-    from renderer.annotations.records import MAX_VALUES_PER_ELEMENT
-    from renderer.dot import MAX_DRAWN_VALUES
+    from renderer.records import MAX_VALUES_PER_ELEMENT
+    from renderer.picture.dot import MAX_DRAWN_VALUES
 
     keys = tmp_path / "keys.json"
     with open(keys, "w", encoding="utf-8") as f:

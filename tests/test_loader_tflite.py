@@ -16,7 +16,7 @@ import tflite
 
 import tflite_build as fb
 
-from renderer import categories
+from renderer.data import categories
 from renderer.errors import LoaderError
 from renderer.loaders import tflite as loader
 

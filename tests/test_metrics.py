@@ -12,7 +12,7 @@ import tflite
 from onnx import TensorProto, helper, numpy_helper
 
 from renderer import metrics, numbers
-from renderer.annotations.records import Annotations, Entry, metric_value
+from renderer.records import Annotations, Entry, metric_value
 from renderer.loaders import load_model
 from renderer.metrics.op_costs import peak_activation_bytes
 from renderer.options import RenderOptions

@@ -11,7 +11,7 @@ from conftest import ONNX, TFLITE, first_fill, one_line_error, parse_svg, run_cl
 
 from renderer import metrics
 from renderer.annotations import load_annotations
-from renderer.annotations.records import metric_value
+from renderer.records import metric_value
 from renderer.loaders import load_model
 
 

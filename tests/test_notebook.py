@@ -123,8 +123,8 @@ def test_show_takes_loaded_objects_and_options(tmp_path: Path) -> None:
 
 def test_a_big_model_shows_its_overview(tmp_path: Path) -> None:
     import renderer
-    from renderer.folding import fold
-    from renderer.pages import plan
+    from renderer.picture.folding import fold
+    from renderer.picture.pages import plan
 
     model = renderer.load_model(P.SAMPLES / "onnx" / "bert_scoped.onnx")
     book = plan(model, fold(model).is_drawn)

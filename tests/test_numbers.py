@@ -17,7 +17,7 @@ from onnx import numpy_helper
 from conftest import ONNX, ROOT
 from renderer import numbers
 from renderer.loaders import load_model
-from renderer.rendering import to_dot
+from renderer.picture.rendering import to_dot
 
 SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 BINARY = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}

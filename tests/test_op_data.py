@@ -15,7 +15,7 @@ import pytest
 from conftest import ONNX, TFLITE, ROOT, run_cli
 
 import renderer
-from renderer import categories
+from renderer.data import categories
 from renderer.data import operators
 from renderer.errors import OperatorDataError
 from renderer.ir import SubgraphRef

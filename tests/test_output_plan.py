@@ -146,9 +146,9 @@ def test_inputs_found_later_are_refused_and_kept_for_the_write(tmp_path: Path) -
 def test_a_book_is_written_where_the_plan_says_and_links_as_it_says(tmp_path: Path) -> None:
     """A real model drawn as pages (DOT: no layout), through ``render``: the overview and each page file are
     where the plan names them, and every link in the overview's DOT is one of the plan's links."""
-    from renderer.loading import load
+    from renderer.integrations.loading import load
     from renderer.options import RenderOptions
-    from renderer.rendering import render
+    from renderer.picture.rendering import render
 
     loaded = load(str(ONNX / "tiny_transformer.onnx"), [], RenderOptions(collapse=1, color_by="macs"))
     plan = OutputPlan.build([tmp_path / "t.dot", tmp_path / "t.md"])

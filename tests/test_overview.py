@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 
 import renderer
-from renderer.folding import fold
+from renderer.picture.folding import fold
 
 INDEX_RANGE = re.compile(r"\bops? \d+\s*[–-]\s*\d+|\bstages? \d")
 INTERNAL_ID = re.compile(r"#(?:stage|gathered|graph|block)\d|\bbox-\d|\brun-\d")

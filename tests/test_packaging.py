@@ -22,21 +22,21 @@ def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
                      "renderer/templates/report.js",
                      "renderer/templates/diff.md.j2",
                      "renderer/colormaps/heat.json", "renderer/colormaps/categories.json",
-                     "renderer/data/onnx-ops.json", "renderer/data/tflite-ops.json", "renderer/cli.py"):
+                     "renderer/data/onnx-ops.json", "renderer/data/tflite-ops.json", "renderer/commands/cli.py"):
         assert expected in names, expected
     for package in ROOT.joinpath("renderer").rglob("__init__.py"):
         relative = package.relative_to(ROOT).as_posix()
         assert relative in names, f"{relative} is missing from the wheel: list it in pyproject.toml"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "annograph = renderer.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "annograph = renderer.commands.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     probe = (
-        "import renderer.colors as c, renderer.report as r, renderer.resources as res\n"
+        "import renderer.colors as c, renderer.reports.report as r, renderer.data.resources as res\n"
         "assert 'heat' in c.own_colormaps(), c.own_colormaps()\n"
         "assert str(res.folder('templates')).startswith(%r), res.folder('templates')\n"
-        "import renderer.explore as e\n"
+        "import renderer.reports.explore as e\n"
         "assert e.script_source().startswith('// annograph'), e.script_source()[:40]\n"
         "print(r._template_source('report.md.j2')[:1])\n" % str(unpacked)
     )

@@ -15,7 +15,7 @@ import pytest
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 
 import renderer
-from renderer.folding import fold
+from renderer.picture.folding import fold
 
 MAX_SIDE_PT = 199 * 72  # what graphviz_run leaves unshrunk in a PDF; under the 200 in PDF viewers open
 MAX_AREA_PER_BOX = 150_000  # pt² of page per drawn box (operators, group boxes, stubs, model inputs/outputs)
@@ -200,7 +200,7 @@ def test_a_page_laid_out_too_big_is_planned_again(tmp_path: Path, monkeypatch: p
                                                    chain_report: Path) -> None:
     """With the limit lowered to 5,000 pt, pages that come out taller (a chain of 90 operators: ~9,000 pt) are
     planned again with fewer operators until they fit."""
-    from renderer import book_output, pages
+    from renderer.picture import book_output, pages
 
     monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)
     monkeypatch.setattr(book_output, "MAX_PAGE_PT", LOWERED)

@@ -17,9 +17,9 @@ import pytest
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 
 import renderer
-from renderer.folding import fold
-from renderer.grouping import scope_of
-from renderer.pages import needs_pages
+from renderer.picture.folding import fold
+from renderer.picture.grouping import scope_of
+from renderer.picture.pages import needs_pages
 
 MAX_PAGE_PT = 14_400  # 200 in, what PDF viewers open
 MIN_TEXT_PT = 8

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, SAMPLES, run_cli
-from renderer.cli import COMMANDS, build_parser
+from renderer.commands.cli import COMMANDS, build_parser
 
 BAR = re.compile(rb"\d+%\|")  # tqdm's "NN%|" before the bar itself
 STAGE = re.compile(r"^annograph: [A-Za-z][\w ]* \d+\.\d\d s(: |$)", re.M)  # "load 0.09 s: …"
@@ -125,7 +125,7 @@ def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> Non
     if command == "batch":  # a bar needs two models at least
         shutil.copy(ONNX / "tiny_cnn.onnx", tmp_path / "twin.onnx")
         args = {folder: [tmp_path / "twin.onnx", *given] for folder, given in args.items()}
-    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
             f"sys.exit(cli.main({[command, *map(str, args['tty'])]!r}))")
     status, shown, _ = _on_terminal([], code)
     assert status == 0 and re.search(bar, shown), shown[-300:]
@@ -141,7 +141,7 @@ def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> Non
 def test_elapsed_time_while_dot_runs(tmp_path: Path) -> None:
     """One long Graphviz run has no steps to count: an elapsed-time line stands in (here from 0 s instead of 1)."""
     out = tmp_path / "one.svg"
-    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
             f"sys.exit(cli.main(['render', {str(ONNX / 'light_resnet50.onnx')!r}, '-o', {str(out)!r}, "
             "'--no-sidecar', '--collapse', 'none']))")
     status, shown, _ = _on_terminal([], code)
@@ -160,7 +160,7 @@ def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp
     show their progress (elapsed-time lines from 0 s here instead of 1), the weight pass its bar, and no state
     of any of them is wider than the terminal (tqdm's width follows the terminal's)."""
     out = tmp_path / "bert.svg"
-    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
             f"sys.exit(cli.main(['render', {str(ONNX / 'bert_scoped.onnx')!r}, '-o', {str(out)!r}, '--no-sidecar', "
             "'--dim', 'batch=1', '--dim', 'sequence=16', '--color-by', 'macs']))")
     status, shown, _ = _on_terminal([], code, columns=40)

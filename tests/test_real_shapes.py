@@ -29,7 +29,7 @@ SILERO = ONNX / "silero_vad.onnx"
 
 def cli(*argv: str | Path) -> tuple[int, str]:
     """(exit status, stderr) of ``annograph argv`` in this process."""
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):

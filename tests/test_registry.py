@@ -51,7 +51,7 @@ def test_extra_outputs_are_options_of_render_checked_as_a_known_format() -> None
 
 
 def test_registry_commands_are_commands() -> None:
-    from renderer.cli import COMMANDS
+    from renderer.commands.cli import COMMANDS
 
     assert set(registry.COMMANDS) <= set(COMMANDS), "tests/registry.py COMMANDS names a command annograph lacks"
     assert "diff" in registry.COMMANDS

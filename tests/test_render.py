@@ -15,7 +15,7 @@ from conftest import (
 
 import renderer
 from renderer.colors import get_cmap, text_color, to_hex, contrast_ratio
-from renderer.folding import fold
+from renderer.picture.folding import fold
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
 FACE = TFLITE / "face_detection_short_range.tflite"
@@ -448,7 +448,7 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     filter_shape = "×".join(map(str, conv.inputs[1].producer.inputs[0].type.shape))
     texts = " ".join(t.text or "" for t in ops[conv.element_id].iter(f"{SVG_NS}text"))
     assert f"filter [{filter_shape}] float16→float32" in texts
-    from renderer.rendering import prepare
+    from renderer.picture.rendering import prepare
 
     scene = prepare(model, None, renderer.RenderOptions(color_by="macs"))
     assert scene.heatmap is not None and not {n.key for n in widening} & set(scene.heatmap.values)
@@ -542,7 +542,7 @@ def test_missing_dot_program(tmp_path: Path) -> None:
 def test_help_is_instant_and_imports_nothing_heavy() -> None:
     import sys
 
-    code = ("import sys, renderer.cli as c\n"
+    code = ("import sys, renderer.commands.cli as c\n"
             "try:\n    c.main(['--help'])\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('onnx', 'numpy', 'matplotlib', 'tflite', 'jinja2', 'graphviz') if m in sys.modules]\n"
             "print('HEAVY', heavy)")

@@ -20,7 +20,7 @@ import payloads as P
 from conftest import ROOT, SVG_NS, parse_svg, svg_groups
 
 INLINE_ID = re.compile(r'id="ag[0-9a-f]{8}-')
-CONF = 'project = "annograph test"\nextensions = ["renderer.sphinx"]\n'
+CONF = 'project = "annograph test"\nextensions = ["renderer.integrations.sphinx"]\n'
 DIRECTIVE = """\
 Model
 =====
@@ -86,11 +86,11 @@ def _cache(src: Path) -> dict[str, int]:
 
 def test_the_page_holds_the_picture_and_it_is_drawn_again_only_when_an_input_changes(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import renderer.sphinx
+    import renderer.integrations.sphinx
 
     drawn: list[str] = []
-    real_draw = renderer.sphinx.draw
-    monkeypatch.setattr(renderer.sphinx, "draw", lambda *a: (drawn.append(a[0]), real_draw(*a))[1])
+    real_draw = renderer.integrations.sphinx.draw
+    monkeypatch.setattr(renderer.integrations.sphinx, "draw", lambda *a: (drawn.append(a[0]), real_draw(*a))[1])
 
     first = build(project)
     assert first.warnings == ""
@@ -291,9 +291,9 @@ def test_latex_gets_a_pdf_and_text_the_alt_text(project: Path) -> None:
 
 
 def test_a_big_model_is_an_overview_linking_to_its_pages(project: Path) -> None:
-    from renderer.folding import fold
+    from renderer.picture.folding import fold
     from renderer.loaders import load_model
-    from renderer.pages import plan
+    from renderer.picture.pages import plan
 
     shutil.copy(P.SAMPLES / "onnx" / "bert_scoped.onnx", project / "models")
     (project / "index.rst").write_text("Big\n===\n\n.. annograph:: models/bert_scoped.onnx\n   :color-by: macs\n"
@@ -342,7 +342,7 @@ def test_hostile_names_through_the_directive_are_inert(project: Path) -> None:
 
 
 def test_importing_the_extension_is_light() -> None:
-    code = "import sys, renderer.sphinx; print(sorted(m for m in ('onnx', 'numpy', 'matplotlib', 'tflite') " \
+    code = "import sys, renderer.integrations.sphinx; print(sorted(m for m in ('onnx', 'numpy', 'matplotlib', 'tflite') " \
            "if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)

@@ -26,7 +26,7 @@ COMMENT_BUDGET = 20_000  # far below GitHub's 65,536 characters per comment
 
 
 def _cli(*args: str | Path) -> int:
-    from renderer.cli import main
+    from renderer.commands.cli import main
 
     return main([str(a) for a in args])
 

@@ -21,7 +21,7 @@ from .. import inputs
 from ..errors import AnnotationError
 from ..id_rules import Ambiguous, IdIndex, Unresolved
 from ..ir import ElementKey, Model
-from .records import (
+from ..records import (
     MAX_VALUES_PER_ELEMENT, AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value,
 )
 

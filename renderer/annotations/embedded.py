@@ -33,7 +33,7 @@ from ..ir import Model
 from ..version import __version__
 from .lookup import TOO_MANY_DIGITS
 from .metric_meta import read_metric_infos
-from .records import Annotations, AnnotationSet, Entry, Ref, json_values
+from ..records import Annotations, AnnotationSet, Entry, Ref, json_values
 from .style import validate_style
 
 NAME = "embedded"

@@ -37,7 +37,7 @@ from ..errors import AnnotationError, first_line
 from ..ir import Model
 from .lookup import bounded_lines, parse_json
 from .metric_meta import read_metric_infos
-from .records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
+from ..records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
 from .style import validate_style
 
 NAME = "generic"

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import inputs
-from ..categories import with_role
+from ..data.categories import with_role
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
-from .records import Entry, Ref
+from ..records import Entry, Ref
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""

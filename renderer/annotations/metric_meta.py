@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import AnnotationError
-from .records import MetricInfo
+from ..records import MetricInfo
 
 UNIT_CHARS = 20
 DESCRIPTION_CHARS = 300

@@ -31,7 +31,7 @@ from ..errors import AnnotationError
 from ..id_rules import whole_number
 from ..ir import Graph, Model, Node
 from .lookup import load_json, node_ref
-from .records import AnnotationSet, Entry, MetricInfo, metric_value
+from ..records import AnnotationSet, Entry, MetricInfo, metric_value
 from .style import normalize_color
 
 NAME = "model-explorer"

@@ -24,7 +24,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex, whole_number
 from ..ir import Model
 from .lookup import load_json, node_ref, value_ref
-from .records import AnnotationSet, Entry, Ref
+from ..records import AnnotationSet, Entry, Ref
 
 NAME = "netron"
 DESCRIPTION = 'Netron attachment JSON ("signature": "netron:attachment")'

@@ -19,7 +19,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
 from .lookup import csv_rows, node_ref, number
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"
 DESCRIPTION = "onnx-tool profile CSV (Name,Type,Forward_MACs,…,Params,…)"

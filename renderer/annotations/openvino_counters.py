@@ -36,7 +36,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
 from .lookup import MAX_COLUMNS, node_ref, number, numbered_lines, open_text
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "openvino"
 DESCRIPTION = "OpenVINO benchmark_app -report_type detailed_counters / average_counters CSV"

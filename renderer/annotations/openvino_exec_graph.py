@@ -32,7 +32,7 @@ from ..id_rules import IdIndex
 from ..ir import Model, Node
 from .lookup import MAX_JSON_BYTES, attribute_fused, node_ref, number
 from .openvino_counters import find_node
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "openvino-exec-graph"
 DESCRIPTION = "OpenVINO execution graph with execTimeMcs (benchmark_app -exec_graph_path, performance counters on)"

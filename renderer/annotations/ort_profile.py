@@ -36,7 +36,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex, whole_number
 from ..ir import Model, Node
 from .lookup import load_json, node_ref, numbered_lines, open_text, ort_node_indices
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"
 DESCRIPTION = "ONNX Runtime profile (SessionOptions.enable_profiling JSON trace)"

@@ -37,7 +37,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node, Value
 from .lookup import load_json, node_ref, value_ref
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "qdq-loss"
 DESCRIPTION = "ONNX Runtime qdq_loss_debug activation/weight SQNR saved as JSON"

@@ -40,7 +40,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
 from .lookup import MAX_JSON_BYTES, attribute_fused, load_json, node_ref
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tensorrt"
 DESCRIPTION = "TensorRT trtexec --exportProfile JSON (with --exportLayerInfo beside it)"

@@ -54,7 +54,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
 from .lookup import node_ref, number, numbered_lines, open_text
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-benchmark"
 DESCRIPTION = "TFLite benchmark_model --enable_op_profiling output (text tables or csv mode)"

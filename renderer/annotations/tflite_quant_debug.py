@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
 from .lookup import csv_rows, node_ref, number, value_ref
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"
 DESCRIPTION = "TFLite QuantizationDebugger layer statistics CSV (op_name,tensor_idx,…,tensor_name)"

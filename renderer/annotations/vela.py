@@ -44,7 +44,7 @@ from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
 from .lookup import MAX_COLUMNS, bounded_lines, column_names, node_ref, number, numbered_lines, open_text
-from .records import AnnotationSet, Entry, MetricInfo
+from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "vela"
 DESCRIPTION = "Arm Vela per-layer performance CSV (vela --verbose-performance: <model>_per-layer.csv)"

@@ -24,7 +24,7 @@ it may replace (``written_by_batch``)."""
 
 def html(results: list[ModelResult], title: str) -> str:
     from ..escape import clean
-    from ..report import environment
+    from ..reports.report import environment
 
     models: list[dict[str, Any]] = []
     for result in results:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..annotations import Annotations, load_annotations
 from ..colors import NA_COLOR, text_color
 from ..errors import AnnographError, MetricError
-from ..folding import fold
+from ..picture.folding import fold
 from ..heatmap import Heatmap, build, builtin_default, default_metric, operator_metrics
 from ..ir import ElementKey, Model
 from ..numbers import format_number
@@ -26,8 +26,8 @@ from . import caption
 from .layout import BookLayout, Layout, lay_out
 
 if TYPE_CHECKING:
-    from ..dot import Scene
-    from ..pages import Book, Page
+    from ..picture.dot import Scene
+    from ..picture.pages import Book, Page
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NAME_CHARS = 60
@@ -306,8 +306,8 @@ def _group_boxes(scene: Scene, book: Book, page: Page) -> tuple[str, dict[str, d
     colours them (``dot_pages.group_heatmap``: the page's boxes on a scale of their own), and what the caption
     says of that scale."""
     from .. import escape
-    from ..aggregate import rule_for
-    from ..dot_pages import group_heatmap
+    from ..picture.aggregate import rule_for
+    from ..picture.dot_pages import group_heatmap
 
     groups = [group for run in page.all_boxes() for group in run]
     box_heat = group_heatmap(scene, groups, scene.options.aggregate) if scene.heatmap is not None else None

@@ -7,19 +7,19 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import graphviz_run
+from ..picture import graphviz_run
 from ..annotations import Annotations
-from ..annotations.records import Entry
-from ..folding import fold
-from ..dot import Scene
+from ..records import Entry
+from ..picture.folding import fold
+from ..picture.dot import Scene
 from ..heatmap import NO_COLOR
 from ..ir import Model
 from ..options import RenderOptions
-from ..rendering import to_dot
+from ..picture.rendering import to_dot
 from . import caption, svg_template
 
 if TYPE_CHECKING:
-    from ..pages import Book
+    from ..picture.pages import Book
 
 SENTINEL_FILL = "#010203"
 """Placeholder box fill: a colour no colour map produces, dark so the text on it is written with a fill."""
@@ -49,7 +49,7 @@ class Layout:
 
 @dataclass(slots=True)
 class BookLayout:
-    """A model drawn as an overview and pages (``renderer.pages``), each page laid out once.
+    """A model drawn as an overview and pages (``renderer.picture.pages``), each page laid out once.
 
     Attributes:
         pages: the overview first, then each page (its links to the others name the overview ``OVERVIEW``,
@@ -73,7 +73,7 @@ its own name there (a link's text does not change the layout)."""
 def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: int) -> Layout | BookLayout:
     """Render ``model`` once with placeholders sized for the longest metric name and value of the batch: one
     picture, or (a big model) an overview and pages as ``render`` draws them, each page laid out once."""
-    from ..rendering import plan_book, prepare
+    from ..picture.rendering import plan_book, prepare
 
     key_chars = max(1, min(key_chars, MAX_KEY_CHARS))
     value_chars = max(3, value_chars)
@@ -89,8 +89,8 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
     if book is None:
         svg = graphviz_run.run_dot(to_dot(model, notes, layout_options), "svg", timeout=options.timeout)
         return _cut(svg, key_text, value_text, key_chars, value_chars)
-    from ..book_output import lay_out_pages
-    from ..dot_pages import emit_page
+    from ..picture.book_output import lay_out_pages
+    from ..picture.dot_pages import emit_page
     from ..picture.output_plan import Links, page_file
 
     sources = [emit_page(scene, book, page, Links(OVERVIEW)) for page in book.pages]

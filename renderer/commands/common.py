@@ -213,7 +213,7 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, alias: str, replacemen
 
 
 def add_verbosity_arguments(parser: argparse.ArgumentParser) -> None:
-    """-q / -v, the same for every command (``renderer.cli`` adds them to each)."""
+    """-q / -v, the same for every command (``renderer.commands.cli`` adds them to each)."""
     say = parser.add_mutually_exclusive_group()
     say.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings (no summaries, no progress bars)")
     say.add_argument("-v", "--verbose", action="store_true", help="also each stage's time and sizes")
@@ -229,7 +229,7 @@ def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: 
     ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union).
     ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``)."""
     from ..loaders import load_model
-    from ..pinning import parse
+    from ..loaders.pinning import parse
 
     with stage("load") as facts:
         model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or ())

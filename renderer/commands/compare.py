@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import atomic
     from ..compare import compare_dumps, compare_models, document
     from ..errors import AnnographError, UsageError
-    from ..pinning import parse as parse_dims
+    from ..loaders.pinning import parse as parse_dims
     from .common import count, load_noted, stage, warn
 
     inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]

@@ -90,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..picture.output_plan import OutputPlan
     from ..progress import note, warn
-    from ..rendering import produce
-    from ..summary import check_link_base, check_top_k
+    from ..picture.rendering import produce
+    from ..reports.summary import check_link_base, check_top_k
 
     if len(args.models) not in (1, 2):
         raise UsageError("diff takes one model (with --before and --after files) or two models")
@@ -150,8 +150,8 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """(the model to draw, the diff, the sidecar files read)."""
     from .. import diff as differ
     from ..annotations import load_annotations
-    from ..pinning import check_union
-    from ..pinning import parse as parse_dims
+    from ..loaders.pinning import check_union
+    from ..loaders.pinning import parse as parse_dims
     from .common import load_noted, say_coverage
 
     def annotations(paths: list[str], model, own: bool):  # type: ignore[no-untyped-def]
@@ -179,7 +179,7 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _default_metric(after, model) -> str:  # type: ignore[no-untyped-def]
     """The metric a diff compares when no --metric is given: the one render would colour the after side by."""
     from ..errors import MetricError
-    from ..loading import default_color
+    from ..integrations.loading import default_color
     from ..options import RenderOptions
     from ..progress import note
 

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     options = render_options(args)
     jobs, folder = _jobs(args)
     if extra := summary_outputs(args):
-        from ..summary import check_link_base, check_top_k
+        from ..reports.summary import check_link_base, check_top_k
 
         check_link_base(options.summary_link_base)
         check_top_k(options.summary_top_k)
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
     from ..heatmap import NO_COLOR
-    from ..rendering import render
+    from ..picture.rendering import render
     from .common import load_annotated, warn
 
     model, annotations = load_annotated(args, model_path, check_dims=check_dims)
@@ -108,7 +108,7 @@ def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Names
         _say_what_to_pin(model, annotations, options.color_by)
     render(model, annotations, options, output=plan)
     if options.show == ["all"]:
-        from ..dot import MAX_DRAWN_VALUES
+        from ..picture.dot import MAX_DRAWN_VALUES
 
         crowded = sum(len(e.values) > MAX_DRAWN_VALUES for e in annotations.ops.values())
         if crowded:
@@ -118,7 +118,7 @@ def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Names
 
 def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[no-untyped-def]
     """One line when the colour metric needs shapes that free input dims leave unknown."""
-    from ..annotations.records import metric_value
+    from ..records import metric_value
     from ..metrics.input_dims import pin_advice
     from .common import warn
 
@@ -130,7 +130,7 @@ def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[n
 
 def default_color(options, annotations, model):  # type: ignore[no-untyped-def]
     """``options`` colouring by the default metric when no --color-by was given (said on stderr)."""
-    from .. import loading
+    from ..integrations import loading
 
     options, default = loading.default_color(options, annotations, model)
     loading.say_default(default)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import AnnographError
 from ..loaders import load_model
-from ..pinning import check_union
+from ..loaders.pinning import check_union
 from .core import MAX_TENSOR_BYTES, Comparison, TensorResult, compare_dumps, compare_runs
 from .document import document
 from .inputs import feedable_dims

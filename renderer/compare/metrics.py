@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..annotations.records import MetricInfo
+from ..records import MetricInfo
 
 SOURCE = "compare"
 

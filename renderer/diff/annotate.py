@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import escape
-from ..annotations.records import Annotations, Entry, MetricInfo
+from ..records import Annotations, Entry, MetricInfo
 from ..options import RenderOptions
 from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
 

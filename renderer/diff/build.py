@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..annotations.records import Annotations, MetricInfo
+from ..records import Annotations, MetricInfo
 from ..errors import MetricError
 from ..heatmap import number_of, resolve_metric
 from ..ir import ElementKey, Model

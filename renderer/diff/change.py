@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..aggregate import combine, rule_for
-from ..annotations.records import MetricInfo
+from ..picture.aggregate import combine, rule_for
+from ..records import MetricInfo
 from ..errors import UsageError
 from ..ir import ElementKey
 from ..numbers import format_number, signed

@@ -31,7 +31,7 @@ def markdown(diff: Diff, gate: GateView | None = None, pictures: list[str] | Non
              link_base: str | None = None) -> str:
     """The summary: totals before and after, the top regressions and improvements, what the gate found, and
     the operators one side lacks. Pictures link relative to the summary, or under ``link_base``."""
-    from ..report import environment
+    from ..reports.report import environment
 
     links = [escape.markdown_link(path, path, link_base) for path in pictures or []]
     text = environment().get_template("diff.md.j2").render(**_view(diff, gate, links, top),

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..annotations import input_paths
 from ..annotations.embedded import ENTRY, document
-from ..annotations.records import Annotations
+from ..records import Annotations
 from ..atomic import write_bytes
 from ..errors import AnnographError
 from ..ir import Model

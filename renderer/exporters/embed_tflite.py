@@ -28,7 +28,7 @@ from typing import Any
 
 from ..annotations import input_paths
 from ..annotations.embedded import ENTRY, document
-from ..annotations.records import Annotations
+from ..records import Annotations
 from ..atomic import write_bytes
 from ..errors import AnnographError, LoaderError
 from ..ir import Model

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..annotations.records import Annotations, Entry
+from ..records import Annotations, Entry
 from ..ir import Model
 from . import ExportOptions, ExportResult
 from .stable_ids import StableIds

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..annotations.metric_meta import describe
-from ..annotations.records import Annotations, Entry, json_values
+from ..records import Annotations, Entry, json_values
 from ..ir import Model
 from . import ExportOptions, ExportResult
 from .stable_ids import StableIds

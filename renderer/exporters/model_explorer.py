@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..annotations.records import Annotations, metric_value
+from ..records import Annotations, metric_value
 from ..errors import MetricError
 from ..ir import ElementKey, Graph, Model
 from . import ExportOptions, ExportResult

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..annotations.records import Annotations, json_values, metric_value
+from ..records import Annotations, json_values, metric_value
 from ..ir import Model
 from . import ExportOptions, ExportResult
 

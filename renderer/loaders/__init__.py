@@ -130,7 +130,7 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
 def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:
     """An AnnographError naming the files when a ``dims`` name is a free input dim of none of the models at
     ``paths`` that can be read; each file's own problems are left for its load to report."""
-    from ..pinning import check_union
+    from .pinning import check_union
 
     read: dict[str | Path, list[str]] = {}
     for path in paths if dims else []:

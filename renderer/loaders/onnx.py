@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import ir
-from ..categories import category
+from ..data.categories import category
 from ..errors import LoaderError, OperatorDataError, first_line
 from ..progress import detail
 from . import RealValues, decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
@@ -117,7 +117,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
          shape_run: bool = True, values: RealValues | None = None) -> ir.Model:
     import onnx
 
-    from ..pinning import resolve
+    from .pinning import resolve
 
     buffer, parts, proto = _parse(path)
     if proto.ir_version > onnx.IR_VERSION:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import ir
-from ..categories import category
+from ..data.categories import category
 from ..data.operators import operator
 from ..errors import LoaderError, OperatorDataError, first_line
 from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
@@ -137,7 +137,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     ``shape_run``: False pins dynamic axes by position without asking LiteRT to carry them through. ``values``
     are for ONNX models: a TFLite file's shapes come from the file and ``dims`` (a note says so when given)."""
     buffer = _mapped(path)
-    from ..pinning import resolve
+    from .pinning import resolve
 
     try:
         builder = _Builder(path, buffer, {})

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..annotations.records import Annotations, Entry, MetricInfo
+from ..records import Annotations, Entry, MetricInfo
 from ..ir import ElementKey, Model
 from ..numbers import format_bytes, format_count
 from ..options import RenderOptions

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..annotations.records import Entry
-from ..file_formats import chosen_format
+from ..records import Entry
+from ..picture.file_formats import chosen_format
 from ..ir import ElementKey, Model
 
 FORMATS = {".json": "json", ".csv": "csv", ".tsv": "tsv"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from ..categories import runs_subgraphs
+from ..data.categories import runs_subgraphs
 from ..data.operators import formula_table, operator
 from .formulas import (
     ZERO, Cost, NotCountable, attention, convolution, einsum, matmul, per_element, pooling, prod, recurrent,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..categories import runs_subgraphs
+from ..data.categories import runs_subgraphs
 from ..ir import ElementKey, Model, Node, Value
 from . import onnx_ops, tflite_ops
 from .formulas import MALFORMED, Cost, NotCountable, malformed, prod

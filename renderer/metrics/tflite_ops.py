@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from ..categories import runs_subgraphs
+from ..data.categories import runs_subgraphs
 from ..data.operators import formula_table, operator
 from .formulas import (
     ZERO, Cost, NotCountable, convolution, matmul, per_element, pooling, prod, recurrent, reduction, resize,

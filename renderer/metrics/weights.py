@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from .. import categories
+from ..data import categories
 from ..ir import Node, Value
 from .formulas import NotCountable
 

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from .. import atomic, escape
 from ..errors import RenderError, UsageError
-from ..file_formats import chosen_format
+from .file_formats import chosen_format
 from ..progress import stage, waiting
 
 if TYPE_CHECKING:
-    from ..pages import Page
+    from .pages import Page
 
 OUTPUT_FORMATS: dict[str, str] = {
     ".svg": "svg", ".pdf": "pdf", ".png": "png", ".dot": "dot", ".gv": "dot", ".html": "html", ".htm": "html",

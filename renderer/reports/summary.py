@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from . import escape
-from .aggregate import rule_for
-from .numbers import format_number, percent
-from .dot import Scene
-from .errors import UsageError
-from .heatmap import number_of
-from .options import SUMMARY_MAX_TOP_K
+from .. import escape
+from ..picture.aggregate import rule_for
+from ..numbers import format_number, percent
+from ..picture.dot import Scene
+from ..errors import UsageError
+from ..heatmap import number_of
+from ..options import SUMMARY_MAX_TOP_K
 
 MAX_COVERAGE = 10
 MAX_META = 8

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import ElementKey
+from .ir import ElementKey
 
 MAX_VALUES_PER_ELEMENT = 1000
 """Values kept per operator or tensor and source: a million keys on one element cost minutes and gigabytes to

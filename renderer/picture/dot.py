@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 import graphviz
 
-from . import escape
-from .annotations.records import Annotations, Entry, metric_value
-from .colors import NA_COLOR, category_colors, text_color
+from .. import escape
+from ..records import Annotations, Entry, metric_value
+from ..colors import NA_COLOR, category_colors, text_color
 from .folding import Folding, NodeKey
-from .heatmap import Heatmap
-from .ir import Graph, Model, Node, SubgraphRef, Value
-from .numbers import format_number
-from .options import RenderOptions
+from ..heatmap import Heatmap
+from ..ir import Graph, Model, Node, SubgraphRef, Value
+from ..numbers import format_number
+from ..options import RenderOptions
 
 FONT = "Helvetica"
 BORDER_COLOR = "#5a5a5a"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .errors import AnnographError
+from ..errors import AnnographError
 
 
 def chosen_format(path: str | Path, fmt: str | None, extensions: Mapping[str, str], what: str,

@@ -1,4 +1,4 @@
-"""Sphinx extension: ``extensions = ["renderer.sphinx"]`` adds the ``annograph`` directive.
+"""Sphinx extension: ``extensions = ["renderer.integrations.sphinx"]`` adds the ``annograph`` directive.
 
 .. code-block:: rst
 
@@ -52,8 +52,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from .errors import AnnographError
-from .version import __version__
+from ..errors import AnnographError
+from ..version import __version__
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -124,7 +124,7 @@ class AnnographDirective(SphinxDirective):
         for line in json.loads(notes.read_text(encoding="utf-8"))["unmatched"]:
             logger.warning("annograph: %s", line, location=(self.env.docname, self.lineno),
                            type="annograph", subtype="coverage")
-        from .picture.output_plan import pages_path
+        from ..picture.output_plan import pages_path
 
         node = annograph()
         node.update_all_atts({
@@ -140,8 +140,8 @@ class AnnographDirective(SphinxDirective):
     def _drop_idle_dims(self, model: str, fields: dict[str, Any]) -> None:
         """``:dims:`` on a model whose input shapes are all fixed pins nothing and loses nothing: a warning at
         the directive's line (the command line warns on stderr), and the picture is drawn without them."""
-        from .loaders import detect
-        from .pinning import idle
+        from ..loaders import detect
+        from ..loaders.pinning import idle
 
         if fields.get("dims") and not detect(Path(model)).pinnable(Path(model)):
             for name, value in fields.pop("dims").items():
@@ -152,7 +152,7 @@ class AnnographDirective(SphinxDirective):
 
     def _fields(self) -> dict[str, Any]:
         """RenderOptions fields from the directive's options, as text where the command line takes text."""
-        from .pinning import parse as parse_dims
+        from ..loaders.pinning import parse as parse_dims
 
         fields: dict[str, Any] = {}
         for option, name in (("color-by", "color_by"), ("cmap", "cmap"), ("collapse", "collapse"),
@@ -188,9 +188,9 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
     import tempfile
 
     from . import loading
-    from .inline_svg import parse
-    from .picture.output_plan import pages_path
-    from .rendering import render
+    from ..reports.inline_svg import parse
+    from ..picture.output_plan import pages_path
+    from ..picture.rendering import render
 
     loaded = loading.load(model, annotations, loading.render_options(**fields), sidecar=sidecar)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -223,8 +223,8 @@ def _one_line(error: BaseException) -> str:
 
 def _ship(source: Path, folder: Path) -> None:
     """Copy the picture (and its pages) into ``folder`` unless it is there already."""
-    from . import atomic
-    from .picture.output_plan import pages_path
+    from .. import atomic
+    from ..picture.output_plan import pages_path
 
     target = folder / source.name
     if not target.is_file():
@@ -236,8 +236,8 @@ def _ship(source: Path, folder: Path) -> None:
 
 
 def visit_html(self: Any, node: annograph) -> None:
-    from . import escape
-    from .inline_svg import fit_width, inline, prefix_for
+    from .. import escape
+    from ..reports.inline_svg import fit_width, inline, prefix_for
 
     source = Path(node["svg"])
     # the n-th picture of the page: unique on the page, and the same prefix in every build
@@ -268,7 +268,7 @@ def visit_html(self: Any, node: annograph) -> None:
 
 def visit_latex(self: Any, node: annograph) -> None:
     from . import loading
-    from .rendering import render
+    from ..picture.rendering import render
 
     source = Path(node["svg"])
     pdf = source.with_suffix(".pdf")
@@ -279,7 +279,7 @@ def visit_latex(self: Any, node: annograph) -> None:
             render(loaded.model, loaded.annotations, loaded.options, output=str(pdf))
         target = Path(self.builder.outdir) / pdf.name
         if not target.is_file():
-            from . import atomic
+            from .. import atomic
 
             atomic.write_bytes(target, pdf.read_bytes())
     except (AnnographError, OSError) as e:
@@ -317,7 +317,7 @@ def _add_css(app: Sphinx) -> None:
 
 def _write_css(app: Sphinx, exception: BaseException | None) -> None:
     if exception is None and app.builder.format == "html":
-        from . import atomic
+        from .. import atomic
 
         static = Path(app.outdir) / "_static"
         static.mkdir(parents=True, exist_ok=True)

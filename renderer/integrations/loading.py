@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import AnnographError
-from .options import RenderOptions
+from ..errors import AnnographError
+from ..options import RenderOptions
 
 if TYPE_CHECKING:
-    from .heatmap import DefaultMetric
+    from ..heatmap import DefaultMetric
 
 PathLike = str | Path
 
@@ -50,7 +50,7 @@ def render_options(options: RenderOptions | None = None, **given: Any) -> Render
     Raises:
         AnnographError: a name that is not a RenderOptions field, or a bad ``collapse``.
     """
-    from .pages import collapse_depth
+    from ..picture.pages import collapse_depth
 
     names = {f.name for f in dataclasses.fields(RenderOptions)}
     unknown = sorted(set(given) - names)
@@ -80,9 +80,9 @@ def load(
     Raises:
         AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
     """
-    from .annotations import Annotations, load_annotations, shape_profiles
-    from .ir import Model
-    from .loaders import load_model
+    from ..annotations import Annotations, load_annotations, shape_profiles
+    from ..ir import Model
+    from ..loaders import load_model
 
     options = options or RenderOptions()
     notes: list[str] = []
@@ -111,8 +111,8 @@ def default_color(options: RenderOptions, annotations: Any,
     bring no numeric operator metric at all, a built-in one (``heatmap.builtin_default``: MACs, else weight
     bytes); when they bring several and none is declared main, plain boxes (``heatmap.NO_COLOR``) and a line
     asking for ``--color-by``."""
-    from .folding import fold
-    from .heatmap import NO_COLOR, builtin_default, default_metric
+    from ..picture.folding import fold
+    from ..heatmap import NO_COLOR, builtin_default, default_metric
 
     if options.color_by is not None:
         return options, None
@@ -124,7 +124,7 @@ def default_color(options: RenderOptions, annotations: Any,
 
 def say_default(default: DefaultMetric | None) -> None:
     """The line saying which metric colours and why: a note, or a ``-v`` detail when the choice is routine."""
-    from .progress import detail, note
+    from ..progress import detail, note
 
     if default is not None and default.said:
         (detail if default.routine else note)(default.said)
@@ -132,7 +132,7 @@ def say_default(default: DefaultMetric | None) -> None:
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
     """Every file a render reads, before anything is loaded: the model, its sidecars, the annotation files."""
-    from .annotations.sidecar import sidecars
+    from ..annotations.sidecar import sidecars
 
     found = sidecars(model_path) if sidecar else []
     return [Path(model_path), *[p for p in found if str(p) not in map(str, annotation_paths)],

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from .errors import GraphvizNotFound, RenderError
+from ..errors import GraphvizNotFound, RenderError
 
 
 class LayoutTimeout(RenderError):

@@ -1,4 +1,4 @@
-"""Writing a book (``renderer.pages``): every page laid out once, in parallel over the cores, then written as
+"""Writing a book (``renderer.picture.pages``): every page laid out once, in parallel over the cores, then written as
 the formats asked for.
 
     ``-o m.svg``   the overview in ``m.svg``, the pages in ``m.svg.pages/page-NNN.svg`` (relative links; the
@@ -17,13 +17,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from . import graphviz_run, progress
-from .numbers import count
+from . import graphviz_run
+from .. import progress
+from ..numbers import count
 from .dot import Scene
 from .dot_pages import emit_page
-from .errors import RenderError
+from ..errors import RenderError
 from .pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, plan
-from .picture.output_plan import Links, OutputPlan, Written
+from .output_plan import Links, OutputPlan, Written
 
 GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
 REPLANS = 2
@@ -62,12 +63,12 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
         elif fmt == "pdf":
             produced.append((target, _merge_pdfs([laid[i]["pdf"] for i in range(len(book.pages))])))
         elif fmt == "html":
-            from . import report
+            from ..reports import report
 
             svgs = [_anchored(laid[i]["svg"].decode("utf-8"), book, links) for i in range(len(book.pages))]
             produced.append((target, report.book_html(scene, book, svgs).encode("utf-8")))
         elif fmt == "md":
-            from . import report
+            from ..reports import report
 
             produced.append((target, report.markdown(scene, outputs.pictures_for(output.path)).encode("utf-8")))
         else:

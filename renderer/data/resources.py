@@ -16,4 +16,4 @@ def folder(name: str) -> Traversable:
             return found
     except ModuleNotFoundError:
         pass
-    return Path(__file__).resolve().parent.parent / name
+    return Path(__file__).resolve().parents[2] / name

@@ -21,9 +21,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from . import escape
+from .. import escape
 from .loading import Loaded, load, render_options
-from .options import RenderOptions
+from ..options import RenderOptions
 
 _SHOWN: dict[str, int] = {}
 """How many times each SVG (by hash) has been displayed in this process."""
@@ -67,14 +67,14 @@ class Picture:
 
     def _inlined(self) -> str:
         """The SVG with its ids under a prefix no earlier display in this process has used."""
-        from .inline_svg import inline, prefix_for
+        from ..reports.inline_svg import inline, prefix_for
 
         digest = hashlib.sha256(self.svg.encode("utf-8")).hexdigest()
         count = _SHOWN[digest] = _SHOWN.get(digest, -1) + 1
         return inline(self.svg, prefix_for(digest, str(count)))
 
     def _html(self, body: str) -> str:
-        from .inline_svg import fit_width
+        from ..reports.inline_svg import fit_width
 
         lines = list(self.notes)
         if self.pages > 1:
@@ -90,9 +90,9 @@ class Picture:
 
         SVG is written as shown; any other format (pdf, png, dot, html, md) is rendered from the same inputs.
         """
-        from .annotations import input_paths
-        from .picture.output_plan import OutputPlan
-        from .rendering import render
+        from ..annotations import input_paths
+        from ..picture.output_plan import OutputPlan
+        from ..picture.rendering import render
 
         loaded = self._loaded
         plan = OutputPlan.build([path], fmt, input_paths(loaded.model, loaded.annotations))
@@ -127,9 +127,9 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
 
 def draw_svg(loaded: Loaded) -> tuple[str, int]:
     """The SVG (of the overview, for a book of pages) and the number of pages, checked for active content."""
-    from . import dot, graphviz_run
-    from .inline_svg import parse
-    from .rendering import lay_out_flat, plan_book, prepare
+    from ..picture import dot, graphviz_run
+    from ..reports.inline_svg import parse
+    from ..picture.rendering import lay_out_flat, plan_book, prepare
 
     scene = prepare(loaded.model, loaded.annotations, loaded.options)
     book = plan_book(scene)
@@ -140,8 +140,8 @@ def draw_svg(loaded: Loaded) -> tuple[str, int]:
         except graphviz_run.TooBig:
             book = plan_book(scene, force=True)
     if book is not None:
-        from .book_output import produce
-        from .picture.output_plan import bytes_plan
+        from ..picture.book_output import produce
+        from ..picture.output_plan import bytes_plan
 
         data = produce(scene, book, bytes_plan("svg"))[0][1]  # type: ignore[assignment]
         pages = len(book.pages)

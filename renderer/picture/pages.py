@@ -1,6 +1,6 @@
 """Which operators go on which page when a model is too big for one picture.
 
-A *book* is an overview page plus detail pages, planned from the group tree (``renderer.grouping``): each page
+A *book* is an overview page plus detail pages, planned from the group tree (``renderer.picture.grouping``): each page
 belongs to one group and draws that group's operators in full, the smaller of its sub-groups inline (as
 clusters), and the rest as one box each, linked to their own pages. Every drawn operator is on exactly one page.
 Focused views (``--focus``, ``--top``) are books too, whose pages may share operators.
@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .errors import UsageError
+from ..errors import UsageError
 from .grouping import Group, display_path, group_model, name_run, repeated_runs
-from .ir import Graph, Model, Node, Value
-from .picture.output_plan import page_stem
+from ..ir import Graph, Model, Node, Value
+from .output_plan import page_stem
 
 NodeKey = tuple[str, int, int]
 

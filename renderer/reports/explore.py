@@ -15,15 +15,15 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from . import escape
-from .annotations.records import metric_value
-from .numbers import format_number
-from .dot import Scene
-from .resources import folder
+from .. import escape
+from ..records import metric_value
+from ..numbers import format_number
+from ..picture.dot import Scene
+from ..data.resources import folder
 
 if TYPE_CHECKING:
-    from .ir import Node
-    from .pages import Book
+    from ..ir import Node
+    from ..picture.pages import Book
 
 HOT_SPOTS = 10
 """Operators listed as hot spots (the worst by the colour metric)."""

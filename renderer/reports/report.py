@@ -10,15 +10,15 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from . import escape
-from .annotations.records import metric_value
-from .numbers import format_number
-from .dot import Scene
-from .errors import RenderError
-from .resources import folder
+from .. import escape
+from ..records import metric_value
+from ..numbers import format_number
+from ..picture.dot import Scene
+from ..errors import RenderError
+from ..data.resources import folder
 
 if TYPE_CHECKING:
-    from .pages import Book
+    from ..picture.pages import Book
 
 TOP_ROWS = 50
 
@@ -161,7 +161,7 @@ def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) ->
 
 
 def markdown(scene: Scene, pictures: list[str] | None = None) -> str:
-    """The pull-request summary (``renderer.summary``): model, totals, the top operators by the colour metric,
+    """The pull-request summary (``renderer.reports.summary``): model, totals, the top operators by the colour metric,
     annotation coverage, and links to ``pictures``, the pictures of the same run relative to the summary
     (``OutputPlan.pictures_for``)."""
     from . import summary

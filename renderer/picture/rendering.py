@@ -5,17 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import atomic, dot, escape, graphviz_run
-from .annotations import Annotations
-from .annotations.records import AnnotationSet
-from .errors import RenderError
+from .. import atomic, escape
+from . import dot, graphviz_run
+from ..annotations import Annotations
+from ..records import AnnotationSet
+from ..errors import RenderError
 from .folding import fold
-from .heatmap import NO_COLOR, Heatmap, build
-from .numbers import count, format_number
-from .ir import Model, Node
-from .options import RenderOptions
-from .picture.output_plan import OutputPlan, Written, bytes_plan
-from .progress import stage, waiting
+from ..heatmap import NO_COLOR, Heatmap, build
+from ..numbers import count, format_number
+from ..ir import Model, Node
+from ..options import RenderOptions
+from .output_plan import OutputPlan, Written, bytes_plan
+from ..progress import stage, waiting
 
 
 if TYPE_CHECKING:
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
 
 def prepare(model: Model, annotations: Annotations | None, options: RenderOptions) -> dot.Scene:
     """Add built-in metrics that are asked for, fit the heatmaps, and return the scene to draw."""
-    from . import metrics as builtin
+    from .. import metrics as builtin
 
     annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
     if options.color_by is None:  # the API's default is the command line's
-        from .loading import default_color, say_default
+        from ..integrations.loading import default_color, say_default
 
         options, default = default_color(options, annotations, model)
         say_default(default)
@@ -88,7 +89,7 @@ def lay_out_flat(scene: dot.Scene, source: str, formats: list[str]) -> dict[str,
 
 def _focus(scene: dot.Scene) -> Book:
     from . import pages
-    from .id_rules import IdIndex, Unresolved
+    from ..id_rules import IdIndex, Unresolved
 
     opts, model = scene.options, scene.model
     if opts.radius < 0:
@@ -139,12 +140,12 @@ def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, paths: bool = 
         elif fmt in laid:
             produced.append(laid[fmt])
         elif fmt == "md":
-            from . import report
+            from ..reports import report
 
             pictures = plan.pictures_for(plan.outputs[k].path) if paths else []
             produced.append(report.markdown(scene, pictures).encode("utf-8"))
         elif fmt == "html":
-            from . import report
+            from ..reports import report
 
             produced.append(report.html(scene, laid["svg"].decode("utf-8")).encode("utf-8"))
         else:
@@ -182,9 +183,9 @@ def render(
     were; an output that is the model or an annotation file read is refused. Returns the bytes of the last
     output (SVG when none).
     A big model (``RenderOptions.collapse``) or a focused view is drawn as an overview with pages: see
-    ``renderer.book_output`` for where the pages go.
+    ``renderer.picture.book_output`` for where the pages go.
     """
-    from .annotations import input_paths
+    from ..annotations import input_paths
 
     options = options or RenderOptions()
     if output is None:

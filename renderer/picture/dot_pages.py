@@ -1,4 +1,4 @@
-"""DOT for the pages of a book (``renderer.pages``): a page's operators in full, its sub-groups as linked boxes
+"""DOT for the pages of a book (``renderer.picture.pages``): a page's operators in full, its sub-groups as linked boxes
 coloured by their members' aggregate, and stubs for tensors that come from or go to other pages.
 
 Element ids, besides the operators' usual ``op-S-N`` and tensors' ``t-S-N``:
@@ -17,18 +17,18 @@ from collections import Counter
 from collections.abc import Iterable
 import graphviz
 
-from . import escape
+from .. import escape
 from .aggregate import combine, rule_for, shares
-from .annotations.records import MetricInfo
-from .colors import Scale, text_color
+from ..records import MetricInfo
+from ..colors import Scale, text_color
 from .dot import BORDER_COLOR, EDGE_COLOR, FONT, Scene, _Emitter, _io_name, _op_name, _row, _unique
 from .grouping import Group, display_path
-from .heatmap import Heatmap
-from .ir import Node, Value
-from .metrics.tensors import tensor_bytes
-from .numbers import format_bytes, format_number, percent
+from ..heatmap import Heatmap
+from ..ir import Node, Value
+from ..metrics.tensors import tensor_bytes
+from ..numbers import format_bytes, format_number, percent
 from .pages import Book, Inline, Page
-from .picture.output_plan import Links
+from .output_plan import Links
 
 LINK_COLOR = "#1a4f8b"
 STUB_FILL = "#f4f4f4"

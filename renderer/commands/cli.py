@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .errors import AnnographError
+from ..errors import AnnographError
 
 # Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int; -q / -v are added to every
 # command here (renderer.progress holds what they mean).
@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
     exit with status 2, as argparse's own do."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        from .escape import clean
+        from ..escape import clean
 
         self.exit(EXIT_USAGE, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
 
@@ -47,8 +47,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .commands.common import add_verbosity_arguments, require_output_names
-    from .version import __version__
+    from .common import add_verbosity_arguments, require_output_names
+    from ..version import __version__
 
     parser = _Parser(
         prog="annograph",
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"annograph {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f".commands.{name}", __package__)
+        module = importlib.import_module(f".{name}", __package__)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(command)
@@ -71,15 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .commands.common import verbosity_of
-    from .progress import verbosity
+    from .common import verbosity_of
+    from ..progress import verbosity
 
     try:
         with verbosity(verbosity_of(args)):
             return int(args.run(args) or 0)
     except AnnographError as e:
-        from .errors import UsageError
-        from .escape import clean
+        from ..errors import UsageError
+        from ..escape import clean
 
         # one line whatever the message carries (a file name with a newline, control characters)
         print(f"annograph: error: {clean(str(e), 2000)}", file=sys.stderr)
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(set ANNOGRAPH_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
         return 1
     finally:
-        from . import inputs
+        from .. import inputs
 
         inputs.forget()
 

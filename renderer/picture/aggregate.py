@@ -6,8 +6,8 @@ import math
 import re
 from collections.abc import Iterable
 
-from .annotations.records import MetricInfo
-from .errors import UsageError
+from ..records import MetricInfo
+from ..errors import UsageError
 
 RULES = ("sum", "max", "min", "mean")
 

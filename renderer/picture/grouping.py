@@ -714,7 +714,7 @@ SUMMARY_TYPES = 4
 def computes(nodes: Iterable[Node], fmt: str = "onnx", most: int = SUMMARY_TYPES) -> str:
     """What ``nodes`` compute, as their op types (``MatMul Softmax Add Mul …``): weight-bearing and costly
     categories before element-wise and shape plumbing, then the more frequent first."""
-    from .categories import category
+    from ..data.categories import category
 
     counts = Counter(n.op_type for n in nodes)
     ranked = sorted(counts, key=lambda t: (_CATEGORY_RANK.get(category(fmt, t), len(_CATEGORY_RANK)), -counts[t], t))

@@ -15,8 +15,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 
-from .errors import AnnographError, LoaderError, UsageError
-from .escape import clean
+from ..errors import AnnographError, LoaderError, UsageError
+from ..escape import clean
 
 _LISTED = 12  # free dims named in the error (a model can have hundreds)
 _FILES = 3  # model files named in a several-model error
@@ -25,7 +25,7 @@ _FILES = 3  # model files named in a several-model error
 def parse(items: Iterable[str]) -> dict[str, int]:
     """``["batch=1", "seq len=8", "a=b=4"]`` → {"batch": 1, "seq len": 8, "a=b": 4}: split at the last ``=``, as
     the value is a whole number and a dim name may hold spaces and ``=``."""
-    from .id_rules import whole_number
+    from ..id_rules import whole_number
 
     dims: dict[str, int] = {}
     for item in items:
@@ -81,7 +81,7 @@ def idle(paths: Sequence[object], name: str, value: int) -> str:
 
 
 def _warn_idle(paths: Sequence[object], name: str, value: int) -> None:
-    from .progress import warn
+    from ..progress import warn
 
     warn(idle(paths, name, value))
 
