@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import AnnographError, first_line, unreadable
+from .numbers import format_limit
 
 MODEL_LIMIT = 2**31 - 1
 """Largest model read into memory from a stream (protobuf's limit for one ONNX message; TFLite flatbuffers
@@ -75,12 +76,12 @@ def read_bytes(path: str | Path, limit: int, error: type[AnnographError], kind: 
         stream = _open_stream(path, error, kind)
         _fill(stream, path, limit + 1, error)
         if len(stream.data) > limit:
-            raise error(f"{path}: more than {_size(limit)} from a pipe or device, more than annograph reads as {kind}")
+            raise error(f"{path}: more than {format_limit(limit)} from a pipe or device, more than annograph reads as {kind}")
         return bytes(stream.data)
     try:
         size = os.stat(path).st_size
         if size > limit:
-            raise error(f"{path}: {_size(size)} is more than annograph reads as {kind} ({_size(limit)})")
+            raise error(f"{path}: {format_limit(size)} is more than annograph reads as {kind} ({format_limit(limit)})")
         with open(path, "rb") as f:
             return f.read(limit + 1)
     except OSError as e:
@@ -164,12 +165,6 @@ def _close(stream: _Stream) -> None:
             pass
 
 
-def _size(n: int) -> str:
-    if n >= 1 << 60:  # a header's shape can multiply to more than a float holds
-        return f"over 2^{n.bit_length() - 1} bytes"
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
-
-
 NPZ_LIMIT = 4 << 30
 """Largest total of the sizes an ``.npz`` file's members declare (what its arrays would take once inflated)."""
 NPZ_MEMBERS = 100_000
@@ -243,8 +238,8 @@ class NpzArchive:
         infos = self._zip.infolist()
         declared = sum(info.file_size for info in infos)
         if declared > limit:
-            raise self._error(f"{self.path}: its members would inflate to {_size(declared)}, more than annograph "
-                              f"reads as {self._kind} ({_size(limit)})")
+            raise self._error(f"{self.path}: its members would inflate to {format_limit(declared)}, more than annograph "
+                              f"reads as {self._kind} ({format_limit(limit)})")
         names: list[str] = []
         headers: dict[str, tuple[tuple[int, ...], Any, bool]] = {}
         for info in infos:
@@ -281,8 +276,8 @@ class NpzArchive:
             raise self._error(f"{label}: holds {_dtype(dtype)} values, not numbers")
         data = math.prod(shape) * dtype.itemsize
         if data > info.file_size:
-            raise self._error(f"{label}: its header promises {_size(data)}, more than the member's "
-                              f"{_size(info.file_size)}")
+            raise self._error(f"{label}: its header promises {format_limit(data)}, more than the member's "
+                              f"{format_limit(info.file_size)}")
         return tuple(int(n) for n in shape), dtype, bool(fortran)
 
     def shape(self, name: str) -> tuple[int, ...]:

@@ -1,7 +1,8 @@
 """How annograph writes numbers: the one place for number formatting in pictures, reports, summaries and messages.
 
 - ``format_number``: a metric value as boxes, legends and tables show it (``13.25``, ``1.23M``, ``1.23e-04``).
-- ``format_count``: a count of parameters or MACs (``25.6M``); ``format_bytes``: a size (``1.5 KiB``).
+- ``format_count``: a count of parameters or MACs (``25.6M``); ``format_bytes``: a size (``1.5 KiB``);
+  ``format_limit``: a size in a message about what annograph reads (``2.0 GiB``, ``512 bytes``).
 - ``count``: a count of things with its noun (``1 page``, ``1,024 pages``).
 - ``percent``: a share of a total (``93.5 %``); ``signed``: a change with its sign (``+50``, ``-262144``).
 
@@ -62,6 +63,18 @@ def format_bytes(n: int) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
+
+
+def format_limit(n: int) -> str:
+    """A size as the messages about input limits say it: bytes below a MiB, else MiB or GiB to one decimal;
+    from 2^60 on as a power of two, since a file's header can promise more than a float holds.
+
+    >>> format_limit(512), format_limit(3 << 20), format_limit(2 << 30), format_limit(10**40)
+    ('512 bytes', '3.0 MiB', '2.0 GiB', 'over 2^132 bytes')
+    """
+    if n >= 1 << 60:
+        return f"over 2^{n.bit_length() - 1} bytes"
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
 def count(n: int, noun: str) -> str:

@@ -96,6 +96,20 @@ def test_format_bytes_reads_back_in_binary_units(n: int) -> None:
     assert ("." in value) == (unit != "B")
 
 
+@given(st.integers(min_value=0, max_value=2**70))
+@settings(max_examples=300, deadline=None)
+def test_format_limit_reads_back_or_bounds_the_size(n: int) -> None:
+    text = numbers.format_limit(n)
+    if text.startswith("over 2^"):
+        power = int(text.removeprefix("over 2^").removesuffix(" bytes"))
+        assert n >= 2**60 and 2**power <= n < 2 ** (power + 1)
+        return
+    value, unit = text.split(" ")
+    scale = {"bytes": 1, "MiB": 2**20, "GiB": 2**30}[unit]
+    assert float(value) * scale == pytest.approx(n, abs=0.05 * scale)
+    assert unit == ("bytes" if n < 2**20 else "MiB" if n < 2**30 else "GiB")
+
+
 @given(st.integers(min_value=0, max_value=10**9), st.sampled_from(["model", "page", "character"]))
 def test_count_says_how_many_with_the_noun(n: int, noun: str) -> None:
     figure, word = numbers.count(n, noun).split(" ")
@@ -141,7 +155,7 @@ def test_a_real_models_header_shows_its_figures_in_these_forms() -> None:
 
 
 # Format specs that round a number for display; outside numbers.py, each was a copy of a rule kept here.
-DISPLAY_ROUNDING = re.compile(r"\{[^{}]*:[+]?\.[34]g\}|\{[^{}]*:\.2e\}|[\"']KiB[\"']|\{[^{}]*:\.1f\} %")
+DISPLAY_ROUNDING = re.compile(r"\{[^{}]*:[+]?\.[34]g\}|\{[^{}]*:\.2e\}|[\"']KiB[\"']|\{[^{}]*:\.1f\} (?:%|[MG]iB)")
 
 
 def test_only_numbers_rounds_numbers_for_display() -> None:
@@ -156,5 +170,6 @@ def test_the_rounding_check_sees_a_copy() -> None:
     assert DISPLAY_ROUNDING.search('return f"{n / threshold:.3g}{suffix}"')
     assert DISPLAY_ROUNDING.search('share = f"{100 * value / total:.1f} %"')
     assert DISPLAY_ROUNDING.search('for unit in ("B", "KiB", "MiB"):')
+    assert DISPLAY_ROUNDING.search('return f"{n / 2**30:.1f} GiB"')
     assert not DISPLAY_ROUNDING.search('f"{width:.2f}"')
     assert not DISPLAY_ROUNDING.search("a number with KiB, MiB or GiB")
