@@ -104,9 +104,10 @@ def add_dim_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_inputs_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", metavar="FILE.npz",
-                        help="real values for the model's inputs (one array per input name; ONNX): their shapes "
-                             "pin every input dim, and one onnxruntime run on them gives the shapes that depend on "
-                             "values (a decoder's length), instead of a run on zeros")
+                        help="real values for the model's inputs (one array per input name): their shapes "
+                             "pin every input dim, and one run on them (onnxruntime, or LiteRT for TFLite) gives "
+                             "the shapes that depend on values (a decoder's length, inside If/Loop bodies too), "
+                             "instead of a run on zeros")
 
 
 def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: str | None = None,
