@@ -9,9 +9,7 @@ dynamic dim (built here with the flatbuffers builder) is resized to the arrays a
 
 from __future__ import annotations
 
-import contextlib
 import html
-import io
 import json
 import math
 import re
@@ -24,19 +22,10 @@ import pytest
 
 from conftest import ONNX, TFLITE
 from registry import bodies_inputs, bodies_model, dynamic_reshape_tflite
+from test_real_shapes import cli, inputs_refused
 
 SILERO = ONNX / "silero_vad.onnx"
 CONTROL_FLOW = {"If", "Loop", "Scan"}
-
-
-def cli(*argv: str | Path) -> tuple[int, str]:
-    """(exit status, stderr) of ``annograph argv`` in this process."""
-    from renderer.cli import main
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, err.getvalue()
 
 
 def metrics(model: Path, out: Path, *options: str | Path) -> tuple[dict[str, Any], str]:
@@ -255,14 +244,7 @@ def test_tflite_without_dynamic_dims_says_the_values_are_not_needed(name: str, a
 ])
 def test_tflite_inputs_that_do_not_fit_are_one_line_errors(dynamic: dict[str, Path], tmp_path: Path,
                                                            arrays: dict[str, np.ndarray], fragment: str) -> None:
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, **arrays)
-    out = tmp_path / "m.svg"
-    code, err = cli("render", dynamic["model"], "--inputs", bad, "-o", out)
-    lines = err.splitlines()
-    assert code == 1 and len(lines) == 1 and lines[0].startswith(f"annograph: error: {bad}: "), err
-    assert fragment in lines[0], lines[0]
-    assert not out.exists()
+    inputs_refused(dynamic["model"], arrays, tmp_path, fragment)
 
 
 def test_a_tflite_run_that_fails_says_why_in_one_note(dynamic: dict[str, Path], tmp_path: Path) -> None:
