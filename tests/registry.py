@@ -483,7 +483,7 @@ def _inputs(path: Path) -> None:
 def _inputs_seeds() -> list[tuple[str, bytes]]:
     import numpy as np
 
-    return [(name, _npz(arrays)) for name, arrays in (
+    return [(name, _npz(**arrays)) for name, arrays in (
         ("tokens.npz", {"tokens": np.ones((1, 3, 4), np.float32)}),
         ("ints.npz", {"tokens": np.arange(24, dtype=np.int64).reshape(2, 3, 4)}),
         ("empty.npz", {"tokens": np.zeros((1, 0, 4), np.float32)}),
@@ -573,14 +573,6 @@ def dynamic_reshape_tflite() -> bytes:
     return fb.model(b, codes=codes, subgraphs=[fb.subgraph(b, "main", tensors, ops, [0, 3], [6])], buffers=buffers)
 
 
-def _npz(arrays: dict[str, Any]) -> bytes:
-    import numpy as np
-
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
-
-
 @cache
 def _model_file(name: str, make: Callable[[], bytes]) -> Path:
     path = _scratch() / name
@@ -598,9 +590,9 @@ def _body_inputs(path: Path) -> None:
 def _body_inputs_seeds() -> list[tuple[str, bytes]]:
     import numpy as np
 
-    return [("bodies.npz", _npz(bodies_inputs())), ("no_steps.npz", _npz(bodies_inputs(steps=0))),
-            ("odd_rows.npz", _npz(bodies_inputs(rows=3))),
-            ("floats.npz", _npz({**bodies_inputs(), "rows": np.array([8.0])}))]
+    return [("bodies.npz", _npz(**bodies_inputs())), ("no_steps.npz", _npz(**bodies_inputs(steps=0))),
+            ("odd_rows.npz", _npz(**bodies_inputs(rows=3))),
+            ("floats.npz", _npz(**{**bodies_inputs(), "rows": np.array([8.0])}))]
 
 
 def _tflite_inputs(path: Path) -> None:
@@ -614,9 +606,9 @@ def _tflite_inputs_seeds() -> list[tuple[str, bytes]]:
     import numpy as np
 
     tokens = np.ones((2, 12, 16), np.float32)
-    return [("dynamic.npz", _npz({"tokens": tokens, "new_shape": np.array([12, 64], np.int32)})),
-            ("wrong_rows.npz", _npz({"tokens": tokens, "new_shape": np.array([5, 64], np.int32)})),
-            ("ints.npz", _npz({"tokens": tokens.astype(np.int64), "new_shape": np.array([-1, 64], np.int64)}))]
+    return [("dynamic.npz", _npz(tokens=tokens, new_shape=np.array([12, 64], np.int32))),
+            ("wrong_rows.npz", _npz(tokens=tokens, new_shape=np.array([5, 64], np.int32))),
+            ("ints.npz", _npz(tokens=tokens.astype(np.int64), new_shape=np.array([-1, 64], np.int64)))]
 
 
 def _profile_shapes(path: Path) -> None:
