@@ -498,7 +498,7 @@ class _PageEmitter(_Emitter):
             text = f"{'from' if direction == 'in' else 'to'} {node.op_type} {node.graph.index}:{node.index}"
             return self._add_stub(name, text, "", [f"{text}: {node.display_name}", "outside this view"])
         name = f"stub_{direction}_{owner.index}"
-        where = display_path(owner.group) if owner.index else "overview"
+        where = display_path(owner.group) if owner.index else "overview" if self.book.kind == "groups" else owner.title
         text = f"{'from' if direction == 'in' else 'to'} {where}"
         return self._add_stub(name, text, self.links.href(self.page, owner, node.element_id),
                               [f"{text} (page {owner.index})", f"first: {node.op_type} {node.display_name}"])
