@@ -183,9 +183,9 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
 
     inner = sum(len(ort_shapes.missing_shapes(sub)) for sub in graphs(proto.graph)[1:])
     with tempfile.TemporaryDirectory(prefix="annograph-run-") as folder:
-        note, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner)
+        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner)
         if profile is None:
-            return proto, [note]
+            return proto, notes
         shapes = profile_shapes.recorded(_build(path, proto, weights), [profile])
     shapes.pop(0, None)  # the main graph's shapes came from the run's outputs
     written = profile_shapes.write(graphs(proto.graph), shapes)
@@ -194,9 +194,9 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
     missed, not_run = profile_shapes.left(graphs(proto.graph), shapes)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
     still = f"; {missed} tensors it ran still have no shape" if missed else ""
-    inside = f"{path}: shapes of {written} tensors inside If/Loop/Scan bodies were taken from one onnxruntime run " \
-             f"on {on} (the subgraphs it ran){still}{profile_shapes.not_run_clause(not_run)}"
-    return proto, [note, inside]
+    inside = f"{path}: shapes of {written} tensors inside If/Loop/Scan bodies were taken from onnxruntime's profile " \
+             f"of a run on {on} (the subgraphs it ran){still}{profile_shapes.not_run_clause(not_run)}"
+    return proto, [*notes, inside]
 
 
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:
