@@ -126,10 +126,13 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
                     laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
                                                        max_side=max_side if index or book.kind == "focus" else None,
                                                        palette_png=True)
-                except RenderError as e:
-                    if "init_rank" not in str(e):
+                except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
+                    raise
+                except RenderError:
+                    if not _ROWS.search(sources[index]):
                         raise
-                    # dot cannot always rank the overview's rows (rank=same) when they reach into a cluster
+                    # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one
+                    # reaches into a cluster, a spline it cannot route (Pshortestpath) in a page of operators
                     laid = graphviz_run.render_formats(_ROWS.sub("", sources[index]), formats, timeout=left,
                                                        palette_png=True)
                 facts.append(f"{book.pages[index].title}, {progress.count(len(sources[index]), 'character')} of DOT")
