@@ -92,7 +92,8 @@
     return least < Infinity ? least : 14;
   }
   // The first view (and "fit"): the whole page when its smallest box text stays readable (8 px); otherwise
-  // as wide as the window allows at that text size, at the height where most boxes are whole on screen.
+  // at that text size (or as wide as the window, if that is larger), at the place where most boxes are whole
+  // on screen.
   function readable(p) {
     var s = size();
     if (!p.font) p.font = smallestText(p);
@@ -103,24 +104,40 @@
     p.x = wide < s.w ? p.full.x + p.full.w / 2 - s.w / (2 * p.k) : p.full.x;
     p.y = p.full.y;
     apply(p);
-    p.y = bestTop(p, s.h / p.k);
+    var best = bestPlace(p, wide < s.w ? 0 : s.w / p.k, s.h / p.k);
+    if (wide >= s.w) p.x = best.x;
+    p.y = best.y;
     apply(p);
   }
-  // The top (SVG units) of a band of this height: the highest one holding nearly as many boxes whole as the
-  // fullest band does (the top of the page, unless a band below holds a fifth more).
-  function bestTop(p, height) {
+  // The top left corner (SVG units) of a window this wide (0: the page's width) and high that holds the most
+  // boxes whole: the highest such place, then the leftmost. Corners tried: the page's, and a little above and
+  // left of each box.
+  function bestPlace(p, width, height) {
     var v = p.svg.getBoundingClientRect(), spans = boxesOf(p).map(function (g) {
       var r = g.getBoundingClientRect();
-      return [p.y + (r.top - v.top) / p.k, p.y + (r.bottom - v.top) / p.k];
+      return [p.x + (r.left - v.left) / p.k, p.y + (r.top - v.top) / p.k,
+              p.x + (r.right - v.left) / p.k, p.y + (r.bottom - v.top) / p.k];
     });
-    var tops = [p.full.y].concat(spans.map(function (sp) { return sp[0] - 8; })).map(function (top) {
-      return Math.max(p.full.y, Math.min(top, p.full.y + p.full.h - height));
-    }).sort(function (a, b) { return a - b; });
-    var counts = tops.map(function (top) {
-      return spans.filter(function (sp) { return sp[0] >= top && sp[1] <= top + height; }).length;
+    function corners(at, low, span) {
+      var all = [low].concat(spans.map(function (sp) { return sp[at] - 8; })).map(function (c) {
+        return Math.max(low, Math.min(c, low + span));
+      }).sort(function (a, b) { return a - b; });
+      return all.filter(function (c, i) { return i === 0 || c !== all[i - 1]; });
+    }
+    var lefts = width ? corners(0, p.full.x, Math.max(0, p.full.w - width)) : [p.x];
+    var tops = corners(1, p.full.y, Math.max(0, p.full.h - height));
+    var best = { x: lefts[0], y: tops[0], count: -1 };
+    tops.forEach(function (top) {
+      lefts.forEach(function (left) {
+        var count = 0;
+        for (var i = 0; i < spans.length; i++) {
+          var sp = spans[i];
+          if (sp[1] >= top && sp[3] <= top + height && (!width || (sp[0] >= left && sp[2] <= left + width))) count++;
+        }
+        if (count > best.count) best = { x: left, y: top, count: count };
+      });
     });
-    var most = Math.max.apply(null, counts);
-    return tops[counts.findIndex(function (count) { return count >= most * 0.8; })];
+    return best;
   }
 
   var drag = null;

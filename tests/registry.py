@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 DEFAULT_READER_MODEL = "samples/onnx/tiny_cnn.onnx"
 
@@ -467,11 +468,8 @@ def _ort_shapes(path: Path) -> None:
             out)
 
 
-@cache
 def _computed_shapes_file() -> Path:
-    path = _scratch() / "computed.onnx"
-    path.write_bytes(computed_shapes_model())
-    return path
+    return _model_file("computed.onnx", computed_shapes_model)
 
 
 def _inputs(path: Path) -> None:
@@ -485,15 +483,132 @@ def _inputs(path: Path) -> None:
 def _inputs_seeds() -> list[tuple[str, bytes]]:
     import numpy as np
 
-    seeds = []
-    for name, arrays in (("tokens.npz", {"tokens": np.ones((1, 3, 4), np.float32)}),
-                         ("ints.npz", {"tokens": np.arange(24, dtype=np.int64).reshape(2, 3, 4)}),
-                         ("empty.npz", {"tokens": np.zeros((1, 0, 4), np.float32)}),
-                         ("extra.npz", {"tokens": np.ones((1, 2, 4), np.float32), "other": np.ones(3)})):
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        seeds.append((name, buffer.getvalue()))
-    return seeds
+    return [(name, _npz(**arrays)) for name, arrays in (
+        ("tokens.npz", {"tokens": np.ones((1, 3, 4), np.float32)}),
+        ("ints.npz", {"tokens": np.arange(24, dtype=np.int64).reshape(2, 3, 4)}),
+        ("empty.npz", {"tokens": np.zeros((1, 0, 4), np.float32)}),
+        ("extra.npz", {"tokens": np.ones((1, 2, 4), np.float32), "other": np.ones(3)}))]
+
+
+def bodies_model() -> bytes:
+    """A Loop (``steps`` iterations) and a Scan (over the rows of ``batch``) whose bodies reshape by a shape read from
+    the input ``rows``: static inference gives their MatMuls no shape, the run's profile does (8×8 @ 8×8)."""
+    import numpy as np
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper
+
+    loop_body = h.make_graph(
+        [h.make_node("Concat", ["rows", "minus1"], ["shape"], axis=0, name="loop/shape"),
+         h.make_node("Reshape", ["x", "shape"], ["grid"], name="loop/reshape"),
+         h.make_node("MatMul", ["grid", "w"], ["mixed"], name="loop/matmul"),
+         h.make_node("ReduceSum", ["mixed"], ["step_sum"], keepdims=0, name="loop/sum"),
+         h.make_node("Add", ["acc_in", "step_sum"], ["acc_out"], name="loop/acc"),
+         h.make_node("Identity", ["cond_in"], ["cond_out"], name="loop/cond")], "loop_body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
+         h.make_tensor_value_info("acc_in", T.FLOAT, [])],
+        [h.make_tensor_value_info("cond_out", T.BOOL, []), h.make_tensor_value_info("acc_out", T.FLOAT, [])])
+    scan_body = h.make_graph(
+        [h.make_node("Reshape", ["row", "scan_shape"], ["square"], name="scan/reshape"),
+         h.make_node("MatMul", ["square", "w"], ["out_sq"], name="scan/matmul"),
+         h.make_node("ReduceSum", ["out_sq"], ["row_sum"], keepdims=0, name="scan/sum"),
+         h.make_node("Add", ["carry_in", "row_sum"], ["carry_out"], name="scan/carry")], "scan_body",
+        [h.make_tensor_value_info("carry_in", T.FLOAT, []), h.make_tensor_value_info("row", T.FLOAT, [64])],
+        [h.make_tensor_value_info("carry_out", T.FLOAT, [])])
+    graph = h.make_graph(
+        [h.make_node("Concat", ["rows", "minus1"], ["scan_shape"], axis=0, name="scan_shape"),
+         h.make_node("Loop", ["steps", "", "zero"], ["total"], body=loop_body, name="loop"),
+         h.make_node("Scan", ["zero", "batch"], ["scanned"], body=scan_body, num_scan_inputs=1, name="scan")],
+        "bodies",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 64]), h.make_tensor_value_info("rows", T.INT64, [1]),
+         h.make_tensor_value_info("steps", T.INT64, []), h.make_tensor_value_info("batch", T.FLOAT, [2, 64])],
+        [h.make_tensor_value_info("total", T.FLOAT, []), h.make_tensor_value_info("scanned", T.FLOAT, [])],
+        [numpy_helper.from_array(np.ones((8, 8), np.float32), "w"),
+         numpy_helper.from_array(np.array([-1], np.int64), "minus1"),
+         numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def bodies_inputs(rows: int = 8, steps: int = 3) -> dict[str, Any]:
+    import numpy as np
+
+    return {"x": np.arange(64, dtype=np.float32).reshape(1, 64), "rows": np.array([rows]),
+            "steps": np.array(steps), "batch": np.ones((2, 64), np.float32)}
+
+
+def dynamic_reshape_tflite() -> bytes:
+    """tokens[-1, -1, 16] → FULLY_CONNECTED (keep dims) → [-1, -1, 32] → RESHAPE to the shape in the input
+    ``new_shape`` → [-1, 64] → FULLY_CONNECTED → [-1, 8]: the rows after the reshape are decided by a value, so
+    only a run knows them (LiteRT's preparation leaves them at 1)."""
+    import flatbuffers
+    import numpy as np
+    import tflite
+
+    import tflite_build as fb
+
+    T = tflite.TensorType
+    b = flatbuffers.Builder(4096)
+    codes = [fb.opcode(b, tflite.BuiltinOperator.FULLY_CONNECTED), fb.opcode(b, tflite.BuiltinOperator.RESHAPE)]
+    buffers = [fb.buffer(b, None), fb.buffer(b, (np.arange(512, dtype=np.float32).reshape(32, 16) / 512).tobytes()),
+               fb.buffer(b, (np.ones((8, 64), np.float32) / 64).tobytes())]
+    tensors = [fb.tensor(b, "tokens", [1, 1, 16], T.FLOAT32, signature=[-1, -1, 16]),
+               fb.tensor(b, "dense/w", [32, 16], T.FLOAT32, buffer=1),
+               fb.tensor(b, "dense", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
+               fb.tensor(b, "new_shape", [2], T.INT32),
+               fb.tensor(b, "regrouped", [1, 64], T.FLOAT32, signature=[-1, 64]),
+               fb.tensor(b, "mix/w", [8, 64], T.FLOAT32, buffer=2),
+               fb.tensor(b, "mixed", [1, 8], T.FLOAT32, signature=[-1, 8])]
+    tflite.FullyConnectedOptionsStart(b)
+    tflite.FullyConnectedOptionsAddKeepNumDims(b, True)
+    keep = tflite.FullyConnectedOptionsEnd(b)
+    tflite.FullyConnectedOptionsStart(b)
+    flat = tflite.FullyConnectedOptionsEnd(b)
+    tflite.ReshapeOptionsStart(b)
+    reshape = tflite.ReshapeOptionsEnd(b)
+    ops = [fb.operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, keep),
+           fb.operator(b, 1, [2, 3], [4], tflite.BuiltinOptions.ReshapeOptions, reshape),
+           fb.operator(b, 0, [4, 5, -1], [6], tflite.BuiltinOptions.FullyConnectedOptions, flat)]
+    return fb.model(b, codes=codes, subgraphs=[fb.subgraph(b, "main", tensors, ops, [0, 3], [6])], buffers=buffers)
+
+
+@cache
+def _model_file(name: str, make: Callable[[], bytes]) -> Path:
+    path = _scratch() / name
+    path.write_bytes(make())
+    return path
+
+
+def _body_inputs(path: Path) -> None:
+    """The file as ``metrics --inputs`` of the Loop/Scan model: the run is profiled for the bodies' shapes."""
+    out = _scratch() / "bodies.json"
+    command(path, ["metrics", str(_model_file("bodies.onnx", bodies_model)), "--inputs", str(path), "-o", str(out)],
+            out)
+
+
+def _body_inputs_seeds() -> list[tuple[str, bytes]]:
+    import numpy as np
+
+    return [("bodies.npz", _npz(**bodies_inputs())), ("no_steps.npz", _npz(**bodies_inputs(steps=0))),
+            ("odd_rows.npz", _npz(**bodies_inputs(rows=3))),
+            ("floats.npz", _npz(**{**bodies_inputs(), "rows": np.array([8.0])}))]
+
+
+def _tflite_inputs(path: Path) -> None:
+    """The file as ``render --inputs`` of a TFLite model with dynamic dims: resized inputs, one LiteRT run."""
+    out = _scratch() / "tflite_inputs.dot"
+    command(path, ["render", str(_model_file("dynamic.tflite", dynamic_reshape_tflite)), "--inputs", str(path),
+                   "--color-by", "macs", "-o", str(out)], out)
+
+
+def _tflite_inputs_seeds() -> list[tuple[str, bytes]]:
+    import numpy as np
+
+    tokens = np.ones((2, 12, 16), np.float32)
+    return [("dynamic.npz", _npz(tokens=tokens, new_shape=np.array([12, 64], np.int32))),
+            ("wrong_rows.npz", _npz(tokens=tokens, new_shape=np.array([5, 64], np.int32))),
+            ("ints.npz", _npz(tokens=tokens.astype(np.int64), new_shape=np.array([-1, 64], np.int64)))]
 
 
 def _profile_shapes(path: Path) -> None:
@@ -653,6 +768,8 @@ PATHS: dict[str, PathEntry] = {
     "ort_shapes": PathEntry(_ort_shapes, lambda: [("computed_shapes.onnx", computed_shapes_model())], examples=12),
     "inputs": PathEntry(_inputs, _inputs_seeds, examples=12),
     "profile_shapes": PathEntry(_profile_shapes, _profile_seeds, examples=60),
+    "body_inputs": PathEntry(_body_inputs, _body_inputs_seeds, examples=8),
+    "tflite_inputs": PathEntry(_tflite_inputs, _tflite_inputs_seeds, examples=8),
     "embed": PathEntry(_embed, _embed_seeds, examples=60),
     "diff": PathEntry(_diff, _diff_seeds, examples=60),
     "compare_inputs": PathEntry(_compare_inputs, _compare_inputs_seeds, examples=8),

@@ -458,6 +458,22 @@ def test_big_report_opens_readable_and_fit_keeps_it_readable(open_report, big: P
     assert fitted["least"] >= 8 - 1e-6 and fitted["whole"] >= 5 and fitted["view"] == shown["view"], (shown, fitted)
 
 
+@pytest.mark.parametrize("name", ["fan", "cnn_chain"])
+def test_an_overview_opens_with_most_boxes_whole_at_readable_text(open_report, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                   name: str) -> None:
+    """Issue 17's first view in a 1,600 × 1,000 window: 60 % of the overview's boxes whole on screen, their
+    text at least 8 px. 40 parallel branches summed (their edges into the Sum spread the grid: 41 % whole) and
+    the CNN chain (its view held the page's left edge, beside the grid: 35 %) reach it: the fan's edges meet
+    at a note, grid rows follow the boxes' text widths, and the view goes where most boxes are whole."""
+    from test_overview import _fan
+
+    model = _fan(tmp_path / "fan.onnx", 40) if name == "fan" else ONNX / "cnn_chain.onnx"
+    report = _render(model, tmp_path / f"{name}.html", *(["--collapse", "1"] if name == "fan" else []))
+    first = open_report(report, window=BIG_WINDOW).page.evaluate(ON_SCREEN)
+    assert first["page"] == "overview" and first["least"] >= 8 - 1e-6, first
+    assert first["whole"] >= 0.6 * first["boxes"] and first["boxes"] >= 40, first
+
+
 def test_back_and_forward_move_between_pages(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
     opened = open_report(big, window=BIG_WINDOW)
     page = opened.page

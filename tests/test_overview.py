@@ -207,18 +207,42 @@ def _boxes_whole_on_screen(overview: Path) -> float:
     zoom = max(MIN_TEXT_PX / (SMALLEST_BOX_TEXT_PT * px_per_pt),
                min(WINDOW_PX[0] / (width * px_per_pt), WINDOW_PX[1] / (height * px_per_pt)))
     seen_w, seen_h = WINDOW_PX[0] / (zoom * px_per_pt), WINDOW_PX[1] / (zoom * px_per_pt)
-    graph = next(root.iter(f"{SVG_NS}g"))  # transform="scale(1 1) rotate(0) translate(x y)"
-    dx, dy = map(float, re.search(r"translate\(([-0-9.]+) ([-0-9.]+)\)", graph.get("transform")).groups())
+    dx, dy = _offset(root)
     boxes = _by_class(root, "group")
     whole = 0
     for box in boxes:
-        xs, ys = [], []
-        for poly in box.iter():
-            for x, y in re.findall(r"([-0-9.]+),([-0-9.]+)", poly.get("points") or poly.get("d") or ""):
-                xs.append(float(x) + dx)
-                ys.append(float(y) + dy)
-        whole += max(xs) <= seen_w and max(ys) <= seen_h and min(xs) >= 0 and min(ys) >= 0
+        left, top, right, bottom = _extent(box)
+        whole += left + dx >= 0 and top + dy >= 0 and right + dx <= seen_w and bottom + dy <= seen_h
     return whole / len(boxes)
+
+
+def _offset(root) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """The graph's translation: transform="scale(1 1) rotate(0) translate(x y)"."""
+    graph = next(root.iter(f"{SVG_NS}g"))
+    dx, dy = map(float, re.search(r"translate\(([-0-9.]+) ([-0-9.]+)\)", graph.get("transform")).groups())
+    return dx, dy
+
+
+def _extent(box) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
+    """Left, top, right, bottom of a node's drawing, from its polygons' and paths' points."""
+    xs, ys = [], []
+    for shape in box.iter():
+        for x, y in re.findall(r"([-0-9.]+),([-0-9.]+)", shape.get("points") or shape.get("d") or ""):
+            xs.append(float(x))
+            ys.append(float(y))
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _rows_of_boxes(root) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """The group boxes' titles in rows (boxes whose heights overlap), top to bottom, each row left to right."""
+    boxes = sorted((_extent(box), [t for t in _texts(box) if t.strip()][0]) for box in _by_class(root, "group"))
+    rows: list[list[tuple[tuple[float, float, float, float], str]]] = []
+    for extent, title in sorted(boxes, key=lambda b: b[0][1]):
+        row = next((r for r in rows if any(extent[1] < e[3] and e[1] < extent[3] for e, _ in r)), None)
+        if row is None:
+            rows.append(row := [])
+        row.append((extent, title))
+    return [[title for _, title in sorted(row)] for row in rows]
 
 
 def test_a_long_chain_of_groups_wraps_into_a_grid_that_suits_a_screen(tmp_path: Path) -> None:
@@ -284,15 +308,19 @@ def _fan(path: Path, parts: int) -> Path:
 
 
 def test_a_wide_row_of_sibling_groups_wraps_into_a_grid(tmp_path: Path) -> None:
-    """40 parallel branches were one row 5,813 × 309 pt; split into rows they make a grid. The 40 edges into
-    the Sum pass between the columns and widen it: with the default heat's taller boxes, half are whole on
-    screen at 8 px text (40 such boxes take more area than the window shows)."""
+    """40 parallel branches were one row 5,813 × 309 pt; split into rows they make a grid. Their 40 edges into
+    the Sum ran between the grid's columns and spread them apart (2,217 × 1,241 pt, 62 % of the boxes whole on
+    screen): they are one edge from a note "from 40 groups", and the grid is tight enough to show every box."""
     overview = _render(_fan(tmp_path / "f.onnx", 40), tmp_path / "f.svg", "--collapse", "1")
     root = parse_svg(overview)
     assert len(_by_class(root, "group")) == 40
     width, height = _size_pt(root)
-    assert width / height <= 2.6, (width, height)
-    assert _boxes_whole_on_screen(overview) >= 0.45
+    assert width / height <= 2.6 and width * height <= 1600 * 1100, (width, height)
+    assert _boxes_whole_on_screen(overview) >= 0.9
+    notes = {g.get("id"): [t for t in _texts(g) if t.strip()] for g in _by_class(root, "stub")}
+    assert sorted(notes.values()) == [["from 40 groups"], ["to 40 groups"]], notes
+    into_sum = [e for e in _by_class(root, "edge") if (e.findtext(f"{SVG_NS}title") or "").endswith("->op_0_239")]
+    assert len(into_sum) == 1 and "40 tensors" in " ".join(_texts(into_sum[0])), into_sum
 
 
 def test_an_overview_of_one_run_box_opens_its_members(tmp_path: Path) -> None:
@@ -334,5 +362,21 @@ def test_a_cnn_chains_overview_is_a_grid_not_a_column(tmp_path: Path) -> None:
     """cnn_chain.onnx: 30 blocks inside a cluster. A row reaching into a cluster made dot's ranking fail and the
     overview fell back to one 6,600 pt column; the cluster's items now get rows of their own."""
     overview = _render(ONNX / "cnn_chain.onnx", tmp_path / "c.svg")
-    width, height = _size_pt(parse_svg(overview))
+    root = parse_svg(overview)
+    width, height = _size_pt(root)
     assert 0.6 <= width / height <= 2.5 and height < 2500, (width, height)
+    rows = [row for row in _rows_of_boxes(root) if len(row) > 1]
+    assert len(rows) >= 4 and all(len(row) >= 4 for row in rows[:-1]), rows
+
+
+def test_every_grid_row_reads_in_the_models_order(tmp_path: Path) -> None:
+    """cnn_chain.onnx's blocks 31–60, wrapped into rows inside their cluster: dot put a row's first block at
+    its right end (blocks.37 38 39 36 40), pulled by the invisible edges that stacked every column; each row
+    now reads left to right as the model runs, and follows on from the row above."""
+    overview = _render(ONNX / "cnn_chain.onnx", tmp_path / "c.svg")
+    rows = [row for row in _rows_of_boxes(parse_svg(overview)) if len(row) > 1]
+    numbered = [[int(t.removeprefix("blocks.")) for t in row if t.startswith("blocks.") and "…" not in t]
+                for row in rows]
+    assert sum(len(row) for row in numbered) == 30, rows
+    flat = [n for row in numbered for n in row]
+    assert flat == sorted(flat) == list(range(31, 61)), rows

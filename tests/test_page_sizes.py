@@ -56,9 +56,9 @@ def _check_book(overview: Path, model: Path, compact: bool = True) -> list[tuple
         width, height = _svg_size(root)
         boxes = _boxes(root)
         assert max(width, height) <= MAX_SIDE_PT, (path.name, width, height)
-        # detail pages; the overview is a grid shaped for a screen (test_overview), which few boxes leave sparse
-        detail = path != overview
-        assert not (compact and detail) or width * height / boxes <= MAX_AREA_PER_BOX, (path.name, width, height, boxes)
+        # the overview too: light_densenet121's grid of 12 boxes held 166,238 pt² a box before its rows were
+        # sized by their text, ranked over the whole page and aligned across its clusters
+        assert not compact or width * height / boxes <= MAX_AREA_PER_BOX, (path.name, width, height, boxes)
         transform = next(root.iter(f"{SVG_NS}g")).get("transform")
         assert transform.startswith("scale(1 1)"), (path.name, transform)
         for g in root.iter(f"{SVG_NS}g"):
@@ -248,3 +248,73 @@ def test_a_20k_operator_model_has_a_readable_number_of_pages(tmp_path: Path) -> 
                 reached.add(name)
                 todo.append(name)
     assert reached == set(links)
+
+
+def _focus_pages(overview: Path, limit: float = MAX_SIDE_PT) -> dict[str, list[str]]:
+    """Page file name → the operators it draws, each page within the size limit, every page linked from another
+    (or the first)."""
+    drawn: dict[str, list[str]] = {}
+    linked: set[str] = set()
+    for path in _book(overview):
+        root = parse_svg(path)
+        width, height = _svg_size(root)
+        assert max(width, height) <= limit, (path.name, width, height)
+        drawn[path.name] = [g.get("id") for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").startswith("op-")]
+        linked |= {unquote(a.get(f"{XLINK_NS}href") or "").split("#")[0].rsplit("/", 1)[-1]
+                   for a in root.iter(f"{SVG_NS}a")}
+    assert set(drawn) - {overview.name} <= linked, sorted(set(drawn) - linked)
+    return drawn
+
+
+def _neighbourhood_ids(path: Path, centre: str, radius: int) -> set[str]:
+    from renderer.pages import neighbourhood
+
+    model = renderer.load_model(path)
+    node = model.main.nodes[int(centre.split(":")[1])]
+    return {n.element_id for n in neighbourhood(node, radius, fold(model).is_drawn)}
+
+
+def test_a_big_focus_is_cut_into_pages_within_the_limit(tmp_path: Path) -> None:
+    """--radius 50 around an operator of the 3.6k-operator transformer reaches ~1,400 drawn operators: one page
+    was 42,542 pt wide. Now parts of the view continue through stubs, each page within 14,400 pt, every operator
+    of the neighbourhood drawn once, the centre (highlighted) on the first page."""
+    path = tmp_path / "t3600.onnx"
+    transformer_models().write(path, 40, "scoped")
+    out = tmp_path / "focus.svg"
+    run = run_cli("render", path, "--focus", "0:1500", "--radius", "50", "-o", out, "--no-sidecar", timeout=600)
+    assert run.returncode == 0, run.stderr
+    drawn = _focus_pages(out)
+    assert len(drawn) > 2
+    seen = [ident for ids in drawn.values() for ident in ids]
+    assert len(seen) == len(set(seen)) and set(seen) == _neighbourhood_ids(path, "0:1500", 50)
+    assert "op-0-1500" in drawn[out.name]
+    stubs = [g for g in parse_svg(out).iter(f"{SVG_NS}g") if "stub" in (g.get("class") or "").split()]
+    assert any("part 2 of" in "".join(t.text or "" for t in g.iter(f"{SVG_NS}text")) for g in stubs)
+
+
+def _fan_out(path: Path, readers: int) -> Path:
+    """One tensor read by ``readers`` operators side by side (a wide level of a single rank)."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["hub"], name="hub")]
+    nodes += [helper.make_node("Sigmoid", ["hub"], [f"y{k}"], name=f"reader_{k}") for k in range(readers)]
+    graph = helper.make_graph(nodes, "fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [1, 8]) for k in range(readers)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_focus_page_laid_out_too_big_is_cut_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """200 readers of one tensor around --focus hub --radius 1: a view no prediction flags (few operators, two
+    ranks), laid out ~9,000 pt wide. With the limit lowered to 5,000 pt, its layout's size cuts it into parts."""
+    from renderer import book_output, pages
+    from renderer.options import RenderOptions
+
+    monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)
+    monkeypatch.setattr(book_output, "MAX_PAGE_PT", LOWERED)
+    model = renderer.load_model(_fan_out(tmp_path / "fan.onnx", 200))
+    out = tmp_path / "fan.svg"
+    renderer.render(model, options=RenderOptions(focus=["hub"], radius=1, color_by="none"), output=out)
+    drawn = _focus_pages(out, LOWERED)
+    seen = sorted(i for ids in drawn.values() for i in ids)
+    assert len(drawn) > 1 and seen == sorted(f"op-0-{k}" for k in range(201))

@@ -154,10 +154,15 @@ def test_zero_inputs_that_make_one_frame_are_called_out(tmp_path: Path) -> None:
 ])
 def test_inputs_that_do_not_fit_are_one_line_errors(tts: dict[str, Any], tmp_path: Path, arrays: dict,
                                                     fragment: str) -> None:
+    inputs_refused(tts["model"], arrays, tmp_path, fragment)
+
+
+def inputs_refused(model: Path, arrays: dict[str, np.ndarray], tmp_path: Path, fragment: str) -> None:
+    """``render --inputs`` of ``arrays`` fails in one line naming the .npz and saying ``fragment``, writing nothing."""
     bad = tmp_path / "bad.npz"
     np.savez(bad, **arrays)
     out = tmp_path / "m.svg"
-    code, err = cli("render", tts["model"], "--inputs", bad, "-o", out)
+    code, err = cli("render", model, "--inputs", bad, "-o", out)
     lines = err.splitlines()
     assert code == 1 and len(lines) == 1 and lines[0].startswith(f"annograph: error: {bad}: "), err
     assert fragment in lines[0], lines[0]

@@ -230,26 +230,29 @@ def read(path: Path, model: Model) -> AnnotationSet:
     return result
 
 
-def recorded_shapes(path: Path, model: Model) -> dict[str, tuple[str, list[int]]]:
-    """Tensor name → (ORT's type name, dims) of the main graph's tensors, as the profile's first run recorded
-    them: the ``input_type_shape`` and ``output_type_shape`` of each node event that maps to an operator of the
-    same type (a fused or replaced node's shapes are not that operator's), slot by slot when the counts agree."""
+def recorded_shapes(path: Path, model: Model) -> dict[int, dict[str, tuple[str, list[int]]]]:
+    """Graph index → tensor name → (ORT's type name, dims), as the profile's first run recorded them: the
+    ``input_type_shape`` and ``output_type_shape`` of each node event that maps to an operator of the same type (a
+    fused or replaced node's shapes are not that operator's), slot by slot when the counts agree. A tensor is
+    filed under the graph that holds it; every graph with an operator in the profile (an If branch taken, a Loop
+    body run) has an entry, empty when its events recorded no shape."""
     profile = _Profile()
     _events(path, profile)
     mapper = _Mapper(model)
-    shapes: dict[str, tuple[str, list[int]]] = {}
+    shapes: dict[int, dict[str, tuple[str, list[int]]]] = {}
     for name in profile.order:
         args = profile.args.get(name, {})
         node = mapper.find(name, args)
-        if node is None or node.graph.index != 0 or args.get("op_name", node.op_type) != node.op_type:
+        if node is None or args.get("op_name", node.op_type) != node.op_type:
             continue
+        shapes.setdefault(node.graph.index, {})
         present = [value for value in node.inputs if value is not None]
         for values, key in ((present, "input_type_shape"), (node.outputs, "output_type_shape")):
             recorded = [_type_shape(item) for item in args.get(key) or []] if isinstance(args.get(key), list) else []
             if len(recorded) == len(values):
                 for value, found in zip(values, recorded):
                     if found is not None:
-                        shapes.setdefault(value.name, found)
+                        shapes.setdefault(value.graph.index, {}).setdefault(value.name, found)
     return shapes
 
 

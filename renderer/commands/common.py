@@ -105,9 +105,9 @@ SHARED: dict[str, Option] = {
     "no_sidecar": _option("", "--no-sidecar", action="store_true",
                           help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model"),
     "inputs": _option("", "--inputs", metavar="FILE.npz",
-                      help="real values for the model's inputs (one array per input name; ONNX): their shapes pin "
-                           "every input dim, and one onnxruntime run on them gives the shapes that depend on values "
-                           "(a decoder's length), instead of a run on zeros"),
+                      help="real values for the model's inputs (one array per input name): their shapes pin every "
+                           "input dim, and one run on them (onnxruntime, or LiteRT for TFLite) gives the shapes that "
+                           "depend on values (a decoder's length, inside If/Loop bodies too), instead of a run on zeros"),
     "color_by": _option("colour", "--color-by", "--colour-by", metavar="METRIC",
                         help="operator metric filling the boxes, or 'none' for plain boxes (default: the "
                              "annotations' only numeric metric, or their tool's main one; without either, the "

@@ -38,12 +38,12 @@ would overflow every float they reach)."""
 
 @dataclass(frozen=True)
 class RealValues:
-    """Where a load takes the shapes that depend on the values of a model's inputs (ONNX): without either, from one
-    onnxruntime run on zero inputs (``ort_shapes``).
+    """Where a load takes the shapes that depend on the values of a model's inputs: without either, from one
+    onnxruntime run on zero inputs (``ort_shapes``; ONNX).
 
     Attributes:
         inputs: an ``.npz`` file with one array per model input (``--inputs``): its shapes pin every input dim and
-            one onnxruntime run on those values gives the rest.
+            one run on those values gives the rest (onnxruntime, or LiteRT for TFLite).
         profiles: onnxruntime profiles of the model (``-a``): the input and output shapes each operator recorded,
             no run (``profile_shapes``).
     """
@@ -113,7 +113,8 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
         shape_run: False leaves out the runtime run for shapes static inference cannot reach (``compare`` runs
             the models itself).
         inputs: an ``.npz`` file with one array per model input: shapes that depend on input values come from
-            one onnxruntime run on them (ONNX; for TFLite, a note says they are not used).
+            one run on them (onnxruntime, profiled for the shapes inside If/Loop/Scan bodies; LiteRT for TFLite,
+            its inputs resized to the arrays).
         profiles: onnxruntime profiles of the model: shapes come from those they recorded (ONNX).
 
     Raises:

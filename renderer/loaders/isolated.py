@@ -162,7 +162,7 @@ def _from_env(name: str, default: Any, parse: Callable[[str], Any]) -> Any:
 
 
 def run(module: str, request: dict[str, Any], runtime: str, doing: str,
-        limit: Limits | float) -> tuple[dict[str, Any], str]:
+        limit: Limits | float, arrays: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     """Run ``python -m module`` on ``request`` under ``limit``: (its answer, "") or ({}, why not, in one line).
 
     Args:
@@ -171,7 +171,18 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str,
         runtime: the runtime's name for messages (``LiteRT``).
         doing: what it does, for the messages (``to prepare the model``).
         limit: the run's ``Limits`` (from ``limits``); a number is a timeout for a model that explains nothing.
+        arrays: numpy arrays for the child (a model's inputs), handed over in a temporary ``.npz`` file whose
+            path is the request's ``feeds``.
     """
+    if arrays is not None:
+        import tempfile
+
+        import numpy as np
+
+        with tempfile.TemporaryDirectory(prefix="annograph-inputs-") as folder:
+            feeds = str(Path(folder) / "feeds.npz")
+            np.savez(feeds, **arrays)
+            return run(module, {**request, "feeds": feeds}, runtime, doing, limit)
     import json
     import subprocess
     import sys

@@ -143,14 +143,15 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         _drop_symbolic_shapes(proto.graph)
     proto = _infer_shapes(proto)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
+    notes: list[str] = []
     if values.profiles:
         proto, note = _shapes_from_profiles(path, proto, weights, values.profiles)
-    else:
-        note = ort_shapes.fill(path, proto, feeds, str(values.inputs)) if shape_run else ""
+        notes.append(note)
+    elif shape_run:
+        proto, notes = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
     model = _build(path, proto, weights)
     model.raw = Loaded(proto, file_shapes, weights)
-    if note:
-        model.notes.append(note)
+    model.notes.extend(note for note in notes if note)
     model.pinnable_dims = free
     return model
 
@@ -161,14 +162,41 @@ def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int,
     from . import profile_shapes
 
     shapes = profile_shapes.recorded(_build(path, proto, weights), profiles)
-    pinned = profile_shapes.pin_inputs(proto.graph, shapes)
+    pinned = profile_shapes.pin_inputs(proto.graph, shapes.get(0, {}))
     if pinned:
         _drop_symbolic_shapes(proto.graph)
         proto = _infer_shapes(proto)
-    written = profile_shapes.write(proto.graph, shapes)
+    written = profile_shapes.write(graphs(proto.graph), shapes)
     if written:
         proto = _infer_shapes(proto)
-    return proto, profile_shapes.note(path, profiles, pinned, written, proto.graph)
+    remaining = profile_shapes.left(graphs(proto.graph), shapes)
+    return proto, profile_shapes.note(path, profiles, pinned, written, remaining)
+
+
+def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
+                     feeds: dict[str, Any] | None, source: str) -> tuple[onnx.ModelProto, list[str]]:
+    """``proto`` with the shapes one onnxruntime run gives (``ort_shapes``), and the lines to say. When subgraphs
+    lack shapes the run is profiled, and the profile gives those of the branches and bodies it ran."""
+    import tempfile
+
+    from . import profile_shapes
+
+    inner = sum(len(ort_shapes.missing_shapes(sub)) for sub in graphs(proto.graph)[1:])
+    with tempfile.TemporaryDirectory(prefix="annograph-run-") as folder:
+        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner)
+        if profile is None:
+            return proto, notes
+        shapes = profile_shapes.recorded(_build(path, proto, weights), [profile])
+    shapes.pop(0, None)  # the main graph's shapes came from the run's outputs
+    written = profile_shapes.write(graphs(proto.graph), shapes)
+    if written:
+        proto = _infer_shapes(proto)
+    missed, not_run = profile_shapes.left(graphs(proto.graph), shapes)
+    on = f"the inputs of {source}" if feeds is not None else "zero inputs"
+    still = f"; {missed} tensors it ran still have no shape" if missed else ""
+    inside = f"{path}: shapes of {written} tensors inside If/Loop/Scan bodies were taken from onnxruntime's profile " \
+             f"of a run on {on} (the subgraphs it ran){still}{profile_shapes.not_run_clause(not_run)}"
+    return proto, [*notes, inside]
 
 
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:

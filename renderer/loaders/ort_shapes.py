@@ -12,6 +12,11 @@ Zero inputs give the right sizes to whatever follows from the inputs' shapes, no
 values (``value_sizes``): a decoder as long as its predicted durations makes one frame, a speed of 0 fails the run.
 The note says so, naming those sizes; ``--inputs FILE.npz`` runs on real values instead (the arrays' shapes pin
 every input dim), and an onnxruntime profile gives the shapes of a real run without any run (``profile_shapes``).
+
+A tensor inside an If branch or a Loop/Scan body cannot be made a graph output. When subgraphs lack shapes, a
+second run on the same inputs is profiled (``enable_profiling``): the profile records the shapes of every node
+onnxruntime ran, subgraph nodes included, and the loader reads it as it reads a profile given with ``-a``. That
+run has a time budget of its own, from the first run's time (a Loop of many steps makes a huge profile).
 """
 
 from __future__ import annotations
@@ -57,53 +62,107 @@ REAL_VALUES = "give real input values with --inputs FILE.npz, or an onnxruntime 
 _NAMED = 3  # tensors named in a note
 
 
-def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None, source: str = "") -> str:
+def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None, source: str = "",
+         record: Path | None = None, inner: int = 0) -> tuple[list[str], Path | None]:
     """Complete the main graph's value_info from an onnxruntime run where static inference left shapes out.
 
     The run is on ``feeds`` (the arrays of ``--inputs``, read from ``source``, their shapes already pinned on the
-    inputs), else on zero inputs. Returns the one line to tell the user (which path gave the shapes, or why the
-    run was not made, and which sizes zero inputs may have got wrong), or "" when nothing was missing or some
-    input dim is still free (the n/a hints say which to pin).
+    inputs), else on zero inputs. With ``record`` (a folder), a second run on the same inputs writes onnxruntime's
+    profile there (``profiled``): it holds the shapes of the tensors inside the If branches and Loop/Scan bodies
+    the run took, which no graph output can expose; ``inner`` is how many of those lack a shape. Returns the lines
+    to tell the user (which path gave the shapes, or why the run was not made, and which sizes zero inputs may
+    have got wrong), none when nothing was missing or some input dim is still free (the n/a hints say which to
+    pin); and the profile written, if any.
     """
     graph = proto.graph
     inputs = _input_dims(graph)
-    if inputs is None:
-        return ""
-    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
     missing = missing_shapes(graph)
-    if not missing:
-        return ""
-    count = f"{len(missing)} tensors have" if len(missing) > 1 else "1 tensor has"
+    if inputs is None or not (missing or record):
+        return [], None
+    total = len(missing) + (inner if record is not None else 0)
+    within = " inside If/Loop/Scan bodies" if not missing else ""
+    count = f"{total} tensors{within} have" if total != 1 else f"1 tensor{within} has"
     what = f"{path}: {count} shapes static inference cannot reach (they depend on computed values)"
-    if not installed():
-        return f"{what}; pip install 'annograph[ort]' to take them from one onnxruntime run"
-    size = _model_bytes(path, proto)
-    if size > MAX_MODEL_BYTES:
-        return f"{what}; the model is over {format_bytes(MAX_MODEL_BYTES)}, too large to run for them"
-    known = sum(math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4)
-                for tp in types.values() if (dims := _static_dims(tp)) is not None)
-    if known > MAX_ACTIVATION_BYTES:
-        return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
-                "(pin smaller input dims)")
+    refused = _refused(path, proto, what)
+    if refused:
+        return [refused], None
     input_types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
     feed_bytes = sum(math.prod(dims) * _ELEMENT_BYTES.get(input_types.get(name, 0), 4) for name, dims in inputs.items())
-    limit = isolated.limits(size + known + feed_bytes, MAX_SECONDS)
+    limit = isolated.limits(_model_bytes(path, proto) + _known_bytes(graph) + feed_bytes, MAX_SECONDS)
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
     with waiting("shape run (onnxruntime)"):
-        answer, reason = _run_with(request, feeds, limit)
+        answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
-    by_values = value_sized(graph) if feeds is None else set()
-    sized = [name for name in missing if name in by_values]
+    sized = [name for name in missing if name in value_sized(graph)] if feeds is None else []
     if reason:
-        return f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
-            "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")
-    found = write_shapes(graph, answer["shapes"])
+        return [f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
+            "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")], None
+    lines = [_filled(path, graph, missing, answer["shapes"], on, sized)] if missing else []
+    if record is None:
+        return lines, None
+    profile, failed = profiled(request, feeds, limit, float(answer.get("seconds", 0)), record)
+    if failed:
+        lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
+    return lines, profile
+
+
+def _filled(path: Path, graph: onnx.GraphProto, missing: list[str], shapes: dict[str, Any], on: str,
+            sized: list[str]) -> str:
+    """Write the run's ``shapes`` into ``graph``; the line saying so (and which sizes zero inputs may have got
+    wrong)."""
+    found = write_shapes(graph, shapes)
     line = f"{path}: shapes of {found} of {len(missing)} tensors that static inference cannot reach were taken " \
            f"from one onnxruntime run on {on}"
-    wrong = degenerate(graph, {name: dims for name, (_, dims) in answer["shapes"].items()}, sized)
+    wrong = degenerate(graph, {name: dims for name, (_, dims) in shapes.items()}, sized)
     if wrong:
-        return f"{line}, but {_depending(sized)}, and zero inputs made {_listed(wrong, answer['shapes'])}: {REAL_VALUES}"
+        return f"{line}, but {_depending(sized)}, and zero inputs made {_listed(wrong, shapes)}: {REAL_VALUES}"
     return line + (f" ({_depending(sized)}: --inputs FILE.npz gives their real sizes)" if sized else "")
+
+
+PROFILE_SECONDS = 10.0
+PROFILE_FACTOR = 20
+"""The profiled run may take ``PROFILE_SECONDS`` plus ``PROFILE_FACTOR`` times the plain run's time: profiling a
+Loop of many steps records an event per node and step (200,000 steps of 6 nodes: 30 times slower, 2.4 GiB), which
+must not cost more than the shapes are worth."""
+
+
+def profiled(request: dict[str, Any], feeds: dict[str, Any] | None, limit: isolated.Limits, seconds: float,
+             record: Path) -> tuple[Path | None, str]:
+    """The profile of a second run of ``request`` (written in ``record``), the plain run having taken
+    ``seconds``: (its path, "") or (None, why not). A separate run, so that a profile too costly to make never
+    costs the main graph's shapes."""
+    import dataclasses
+    import os
+
+    if not os.environ.get(isolated.SECONDS_ENV):
+        limit = dataclasses.replace(limit, seconds=min(limit.seconds, PROFILE_SECONDS + PROFILE_FACTOR * seconds))
+    request = {**request, "outputs": [], "profile": str(record / "run")}
+    with waiting("shape run inside subgraphs (onnxruntime profile)"):
+        answer, reason = isolated.run(__name__, request, "onnxruntime", "to record the shapes inside its subgraphs",
+                                      limit, feeds)
+    if reason:
+        return None, reason
+    profile = answer.get("profile")
+    return (Path(profile), "") if isinstance(profile, str) and profile else (None, "onnxruntime wrote no profile")
+
+
+def _refused(path: Path, proto: onnx.ModelProto, what: str) -> str:
+    """Why the run is not made (no onnxruntime, a model or activations too large), or ""."""
+    if not installed():
+        return f"{what}; pip install 'annograph[ort]' to take them from one onnxruntime run"
+    if _model_bytes(path, proto) > MAX_MODEL_BYTES:
+        return f"{what}; the model is over {format_bytes(MAX_MODEL_BYTES)}, too large to run for them"
+    if _known_bytes(proto.graph) > MAX_ACTIVATION_BYTES:
+        return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
+                "(pin smaller input dims)")
+    return ""
+
+
+def _known_bytes(graph: onnx.GraphProto) -> int:
+    """Bytes of the main graph's activations whose shapes are static."""
+    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+    return sum(math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4)
+               for tp in types.values() if (dims := _static_dims(tp)) is not None)
 
 
 def missing_shapes(graph: onnx.GraphProto) -> list[str]:
@@ -140,21 +199,6 @@ def _listed(names: list[str], shapes: dict[str, Any]) -> str:
     """"'x' [1], 'y' [0×4]" for the first few of ``names``."""
     shown = [f"{clean(n, 60)!r} [{'×'.join(str(d) for d in shapes[n][1]) or 'scalar'}]" for n in names[:_NAMED]]
     return ", ".join(shown) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
-
-
-def _run_with(request: dict[str, Any], feeds: dict[str, Any] | None,
-              limit: isolated.Limits) -> tuple[dict[str, Any], str]:
-    """The child's answer on zero inputs, or on ``feeds`` (handed over in a temporary .npz file)."""
-    import tempfile
-
-    if feeds is None:
-        return isolated.run(__name__, request, "onnxruntime", "to run the model", limit)
-    import numpy as np
-
-    with tempfile.TemporaryDirectory(prefix="annograph-inputs-") as folder:
-        request["feeds"] = str(Path(folder) / "feeds.npz")
-        np.savez(request["feeds"], **feeds)
-        return isolated.run(__name__, request, "onnxruntime", "to run the model", limit)
 
 
 def read_feeds(npz: Path, graph: onnx.GraphProto) -> dict[str, Any]:
@@ -253,7 +297,10 @@ def write_shapes(graph: onnx.GraphProto, shapes: dict[str, list[Any]]) -> int:
 
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
-    """The child: the model with the missing tensors as outputs, run once on zeros."""
+    """The child: the model with the missing tensors as outputs, run once (on zeros or the given feeds), profiled
+    when the request names a ``profile`` prefix."""
+    import time
+
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -269,11 +316,17 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.log_severity_level = 3
+        if "profile" in request:  # the only way to see the shapes inside the subgraphs it runs
+            options.enable_profiling = True
+            options.profile_file_prefix = request["profile"]
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         del model
         feeds = _feeds(request, types)
         names = [o.name for o in session.get_outputs()]
+        started = time.monotonic()
         results = session.run(names, feeds)
+        seconds = time.monotonic() - started
+        profile = session.end_profiling() if "profile" in request else ""
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
             return {"error": isolated.over_memory("onnxruntime", request["limits"])}
@@ -287,7 +340,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             except (KeyError, ValueError, TypeError):
                 elem_type = onnx.TensorProto.UNDEFINED
             shapes[name] = [int(elem_type), [int(d) for d in result.shape]]
-    return {"shapes": shapes}
+    return {"shapes": shapes, "profile": profile, "seconds": seconds}
 
 
 def _feeds(request: dict[str, Any], types: dict[str, int]) -> dict[str, Any]:

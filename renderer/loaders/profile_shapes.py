@@ -1,10 +1,14 @@
 """Shapes from an onnxruntime profile: those of a real run, recorded for every operator it ran, with no run here.
 
 Each node event of a profile carries the shapes of the node's inputs and outputs (``input_type_shape``,
-``output_type_shape``). Those of the first run are written into the main graph: the graph inputs' dims (so a
-model with free dims needs no ``--dim``), then every tensor static inference left without a static shape. The
-loader then runs static inference again, which carries the shapes on through what onnxruntime fused or folded
-away. Mapping events to operators is the profile reader's (``annotations.ort_profile``).
+``output_type_shape``), for the operators inside If branches and Loop/Scan bodies too (onnxruntime profiles
+the nodes of the subgraphs it runs like any other). Those of the first run are written into the model: the
+main graph inputs' dims (so a model with free dims needs no ``--dim``), then every tensor static inference left
+without a static shape, in the graph that holds it. A branch the run did not take recorded nothing: its shapes
+stay unknown and the note says how many. The loader then runs static inference again, which carries the shapes
+on through what onnxruntime fused or folded away. Mapping events to operators is the profile reader's
+(``annotations.ort_profile``). The onnxruntime run of ``--inputs`` records such a profile of its own when
+subgraphs lack shapes (``ort_shapes``), and it is read here the same way.
 """
 
 from __future__ import annotations
@@ -23,16 +27,20 @@ if TYPE_CHECKING:
 
 Recorded = dict[str, tuple[str, list[int]]]
 """Tensor name → (onnxruntime's type name, dims)."""
+ByGraph = dict[int, Recorded]
+"""Graph index → the shapes recorded for its tensors; a graph none of whose operators ran has no entry."""
 
 
-def recorded(model: Model, profiles: Sequence[Path]) -> Recorded:
-    """The shapes the ``profiles`` recorded for ``model``'s main graph (the first profile wins a disagreement)."""
+def recorded(model: Model, profiles: Sequence[Path]) -> ByGraph:
+    """The shapes the ``profiles`` recorded for ``model``'s graphs (the first profile wins a disagreement)."""
     from ..annotations.ort_profile import recorded_shapes
 
-    shapes: Recorded = {}
+    shapes: ByGraph = {}
     for path in profiles:
-        for name, shape in recorded_shapes(path, model).items():
-            shapes.setdefault(name, shape)
+        for index, found in recorded_shapes(path, model).items():
+            known = shapes.setdefault(index, {})
+            for name, shape in found.items():
+                known.setdefault(name, shape)
     return shapes
 
 
@@ -58,8 +66,9 @@ def pin_inputs(graph: onnx.GraphProto, shapes: Recorded) -> list[str]:
     return pinned
 
 
-def write(graph: onnx.GraphProto, shapes: Recorded) -> int:
-    """Write the recorded shapes of the tensors that have no static shape; how many were written."""
+def write(graphs: Sequence[onnx.GraphProto], shapes: ByGraph) -> int:
+    """Write the recorded shapes of the tensors that have no static shape into ``graphs`` (the main graph and its
+    subgraphs, in ``Model.graphs`` order); how many were written."""
     import onnx
 
     def elem_type(name: str) -> int:
@@ -68,23 +77,48 @@ def write(graph: onnx.GraphProto, shapes: Recorded) -> int:
         except ValueError:
             return onnx.TensorProto.UNDEFINED
 
-    missing = missing_shapes(graph)
-    return write_shapes(graph, {name: [elem_type(shapes[name][0]), shapes[name][1]]
-                                for name in missing if name in shapes})
+    written = 0
+    for index, graph in enumerate(graphs):
+        found = shapes.get(index, {})
+        written += write_shapes(graph, {name: [elem_type(found[name][0]), found[name][1]]
+                                        for name in missing_shapes(graph) if name in found})
+    return written
 
 
-def note(path: Path, profiles: Sequence[Path], pinned: list[str], written: int, graph: onnx.GraphProto) -> str:
-    """The line saying where the shapes came from, and how many tensors are still without one; "" when the
-    profile changed nothing (a model whose shapes are all static, profiled with them)."""
+def left(graphs: Sequence[onnx.GraphProto], shapes: ByGraph) -> tuple[int, int]:
+    """(tensors still without a shape in graphs that ran, those in subgraphs that did not run)."""
+    ran = not_run = 0
+    for index, graph in enumerate(graphs):
+        count = len(missing_shapes(graph))
+        if index == 0 or index in shapes:
+            ran += count
+        else:
+            not_run += count
+    return ran, not_run
+
+
+def not_run_clause(count: int) -> str:
+    """"; 212 tensors in subgraphs the run did not take (If branches, Loop bodies) keep no shape" or ""."""
+    if not count:
+        return ""
+    return f"; {count} tensor{'s' if count != 1 else ''} in subgraphs the run did not take (If branches, Loop " \
+           f"bodies) keep{'' if count != 1 else 's'} no shape"
+
+
+def note(path: Path, profiles: Sequence[Path], pinned: list[str], written: int,
+         remaining: tuple[int, int]) -> str:
+    """The line saying where the shapes came from, and how many tensors are still without one (``left``); ""
+    when the profile changed nothing (a model whose shapes are all static, profiled with them)."""
     names = ", ".join(clean(str(p), 120) for p in profiles)
-    left = len(missing_shapes(graph))
-    if not written and not left:
+    missed, not_run = remaining
+    if not written and not missed and not not_run:
         inputs = ", ".join(pinned[:3]) + (", …" if len(pinned) > 3 else "")
         return f"{path}: input shapes taken from the onnxruntime profile {names} ({inputs})" if pinned else ""
-    rest = f"; {left} tensor{'s' if left != 1 else ''} it did not record still {'have' if left != 1 else 'has'} " \
-           "no shape (--inputs FILE.npz runs the model on real values)" if left else ""
+    rest = f"; {missed} tensor{'s' if missed != 1 else ''} it did not record still " \
+           f"{'have' if missed != 1 else 'has'} no shape (--inputs FILE.npz runs the model on real values)" \
+        if missed else ""
     return f"{path}: shapes of {written} tensors that static inference cannot reach were taken from the " \
-           f"onnxruntime profile {names} (its first run){rest}"
+           f"onnxruntime profile {names} (its first run){rest}{not_run_clause(not_run)}"
 
 
-__all__ = ["Recorded", "note", "pin_inputs", "recorded", "write"]
+__all__ = ["ByGraph", "Recorded", "left", "not_run_clause", "note", "pin_inputs", "recorded", "write"]

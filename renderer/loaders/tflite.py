@@ -22,6 +22,8 @@ and a ``Value.metadata["data"]`` note.
 axis 0. The main graph's inputs are resized and LiteRT propagates the shapes through every operator
 (``litert_shapes``); where it cannot, each tensor's own -1 axes are pinned by position, and a note on the model
 says why. Signatures keep their -1. A key naming no dynamic axis of an input is an error (``pinning``).
+``--inputs FILE.npz`` resizes the inputs to its arrays' shapes instead and runs the model once on them, so sizes
+only the values decide are those of that run; on a model without dynamic dims a note says they are not needed.
 
 ``Model.raw`` is ``(tflite.Model, buffer)``: the flatbuffer accessor and the mapped file bytes it reads.
 Writers that edit a copy of the file (``annograph embed``) ask ``layout`` where its parts are, rather than
@@ -135,7 +137,8 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file.
     ``check_dims``: a ``dims`` name that is no dynamic input axis is an error (else it is left out).
     ``shape_run``: False pins dynamic axes by position without asking LiteRT to carry them through. ``values``
-    are for ONNX models: a TFLite file's shapes come from the file and ``dims`` (a note says so when given)."""
+    ``values``: the arrays of ``--inputs`` resize the inputs and LiteRT runs once on them (``litert_shapes``);
+    onnxruntime profiles are for ONNX models (a note says so when given)."""
     buffer = _mapped(path)
     from .pinning import resolve
 
@@ -145,16 +148,19 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         builder.dims = dims = resolve(path, dims, free, (), check_dims)
         model = builder.build()
         model.pinnable_dims = free
-        if dims and shape_run:
+        values = values or RealValues()
+        if dims and shape_run and values.inputs is None:
             _propagate_shapes(path, model, dims)
-        if values is not None and (values.inputs is not None or values.profiles):
-            model.notes.append(f"{path}: input values and onnxruntime profiles give shapes to ONNX models only; "
-                               "a TFLite model's come from the file and --dim")
-        return refuse_impossible_shapes(model, path)
     except (LoaderError, OperatorDataError):  # the data's fault, not the model's
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
         raise LoaderError(f"{path}: not a valid TFLite model (truncated or corrupt: {_describe(e)})") from None
+    if values.inputs is not None:
+        _shapes_from_inputs(path, model, values.inputs, shape_run)
+    if values.profiles:
+        model.notes.append(f"{path}: onnxruntime profiles give shapes to ONNX models only; a TFLite model's come "
+                           "from the file, --dim and --inputs")
+    return refuse_impossible_shapes(model, path)
 
 
 def layout(source: ir.Model | bytes, path: Path = Path("model.tflite")) -> tflite_layout.Layout:
@@ -185,10 +191,36 @@ def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None
     if not shapes:
         model.notes.append(f"{path}: --dim pinned each tensor's dynamic axes by position: {reason}")
         return
+    _take_shapes(model, shapes)
+
+
+def _take_shapes(model: ir.Model, shapes: dict[int, tuple[int, ...]]) -> None:
+    """Give the main graph's activations LiteRT's shapes (tensor index → shape)."""
     for value in model.main.values:
         shape = shapes.get(value.index)
         if value.type is not None and shape is not None and value.initializer is None:
             value.type = ir.TensorType(value.type.dtype, shape, value.type.shape_signature)
+
+
+def _shapes_from_inputs(path: Path, model: ir.Model, npz: Path, shape_run: bool) -> None:
+    """The main graph's shapes from one LiteRT run on the arrays of ``npz`` (``--inputs``), its inputs resized to
+    theirs; a note saying where they came from, or that every shape is static and needs no values."""
+    feeds = litert_shapes.read_feeds(npz, model.main.inputs)
+    dynamic = [value for value in model.main.values
+               if value.type is not None and value.type.shape_signature is not None and -1 in value.type.shape_signature]
+    if not dynamic:
+        model.notes.append(f"{path}: every tensor shape is static (no dynamic dims), so the input values of {npz} "
+                           "are not needed for them")
+        return
+    if not shape_run:
+        return
+    shapes, reason = litert_shapes.propagate(path, {i: tuple(a.shape) for i, a in feeds.items()}, feeds)
+    if not shapes:
+        model.notes.append(f"{path}: {len(dynamic)} tensors have dynamic dims, and {reason}")
+        return
+    _take_shapes(model, shapes)
+    model.notes.append(f"{path}: shapes of {len(dynamic)} tensors with dynamic dims were taken from one LiteRT run "
+                       f"on the inputs of {npz}")
 
 
 def _describe(e: BaseException) -> str:

@@ -37,7 +37,8 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
     """(path, bytes) for single-file outputs, (folder path, {file name: bytes}) for page folders.
 
     A page laid out bigger than ``pages.MAX_PAGE_PT`` a side makes the book planned again with fewer operators
-    in full on that page (``book`` is updated in place), at most ``REPLANS`` times."""
+    in full on that page (``book`` is updated in place; a focused view is cut into smaller parts), at most
+    ``REPLANS`` times."""
     formats = sorted({fmt for fmt in outputs.formats if fmt in GRAPHVIZ_FORMATS} | (
         {"svg"} if "html" in outputs.formats else set()))
     links = outputs.links
@@ -46,14 +47,14 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
         with progress.stage("DOT") as facts:
             sources = [emit_page(scene, book, page, links) for page in book.pages]
             facts.append(f"{count(len(sources), 'page')}, {count(sum(map(len, sources)), 'character')}")
-        limit = MAX_PAGE_PT if book.kind == "groups" and attempt < REPLANS else None
+        limit = MAX_PAGE_PT if attempt < REPLANS else None
         try:
             with progress.stage("layout") as facts:
                 laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit)
                 facts.append(count(len(laid), "page"))
             break
         except _PagesTooBig as e:
-            _replan(scene, book, e.pages, budgets)
+            _replan(scene, book, e.pages, e.sides, budgets)
     produced: Written = []
     for output in outputs.outputs:
         fmt, target = output.format, Path(output.path)
@@ -77,13 +78,19 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
 
 
 class _PagesTooBig(Exception):
-    def __init__(self, pages: list[Page]) -> None:
+    def __init__(self, pages: list[Page], sides: list[float]) -> None:
         super().__init__(f"{len(pages)} pages over the size limit")
-        self.pages = pages
+        self.pages, self.sides = pages, sides
+        """The pages, and the longer side of each as laid out (points)."""
 
 
-def _replan(scene: Scene, book: Book, too_big: list[Page], budgets: dict[str, int]) -> None:
-    """Plan ``book`` again, with half as many operators in full on each page of ``too_big``."""
+def _replan(scene: Scene, book: Book, too_big: list[Page], sides: list[float], budgets: dict[str, int]) -> None:
+    """Plan ``book`` again, with half as many operators in full on each page of ``too_big`` (a focused view:
+    its parts half as big)."""
+    if book.refit is not None:
+        again = book.refit(list(zip(too_big, sides)))
+        book.pages, book.page_of_op, book.page_of_group = again.pages, again.page_of_op, again.page_of_group
+        return
     for page in too_big:
         key = pack_budget_key(page.group.parent) if page.group.kind == PACK_KIND else page.group.path
         budgets[key] = max(MIN_PAGE_OPS, budgets.get(key, PAGE_OPS) // 2)
@@ -98,7 +105,8 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
     parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error.
 
     Raises:
-        _PagesTooBig: detail pages over ``max_side`` a side (found before they are drawn as PNG or PDF).
+        _PagesTooBig: detail pages (and the pages of a focused view) over ``max_side`` a side (found before
+            they are drawn as PNG or PDF).
     """
     if not formats:
         return [{} for _ in sources]
@@ -111,16 +119,21 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
                 try:
                     laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
-                                                       max_side=max_side if index else None, palette_png=True)
-                except RenderError as e:
-                    if "init_rank" not in str(e):
+                                                       max_side=max_side if index or book.kind == "focus" else None,
+                                                       palette_png=True)
+                except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
+                    raise
+                except RenderError:
+                    if not _ROWS.search(sources[index]):
                         raise
-                    # dot cannot always rank the overview's rows (rank=same) when they reach into a cluster
+                    # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one
+                    # reaches into a cluster, a spline it cannot route (Pshortestpath) in a page of operators
                     laid = graphviz_run.render_formats(_ROWS.sub("", sources[index]), formats, timeout=left,
                                                        palette_png=True)
                 facts.append(f"{book.pages[index].title}, {count(len(sources[index]), 'character')} of DOT")
             return laid
-        except graphviz_run.TooBig:
+        except graphviz_run.TooBig as e:
+            sides[index] = max(e.width, e.height)
             return {}
         except graphviz_run.LayoutTimeout:
             page = book.pages[index]
@@ -130,6 +143,7 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             ) from None
 
     results: list[dict[str, bytes]] = [{} for _ in sources]
+    sides: dict[int, float] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool, progress.bar(len(sources), "layout", "page") as bar:
         # the biggest pages first, so one long page does not start last
         order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
@@ -142,9 +156,9 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             for future in futures:
                 future.cancel()
             raise
-    too_big = [book.pages[i] for i, laid in enumerate(results) if not laid]
+    too_big = [i for i, laid in enumerate(results) if not laid]
     if too_big:
-        raise _PagesTooBig(too_big)
+        raise _PagesTooBig([book.pages[i] for i in too_big], [sides[i] for i in too_big])
     return results
 
 

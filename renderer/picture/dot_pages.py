@@ -11,8 +11,10 @@ Element ids, besides the operators' usual ``op-S-N`` and tensors' ``t-S-N``:
 
 from __future__ import annotations
 
+import html
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 import graphviz
@@ -37,9 +39,9 @@ MAX_TOOLTIP_TENSORS = 12
 RUN_COLUMNS = 10
 SCREEN_ASPECT = 1.6
 """Width / height the overview's rows aim at: a 1,600 × 1,000 window."""
-BOX_SIZE, RUN_SIZE, OP_SIZE, IO_SIZE, STUB_SIZE = (270.0, 125.0), (330.0, 95.0), (180.0, 80.0), (200.0, 55.0), \
+RUN_SIZE, OP_SIZE, IO_SIZE, STUB_SIZE = (330.0, 95.0), (180.0, 80.0), (200.0, 55.0), \
     (130.0, 28.0)
-"""Rough drawn sizes (points) of a group box, a run box before its rows of cells, an operator, a graph input or
+"""Rough drawn sizes (points) of a run box before its rows of cells, an operator, a graph input or
 output and a stub: enough to choose where rows wrap, before Graphviz measures anything."""
 HEAT_ROWS = 45.0
 """Height the share and aggregate rows add to a box when the picture has a colour metric."""
@@ -141,23 +143,27 @@ class _PageEmitter(_Emitter):
 
     def _rows(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]]) -> None:
         """The overview's items wrapped into rows (``wrap_rows``), each cluster's items on their own: a
-        ``rank=same`` row may not reach into a cluster (dot's ranking fails), so a cluster's rows are declared
-        inside it (a subgraph named again is the same subgraph)."""
-        crowd = Counter(self.cluster_path.get(name, ()) for name in sizes)
+        ``rank=same`` row may not reach into a cluster (dot's ranking fails) nor hold items of two clusters
+        (dot keeps a cluster's items together, out of the row's order), so a cluster's rows are declared inside
+        it (a subgraph named again is the same subgraph). Ranks and the row width are the whole page's, so the
+        items around a cluster keep their place in the model's order: above it or below it, not beside it."""
+        rank = _longest_path_ranks(list(sizes), self.edge_pairs)
+        limit = row_limit(sizes, rank)
         containers: dict[tuple[str, ...], dict[str, tuple[float, float]]] = {}
         for name, size in sizes.items():
-            path = self.cluster_path.get(name, ())
-            # a cluster of a few items keeps them in the page's rows, as dot ranks them well enough there
-            containers.setdefault(path if crowd[path] >= CLUSTER_ROWS_FROM else (), {})[name] = size
+            containers.setdefault(self.cluster_path.get(name, ()), {})[name] = size
+        rows: list[tuple[int, tuple[str, ...], list[str]]] = []  # (first rank, cluster path, items)
         for path, members in containers.items():
-            rows = wrap_rows(members, self.edge_pairs)
-            for band in rows:
+            for band in wrap_rows(members, rank, limit):
                 _declare_row(dot, path, band)
-                for left, right in zip(band, band[1:]):  # in the row's order, as the model runs
-                    dot.edge(left, right, style="invis", weight="20")
-            for above, below in zip(rows, rows[1:]):  # items under one another: a grid, not a staircase
-                for top, bottom in zip(above, below):
-                    dot.edge(top, bottom, style="invis", weight="20")
+                rows.append((min(rank[name] for name in band), path, band))
+        # each row's first item under the first item of the row before it (in its cluster, or the rank above in
+        # another): a grid, not a staircase. An edge from every column as well made dot put a row's first item
+        # at its right end inside a cluster.
+        rows.sort(key=lambda row: row[0])
+        for (_, path, above), (start, below_path, below) in zip(rows, rows[1:]):
+            if path == below_path or start == max(rank[name] for name in above) + 1:
+                dot.edge(above[0], below[0], style="invis", weight="20")
 
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
         """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
@@ -166,7 +172,7 @@ class _PageEmitter(_Emitter):
         for run in self.runs:
             rows = -(-len(run) // RUN_COLUMNS) if len(run) > 1 else 0
             sizes[self._box_name(run[0])] = \
-                (RUN_SIZE[0], RUN_SIZE[1] + heat + 22 * rows) if rows else (BOX_SIZE[0], BOX_SIZE[1] + heat)
+                (RUN_SIZE[0], RUN_SIZE[1] + heat + 22 * rows) if rows else _label_size(self._box_lines(run[0]))
         for graph_index in self.page.io_graphs:
             graph = self.model.graphs[graph_index]
             sizes.update((_io_name(v), IO_SIZE) for v in graph.inputs)
@@ -246,6 +252,28 @@ class _PageEmitter(_Emitter):
     def _box_name(self, group: Group) -> str:
         return "box_" + self.book.box_key(group).replace("-", "_")
 
+    def _box_lines(self, group: Group) -> list[tuple[str, int]]:
+        """A group box's rows as (HTML text, point size): its name, size, operator types, share of the model
+        total and aggregate, and its link."""
+        members = list(group.members())
+        types = Counter(n.op_type for n in members).most_common()
+        lines = [
+            (f"<B>{escape.html_text(group.label, 48)}</B>", 12),
+            (f"{len(members):,} operators" + (" · subgraph" if group.kind == "graph" else ""), 9),
+            (escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""), 64),
+             8),
+        ]
+        if self.box_heat is not None:
+            number = self._value_of(group)
+            shown = format_number(number) if number is not None else "n/a"
+            if self.share:
+                lines.append((self._share_text(id(group)), 11))
+            lines.append((f"{escape.html_text(self.scene.heatmap.metric, 28)} "  # type: ignore[union-attr]
+                          f"{escape.html_text(rule_for(self.scene.heatmap.metric, self.scene.heatmap.info, self.opts.aggregate), 8)}: "  # type: ignore[union-attr]
+                          f"<B>{escape.html_text(shown, 24)}</B>", 9))
+        lines.append((f"<U>open page {self.book.page_of_group[id(group)].index}</U>", 8))
+        return lines
+
     def _box_node(self, container: graphviz.Digraph, group: Group) -> None:
         target = self.book.page_of_group[id(group)]
         key = self.book.box_key(group)
@@ -254,22 +282,7 @@ class _PageEmitter(_Emitter):
         ink = text_color(fill)
         members = list(group.members())
         types = Counter(n.op_type for n in members).most_common()
-        title = group.label
-        rows = [
-            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{ink}" POINT-SIZE="12"><B>{escape.html_text(title, 48)}'
-            f'</B></FONT></TD></TR>',
-            _row(f"{len(members):,} operators" + (" · subgraph" if group.kind == "graph" else ""), ink),
-            _row(escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""),
-                                  64), ink, 8),
-        ]
-        if self.box_heat is not None:
-            shown = format_number(number) if number is not None else "n/a"
-            if self.share:
-                rows.append(_row(self._share_text(id(group)), ink, 11))
-            rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)} "  # type: ignore[union-attr]
-                             f"{escape.html_text(rule_for(self.scene.heatmap.metric, self.scene.heatmap.info, self.opts.aggregate), 8)}: "  # type: ignore[union-attr]
-                             f"<B>{escape.html_text(shown, 24)}</B>", ink))
-        rows.append(_row(f'<U>open page {target.index}</U>', ink, 8))
+        rows = [_row(text, ink, size) for text, size in self._box_lines(group)]
         label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="4" COLOR="{BORDER_COLOR}" '
                  f'BGCOLOR="{fill}" STYLE="rounded">{"".join(rows)}</TABLE>')
         tip = [f"{display_path(group)}  (page {target.index})",
@@ -371,6 +384,7 @@ class _PageEmitter(_Emitter):
             container.edge(source, target, id=value.element_id if k == 0 else f"{value.element_id}.{k}",
                            **self._edge_style(value))
             self.edge_pairs.append((source, target))
+        bundled = self._gather_fan_ins(bundled)
         first_seen = {pair: k for k, pair in enumerate(bundled)}
         for k, ((source, target), carried) in enumerate(bundled.items()):
             if first_seen.get((target, source), k) < k:
@@ -409,18 +423,48 @@ class _PageEmitter(_Emitter):
 
     def _fan(self, value: Value, boxes: list[str]) -> str:
         """A note standing for the many group boxes that read ``value``."""
-        name = f"fan_{value.graph.index}_{value.index}"
+        return self._note(f"fan_{value.graph.index}_{value.index}", f"fan-{self.page.index}-{value.graph.index}-"
+                          f"{value.index}", f"to {len(boxes)} groups",
+                          f"{escape.clean(value.name, 80)} is read by {len(boxes)} groups on this page:", boxes)
+
+    def _fan_in(self, target: str, boxes: list[str], carried: list[Value]) -> str:
+        """A note standing for the many group boxes whose tensors ``target`` reads (40 branches summed)."""
+        return self._note(f"fanin_{target}", f"fanin-{self.page.index}-{target}", f"from {len(boxes)} groups",
+                          f"{len(carried)} tensors from {len(boxes)} groups on this page:", boxes)
+
+    def _note(self, name: str, ident: str, text: str, head: str, boxes: list[str]) -> str:
+        """A small unframed note ``text`` standing for ``boxes``, their names in its tooltip under ``head``."""
         named = {self._box_name(g): g.label for g in self.groups}
         labels = [named[b] for b in boxes if b in named]
-        text = f"to {len(boxes)} groups"
         self.stubs[name] = (
             f'<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2"><TR><TD><FONT POINT-SIZE="8" COLOR="#333333">'
             f"{escape.html_text(text, 40)}</FONT></TD></TR></TABLE>",
-            "", escape.tooltip([f"{escape.clean(value.name, 80)} is read by {len(boxes)} groups on this page:"]
-                               + [escape.clean(label, 80) for label in labels[:MAX_TOOLTIP_TENSORS]]
+            "", escape.tooltip([head] + [escape.clean(label, 80) for label in labels[:MAX_TOOLTIP_TENSORS]]
                                + ([f"… {len(labels) - MAX_TOOLTIP_TENSORS} more"] if len(labels) > MAX_TOOLTIP_TENSORS else [])))
-        self.stub_ids[name] = f"fan-{self.page.index}-{value.graph.index}-{value.index}"
+        self.stub_ids[name] = ident
         return name
+
+    def _gather_fan_ins(self, bundled: dict[tuple[str, str], list[Value]]) -> dict[tuple[str, str], list[Value]]:
+        """``bundled`` with the edges from more than ``FANOUT_LIMIT`` group boxes into one item drawn as one
+        edge from a note: 40 edges into a Sum would run between a grid's columns and spread them apart."""
+        feeders: dict[str, list[str]] = {}
+        for source, target in bundled:
+            if source.startswith("box_") and not target.startswith("box_"):
+                feeders.setdefault(target, []).append(source)
+        crowded = {target: boxes for target, boxes in feeders.items() if len(boxes) > FANOUT_LIMIT}
+        if not crowded:
+            return bundled
+        gathered: dict[tuple[str, str], list[Value]] = {}
+        for (source, target), carried in bundled.items():
+            if target not in crowded or not source.startswith("box_"):
+                gathered[(source, target)] = carried
+                continue
+            boxes = crowded[target]
+            note = f"fanin_{target}"
+            gathered.setdefault((note, target), []).extend(carried)
+            if source == boxes[-1]:
+                self._fan_in(target, boxes, gathered[(note, target)])
+        return gathered
 
     def _local_nodes(self, drawn: list[Node]) -> Iterable[Node]:
         yield from drawn
@@ -471,7 +515,7 @@ class _PageEmitter(_Emitter):
             text = f"{'from' if direction == 'in' else 'to'} {node.op_type} {node.graph.index}:{node.index}"
             return self._add_stub(name, text, "", [f"{text}: {node.display_name}", "outside this view"])
         name = f"stub_{direction}_{owner.index}"
-        where = display_path(owner.group) if owner.index else "overview"
+        where = display_path(owner.group) if owner.index else "overview" if self.book.kind == "groups" else owner.title
         text = f"{'from' if direction == 'in' else 'to'} {where}"
         return self._add_stub(name, text, self.links.href(self.page, owner, node.element_id),
                               [f"{text} (page {owner.index})", f"first: {node.op_type} {node.display_name}"])
@@ -564,12 +608,21 @@ def _short_label(group: Group, run: list[Group]) -> str:
     return name[shared:] or tail if len(names) > 1 else tail
 
 
-CLUSTER_ROWS_FROM = 8
-"""A cluster holding this many overview items or more is wrapped into rows of its own."""
+def _label_size(lines: list[tuple[str, int]]) -> tuple[float, float]:
+    """The rough size (points) of a box of left-aligned text rows, each (HTML text, point size), with a cell
+    padding of 4: DejaVu Sans runs about 0.55 em a character (0.62 bold)."""
+    width = height = 0.0
+    for text, size in lines:
+        plain = html.unescape(re.sub(r"<[^>]*>", "", text))
+        em = 0.62 if text.startswith("<B>") else 0.55
+        width = max(width, len(plain) * size * em)
+        height += size * 1.2 + 8
+    return width + 12, height + 4
 
 
 def _declare_row(container: graphviz.Digraph, path: tuple[str, ...], band: list[str]) -> None:
-    """``{rank=same; band}`` inside the cluster ``path`` names (declared again, outermost first)."""
+    """``{rank=same; band}`` inside the cluster ``path`` names (declared again, outermost first), its items
+    tied left to right in the model's order."""
     if path:
         with container.subgraph(name=path[0]) as inner:
             _declare_row(inner, path[1:], band)
@@ -578,31 +631,43 @@ def _declare_row(container: graphviz.Digraph, path: tuple[str, ...], band: list[
         row.attr(rank="same")
         for name in band:
             row.node(name)
+        for left, right in zip(band, band[1:]):
+            row.edge(left, right, style="invis", weight="20")
 
 
-def wrap_rows(sizes: dict[str, tuple[float, float]], edges: list[tuple[str, str]],
-              aspect: float = SCREEN_ASPECT) -> list[list[str]]:
-    """Rows of items that make the picture about ``aspect`` (width / height) instead of one tall column or one
-    wide row: items are ranked as dot ranks them (longest path from a source); a rank wider than the width
-    that gives the whole picture that aspect is split into several rows, and consecutive ranks narrower than
-    it are joined into one. Every row is returned, in order (nothing when no rank is split or joined); each is
-    a ``rank=same`` constraint, its edges drawn left to right, and starts with an item of its first rank."""
-    rank = _longest_path_ranks(list(sizes), edges)
-    if not rank:
-        return []
-    count = max(rank.values()) + 1
-    members: list[list[str]] = [[] for _ in range(count)]
+def row_limit(sizes: dict[str, tuple[float, float]], rank: dict[str, int], aspect: float = SCREEN_ASPECT) -> float:
+    """The row width that makes a picture of these items about ``aspect`` (width / height): the square root of
+    ``aspect`` times their area, ranked as dot ranks them, never narrower than the widest item."""
+    members: dict[int, list[str]] = {}
     for name in sizes:
-        members[rank[name]].append(name)
-    area = sum(_row_width(m, sizes) * (max(sizes[n][1] for n in m) + RANK_GAP) for m in members if m)
-    limit = max(max(w + NODE_GAP for w, _ in sizes.values()), math.sqrt(aspect * area))
-    pieces = [piece for m in members if m for piece in _split_row(m, sizes, limit)]
+        members.setdefault(rank.get(name, 0), []).append(name)
+    area = sum(_row_width(m, sizes) * (max(sizes[n][1] for n in m) + RANK_GAP) for m in members.values())
+    return max(max((w + NODE_GAP for w, _ in sizes.values()), default=0.0), math.sqrt(aspect * area))
+
+
+def wrap_rows(sizes: dict[str, tuple[float, float]], rank: dict[str, int], limit: float) -> list[list[str]]:
+    """Rows of items no wider than ``limit`` (``row_limit``) instead of one tall column or one wide row: a
+    rank (``_longest_path_ranks``) wider than it is split into several rows, and consecutive ranks narrower
+    than it are joined into one, in rank order, unless ranks held by other items (a cluster's) lie between
+    them. Every row is returned, in order (nothing when no rank is split or joined); each is a ``rank=same``
+    constraint, its edges drawn left to right, and starts with an item of its first rank."""
+    if not sizes:
+        return []
+    members: dict[int, list[str]] = {}
+    for name in sizes:
+        members.setdefault(rank.get(name, 0), []).append(name)
     rows: list[list[str]] = [[]]
-    for piece in pieces:
-        if rows[-1] and _row_width(rows[-1] + piece, sizes) > limit:
-            rows.append([])
-        rows[-1].extend(piece)
-    return [] if len(rows) == count and len(pieces) == count else rows
+    previous = None
+    pieces = 0
+    for number in sorted(members):
+        for piece in _split_row(members[number], sizes, limit):
+            pieces += 1
+            apart = previous is not None and number > previous + 1
+            if rows[-1] and (apart or _row_width(rows[-1] + piece, sizes) > limit):
+                rows.append([])
+            rows[-1].extend(piece)
+        previous = number
+    return [] if len(rows) == len(members) == pieces else rows
 
 
 def _row_width(names: list[str], sizes: dict[str, tuple[float, float]]) -> float:

@@ -125,12 +125,16 @@ class Book:
         page_of_op: operator key → the page drawing it in full (for links); focus books may leave ops out.
         page_of_group: id(group) → the page showing that group (its own page).
         kind: ``groups`` (overview + detail pages) or ``focus``.
+        refit: see below.
     """
 
     pages: list[Page]
     page_of_op: dict[NodeKey, Page]
     page_of_group: dict[int, Page]
     kind: str = "groups"
+    refit: Callable[[list[tuple[Page, float]]], Book] | None = None
+    """For a focus book: its views planned again, those of the given pages (laid out over ``MAX_PAGE_PT``,
+    with their longer side) cut into smaller parts."""
 
     def box_key(self, group: Group) -> str:
         """What tells ``group``'s box apart in element ids: its page's number, and for a group sharing a page
@@ -428,27 +432,136 @@ def _drawn_producers(value: Value, drawn: Callable[[Node], bool]) -> Iterable[No
         yield producer
 
 
+REFIT_MARGIN = 0.9
+"""A focused view laid out over ``MAX_PAGE_PT`` is cut into parts of this share of the operators that would
+fit in proportion (a layout does not shrink quite in proportion to what it draws)."""
+
+
 def focus_book(model: Model, centres: list[Node], radius: int, drawn: Callable[[Node], bool],
                together: bool, labels: list[str]) -> Book:
-    """A page per centre (with an index page listing them), or one page holding every neighbourhood."""
-    root = Group(label="focus", path="", kind="root", nodes=[], children=[], parent=None)
+    """A page per centre (with an index page listing them), or one page holding every neighbourhood. A view
+    too big for one page (as ``needs_pages`` predicts a flat picture, or laid out over ``MAX_PAGE_PT``) is
+    cut into parts in graph order, continued from part to part through stubs (``Book.refit``)."""
     hoods = [neighbourhood(c, radius, drawn) for c in centres]
     if together or len(centres) == 1:
         merged: dict[NodeKey, Node] = {}
         for hood in hoods:
             merged.update((n.key, n) for n in hood)
-        ops = sorted(merged.values(), key=lambda n: (n.graph.index, n.index))
-        root.nodes = ops
-        page = Page(0, root, ops, highlight=list(centres), title=", ".join(labels))
-        return Book([page], {n.key: page for n in ops}, {id(root): page}, kind="focus")
-    pages = [Page(0, root, [], title="hot spots")]
-    book = Book(pages, {}, {id(root): pages[0]}, kind="focus")
-    for centre, hood, label in zip(centres, hoods, labels):
-        group = Group(label=label, path=label, kind="focus", nodes=hood, children=[], parent=root)
-        root.children.append(group)
-        page = Page(len(pages), group, hood, parent=pages[0], highlight=[centre], title=label)
-        pages.append(page)
-        book.page_of_group[id(group)] = page
-        pages[0].boxes.append([group])
-        book.page_of_op.setdefault(centre.key, page)
-    return book
+        views = [_View(sorted(merged.values(), key=lambda n: (n.graph.index, n.index)), list(centres),
+                       ", ".join(labels))]
+        return _FocusPlan(model, views, single=True).book()
+    views = [_View(hood, [centre], label) for centre, hood, label in zip(centres, hoods, labels)]
+    return _FocusPlan(model, views, single=False).book()
+
+
+@dataclass(slots=True, eq=False)
+class _View:
+    """One focused view: its operators (graph order), the centres among them, its name."""
+
+    ops: list[Node]
+    centres: list[Node]
+    label: str
+
+
+@dataclass(slots=True, eq=False)
+class _FocusPlan:
+    """The pages of focused views; ``part_ops``: view → operators a part of it may hold, once it is cut."""
+
+    model: Model
+    views: list[_View]
+    single: bool
+    part_ops: dict[int, int] = field(default_factory=dict)
+    view_of_page: dict[int, int] = field(default_factory=dict)
+
+    def book(self) -> Book:
+        root = Group(label="focus", path="", kind="root", nodes=[], children=[], parent=None)
+        self.view_of_page = {}
+        if self.single:
+            view = self.views[0]
+            parts = self._parts(0)
+            root.nodes = parts[0]
+            first = Page(0, root, parts[0], highlight=list(view.centres), title=_part_title(view.label, 0, parts))
+            book = Book([first], {n.key: first for n in parts[0]}, {id(root): first}, kind="focus", refit=self.refit)
+            self._add_parts(book, 0, parts, first, root)
+            return book
+        index = Page(0, root, [], title="hot spots")
+        book = Book([index], {}, {id(root): index}, kind="focus", refit=self.refit)
+        for number, view in enumerate(self.views):
+            parts = self._parts(number)
+            group = Group(label=view.label, path=view.label, kind="focus", nodes=view.ops, children=[], parent=root)
+            root.children.append(group)
+            page = Page(len(book.pages), group, parts[0], parent=index, highlight=list(view.centres),
+                        title=_part_title(view.label, 0, parts))
+            book.pages.append(page)
+            book.page_of_group[id(group)] = page
+            index.boxes.append([group])
+            book.page_of_op.setdefault(view.centres[0].key, page)
+            if len(parts) > 1:
+                for node in parts[0]:
+                    book.page_of_op.setdefault(node.key, page)
+            self.view_of_page[id(page)] = number
+            self._add_parts(book, number, parts, page, root)
+        return book
+
+    def _add_parts(self, book: Book, number: int, parts: list[list[Node]], first: Page, root: Group) -> None:
+        """Pages for the parts after the first of view ``number`` (the first, holding a centre, is ``first``)."""
+        self.view_of_page[id(first)] = number
+        view = self.views[number]
+        for k, ops in enumerate(parts[1:], 1):
+            title = _part_title(view.label, k, parts)
+            group = Group(label=title, path=f"{view.label}\0{k}", kind="focus", nodes=ops, children=[], parent=root)
+            page = Page(len(book.pages), group, ops, parent=first, title=title,
+                        highlight=[c for c in view.centres if any(c is n for n in ops)])
+            book.pages.append(page)
+            book.page_of_group[id(group)] = page
+            for node in ops:
+                book.page_of_op.setdefault(node.key, page)
+            self.view_of_page[id(page)] = number
+
+    def _parts(self, number: int) -> list[list[Node]]:
+        """View ``number``'s operators on one page, or cut into parts in graph order, the part holding its
+        first centre first."""
+        view = self.views[number]
+        budget = self.part_ops.get(number)
+        if budget is None:
+            keys = {n.key for n in view.ops}
+            if not needs_pages(self.model, lambda n: n.key in keys):
+                return [view.ops]
+            budget = self.part_ops[number] = PAGE_OPS
+        parts = _cut(view.ops, budget)
+        centre = view.centres[0]
+        first = next(i for i, part in enumerate(parts) if any(n is centre for n in part))
+        return [parts[first], *parts[:first], *parts[first + 1:]]
+
+    def refit(self, too_big: list[tuple[Page, float]]) -> Book:
+        """The views again, those with a page in ``too_big`` (with its longer side as laid out) cut into parts
+        at most half as big, and smaller still by as much as that page was over ``MAX_PAGE_PT``."""
+        for page, side in too_big:
+            number = self.view_of_page.get(id(page))
+            if number is None:  # the index page of hot spots: boxes only
+                continue
+            ops = len(self.views[number].ops)
+            now = min(self.part_ops.get(number, ops), ops)
+            scaled = int(len(page.ops) * REFIT_MARGIN * MAX_PAGE_PT / side)
+            self.part_ops[number] = max(1, min(now // 2, scaled))
+        return self.book()
+
+
+def _part_title(label: str, k: int, parts: list[list[Node]]) -> str:
+    return label if len(parts) == 1 else f"{label} (part {k + 1} of {len(parts)})"
+
+
+def _cut(ops: list[Node], budget: int) -> list[list[Node]]:
+    """``ops`` in consecutive parts of at most ``budget`` operators and ``MAX_PAGE_PT / RANK_PT`` ranks."""
+    parts: list[list[Node]] = [[]]
+    rank: dict[NodeKey, int] = {}
+    for node in ops:
+        level = 1 + max((rank.get(v.producer.key, -1) for v in node.inputs
+                         if v is not None and v.producer is not None), default=-1)
+        if parts[-1] and (len(parts[-1]) >= budget or (level + 1) * RANK_PT > MAX_PAGE_PT):
+            parts.append([])
+            rank.clear()
+            level = 0
+        parts[-1].append(node)
+        rank[node.key] = level
+    return parts
