@@ -16,8 +16,8 @@ class RenderOptions:
 
     Attributes:
         color_by: metric filling operator boxes (a heatmap); ``"none"`` for plain boxes; None for the default
-            the command line applies (``loading.default_color``: the annotations' metric, else built-in MACs or
-            weight bytes).
+            every render applies (``rendering.default_colour``, decided in ``rendering.prepare``: the
+            annotations' metric, else built-in MACs or weight bytes).
         cmap: colour map name (ours in colormaps/ or matplotlib's); default ``heat`` (``diverging`` with center).
         norm: ``linear``, ``log`` or ``quantile``.
         vmin / vmax / center: colour map range and diverging centre; from the data when None.

@@ -261,7 +261,7 @@ def test_a_worker_dying_mid_task_does_not_lose_its_model(tmp_path: Path) -> None
     assert killed is not None, "the job finished before a worker could be killed"
     [remote] = results
     assert remote.error is None, remote.error
-    assert remote.files == local.files and len(remote.files) == 12
+    assert remote.files == local.files and len(remote.pictures) == 12
 
 
 def operator_ids(svg: bytes) -> set[str]:
@@ -480,6 +480,51 @@ def test_a_paged_model_is_drawn_with_pages_as_render_draws_it(sample: str, tmp_p
         box_count += len(boxes)
     assert len(set(drawn_fills.values())) > 10  # the boxes are coloured, not all n/a
     assert box_count >= 12  # the overview's run of 12 encoder layers, at least
+
+
+def svg_size(path: Path) -> tuple[float, float]:
+    """The canvas of an SVG in points, from its root's width and height ("827pt")."""
+    root = parse_svg(path)
+    return float(root.get("width").removesuffix("pt")), float(root.get("height").removesuffix("pt"))
+
+
+def test_a_picture_too_big_for_one_page_goes_to_pages_as_render_draws_it(tmp_path: Path) -> None:
+    """light_resnet50 is planned as one picture (under the operator limit of a page), but that picture is
+    over ``MAX_PAGE_PT`` high: ``render`` draws an overview and pages instead (the layout's size check), and
+    so does a batch picture now (it was one 17,000 pt picture): the same page files as render's, each within
+    the limit (plus the caption), the overview linking to its pages, the contact sheet to the overview."""
+    from renderer.batch import caption
+    from renderer.picture.pages import MAX_PAGE_PT
+
+    model = ONNX / "light_resnet50.onnx"
+    flat = tmp_path / "flat.svg"
+    assert run_cli("render", model, "--collapse", "none", "--color-by", "none", "-o", flat).returncode == 0
+    assert max(svg_size(flat)) > MAX_PAGE_PT  # one picture would be too big: the case under test
+    runs = write_sparse_runs(model, tmp_path / "runs", 2)
+    single = tmp_path / "single" / "m.svg"
+    single.parent.mkdir()
+    run = run_cli("render", model, "-a", runs[0], "--color-by", "latency_us", "-o", single, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    rendered = sorted(p.name for p in single.with_name("m.svg.pages").iterdir())
+    assert len(rendered) >= 2
+    out = tmp_path / "out"
+    batch(model, "-a", *runs, "--color-by", "latency_us", "-o", out)
+    names = ["000_run0.latency_us.svg", "001_run1.latency_us.svg"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, *(n + ".pages" for n in names), "index.html"])
+    assert sorted(sheet_links(out)[0]) == names
+    for name in names:
+        pages = sorted((out / (name + ".pages")).iterdir())
+        assert [p.name for p in pages] == rendered
+        for picture in [out / name, *pages]:
+            assert max(svg_size(picture)) <= MAX_PAGE_PT + caption.HEIGHT, (picture.name, svg_size(picture))
+        assert {f"{name}.pages/{page}" for page in rendered} <= {h.split("#")[0] for h in _hrefs(out / name)}
+        for page in pages:
+            assert f"../{name}" in {h.split("#")[0] for h in _hrefs(page)}, page.name
+    for page in rendered:  # the operators' fills are render's, page by page
+        mine = {k: first_fill(g) for k, g in svg_groups(parse_svg(out / (names[0] + ".pages") / page), "op").items()}
+        theirs = {k: first_fill(g) for k, g in svg_groups(parse_svg(single.with_name("m.svg.pages") / page),
+                                                           "op").items()}
+        assert mine == theirs and len(set(mine.values())) > 3, page
 
 
 def box_fills(path: Path) -> dict[str, str | None]:

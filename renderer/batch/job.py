@@ -18,7 +18,7 @@ from ..annotations import Annotations, load_annotations
 from ..colors import NA_COLOR, text_color
 from ..errors import AnnographError, MetricError
 from ..picture.folding import fold
-from ..heatmap import Heatmap, build, builtin_default, default_metric, operator_metrics
+from ..heatmap import Heatmap, build
 from ..ir import ElementKey, Model
 from ..numbers import format_number
 from ..options import RenderOptions
@@ -187,28 +187,19 @@ def _add_builtin(model: Model, runs: list[tuple[str, Annotations]], metrics: lis
 
 def _default_metrics(job: ModelJob, model: Model, runs: list[tuple[str, Annotations]],
                      result: ModelResult) -> list[str]:
-    """The metric every run is coloured by when no --color-by is given: the only numeric operator metric of
-    the runs, else each run's default (``default_metric``, a tool's main metric) when they all agree; when no
-    run brings a numeric operator metric, render's built-in default (MACs, else weight bytes)."""
-    found = sorted({m for _, notes in runs for m in operator_metrics(notes)})
-    defaults = [default_metric(notes) for _, notes in runs]
-    if len(found) == 1:
-        said = f"colouring by {found[0]}, the only numeric operator metric of the runs"
-    elif len({d.metric for d in defaults}) == 1 and defaults[0].metric is not None:
-        found = [defaults[0].metric]
-        said = f"colouring by {found[0]}, " + (defaults[0].why if len(runs) == 1 else
-                                               f"the main metric of each of the {len(runs)} runs")
-    else:
-        said = ""
-    if said:
-        result.said.append(f"{job.model}: {said}; --color-by to choose another")
-        return found
-    if not found:
-        chosen = builtin_default(model, fold(model, job.options.show_constants).is_drawn)
+    """The metric every run is coloured by when no --color-by is given: render's rule over all the runs
+    (``rendering.default_colour``: the only numeric operator metric of the runs, else the main metric each
+    declares, else when none brings one render's built-in default, MACs or weight bytes)."""
+    from ..picture.rendering import default_colour
+
+    chosen = default_colour(model, [notes for _, notes in runs], job.options.show_constants)
+    if chosen.metric is None:
+        raise MetricError(f"{job.model}: {chosen.why}")
+    if chosen.builtin:
         result.said.append(f"{job.model}: the annotation files give no numeric operator metric; {chosen.said}")
-        return [str(chosen.metric)]
-    raise MetricError(f"{job.model}: the runs bring several metrics; choose with --color-by (e.g. "
-                      f"--color-by {','.join(found[:3])}); they are: {', '.join(found[:20])}")
+    else:
+        result.said.append(f"{job.model}: {chosen.said}")
+    return [chosen.metric]
 
 
 def _heatmap(job: ModelJob, notes: Annotations, metric: str, undrawn: frozenset[ElementKey], result: ModelResult,

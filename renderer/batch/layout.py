@@ -7,7 +7,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..picture import graphviz_run
 from ..annotations import Annotations
 from ..records import Entry
 from ..picture.folding import fold
@@ -15,7 +14,6 @@ from ..picture.dot import Scene
 from ..heatmap import NO_COLOR
 from ..ir import Model
 from ..options import RenderOptions
-from ..picture.rendering import to_dot
 from . import caption, svg_template
 
 if TYPE_CHECKING:
@@ -71,9 +69,11 @@ its own name there (a link's text does not change the layout)."""
 
 
 def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: int) -> Layout | BookLayout:
-    """Render ``model`` once with placeholders sized for the longest metric name and value of the batch: one
-    picture, or (a big model) an overview and pages as ``render`` draws them, each page laid out once."""
-    from ..picture.rendering import plan_book, prepare
+    """Render ``model`` once with placeholders sized for the longest metric name and value of the batch, as
+    ``render`` draws it (``rendering.compose``): one picture, or an overview and pages, each page laid out
+    once: a big model, or one whose flat picture comes out bigger than a page."""
+    from ..picture.output_plan import Output, OutputPlan, page_file
+    from ..picture.rendering import compose
 
     key_chars = max(1, min(key_chars, MAX_KEY_CHARS))
     value_chars = max(3, value_chars)
@@ -84,19 +84,14 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
         if folding.is_drawn(node):
             notes.ops[node.key] = Entry({key_text: value_text}, {"fillcolor": SENTINEL_FILL})
     layout_options = dataclasses.replace(options, color_by=NO_COLOR, edge_by=None, show=[key_text], focus=[], top=None)
-    scene = prepare(model, notes, layout_options)
-    book = plan_book(scene)
-    if book is None:
-        svg = graphviz_run.run_dot(to_dot(model, notes, layout_options), "svg", timeout=options.timeout)
-        return _cut(svg, key_text, value_text, key_chars, value_chars)
-    from ..picture.book_output import lay_out_pages
-    from ..picture.dot_pages import emit_page
-    from ..picture.output_plan import Links, page_file
-
-    sources = [emit_page(scene, book, page, Links(OVERVIEW)) for page in book.pages]
-    laid = lay_out_pages(book, sources, ["svg"], options.timeout)
-    pages = [_cut(page["svg"], key_text, value_text, key_chars, value_chars) for page in laid]
-    return BookLayout(pages, [page_file(page.index, "svg") for page in book.pages[1:]], book, scene)
+    plan = OutputPlan((Output(OVERVIEW, "svg"),))  # the overview's name in the links: a slot of the template
+    drawing = compose(model, notes, layout_options, plan)
+    svgs = [drawing.produced[0][1]] + [svg for _, folder in drawing.produced[1:] for svg in folder.values()]
+    pages = [_cut(svg, key_text, value_text, key_chars, value_chars) for svg in svgs]  # type: ignore[arg-type]
+    if drawing.book is None:
+        return pages[0]
+    return BookLayout(pages, [page_file(page.index, "svg") for page in drawing.book.pages[1:]], drawing.book,
+                      drawing.scene)
 
 
 def _cut(svg: bytes, key_text: str, value_text: str, key_chars: int, value_chars: int) -> Layout:

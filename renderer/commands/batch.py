@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     work = parser.add_argument_group("where the work runs")
     work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
     work.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
-    add_options(parser, PICTURE_OPTIONS, left_out=[*LEFT_OUT, "color_by"])
-    colour = next(group for group in parser._action_groups if group.title == SHARED["color_by"].group)
+    colour = parser.add_argument_group(SHARED["color_by"].group)
     colour.add_argument("--color-by", "--colour-by", metavar="LIST",  # a list: a picture set per metric
                         help="metrics to colour by, comma-separated, a picture each (default: the runs' only "
                         "numeric metric, or their tool's main one; without either, the built-in macs, or "
                         "weight_bytes when most MACs are unknown)")
+    add_options(parser, PICTURE_OPTIONS, left_out=[*LEFT_OUT, "color_by"])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -182,8 +182,9 @@ SUMMARY_OPTIONS = ("summary", "summary_link_base", "summary_rows")
 def add_options(parser: argparse.ArgumentParser, names: Iterable[str], left_out: Iterable[str] = (),
                 grouped: bool = True) -> None:
     """Add the ``SHARED`` options ``names`` (but not ``left_out``) to ``parser``, each in its argument group
-    (``grouped``) or all among the command's main options."""
-    groups: dict[str, Any] = {"": parser}
+    (``grouped``; the parser's own group of that title when it has one) or all among the command's main options."""
+    groups: dict[str, Any] = {group.title: group for group in parser._action_groups if group.title}
+    groups[""] = parser
     skipped = set(left_out)
     for name in names:
         if name in skipped:

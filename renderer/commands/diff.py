@@ -179,15 +179,14 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _default_metric(after, model) -> str:  # type: ignore[no-untyped-def]
     """The metric a diff compares when no --metric is given: the one render would colour the after side by."""
     from ..errors import MetricError
-    from ..integrations.loading import default_color
-    from ..options import RenderOptions
     from ..progress import note
+    from ..picture.rendering import default_colour
 
-    options, default = default_color(RenderOptions(), after, model)
-    if default is None or default.metric is None:
-        raise MetricError(f"diff needs --metric: {default.why if default else 'no metric to compare'}")
+    default = default_colour(model, [after])
+    if default.metric is None:
+        raise MetricError(f"diff needs --metric: {default.why or 'no metric to compare'}")
     note(f"comparing {default.metric}: {default.why}; --metric to choose another")
-    return options.color_by
+    return default.metric
 
 
 def _names(before: list[str], after: list[str]) -> tuple[str, str]:

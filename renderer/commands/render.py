@@ -98,15 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
-    from ..heatmap import NO_COLOR
     from ..picture.rendering import render
     from .common import load_annotated, warn
 
     model, annotations = load_annotated(args, model_path, check_dims=check_dims)
-    options = default_color(options, annotations, model)
-    if options.color_by != NO_COLOR:
-        _say_what_to_pin(model, annotations, options.color_by)
-    render(model, annotations, options, output=plan)
+    render(model, annotations, options, output=plan)  # the default colour metric is decided there
     if options.show == ["all"]:
         from ..picture.dot import MAX_DRAWN_VALUES
 
@@ -116,25 +112,6 @@ def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Names
                  f"{MAX_DRAWN_VALUES} and count the rest (all are in the tooltips)")
 
 
-def _say_what_to_pin(model, annotations, metric: str) -> None:  # type: ignore[no-untyped-def]
-    """One line when the colour metric needs shapes that free input dims leave unknown."""
-    from ..records import metric_value
-    from ..metrics.input_dims import pin_advice
-    from .common import warn
-
-    given = {key for key, entry in annotations.ops.items() if metric_value(entry.values.get(metric)) is not None}
-    advice = pin_advice(model, metric, given)
-    if advice:
-        warn(advice)
-
-
-def default_color(options, annotations, model):  # type: ignore[no-untyped-def]
-    """``options`` colouring by the default metric when no --color-by was given (said on stderr)."""
-    from ..integrations import loading
-
-    options, default = loading.default_color(options, annotations, model)
-    loading.say_default(default)
-    return options
 
 
 def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | None]:

@@ -10,7 +10,7 @@ Every field of an entry is optional:
         constant); ``weight_cast`` passes it through keeping its shape (only the element type may change);
         ``dequantize`` turns a stored integer weight into floats; ``ort_initializer`` is folded into an
         initializer by ONNX Runtime before it numbers the nodes.
-    fold: how the picture folds it into the boxes reading it (``picture folding``): ``constant`` produces a
+    fold: how the picture folds it into the boxes reading it (``picture/folding.py``): ``constant`` produces a
         constant; ``shape`` reads only its input's shape; ``random`` is never a computation of constants;
         ``storage`` only changes how a stored weight is held (its reader lists the stored tensor).
     inputs: the schema's names of its input slots (``filter``, ``bias``), where the file does not name them (TFLite).

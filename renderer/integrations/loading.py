@@ -2,10 +2,9 @@
 reads them: shared by ``renderer.show`` (Jupyter) and the Sphinx directive.
 
 Paths or already-loaded objects are accepted; the model's own annotations and its sidecar files are merged
-first, as the command does, and without ``color_by`` the default metric colours the boxes (``default_color``:
-the annotations' only numeric operator metric, or the main metric of the tool that wrote them, else built-in
-MACs or weight bytes). What the command would print on
-stderr is collected in ``Loaded.notes``.
+first, as the command does. Without ``color_by`` the default metric colours the boxes, decided where every
+render decides it (``rendering.prepare``). What the command would print on stderr while loading is collected
+in ``Loaded.notes``.
 """
 
 from __future__ import annotations
@@ -13,13 +12,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import AnnographError
 from ..options import RenderOptions
-
-if TYPE_CHECKING:
-    from ..heatmap import DefaultMetric
 
 PathLike = str | Path
 
@@ -31,7 +27,7 @@ class Loaded:
     Attributes:
         model: the loaded ``ir.Model``.
         annotations: the merged ``Annotations`` (the model's own, sidecars, then the files given).
-        options: the render options, ``color_by`` filled in with the annotations' default metric if not given.
+        options: the render options as given (``rendering.prepare`` decides a default ``color_by``).
         notes: loader notes and coverage lines, one line each.
         unmatched: the notes that report annotation ids matching nothing (also in ``notes``).
     """
@@ -98,36 +94,7 @@ def load(
     unmatched = [c.line() for c in annotations.coverage if c.unmatched]
     notes += [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched]
     notes += annotations.notes
-    options, default = default_color(options, annotations, model)
-    notes += [default.said] if default is not None and default.said and not default.routine else []
     return Loaded(model, annotations, options, notes, unmatched)
-
-
-def default_color(options: RenderOptions, annotations: Any,
-                  model: Any) -> tuple[RenderOptions, DefaultMetric | None]:
-    """``options`` with ``color_by`` decided when the caller named none, and the choice (None when the caller
-    named one; its ``said`` is the line for stderr). One rule for the command line, ``renderer.render``,
-    ``show`` and the Sphinx directive: the annotations' default metric (``heatmap.default_metric``); when they
-    bring no numeric operator metric at all, a built-in one (``heatmap.builtin_default``: MACs, else weight
-    bytes); when they bring several and none is declared main, plain boxes (``heatmap.NO_COLOR``) and a line
-    asking for ``--color-by``."""
-    from ..picture.folding import fold
-    from ..heatmap import NO_COLOR, builtin_default, default_metric
-
-    if options.color_by is not None:
-        return options, None
-    default = default_metric(annotations)
-    if default.metric is None and not default.why:
-        default = builtin_default(model, fold(model, options.show_constants).is_drawn)
-    return dataclasses.replace(options, color_by=default.metric or NO_COLOR), default
-
-
-def say_default(default: DefaultMetric | None) -> None:
-    """The line saying which metric colours and why: a note, or a ``-v`` detail when the choice is routine."""
-    from ..progress import detail, note
-
-    if default is not None and default.said:
-        (detail if default.routine else note)(default.said)
 
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
@@ -139,4 +106,4 @@ def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar:
             *map(Path, annotation_paths)]
 
 
-__all__ = ["Loaded", "default_color", "input_files", "load", "render_options", "say_default", "show_list"]
+__all__ = ["Loaded", "input_files", "load", "render_options", "show_list"]

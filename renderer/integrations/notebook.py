@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import escape
 from .loading import Loaded, load, render_options
 from ..options import RenderOptions
+
+if TYPE_CHECKING:
+    from ..picture.rendering import Drawing
 
 _SHOWN: dict[str, int] = {}
 """How many times each SVG (by hash) has been displayed in this process."""
@@ -38,11 +41,13 @@ class Picture:
         notes: what the command line would have said (sidecars used, coverage of each annotation file).
     """
 
-    def __init__(self, loaded: Loaded, svg: str, pages: int) -> None:
+    def __init__(self, loaded: Loaded, drawing: Drawing) -> None:
         self._loaded = loaded
-        self.svg = svg
-        self.pages = pages
-        self.notes = list(loaded.notes)
+        self.svg = drawing.produced[0][1].decode("utf-8")  # type: ignore[union-attr]
+        self.pages = drawing.pages
+        choice = drawing.scene.colour_choice
+        self.notes = list(loaded.notes) + ([choice.said] if choice and choice.said and not choice.routine else [])
+        self._options = drawing.scene.options
 
     @property
     def model(self) -> Any:
@@ -50,7 +55,8 @@ class Picture:
 
     @property
     def options(self) -> RenderOptions:
-        return self._loaded.options
+        """The options drawn with, the colour metric decided (``rendering.prepare``)."""
+        return self._options
 
     def __repr__(self) -> str:
         colour = f", coloured by {self.options.color_by}" if self.options.color_by not in (None, "none") else ""
@@ -99,7 +105,7 @@ class Picture:
         if plan.formats == ["svg"] and self.pages == 1:
             plan.write([(path, self.svg.encode("utf-8"))])
             return
-        render(loaded.model, loaded.annotations, loaded.options, output=plan)
+        render(loaded.model, loaded.annotations, self.options, output=plan)
 
 
 def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
@@ -121,33 +127,19 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
     if color_by is not None:
         fields["color_by"] = color_by
     loaded = load(model, annotations, render_options(options, **fields), sidecar=sidecar)
-    svg, pages = draw_svg(loaded)
-    return Picture(loaded, svg, pages)
+    return Picture(loaded, draw_svg(loaded))
 
 
-def draw_svg(loaded: Loaded) -> tuple[str, int]:
-    """The SVG (of the overview, for a book of pages) and the number of pages, checked for active content."""
-    from ..picture import dot, graphviz_run
+def draw_svg(loaded: Loaded) -> Drawing:
+    """The drawing of one SVG (of the overview, for a book of pages), checked for active content: composed as
+    ``annograph render -o model.svg`` composes it (``rendering.compose``)."""
+    from ..picture.output_plan import bytes_plan
+    from ..picture.rendering import compose
     from ..reports.inline_svg import parse
-    from ..picture.rendering import lay_out_flat, plan_book, prepare
 
-    scene = prepare(loaded.model, loaded.annotations, loaded.options)
-    book = plan_book(scene)
-    if book is None:
-        try:
-            data = lay_out_flat(scene, dot.emit(scene), ["svg"])["svg"]
-            pages = 1
-        except graphviz_run.TooBig:
-            book = plan_book(scene, force=True)
-    if book is not None:
-        from ..picture.book_output import produce
-        from ..picture.output_plan import bytes_plan
-
-        data = produce(scene, book, bytes_plan("svg"))[0][1]  # type: ignore[assignment]
-        pages = len(book.pages)
-    svg = data.decode("utf-8")  # type: ignore[union-attr]
-    parse(svg)
-    return svg, pages
+    drawing = compose(loaded.model, loaded.annotations, loaded.options, bytes_plan("svg"))
+    parse(drawing.produced[0][1].decode("utf-8"))  # type: ignore[union-attr]
+    return drawing
 
 
 __all__ = ["Picture", "draw_svg", "show"]

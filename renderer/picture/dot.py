@@ -19,7 +19,7 @@ from .. import escape
 from ..records import Annotations, Entry, metric_value
 from ..colors import NA_COLOR, category_colors, text_color
 from .folding import Folding, NodeKey
-from ..heatmap import Heatmap
+from ..heatmap import DefaultMetric, Heatmap
 from ..ir import Graph, Model, Node, SubgraphRef, Value
 from ..numbers import format_number
 from ..options import RenderOptions
@@ -54,6 +54,8 @@ class Scene:
     folding: Folding = field(default_factory=lambda: Folding(frozenset()))
     cache: dict[str, object] = field(default_factory=dict)
     """Results several pages of one book share (computed on first use)."""
+    colour_choice: DefaultMetric | None = None
+    """The default colour metric ``rendering.prepare`` chose and why (None: the caller named the metric)."""
 
 
 def emit(scene: Scene) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,28 +12,34 @@ from ..annotations import Annotations
 from ..records import AnnotationSet
 from ..errors import RenderError
 from .folding import fold
-from ..heatmap import NO_COLOR, Heatmap, build
+from ..heatmap import NO_COLOR, DefaultMetric, Heatmap, build, builtin_default, default_metric, operator_metrics
 from ..numbers import count, format_number
 from ..ir import Model, Node
 from ..options import RenderOptions
 from .output_plan import OutputPlan, Written, bytes_plan
-from ..progress import stage, waiting
+from ..progress import detail, note, stage, waiting, warn
 
 
 if TYPE_CHECKING:
     from .pages import Book
 
 def prepare(model: Model, annotations: Annotations | None, options: RenderOptions) -> dot.Scene:
-    """Add built-in metrics that are asked for, fit the heatmaps, and return the scene to draw."""
+    """Add built-in metrics that are asked for, fit the heatmaps, and return the scene to draw.
+
+    The one place a render's colour metric is decided when the caller named none (``options.color_by`` None):
+    ``default_colour``, said on stderr (``say_default``), kept in ``Scene.colour_choice``; so the command line,
+    ``renderer.render``, ``show`` and the Sphinx directive draw the same picture from the same inputs."""
     from .. import metrics as builtin
 
     annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
-    if options.color_by is None:  # the API's default is the command line's
-        from ..integrations.loading import default_color, say_default
-
-        options, default = default_color(options, annotations, model)
-        say_default(default)
+    choice = None
+    if options.color_by is None:
+        choice = default_colour(model, [annotations], options.show_constants)
+        options = replace(options, color_by=choice.metric or NO_COLOR)
+        say_default(choice)
     color_by = None if options.color_by == NO_COLOR else options.color_by
+    if color_by:
+        _say_what_to_pin(model, annotations, color_by)
     wanted = {n for n in (color_by, options.edge_by) if n} | set(options.show or [])
     with stage("metrics") as facts, waiting("metrics"):
         annotations = builtin.augment(model, annotations, wanted, options)
@@ -45,7 +52,56 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
                         options.center, undrawn=folding.hidden)
     if options.edge_by:
         edge_map = build(options.edge_by, annotations, "t", options.edge_cmap or "ice", "linear")
-    return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model), folding)
+    return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model), folding,
+                     colour_choice=choice)
+
+
+def default_colour(model: Model, runs: list[Annotations], show_constants: bool = False) -> DefaultMetric:
+    """The metric that colours when the caller names none, and why: one rule for ``prepare`` (one set of
+    annotations) and ``batch`` (one per run), and the metric ``diff`` compares by default.
+
+    One set: its default metric (``heatmap.default_metric``: the only numeric operator metric, else a tool's
+    main one). Several runs: the only numeric operator metric of them all, else the main metric each of them
+    declares. When they bring no numeric operator metric at all, a built-in one (``heatmap.builtin_default``:
+    MACs, else weight bytes); when they bring several and none is the default, no metric (plain boxes), and
+    ``why`` asks for ``--color-by``."""
+    if len(runs) == 1:
+        chosen = default_metric(runs[0])
+    else:
+        chosen = _runs_default(runs)
+    if chosen.metric is None and not chosen.why:
+        chosen = builtin_default(model, fold(model, show_constants).is_drawn)
+    return chosen
+
+
+def _runs_default(runs: list[Annotations]) -> DefaultMetric:
+    found = sorted({m for notes in runs for m in operator_metrics(notes)})
+    defaults = {default_metric(notes).metric for notes in runs}
+    if len(found) == 1:
+        return DefaultMetric(found[0], "the only numeric operator metric of the runs")
+    if len(defaults) == 1 and None not in defaults:
+        return DefaultMetric(defaults.pop(), f"the main metric of each of the {len(runs)} runs")
+    if not found:
+        return DefaultMetric(None)
+    return DefaultMetric(None, f"the runs bring several metrics; choose with --color-by (e.g. --color-by "
+                               f"{','.join(found[:3])}); they are: {', '.join(found[:20])}")
+
+
+def say_default(choice: DefaultMetric | None) -> None:
+    """The line saying which metric colours and why: a note, or a ``-v`` detail when the choice is routine."""
+    if choice is not None and choice.said:
+        (detail if choice.routine else note)(choice.said)
+
+
+def _say_what_to_pin(model: Model, annotations: Annotations, metric: str) -> None:
+    """One warning when the colour metric needs shapes that free input dims leave unknown."""
+    from ..records import metric_value
+    from ..metrics.input_dims import pin_advice
+
+    given = {key for key, entry in annotations.ops.items() if metric_value(entry.values.get(metric)) is not None}
+    advice = pin_advice(model, metric, given)
+    if advice:
+        warn(advice)
 
 
 def to_dot(model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None) -> str:
@@ -125,9 +181,9 @@ def _focus(scene: dot.Scene) -> Book:
     return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
 
 
-def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, paths: bool = True) -> list[bytes]:
-    """Every output of ``plan`` as one flat picture, from one Graphviz layout; with ``paths`` (the outputs are
-    files), a Markdown summary links to the pictures."""
+def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan) -> list[bytes]:
+    """Every output of ``plan`` as one flat picture, from one Graphviz layout; a Markdown summary links to the
+    plan's pictures."""
     formats = plan.formats
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     with stage("layout") as facts, waiting("dot"):
@@ -142,7 +198,7 @@ def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, paths: bool = 
         elif fmt == "md":
             from ..reports import report
 
-            pictures = plan.pictures_for(plan.outputs[k].path) if paths else []
+            pictures = plan.pictures_for(plan.outputs[k].path)
             produced.append(report.markdown(scene, pictures).encode("utf-8"))
         elif fmt == "html":
             from ..reports import report
@@ -153,23 +209,65 @@ def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, paths: bool = 
     return produced
 
 
+@dataclass(slots=True)
+class Drawing:
+    """What the composer made of one scene.
+
+    Attributes:
+        scene: what was drawn (its options with the colour metric decided, ``Scene.colour_choice``).
+        book: the pages planned, or None for one flat picture.
+        produced: the plan's files, not yet written (``OutputPlan.write``): per output, in order, (path, bytes),
+            and for a book drawn as page files also (pages folder, {page file name: bytes}) after it.
+    """
+
+    scene: dot.Scene
+    book: Book | None
+    produced: Written = field(default_factory=list)
+
+    @property
+    def pages(self) -> int:
+        """How many pictures the drawing has: 1 for one flat picture, else the overview and its pages."""
+        return 1 if self.book is None else len(self.book.pages)
+
+
+def compose(model: Model, annotations: Annotations | None, options: RenderOptions | None,
+            plan: OutputPlan) -> Drawing:
+    """The one composer of a picture: model + annotations + options → scene (``prepare``) → one flat picture
+    or a book of pages → every file of ``plan`` (``draw``). ``render``, ``render_bytes``, ``show``, the Sphinx
+    directive and ``batch`` draw through it. Nothing is written."""
+    return draw(prepare(model, annotations, options or RenderOptions()), plan)
+
+
+def draw(scene: dot.Scene, plan: OutputPlan) -> Drawing:
+    """``scene`` as every file of ``plan``: one flat picture from one Graphviz layout; or a book of pages
+    (``book_output``) when the model is planned as one (its size, ``--collapse DEPTH``, a focused view) or when
+    the flat picture comes out over ``flat_limit`` a side (``graphviz_run.TooBig``)."""
+    with stage("plan") as facts:
+        book = plan_book(scene)
+        facts.append("one picture" if book is None else f"{len(book.pages)} pages")
+    if book is None:
+        with stage("DOT") as facts:
+            source = dot.emit(scene)
+            facts.append(count(len(source), "character"))
+        try:
+            produced: Written = [(o.path, data) for o, data in zip(plan.outputs, _produce_all(scene, source, plan))]
+            return Drawing(scene, None, produced)
+        except graphviz_run.TooBig as e:
+            with stage("plan") as facts:
+                book = plan_book(scene, force=True)
+                assert book is not None
+                facts.append(f"{e}, over one page: {len(book.pages)} pages")
+    from . import book_output
+
+    return Drawing(scene, book, book_output.produce(scene, book, plan))
+
+
 def render_bytes(
     model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None, fmt: str = "svg",
 ) -> bytes:
     """The picture (or report) as bytes in ``fmt``: svg, pdf, png, dot, html or md. For a model drawn as a
     book of pages: the overview (svg, png, dot), or the whole book (pdf, html)."""
-    plan = bytes_plan(fmt)
-    scene = prepare(model, annotations, options or RenderOptions())
-    book = plan_book(scene)
-    if book is None:
-        try:
-            return _produce_all(scene, dot.emit(scene), plan, paths=False)[0]
-        except graphviz_run.TooBig:
-            book = plan_book(scene, force=True)
-            assert book is not None
-    from . import book_output
-
-    return book_output.produce(scene, book, plan)[0][1]  # type: ignore[return-value]
+    return compose(model, annotations, options, bytes_plan(fmt)).produced[0][1]  # type: ignore[return-value]
 
 
 def render(
@@ -187,37 +285,20 @@ def render(
     """
     from ..annotations import input_paths
 
-    options = options or RenderOptions()
     if output is None:
         return render_bytes(model, annotations, options, fmt or "svg")
     if not isinstance(output, OutputPlan):
         output = OutputPlan.build(output if isinstance(output, list) else [output], fmt)
     plan = output.with_inputs(input_paths(model, annotations))  # before the layout, which can take minutes
-    written = produce(model, annotations, options, plan)
+    written = compose(model, annotations, options, plan).produced
     plan.write(written)
     return next(data for _, data in reversed(written) if isinstance(data, bytes))
 
 
 def produce(model: Model, annotations: Annotations | None, options: RenderOptions, plan: OutputPlan) -> Written:
     """Every file of ``plan`` (pictures, pages folders, reports), produced, not yet written (``plan.write``)."""
-    scene = prepare(model, annotations, options)
-    with stage("plan") as facts:
-        book = plan_book(scene)
-        facts.append("one picture" if book is None else f"{len(book.pages)} pages")
-    if book is None:
-        with stage("DOT") as facts:
-            source = dot.emit(scene)
-            facts.append(count(len(source), "character"))
-        try:
-            return [(o.path, data) for o, data in zip(plan.outputs, _produce_all(scene, source, plan))]
-        except graphviz_run.TooBig as e:
-            with stage("plan") as facts:
-                book = plan_book(scene, force=True)
-                assert book is not None
-                facts.append(f"{e}, over one page: {len(book.pages)} pages")
-    from . import book_output
-
-    return book_output.produce(scene, book, plan)
+    return compose(model, annotations, options, plan).produced
 
 
-__all__ = ["AnnotationSet", "prepare", "produce", "render", "render_bytes", "to_dot"]
+__all__ = ["AnnotationSet", "Drawing", "compose", "default_colour", "draw", "prepare", "produce", "render",
+           "render_bytes", "say_default", "to_dot"]
