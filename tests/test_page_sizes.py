@@ -267,7 +267,7 @@ def _focus_pages(overview: Path, limit: float = MAX_SIDE_PT) -> dict[str, list[s
 
 
 def _neighbourhood_ids(path: Path, centre: str, radius: int) -> set[str]:
-    from renderer.pages import neighbourhood
+    from renderer.picture.pages import neighbourhood
 
     model = renderer.load_model(path)
     node = model.main.nodes[int(centre.split(":")[1])]
@@ -307,7 +307,7 @@ def _fan_out(path: Path, readers: int) -> Path:
 def test_a_focus_page_laid_out_too_big_is_cut_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """200 readers of one tensor around --focus hub --radius 1: a view no prediction flags (few operators, two
     ranks), laid out ~9,000 pt wide. With the limit lowered to 5,000 pt, its layout's size cuts it into parts."""
-    from renderer import book_output, pages
+    from renderer.picture import book_output, pages
     from renderer.options import RenderOptions
 
     monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)
