@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from .. import atomic, escape
 from ..errors import RenderError, UsageError
-from .file_formats import chosen_format
 from ..progress import stage, waiting
+from .file_formats import chosen_format
 
 if TYPE_CHECKING:
     from .pages import Page
