@@ -1,5 +1,6 @@
-"""The shape of the code: no function or method of the package is over 60 lines (issue 20), so that each one can
-be read, and tested, as a whole."""
+"""The shape of the code (issue 20): no function or method of the package is over 60 lines, so that each one can
+be read, and tested, as a whole; and at most 15 loose modules at the top of ``renderer/``, the rest in packages
+that say what they are (``picture/``, ``reports/``, ``integrations/``…)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ast
 from conftest import ROOT
 
 MAX_LINES = 60
+MAX_LOOSE_MODULES = 15
 
 
 def long_functions(source: str, where: str = "") -> list[str]:
@@ -43,3 +45,8 @@ def test_the_check_counts_lines_of_functions_and_methods() -> None:
     decorated = "@staticmethod\n" + _function("decorated", MAX_LINES - 1)
     assert len(long_functions(decorated)) == 1
 
+
+
+def test_renderer_has_at_most_15_loose_modules() -> None:
+    loose = sorted(p.name for p in (ROOT / "renderer").glob("*.py"))
+    assert len(loose) <= MAX_LOOSE_MODULES, f"{len(loose)} loose modules; put new ones in a package: {loose}"

@@ -1,4 +1,4 @@
-"""``renderer/dot_pages.py``, the page emitter: every page of a real model's book (cnn_chain, 732 operators, drawn as
+"""``renderer/picture/dot_pages.py``, the page emitter: every page of a real model's book (cnn_chain, 732 operators, drawn as
 an overview and detail pages) emitted and parsed by Graphviz itself (``dot -Tdot_json``); then its ids, its links
 (each one followed to a page of the book and an element on it), its stubs and group boxes, and labels that show
 no internal id."""
@@ -17,12 +17,12 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import ONNX
-from renderer.picture.dot_pages import emit_page
 from renderer.loaders import load_model
 from renderer.options import RenderOptions
-from renderer.picture.pages import Book, Page
+from renderer.picture.dot_pages import emit_page
 from renderer.picture.output_plan import Links
-from renderer.picture.rendering import prepare, plan_book
+from renderer.picture.pages import Book, Page
+from renderer.picture.rendering import plan_book, prepare
 
 OVERVIEW = "m.svg"
 INTERNAL_ID = re.compile(r"\b(?:op|t|box|stub|x|cl)-\d+(?:-\d+)*\b|\b(?:op|box|stub)_\w+|\('op',")
