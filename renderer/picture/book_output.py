@@ -117,19 +117,8 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
         try:
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
-                try:
-                    laid = graphviz_run.render_formats(sources[index], formats, timeout=left,
-                                                       max_side=max_side if index or book.kind == "focus" else None,
-                                                       palette_png=True)
-                except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
-                    raise
-                except RenderError:
-                    if not _ROWS.search(sources[index]):
-                        raise
-                    # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one
-                    # reaches into a cluster, a spline it cannot route (Pshortestpath) in a page of operators
-                    laid = graphviz_run.render_formats(_ROWS.sub("", sources[index]), formats, timeout=left,
-                                                       palette_png=True)
+                laid = _render_page(sources[index], formats, left,
+                                    max_side if index or book.kind == "focus" else None)
                 facts.append(f"{book.pages[index].title}, {count(len(sources[index]), 'character')} of DOT")
             return laid
         except graphviz_run.TooBig as e:
@@ -160,6 +149,22 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
     if too_big:
         raise _PagesTooBig([book.pages[i] for i in too_big], [sides[i] for i in too_big])
     return results
+
+
+def _render_page(source: str, formats: list[str], timeout: float | None,
+                 max_side: float | None) -> dict[str, bytes]:
+    """One page's DOT laid out and rendered to ``formats``; again without the overview's rows when dot fails
+    on them."""
+    try:
+        return graphviz_run.render_formats(source, formats, timeout=timeout, max_side=max_side, palette_png=True)
+    except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
+        raise
+    except RenderError:
+        if not _ROWS.search(source):
+            raise
+        # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one reaches into
+        # a cluster, a spline it cannot route (Pshortestpath) in a page of operators
+        return graphviz_run.render_formats(_ROWS.sub("", source), formats, timeout=timeout, palette_png=True)
 
 
 def _merge_pdfs(pages: list[bytes]) -> bytes:
