@@ -206,7 +206,7 @@ def _shapes_from_inputs(path: Path, model: ir.Model, npz: Path, shape_run: bool)
     theirs; a note saying where they came from, or that every shape is static and needs no values."""
     feeds = litert_shapes.read_feeds(npz, model.main.inputs)
     dynamic = [value for value in model.main.values
-               if value.type is not None and value.type.shape_signature is not None and -1 in value.type.shape_signature]
+               if value.type is not None and -1 in (value.type.shape_signature or ())]
     if not dynamic:
         model.notes.append(f"{path}: every tensor shape is static (no dynamic dims), so the input values of {npz} "
                            "are not needed for them")
