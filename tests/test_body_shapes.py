@@ -239,6 +239,10 @@ def test_tflite_inputs_resize_and_run_the_model(dynamic: dict[str, Path], tmp_pa
     assert code == 0, err
     tips = [html.unescape(t) for t in re.findall(r'xlink:title="([^"]*)"', out.read_text())]
     assert any(t.startswith("mixed ") and "float32[12×8]" in t for t in tips), [t for t in tips if "mixed" in t]
+    import renderer
+
+    shapes = {v.name: v.type.shape for v in renderer.load_model(dynamic["model"], inputs=dynamic["inputs"]).main.values}
+    assert shapes["regrouped"] == (12, 64) and shapes["mixed"] == (12, 8), shapes
 
 
 @pytest.mark.parametrize(("name", "arrays"), [
