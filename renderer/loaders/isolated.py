@@ -203,15 +203,18 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     env["MALLOC_ARENA_MAX"] = "2"  # one 64 MiB arena per thread would count against the address-space limit
     env["PYTHONWARNINGS"] = "ignore"
-    with _counts(counted, env) as passed:
-        process = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=env, errors="replace", pass_fds=passed)
+    with _counts(counted, env) as passed, subprocess.Popen(
+            [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=env, errors="replace", pass_fds=passed) as process:
         try:
             stdout, _ = process.communicate(json.dumps({**request, "limits": asdict(limit)}), timeout=limit.seconds)
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
             return {}, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
+        except BaseException:  # interrupted (Ctrl-C): the child does not outlive the command
+            process.kill()
+            raise
     try:
         answer = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
