@@ -277,10 +277,12 @@ def test_tflite_inputs_that_do_not_fit_are_one_line_errors(dynamic: dict[str, Pa
 
 
 def test_a_tflite_run_that_fails_says_why_in_one_note(dynamic: dict[str, Path], tmp_path: Path) -> None:
-    """A reshape to [5, 64] cannot hold 2×12×32 values: LiteRT refuses, the note says so and the file loads."""
+    """A reshape to [5, 64] cannot hold 2×12×32 values: LiteRT refuses, the note says so and the file loads with
+    the shapes LiteRT prepares for the arrays' shapes (the first FULLY_CONNECTED on 2×12 rows)."""
     bad = tmp_path / "odd.npz"
     np.savez(bad, tokens=np.ones((2, 12, 16), np.float32), new_shape=np.array([5, 64], np.int32))
     macs, err = metrics(dynamic["model"], tmp_path / "m.json", "--inputs", bad)
     (note,) = [line for line in err.splitlines() if "LiteRT" in line]
     assert "4 tensors have dynamic dims, and LiteRT could not run the model on these inputs" in note, note
-    assert isinstance(macs["0:0"], int)
+    assert note.endswith("; shapes are those LiteRT prepares for the arrays' shapes"), note
+    assert macs["0:0"] == 2 * 12 * 16 * 32

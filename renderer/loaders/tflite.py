@@ -213,9 +213,13 @@ def _shapes_from_inputs(path: Path, model: ir.Model, npz: Path, shape_run: bool)
         return
     if not shape_run:
         return
-    shapes, reason = litert_shapes.propagate(path, {i: tuple(a.shape) for i, a in feeds.items()}, feeds)
+    resized = {i: tuple(a.shape) for i, a in feeds.items()}
+    shapes, reason = litert_shapes.propagate(path, resized, feeds)
     if not shapes:
-        model.notes.append(f"{path}: {len(dynamic)} tensors have dynamic dims, and {reason}")
+        prepared, _ = litert_shapes.propagate(path, resized)  # the arrays' shapes, carried as far as LiteRT can
+        _take_shapes(model, prepared)
+        kept = "; shapes are those LiteRT prepares for the arrays' shapes" if prepared else ""
+        model.notes.append(f"{path}: {len(dynamic)} tensors have dynamic dims, and {reason}{kept}")
         return
     _take_shapes(model, shapes)
     model.notes.append(f"{path}: shapes of {len(dynamic)} tensors with dynamic dims were taken from one LiteRT run "
