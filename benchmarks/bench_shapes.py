@@ -81,7 +81,8 @@ def silero(folder: Path) -> None:
                "profile (optimized)": {"profiles": [profile(model, feeds, folder, True)]},
                "profile (no optimization)": {"profiles": [plain]}}
     print(f"\nsilero_vad, 16 kHz: {len(nodes)} operators besides If/Loop/Scan, {len(ran)} of them ran")
-    print(f"{'shapes from':<27}{'with MACs':>11}{'coverage':>10}{'of those run':>14}{'MACs':>10}{'load':>9}{'ratio':>8}")
+    print(f"{'shapes from':<27}{'with MACs':>11}{'coverage':>10}{'of those run':>14}{'MACs':>10}{'load':>9}"
+          f"{'ratio':>8}")
     baseline = None
     for name, source in sources.items():
         seconds, macs = measure_ops(model, **source)

@@ -253,6 +253,8 @@ class Graph:
         values: every tensor of the graph in a stable order (the ``N`` of ``t-S-N``).
         inputs / outputs: graph inputs and outputs.
         parent: the operator owning this subgraph, None for top-level graphs.
+        not_run: for a subgraph the run or profile that gave the model's shapes never entered (an If branch not
+            taken), the words saying so, which the n/a of its unknown shapes repeat; "" otherwise.
     """
 
     index: int
@@ -262,6 +264,7 @@ class Graph:
     inputs: list[Value] = field(default_factory=list)
     outputs: list[Value] = field(default_factory=list)
     parent: Node | None = None
+    not_run: str = ""
 
     def __repr__(self) -> str:
         return f"Graph({self.index} {self.name!r}: {len(self.nodes)} nodes, {len(self.values)} values)"

@@ -13,8 +13,10 @@ import enum
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Verbosity(enum.IntEnum):
@@ -103,6 +105,14 @@ def bar(total: float, desc: str, unit: str = "it", unit_scale: bool = False) -> 
         yield shown
 
 
+def each(items: Sequence[T], desc: str, unit: str) -> Iterator[T]:
+    """``items`` one by one, counted by a ``bar`` (``N/M unit``) as each is done."""
+    with bar(len(items), desc, unit) as shown:
+        for item in items:
+            yield item
+            shown.update(1)
+
+
 @contextlib.contextmanager
 def waiting(desc: str) -> Iterator[None]:
     """Around one long step without steps of its own (a ``dot`` run): after ``WAIT_BEFORE_SPINNER`` seconds, a
@@ -110,14 +120,60 @@ def waiting(desc: str) -> Iterator[None]:
     if not shows_bars():
         yield
         return
-    done = threading.Event()
-    ticker = threading.Thread(target=_tick, args=(desc, done), daemon=True)
-    ticker.start()
+    ticker = _Ticker(desc)
     try:
         yield
     finally:
-        done.set()
-        ticker.join()
+        ticker.stop()
+
+
+@contextlib.contextmanager
+def waiting_then_counting(desc: str, counted_desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """Around a step that first runs without measurable progress and then counts (a child process running two
+    models, then measuring their tensors one by one): ``waiting``'s elapsed-time line until the step calls the
+    function it was given with ``(done, total)``, then a bar of ``total`` (any thread may call it)."""
+    if not shows_bars():
+        yield lambda done, total: None
+        return
+    ticker = _Ticker(desc)
+    lock = threading.Lock()
+    shown: list[Any] = []
+
+    def advance(done: int, total: int) -> None:
+        with lock:
+            if not shown:
+                if total < 2:  # one step: no clearer as a bar
+                    return
+                ticker.stop()
+                from tqdm import tqdm
+
+                _add_bars(1)
+                shown.append(tqdm(total=total, desc=counted_desc, unit=unit, file=sys.stderr, leave=False,
+                                  dynamic_ncols=True))
+            shown[0].update(min(done, total) - shown[0].n)
+
+    try:
+        yield advance
+    finally:
+        ticker.stop()
+        with lock:
+            if shown:
+                shown[0].close()
+                _add_bars(-1)
+
+
+class _Ticker:
+    """``waiting``'s line: drawn by a thread from ``WAIT_BEFORE_SPINNER`` seconds on, until ``stop``."""
+
+    def __init__(self, desc: str) -> None:
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=_tick, args=(desc, self.done), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join()
 
 
 def _tick(desc: str, done: threading.Event) -> None:
@@ -133,14 +189,17 @@ def _tick(desc: str, done: threading.Event) -> None:
 
 @contextlib.contextmanager
 def _counted() -> Iterator[None]:
-    global _open_bars
-    with _lock:
-        _open_bars += 1
+    _add_bars(1)
     try:
         yield
     finally:
-        with _lock:
-            _open_bars -= 1
+        _add_bars(-1)
+
+
+def _add_bars(change: int) -> None:
+    global _open_bars
+    with _lock:
+        _open_bars += change
 
 
 def _say(message: str) -> None:

@@ -16,21 +16,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONNX, ROOT, SAMPLES, run_cli
+from conftest import ONNX, ROOT, SAMPLES, run_cli, transformer_models
+
+import renderer
 from renderer.commands.cli import COMMANDS, build_parser
 
 BAR = re.compile(rb"\d+%\|")  # tqdm's "NN%|" before the bar itself
 STAGE = re.compile(r"^annograph: [A-Za-z][\w ]* \d+\.\d\d s(: |$)", re.M)  # "load 0.09 s: …"
 
 
-def _on_terminal(args: list[str | Path], code: str | None = None, columns: int = 100) -> tuple[int, bytes, bytes]:
+def _on_terminal(args: list[str | Path], code: str | None = None, columns: int = 100,
+                 timeout: float = 300) -> tuple[int, bytes, bytes]:
     """(exit status, what reached the terminal, stdout) of ``python -m renderer ARGS`` (or ``python -c CODE``)
     with stderr on a pseudo-terminal."""
     import pty
 
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))  # a new pty is 0 columns wide
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns))
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "renderer", *map(str, args)]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower, env=env,
                                cwd=ROOT)
@@ -46,7 +49,7 @@ def _on_terminal(args: list[str | Path], code: str | None = None, columns: int =
         shown += chunk
     os.close(leader)
     stdout = process.stdout.read() if process.stdout else b""
-    return process.wait(timeout=300), shown, stdout
+    return process.wait(timeout=timeout), shown, stdout
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +159,8 @@ def _bar_segments(shown: bytes) -> list[str]:
 
 
 def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp_path: Path) -> None:
-    """On a 40-column terminal: the shape run, the metric pass, the layout of the pages and the writing each
-    show their progress (elapsed-time lines from 0 s here instead of 1), the weight pass its bar, and no state
+    """On a 40-column terminal: the shape run and the writing show their progress (elapsed-time lines from 0 s
+    here instead of 1), the metric pass, the layout of the pages and the weight pass their bars, and no state
     of any of them is wider than the terminal (tqdm's width follows the terminal's)."""
     out = tmp_path / "bert.svg"
     code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
@@ -166,7 +169,7 @@ def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp
     status, shown, _ = _on_terminal([], code, columns=40)
     assert status == 0 and out.exists()
     segments = _bar_segments(shown)
-    for stage in (r"shape run \(onnxruntime\): \d\d:\d\d", r"metrics: \d\d:\d\d", r"layout: +\d+%\|",
+    for stage in (r"shape run \(onnxruntime\): \d\d:\d\d", r"metrics: +\d+%\|", r"layout: +\d+%\|",
                   r"writing: \d\d:\d\d"):
         assert any(re.match(stage, s) for s in segments), (stage, segments[-10:])
     assert max(map(len, segments)) <= 40, [s for s in segments if len(s) > 40][:3]
@@ -174,6 +177,69 @@ def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp
     segments = _bar_segments(shown)
     assert status == 0 and any(re.match(r"reading weights: +\d+%", s) for s in segments), segments[-5:]
     assert max(map(len, segments)) <= 40, [s for s in segments if len(s) > 40][:3]
+
+
+@pytest.fixture(scope="module")
+def transformer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 3.6k-operator BERT-like encoder of benchmarks/transformer_models.py (40 layers)."""
+    path = tmp_path_factory.mktemp("t3600") / "t3600.onnx"
+    transformer_models().write(path, 40, "scoped")
+    return path
+
+
+def _counts(segments: list[str], desc: str) -> list[tuple[int, int]]:
+    """(done, total) of every state of the bar ``desc`` (``desc:  45%|████   | 1620/3591 [...]``)."""
+    found = [re.match(rf"{re.escape(desc)}: +\d+%\|[^|]*\| *(\d+)/(\d+) ", s) for s in segments]
+    return [(int(m.group(1)), int(m.group(2))) for m in found if m]
+
+
+@pytest.mark.parametrize("columns", [100, 20])
+def test_the_metric_pass_counts_operators_and_tensors(transformer: Path, columns: int, tmp_path: Path) -> None:
+    """``annograph metrics`` on the 3.6k-operator transformer: a bar counting its operators (N/3,591), then its
+    tensors; on a 20-column terminal no state is wider than 20; with -q nothing at all."""
+    model = renderer.load_model(transformer)
+    status, shown, stdout = _on_terminal(["metrics", transformer, "-o", tmp_path / "m.csv"], columns=columns)
+    assert status == 0 and stdout == b""
+    segments = _bar_segments(shown)
+    assert any(re.match(r"metrics: +\d+%\|", s) for s in segments), segments[-5:]
+    assert max(map(len, segments)) <= columns, [s for s in segments if len(s) > columns][:3]
+    if columns >= 100:
+        operators, tensors = _counts(segments, "metrics"), _counts(segments, "tensor sizes")
+        assert operators and {total for _, total in operators} == {len(list(model.nodes()))}, operators
+        assert tensors and {total for _, total in tensors} == {len(list(model.values()))}, tensors
+        assert all(done <= total for done, total in operators + tensors)
+    status, shown, _ = _on_terminal(["metrics", transformer, "-o", tmp_path / "q.csv", "-q"], columns=columns)
+    assert status == 0 and _bar_segments(shown) == [] and b"%|" not in shown  # its warnings only (free dims)
+    assert (tmp_path / "q.csv").read_bytes() == (tmp_path / "m.csv").read_bytes()
+
+
+@pytest.mark.parametrize("columns", [100, 20])
+def test_compare_counts_the_tensors_it_measures(transformer: Path, columns: int, tmp_path: Path) -> None:
+    """``annograph compare``: while both models run in the child, an elapsed-time line (from 0 s here); then a
+    bar counting the tensors measured (N/2,501, the tensors the written comparison holds), fed by the child
+    through a pipe; no state wider than a 20-column terminal; nothing with -q or when stderr is a pipe."""
+    out = tmp_path / "errors.json"
+    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+            f"sys.exit(cli.main(['compare', {str(transformer)!r}, {str(transformer)!r}, '-o', {str(out)!r}]))")
+    status, shown, _ = _on_terminal([], code, columns=columns, timeout=600)
+    assert status == 0, shown[-300:]
+    segments = _bar_segments(shown)
+    assert any(s.startswith("running both models"[:columns]) for s in segments), segments[:5]
+    assert any(re.match(r"comparing: +\d+%\|", s) for s in segments), segments[-5:]
+    assert max(map(len, segments)) <= columns, [s for s in segments if len(s) > columns][:3]
+    if columns >= 100:
+        import json
+
+        measured = len(json.loads(out.read_text(encoding="utf-8"))["tensors"])
+        counts = _counts(segments, "comparing")
+        assert measured > 2000 and counts and {total for _, total in counts} == {measured}, counts[:3]
+        assert [done for done, _ in counts] == sorted(done for done, _ in counts)  # counted up, never back
+        status, shown, _ = _on_terminal(["compare", transformer, transformer, "-o", tmp_path / "q.json", "-q"],
+                                        timeout=600)
+        assert status == 0 and _bar_segments(shown) == [] and b"%|" not in shown  # its warnings only
+        piped = run_cli("compare", transformer, transformer, "-o", tmp_path / "p.json", timeout=600)
+        assert piped.returncode == 0 and "\r" not in piped.stderr and "%|" not in piped.stderr
+        assert (tmp_path / "q.json").read_bytes() == (tmp_path / "p.json").read_bytes() == out.read_bytes()
 
 
 def test_the_python_api_draws_nothing(big_weight: Path, tmp_path: Path) -> None:

@@ -54,15 +54,16 @@ def _onnx(request: dict[str, Any]) -> dict[str, Any]:
     cand_values = _checked(cand_run.run(feeds), candidate, request["max_tensor_bytes"])
     dequantized = cand_run.dequantized()
     rows, missing, pairs = [], [], {}
-    for name in ref_run.order:
-        if name not in ref_values:
-            continue
+    order = [name for name in ref_run.order if name in ref_values]
+    for done, name in enumerate(order):
+        isolated.report(done, len(order))
         cand_name = dequantized.get(name) or (name if name in cand_values else None)
         if cand_name is None or cand_name not in cand_values:
             missing.append(name)
             continue
         rows.append(_row(name, cand_name, ref_values[name], cand_values[cand_name]))
         pairs[name] = (ref_values[name], cand_values[cand_name])
+    isolated.report(len(order), len(order))
     _save(request["dumps"], pairs)
     return {"rows": rows, "missing": missing, "notes": notes, "inputs": how, "order": ref_run.order}
 
@@ -83,13 +84,15 @@ def _tflite(request: dict[str, Any]) -> dict[str, Any]:
     cand_by_name = _checked({name: value for name, value in cand_run.run(cand_run.quantize_feeds(feeds)).values()},
                             candidate, limit)
     rows, missing, pairs = [], [], {}
-    for index in sorted(ref_values):
+    for done, index in enumerate(sorted(ref_values)):
+        isolated.report(done, len(ref_values))
         name, value = ref_values[index]
         if name not in cand_by_name:
             missing.append([index, name])
             continue
         rows.append({**_row(name, name, value, cand_by_name[name]), "index": index})
         pairs[name] = (value, cand_by_name[name])
+    isolated.report(len(ref_values), len(ref_values))
     _save(request["dumps"], pairs)
     return {"rows": rows, "missing": missing, "notes": notes, "inputs": how}
 

@@ -10,7 +10,7 @@ from ..errors import AnnographError
 from ..id_rules import IdIndex, Unresolved
 from ..ir import ElementKey, Model
 from ..numbers import format_bytes
-from ..progress import bar, waiting
+from ..progress import bar, waiting_then_counting
 from .inputs import InputSpec, load_feeds, random_feeds
 from .metrics import error_metrics
 
@@ -157,9 +157,9 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
                    "inputs_label": label, "seed": seed, "dims": dims, "max_tensor_bytes": max_tensor_bytes, "dumps": dumps,
                    "preload": _PRELOAD.get(model.format, [])}
         runtime = "onnxruntime" if model.format == "onnx" else "LiteRT"
-        with waiting("running both models"):
+        with waiting_then_counting("running both models", "comparing", "tensor") as counted:
             answer, reason = isolated.run("renderer.compare.child", request, runtime,
-                                          f"to run {reference} and {candidate}", limit)
+                                          f"to run {reference} and {candidate}", limit, counted=counted)
         if reason:
             raise AnnographError(reason)
         comparison = _comparison(reference, candidate, model, answer)

@@ -22,9 +22,10 @@ one JSON answer as the last line of its stdout, ``{"error": reason}`` on failure
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ MACHINE_SHARE = 0.8
 SECONDS = 30.0
 """Wall-clock seconds any run may take, plus one per ``BYTES_PER_SECOND`` of known sizes."""
 BYTES_PER_SECOND = 8 << 20
+COUNTS_ENV = "ANNOGRAPH_RUN_COUNTS_FD"
+"""The file descriptor a child writes its progress to (``report``), set by ``run`` when someone counts."""
 MEMORY_ENV = "ANNOGRAPH_RUN_MEMORY"
 SECONDS_ENV = "ANNOGRAPH_RUN_SECONDS"
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
@@ -161,8 +164,9 @@ def _from_env(name: str, default: Any, parse: Callable[[str], Any]) -> Any:
         raise AnnographError(f"{name}: {e}") from None
 
 
-def run(module: str, request: dict[str, Any], runtime: str, doing: str,
-        limit: Limits | float, arrays: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: Limits | float,
+        arrays: dict[str, Any] | None = None, counted: Callable[[int, int], None] | None = None,
+        ) -> tuple[dict[str, Any], str]:
     """Run ``python -m module`` on ``request`` under ``limit``: (its answer, "") or ({}, why not, in one line).
 
     Args:
@@ -173,6 +177,7 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str,
         limit: the run's ``Limits`` (from ``limits``); a number is a timeout for a model that explains nothing.
         arrays: numpy arrays for the child (a model's inputs), handed over in a temporary ``.npz`` file whose
             path is the request's ``feeds``.
+        counted: called (from another thread) with each ``(done, total)`` the child ``report``s.
     """
     if arrays is not None:
         import tempfile
@@ -182,7 +187,7 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str,
         with tempfile.TemporaryDirectory(prefix="annograph-inputs-") as folder:
             feeds = str(Path(folder) / "feeds.npz")
             np.savez(feeds, **arrays)
-            return run(module, {**request, "feeds": feeds}, runtime, doing, limit)
+            return run(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
     import json
     import subprocess
     import sys
@@ -193,20 +198,65 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str,
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     env["MALLOC_ARENA_MAX"] = "2"  # one 64 MiB arena per thread would count against the address-space limit
     env["PYTHONWARNINGS"] = "ignore"
+    with _counts(counted, env) as passed, subprocess.Popen(
+            [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=env, errors="replace", pass_fds=passed) as process:
+        try:
+            stdout, _ = process.communicate(json.dumps({**request, "limits": asdict(limit)}), timeout=limit.seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return {}, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
+        except BaseException:  # interrupted (Ctrl-C): the child does not outlive the command
+            process.kill()
+            raise
     try:
-        done = subprocess.run([sys.executable, "-m", module], input=json.dumps({**request, "limits": asdict(limit)}),
-                              capture_output=True, text=True, timeout=limit.seconds, env=env, errors="replace")
-    except subprocess.TimeoutExpired:
-        return {}, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
-    try:
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        answer = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {}, _died(done.returncode, runtime, doing, limit)
+        return {}, _died(process.returncode, runtime, doing, limit)
     if not isinstance(answer, dict):
         return {}, f"{runtime} failed on the model (no answer)"
     if "error" in answer:
         return {}, str(answer["error"])
     return answer, ""
+
+
+@contextlib.contextmanager
+def _counts(counted: Callable[[int, int], None] | None, env: dict[str, str]) -> Iterator[tuple[int, ...]]:
+    """Around the child's run: a pipe for its ``report``s (its end named in ``env``, and the file descriptors
+    to pass it), read by a thread calling ``counted``; nothing without ``counted``."""
+    if counted is None:
+        yield ()
+        return
+    import threading
+
+    reading, writing = os.pipe()
+    env[COUNTS_ENV] = str(writing)
+    reader = threading.Thread(target=_read_counts, args=(reading, counted), daemon=True)
+    reader.start()
+    try:
+        yield (writing,)
+    finally:
+        os.close(writing)  # with the child's copy closed too (it ended), the reader meets the pipe's end
+        reader.join()
+
+
+def _read_counts(reading: int, counted: Callable[[int, int], None]) -> None:
+    with os.fdopen(reading, "rb") as pipe:
+        for line in iter(pipe.readline, b""):
+            numbers = line.split()
+            if len(numbers) == 2 and all(n.isdigit() for n in numbers):  # anything else is not ours: skipped
+                counted(int(numbers[0]), int(numbers[1]))
+
+
+def report(done: int, total: int) -> None:
+    """In the child: ``done`` of ``total`` steps, for the parent's progress bar (nothing when it draws none)."""
+    where = os.environ.get(COUNTS_ENV, "")
+    if where.isdigit():
+        try:
+            os.write(int(where), f"{done} {total}\n".encode())
+        except OSError:  # the parent stopped listening: the run goes on
+            pass
 
 
 def _died(status: int, runtime: str, doing: str, limit: Limits) -> str:

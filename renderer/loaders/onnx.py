@@ -144,21 +144,25 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     proto = _infer_shapes(proto)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     notes: list[str] = []
+    idle: dict[int, str] = {}
     if values.profiles:
-        proto, note = _shapes_from_profiles(path, proto, weights, values.profiles)
+        proto, note, idle = _shapes_from_profiles(path, proto, weights, values.profiles)
         notes.append(note)
     elif shape_run:
-        proto, notes = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
+        proto, notes, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
     model = _build(path, proto, weights)
     model.raw = Loaded(proto, file_shapes, weights)
     model.notes.extend(note for note in notes if note)
+    for index, why in idle.items():
+        model.graphs[index].not_run = why
     model.pinnable_dims = free
     return model
 
 
 def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
-                          profiles: tuple[Path, ...]) -> tuple[onnx.ModelProto, str]:
-    """``proto`` with the shapes the onnxruntime ``profiles`` recorded (``profile_shapes``), and the line to say."""
+                          profiles: tuple[Path, ...]) -> tuple[onnx.ModelProto, str, dict[int, str]]:
+    """``proto`` with the shapes the onnxruntime ``profiles`` recorded (``profile_shapes``), the line to say, and
+    the subgraphs the profiled run never entered (``Graph.not_run``)."""
     from . import profile_shapes
 
     shapes = profile_shapes.recorded(_build(path, proto, weights), profiles)
@@ -170,13 +174,20 @@ def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int,
     if written:
         proto = _infer_shapes(proto)
     remaining = profile_shapes.left(graphs(proto.graph), shapes)
-    return proto, profile_shapes.note(path, profiles, pinned, written, remaining)
+    idle = _idle(proto, shapes, "the profiled onnxruntime run did not take this subgraph")
+    return proto, profile_shapes.note(path, profiles, pinned, written, remaining), idle
+
+
+def _idle(proto: onnx.ModelProto, shapes: dict[int, Any], why: str) -> dict[int, str]:
+    """Subgraph index → ``why``, for the subgraphs with no recorded operator (``shapes`` has no entry)."""
+    return {index: why for index in range(1, len(graphs(proto.graph))) if index not in shapes}
 
 
 def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
-                     feeds: dict[str, Any] | None, source: str) -> tuple[onnx.ModelProto, list[str]]:
-    """``proto`` with the shapes one onnxruntime run gives (``ort_shapes``), and the lines to say. When subgraphs
-    lack shapes the run is profiled, and the profile gives those of the branches and bodies it ran."""
+                     feeds: dict[str, Any] | None, source: str) -> tuple[onnx.ModelProto, list[str], dict[int, str]]:
+    """``proto`` with the shapes one onnxruntime run gives (``ort_shapes``), the lines to say, and the subgraphs
+    the run never entered (``Graph.not_run``). When subgraphs lack shapes a second run is profiled, and the profile
+    gives those of the branches and bodies it ran."""
     import tempfile
 
     from . import profile_shapes
@@ -185,7 +196,7 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
     with tempfile.TemporaryDirectory(prefix="annograph-run-") as folder:
         notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner)
         if profile is None:
-            return proto, notes
+            return proto, notes, {}
         shapes = profile_shapes.recorded(_build(path, proto, weights), [profile])
     shapes.pop(0, None)  # the main graph's shapes came from the run's outputs
     written = profile_shapes.write(graphs(proto.graph), shapes)
@@ -196,7 +207,8 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
     still = f"; {missed} tensors it ran still have no shape" if missed else ""
     inside = f"{path}: shapes of {written} tensors inside If/Loop/Scan bodies were taken from onnxruntime's profile " \
              f"of a run on {on} (the subgraphs it ran){still}{profile_shapes.not_run_clause(not_run)}"
-    return proto, [*notes, inside]
+    run_on = f"the inputs of {Path(source).name}" if feeds is not None else "zero inputs"
+    return proto, [*notes, inside], _idle(proto, shapes, f"the onnxruntime run on {run_on} did not take this subgraph")
 
 
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:

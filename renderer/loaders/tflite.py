@@ -207,16 +207,20 @@ def _shapes_from_inputs(path: Path, model: ir.Model, npz: Path, shape_run: bool)
     theirs; a note saying where they came from, or that every shape is static and needs no values."""
     feeds = litert_shapes.read_feeds(npz, model.main.inputs)
     dynamic = [value for value in model.main.values
-               if value.type is not None and value.type.shape_signature is not None and -1 in value.type.shape_signature]
+               if value.type is not None and -1 in (value.type.shape_signature or ())]
     if not dynamic:
         model.notes.append(f"{path}: every tensor shape is static (no dynamic dims), so the input values of {npz} "
                            "are not needed for them")
         return
     if not shape_run:
         return
-    shapes, reason = litert_shapes.propagate(path, {i: tuple(a.shape) for i, a in feeds.items()}, feeds)
+    resized = {i: tuple(a.shape) for i, a in feeds.items()}
+    shapes, reason = litert_shapes.propagate(path, resized, feeds)
     if not shapes:
-        model.notes.append(f"{path}: {len(dynamic)} tensors have dynamic dims, and {reason}")
+        prepared, _ = litert_shapes.propagate(path, resized)  # the arrays' shapes, carried as far as LiteRT can
+        _take_shapes(model, prepared)
+        kept = "; shapes are those LiteRT prepares for the arrays' shapes" if prepared else ""
+        model.notes.append(f"{path}: {len(dynamic)} tensors have dynamic dims, and {reason}{kept}")
         return
     _take_shapes(model, shapes)
     model.notes.append(f"{path}: shapes of {len(dynamic)} tensors with dynamic dims were taken from one LiteRT run "

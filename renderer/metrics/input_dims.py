@@ -48,6 +48,16 @@ def _has_unnamed_input_dims(graph: Graph) -> bool:
                for value in top_graph(graph).inputs)
 
 
+def not_run(graph: Graph) -> str:
+    """Why ``graph`` or a graph enclosing it has no shapes from the run that gave the model's (``Graph.not_run``)."""
+    while True:
+        if graph.not_run:
+            return graph.not_run
+        if graph.parent is None:
+            return ""
+        graph = graph.parent.graph
+
+
 def unpinned_reason(value: Value, label: str) -> str:
     """Why ``value``'s shape is not static, with the ``--dim`` flags that would fix it when any can."""
     shape: tuple[Dim, ...] = value.type.shape if value.type and value.type.shape is not None else ()
@@ -61,6 +71,9 @@ def unpinned_reason(value: Value, label: str) -> str:
             wanted = free
         needed.extend(n for n in wanted if n not in needed)
     if not needed:
+        idle = not_run(value.graph)
+        if idle:
+            return f"unknown shape of {label}: {idle}"
         if _has_unnamed_input_dims(value.graph):
             return f"unknown shape of {label} (the model's inputs have dims without a name, which --dim cannot pin)"
         if any(isinstance(d, str) for d in unknown):

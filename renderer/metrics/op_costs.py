@@ -183,8 +183,11 @@ class ModelCosts:
 
     @classmethod
     def build(cls, model: Model) -> ModelCosts:
+        from ..progress import each
+
         sizes: dict[int, int | str] = {}
-        ops = {node.key: op_costs(node, model.format, sizes) for graph in model.graphs for node in graph.nodes}
+        nodes = [node for graph in model.graphs for node in graph.nodes]
+        ops = {node.key: op_costs(node, model.format, sizes) for node in each(nodes, "metrics", "op")}
         return cls(model, ops)
 
     def constants(self) -> list[Value]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..ir import Node, Value
 from .formulas import NotCountable, prod
-from .input_dims import unpinned_reason
+from .input_dims import not_run, unpinned_reason
 from .weights import trace
 
 
@@ -22,7 +22,8 @@ def static_shape(value: Value) -> tuple[int, ...]:
     if t is None or t.shape is None:
         if value.initializer is not None:
             return tuple(value.initializer.shape)
-        raise NotCountable(f"unknown shape of {label(value)}")
+        idle = not_run(value.graph)
+        raise NotCountable(f"unknown shape of {label(value)}" + (f": {idle}" if idle else ""))
     shape = t.shape
     try:
         if not shape or min(shape) >= 0:  # type: ignore[type-var]

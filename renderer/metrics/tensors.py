@@ -26,8 +26,10 @@ def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int | None:
 
 def tensor_values(model: Model, names: set[str]) -> dict[ElementKey, dict[str, Any]]:
     """``bytes`` and/or ``elements`` of every tensor with a static shape."""
+    from ..progress import each
+
     result: dict[ElementKey, dict[str, Any]] = {}
-    for value in model.values():
+    for value in each(list(model.values()), "tensor sizes", "tensor"):
         static = value.type.static_shape if value.type else None
         if static is None:
             continue

@@ -259,7 +259,8 @@ class _PageEmitter(_Emitter):
         types = Counter(n.op_type for n in members).most_common()
         lines = [
             (f"<B>{escape.html_text(group.label, 48)}</B>", 12),
-            (f"{len(members):,} operators" + (" · subgraph" if group.kind == "graph" else ""), 9),
+            (f"{len(members):,} operators" + (" · subgraph" if group.kind == "graph" else "")
+             + f" · <U>open page {self.book.page_of_group[id(group)].index}</U>", 9),
             (escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""), 64),
              8),
         ]
@@ -271,7 +272,6 @@ class _PageEmitter(_Emitter):
             lines.append((f"{escape.html_text(self.scene.heatmap.metric, 28)} "  # type: ignore[union-attr]
                           f"{escape.html_text(rule_for(self.scene.heatmap.metric, self.scene.heatmap.info, self.opts.aggregate), 8)}: "  # type: ignore[union-attr]
                           f"<B>{escape.html_text(shown, 24)}</B>", 9))
-        lines.append((f"<U>open page {self.book.page_of_group[id(group)].index}</U>", 8))
         return lines
 
     def _box_node(self, container: graphviz.Digraph, group: Group) -> None:

@@ -41,7 +41,7 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     if color_by:
         _say_what_to_pin(model, annotations, color_by)
     wanted = {n for n in (color_by, options.edge_by) if n} | set(options.show or [])
-    with stage("metrics") as facts, waiting("metrics"):
+    with stage("metrics") as facts:  # its passes count operators, tensors and weight values on their own bars
         annotations = builtin.augment(model, annotations, wanted, options)
         facts.append(", ".join(sorted(wanted & {*builtin.OP_METRICS, *builtin.ALL_TENSOR_METRICS})) or "none built in")
     heatmap: Heatmap | None = None
