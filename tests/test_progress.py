@@ -219,7 +219,7 @@ def test_compare_counts_the_tensors_it_measures(transformer: Path, columns: int,
     bar counting the tensors measured (N/2,501, the tensors the written comparison holds), fed by the child
     through a pipe; no state wider than a 20-column terminal; nothing with -q or when stderr is a pipe."""
     out = tmp_path / "errors.json"
-    code = ("import sys; from renderer import cli, progress; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
             f"sys.exit(cli.main(['compare', {str(transformer)!r}, {str(transformer)!r}, '-o', {str(out)!r}]))")
     status, shown, _ = _on_terminal([], code, columns=columns, timeout=600)
     assert status == 0, shown[-300:]
