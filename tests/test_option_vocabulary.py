@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ONNX, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 
+import renderer
 from renderer.commands.cli import COMMANDS, build_parser
 from renderer.commands.common import PICTURE_OPTIONS, SHARED
 from renderer.options import RenderOptions, from_values
@@ -136,6 +137,21 @@ def test_the_options_builder_reads_command_line_values_and_field_names() -> None
                                           focus_together=True, summary_top_k=3, collapse=2,
                                           show=["latency_ms", "macs"], focus=["a"])
     assert from_values({"edge_labels": False, "show": "none"}) == RenderOptions(edge_labels=False, show=[])
+
+
+def test_the_notebook_and_sphinx_fields_read_as_the_command_line_reads_them() -> None:
+    """``renderer.show(..., collapse="2", show="latency_ms,macs")`` and the directive's options go through the same
+    builder as ``annograph render --collapse 2 --show latency_ms,macs``."""
+    from renderer.integrations.loading import render_options
+
+    args = build_parser().parse_args(["render", "m.onnx", "--collapse", "2", "--show", "latency_ms,macs",
+                                      "--no-edge-labels", "--color-by", "macs"])
+    cli = from_values(vars(args))
+    fields = render_options(collapse="2", show="latency_ms,macs", edge_labels=False, color_by="macs")
+    assert fields == cli
+    assert render_options(cli, show="none").show == [] and render_options(cli, collapse="none").collapse == "none"
+    with pytest.raises(renderer.AnnographError, match="unknown render option 'colour'"):
+        render_options(colour="macs")
 
 
 @pytest.mark.parametrize(("command", "old", "new"), [

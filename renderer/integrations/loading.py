@@ -40,30 +40,22 @@ class Loaded:
 
 
 def render_options(options: RenderOptions | None = None, **given: Any) -> RenderOptions:
-    """``options`` (default ``RenderOptions()``) with ``given`` fields replaced; ``collapse`` and ``show`` may be
-    written as on the command line (``"2"``, ``"none"``; ``"latency_ms,macs"``, ``"all"``, ``"none"``).
+    """``options`` (default ``RenderOptions()``) with ``given`` fields replaced, read by the command line's one
+    builder (``options.from_values``): ``collapse`` and ``show`` may be written as on the command line (``"2"``,
+    ``"none"``; ``"latency_ms,macs"``, ``"all"``, ``"none"``).
 
     Raises:
         AnnographError: a name that is not a RenderOptions field, or a bad ``collapse``.
     """
-    from ..picture.pages import collapse_depth
+    from ..options import from_values
 
     names = {f.name for f in dataclasses.fields(RenderOptions)}
     unknown = sorted(set(given) - names)
     if unknown:
         raise AnnographError(f"unknown render option {unknown[0]!r} (known: {', '.join(sorted(names))})")
-    if isinstance(given.get("collapse"), str):
-        given["collapse"] = collapse_depth(given["collapse"])
-    if isinstance(given.get("show"), str):
-        given["show"] = show_list(given["show"])
-    return dataclasses.replace(options or RenderOptions(), **given)
-
-
-def show_list(text: str) -> list[str] | None:
-    """``--show`` text as RenderOptions.show: ``none`` → [], otherwise the comma-separated keys."""
-    if text.strip().lower() == "none":
-        return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    read = from_values(given)
+    return dataclasses.replace(options or RenderOptions(),
+                               **{name: None if value is None else getattr(read, name) for name, value in given.items()})
 
 
 def load(
@@ -106,4 +98,4 @@ def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar:
             *map(Path, annotation_paths)]
 
 
-__all__ = ["Loaded", "input_files", "load", "render_options", "show_list"]
+__all__ = ["Loaded", "input_files", "load", "render_options"]
