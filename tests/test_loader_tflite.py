@@ -613,3 +613,11 @@ def test_category_data_covers_every_builtin_once():
     assert categories.category("tflite", "L2_NORMALIZATION") == "normalization"
     assert categories.category("tflite", "IF") == "control"
     assert categories.category("tflite", "SomeCustomOp") == "other"
+
+
+def test_value_size_operators_are_builtins():
+    """The operators whose output size an input's values decide (``value_sizes``) are named as the schema names
+    them (a misspelt name would never match an operator)."""
+    from renderer.loaders.value_sizes import _TFLITE_SIZE_FROM
+
+    assert set(_TFLITE_SIZE_FROM) <= set(OP_NAMES.values())
