@@ -290,16 +290,11 @@ def shape_reshape_tflite() -> bytes:
                fb.tensor(b, "same", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
                fb.tensor(b, "mix/w", [8, 32], T.FLOAT32, buffer=2),
                fb.tensor(b, "mixed", [1, 8], T.FLOAT32, signature=[-1, 8])]
-    tflite.FullyConnectedOptionsStart(b)
-    tflite.FullyConnectedOptionsAddKeepNumDims(b, True)
-    keep = tflite.FullyConnectedOptionsEnd(b)
-    tflite.FullyConnectedOptionsStart(b)
-    flat = tflite.FullyConnectedOptionsEnd(b)
+    keep, flat = fb.fully_connected_options(b, keep_num_dims=True), fb.fully_connected_options(b)
     tflite.ShapeOptionsStart(b)
     tflite.ShapeOptionsAddOutType(b, T.INT32)
     shape = tflite.ShapeOptionsEnd(b)
-    tflite.ReshapeOptionsStart(b)
-    reshape = tflite.ReshapeOptionsEnd(b)
+    reshape = fb.reshape_options(b)
     operators = [fb.operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, keep),
                  fb.operator(b, 1, [2], [3], tflite.BuiltinOptions.ShapeOptions, shape),
                  fb.operator(b, 2, [2, 3], [4], tflite.BuiltinOptions.ReshapeOptions, reshape),
