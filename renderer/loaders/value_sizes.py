@@ -93,7 +93,9 @@ def degenerate(graph: onnx.GraphProto, shapes: Mapping[str, Sequence[int]], size
 
 def tflite_value_sized(graph: Graph) -> dict[int, list[str]]:
     """The tensors of a loaded TFLite ``graph`` (its main graph) whose size depends on the values of the graph's
-    inputs: tensor index → the names of the inputs whose values decide it, in input order."""
+    inputs: tensor index → the names of the inputs whose values decide it, in input order. Only a tensor with a
+    dynamic (-1) axis in its shape signature can be one: the file fixes every other size (an IF whose branches
+    agree on their outputs' shapes)."""
     order = {value.index: value.name for value in graph.inputs}
     valued: dict[int, set[int]] = {value.index: {value.index} for value in graph.inputs if value.initializer is None}
     sized: dict[int, set[int]] = {}
@@ -107,7 +109,7 @@ def tflite_value_sized(graph: Graph) -> dict[int, list[str]]:
         for value in node.outputs:
             if values:
                 valued[value.index] = values
-            if size:
+            if size and value.type is not None and -1 in (value.type.shape_signature or ()):
                 sized[value.index] = size
     return {index: [order[i] for i in sorted(sources)] for index, sources in sized.items()}
 
