@@ -255,6 +255,8 @@ class Graph:
         parent: the operator owning this subgraph, None for top-level graphs.
         not_run: for a subgraph the run or profile that gave the model's shapes never entered (an If branch not
             taken), the words saying so, which the n/a of its unknown shapes repeat; "" otherwise.
+        value_sized: tensor index → the names of the inputs whose values decide its size, for the sizes left
+            unknown because no run on real values gave them (TFLite ``--dim`` without ``--inputs``).
     """
 
     index: int
@@ -265,6 +267,7 @@ class Graph:
     outputs: list[Value] = field(default_factory=list)
     parent: Node | None = None
     not_run: str = ""
+    value_sized: dict[int, list[str]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"Graph({self.index} {self.name!r}: {len(self.nodes)} nodes, {len(self.values)} values)"

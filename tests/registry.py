@@ -560,13 +560,8 @@ def dynamic_reshape_tflite() -> bytes:
                fb.tensor(b, "regrouped", [1, 64], T.FLOAT32, signature=[-1, 64]),
                fb.tensor(b, "mix/w", [8, 64], T.FLOAT32, buffer=2),
                fb.tensor(b, "mixed", [1, 8], T.FLOAT32, signature=[-1, 8])]
-    tflite.FullyConnectedOptionsStart(b)
-    tflite.FullyConnectedOptionsAddKeepNumDims(b, True)
-    keep = tflite.FullyConnectedOptionsEnd(b)
-    tflite.FullyConnectedOptionsStart(b)
-    flat = tflite.FullyConnectedOptionsEnd(b)
-    tflite.ReshapeOptionsStart(b)
-    reshape = tflite.ReshapeOptionsEnd(b)
+    keep, flat = fb.fully_connected_options(b, keep_num_dims=True), fb.fully_connected_options(b)
+    reshape = fb.reshape_options(b)
     ops = [fb.operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, keep),
            fb.operator(b, 1, [2, 3], [4], tflite.BuiltinOptions.ReshapeOptions, reshape),
            fb.operator(b, 0, [4, 5, -1], [6], tflite.BuiltinOptions.FullyConnectedOptions, flat)]

@@ -232,6 +232,7 @@ def test_tflite_inputs_resize_and_run_the_model(dynamic: dict[str, Path], tmp_pa
     assert macs == {"0:0": 2 * 12 * 16 * 32, "0:1": 0, "0:2": 12 * 64 * 8}, macs
     assert f"shapes of 4 tensors with dynamic dims were taken from one LiteRT run on the inputs of " \
            f"{dynamic['inputs']}" in err, err
+    assert "depend on input values" not in err, err
     prepared, _ = metrics(dynamic["model"], tmp_path / "dims.json", "--dim", "batch=2", "--dim", "axis1=12")
     assert prepared["0:0"] == macs["0:0"] and prepared["0:2"] != macs["0:2"]
     out = tmp_path / "dynamic.svg"
@@ -243,6 +244,82 @@ def test_tflite_inputs_resize_and_run_the_model(dynamic: dict[str, Path], tmp_pa
 
     shapes = {v.name: v.type.shape for v in renderer.load_model(dynamic["model"], inputs=dynamic["inputs"]).main.values}
     assert shapes["regrouped"] == (12, 64) and shapes["mixed"] == (12, 8), shapes
+
+
+VALUE_SIZED = ("unknown size of mixed: it follows from the values of 'new_shape', which --dim cannot pin; pass them "
+               "with --inputs FILE.npz")
+
+
+def test_tflite_dims_leave_sizes_read_from_input_values_unknown(dynamic: dict[str, Path], tmp_path: Path) -> None:
+    """With --dim alone, LiteRT's preparation left the rows after the RESHAPE at the file's placeholder 1 (the
+    last FULLY_CONNECTED counted 512 MACs instead of 6,144): they are unknown now, the n/a names the input whose
+    values decide them and --inputs, and one line names the tensors."""
+    dims = ("--dim", "batch=2", "--dim", "axis1=12")
+    macs, err = metrics(dynamic["model"], tmp_path / "m.json", *dims)
+    assert macs == {"0:0": 2 * 12 * 16 * 32, "0:1": 0, "0:2": f"n/a ({VALUE_SIZED})"}, macs
+    (note,) = [line for line in err.splitlines() if "input values" in line]
+    assert note == f"annograph: {dynamic['model']}: 2 tensor sizes depend on input values ('regrouped', 'mixed'; " \
+                   "from the values of 'new_shape'), which --dim cannot give: they are left unknown; --inputs " \
+                   "FILE.npz gives their real sizes", err
+    out = tmp_path / "dims.svg"
+    code, err = cli("render", dynamic["model"], *dims, "-o", out)
+    assert code == 0 and note in err.splitlines(), err
+    tips = [html.unescape(t) for t in re.findall(r'xlink:title="([^"]*)"', out.read_text())]
+    (last,) = {t for t in tips if t.startswith("FULLY_CONNECTED") and "operator 0:2" in t}
+    assert "→ mixed float32[?×8]" in last and f"macs: n/a ({VALUE_SIZED})" in last, last
+    assert any(t.startswith("FULLY_CONNECTED") and "macs: 12.3k" in t for t in tips), tips
+
+
+def shape_reshape_tflite() -> bytes:
+    """tokens[-1, -1, 16] → FULLY_CONNECTED (keep dims) → dense → RESHAPE to SHAPE(dense) → FULLY_CONNECTED →
+    [-1, 8]: the reshape's shape is read from a tensor's shape, not from an input's values."""
+    import flatbuffers
+    import tflite
+
+    import tflite_build as fb
+
+    T, ops = tflite.TensorType, tflite.BuiltinOperator
+    b = flatbuffers.Builder(4096)
+    codes = [fb.opcode(b, ops.FULLY_CONNECTED), fb.opcode(b, ops.SHAPE), fb.opcode(b, ops.RESHAPE)]
+    buffers = [fb.buffer(b, None), fb.buffer(b, np.ones((32, 16), np.float32).tobytes()),
+               fb.buffer(b, np.ones((8, 32), np.float32).tobytes())]
+    tensors = [fb.tensor(b, "tokens", [1, 1, 16], T.FLOAT32, signature=[-1, -1, 16]),
+               fb.tensor(b, "dense/w", [32, 16], T.FLOAT32, buffer=1),
+               fb.tensor(b, "dense", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
+               fb.tensor(b, "dense_shape", [3], T.INT32),
+               fb.tensor(b, "same", [1, 1, 32], T.FLOAT32, signature=[-1, -1, 32]),
+               fb.tensor(b, "mix/w", [8, 32], T.FLOAT32, buffer=2),
+               fb.tensor(b, "mixed", [1, 8], T.FLOAT32, signature=[-1, 8])]
+    keep, flat = fb.fully_connected_options(b, keep_num_dims=True), fb.fully_connected_options(b)
+    tflite.ShapeOptionsStart(b)
+    tflite.ShapeOptionsAddOutType(b, T.INT32)
+    shape = tflite.ShapeOptionsEnd(b)
+    reshape = fb.reshape_options(b)
+    operators = [fb.operator(b, 0, [0, 1, -1], [2], tflite.BuiltinOptions.FullyConnectedOptions, keep),
+                 fb.operator(b, 1, [2], [3], tflite.BuiltinOptions.ShapeOptions, shape),
+                 fb.operator(b, 2, [2, 3], [4], tflite.BuiltinOptions.ReshapeOptions, reshape),
+                 fb.operator(b, 0, [4, 5, -1], [6], tflite.BuiltinOptions.FullyConnectedOptions, flat)]
+    return fb.model(b, codes=codes, subgraphs=[fb.subgraph(b, "main", tensors, operators, [0], [6])], buffers=buffers)
+
+
+def test_tflite_sizes_read_from_a_shape_stay_counted(tmp_path: Path) -> None:
+    """A RESHAPE to SHAPE(dense) follows the inputs' shapes, which LiteRT prepares: no unknown size, no note."""
+    model = tmp_path / "shaped.tflite"
+    model.write_bytes(shape_reshape_tflite())
+    macs, err = metrics(model, tmp_path / "m.json", "--dim", "batch=2", "--dim", "axis1=12")
+    assert macs == {"0:0": 2 * 12 * 16 * 32, "0:1": 0, "0:2": 0, "0:3": 2 * 12 * 32 * 8}, macs
+    assert "input values" not in err and "n/a" not in err, err
+
+
+@pytest.mark.parametrize("path", sorted(TFLITE.glob("*.tflite")), ids=lambda path: path.name)
+def test_tflite_samples_have_no_size_read_from_input_values(path: Path, tmp_path: Path) -> None:
+    from renderer.loaders import load_model
+    from renderer.loaders.value_sizes import tflite_value_sized
+
+    model = load_model(path)
+    assert model.main.nodes and tflite_value_sized(model.main) == {}
+    _, err = metrics(path, tmp_path / "m.json")
+    assert "input values" not in err, err
 
 
 @pytest.mark.parametrize(("name", "arrays"), [

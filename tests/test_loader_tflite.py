@@ -611,3 +611,19 @@ def test_category_data_covers_every_builtin_once():
     assert categories.category("tflite", "L2_NORMALIZATION") == "normalization"
     assert categories.category("tflite", "IF") == "control"
     assert categories.category("tflite", "SomeCustomOp") == "other"
+
+
+def test_a_size_the_file_fixes_never_depends_on_input_values(tmp_path):
+    """The IF reads the input ``cond``, but its output's size is static in the file: --dim leaves it, no note
+    says it depends on input values."""
+    model = loader.load(write(tmp_path, build_model()), dims={"batch": 2})
+    assert model.main.values[4].name == "if_out" and model.main.values[4].type.shape == (1, 4)
+    assert model.main.value_sized == {} and not [note for note in model.notes if "input values" in note]
+
+
+def test_value_size_operators_are_builtins():
+    """The operators whose output size an input's values decide (``value_sizes``) are named as the schema names
+    them (a misspelt name would never match an operator)."""
+    from renderer.loaders.value_sizes import _TFLITE_SIZE_FROM
+
+    assert set(_TFLITE_SIZE_FROM) <= set(OP_NAMES.values())

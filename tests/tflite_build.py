@@ -60,6 +60,19 @@ def tensor(b: flatbuffers.Builder, name: str, shape: Sequence[int], dtype: int =
     return tflite.TensorEnd(b)
 
 
+def fully_connected_options(b: flatbuffers.Builder, keep_num_dims: bool = False) -> int:
+    """FullyConnectedOptions that keep the input's leading dims or flatten them."""
+    tflite.FullyConnectedOptionsStart(b)
+    tflite.FullyConnectedOptionsAddKeepNumDims(b, keep_num_dims)
+    return tflite.FullyConnectedOptionsEnd(b)
+
+
+def reshape_options(b: flatbuffers.Builder) -> int:
+    """ReshapeOptions without a new_shape: the shape is the operator's second input."""
+    tflite.ReshapeOptionsStart(b)
+    return tflite.ReshapeOptionsEnd(b)
+
+
 def operator(b: flatbuffers.Builder, code: int, inputs: Sequence[int], outputs: Sequence[int], options_type: int = 0,
              options: int | None = None, custom: bytes | None = None) -> int:
     in_off, out_off = ints(b, inputs), ints(b, outputs)

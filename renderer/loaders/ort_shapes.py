@@ -30,7 +30,7 @@ from ..escape import clean
 from ..numbers import format_bytes
 from ..progress import waiting
 from . import isolated
-from .value_sizes import degenerate, value_sized
+from .value_sizes import degenerate, named, value_sized
 
 if TYPE_CHECKING:
     import onnx
@@ -191,8 +191,7 @@ def _depending(sized: list[str]) -> str:
     """"36 of them depend on input values ('a', 'b', 'c', …)" or ""."""
     if not sized:
         return ""
-    names = ", ".join(repr(clean(n, 60)) for n in sized[:_NAMED]) + (", …" if len(sized) > _NAMED else "")
-    return f"{len(sized)} of them depend{'' if len(sized) > 1 else 's'} on input values ({names})"
+    return f"{len(sized)} of them depend{'' if len(sized) > 1 else 's'} on input values ({named(sized)})"
 
 
 def _listed(names: list[str], shapes: dict[str, Any]) -> str:

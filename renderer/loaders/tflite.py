@@ -45,6 +45,7 @@ from ..data.categories import category
 from ..data.operators import operator
 from ..errors import LoaderError, OperatorDataError, first_line
 from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
+from .value_sizes import named, tflite_value_sized
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         values = values or RealValues()
         if dims and shape_run and values.inputs is None:
             _propagate_shapes(path, model, dims)
+            _forget_value_sizes(path, model)
     except (LoaderError, OperatorDataError):  # the data's fault, not the model's
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
@@ -192,6 +194,28 @@ def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None
         model.notes.append(f"{path}: --dim pinned each tensor's dynamic axes by position: {reason}")
         return
     _take_shapes(model, shapes)
+
+
+def _forget_value_sizes(path: Path, model: ir.Model) -> None:
+    """Leave unknown the dynamic dims of the tensors whose size the inputs' values decide (``value_sizes``):
+    neither LiteRT's preparation nor pinning by position knows them (a placeholder 1 or a pinned axis would
+    count wrong MACs without a word). A note names them and ``--inputs``."""
+    graph = model.main
+    graph.value_sized = tflite_value_sized(graph)
+    if not graph.value_sized:
+        return
+    for index in graph.value_sized:
+        t = graph.values[index].type
+        if t is not None and t.shape is not None and t.shape_signature is not None \
+                and len(t.shape_signature) == len(t.shape):
+            shape = tuple(None if declared == -1 else size for size, declared in zip(t.shape, t.shape_signature))
+            graph.values[index].type = ir.TensorType(t.dtype, shape, t.shape_signature)
+    sized = [graph.values[index] for index in sorted(graph.value_sized)]
+    names = named([value.name or f"tensor {value.index}" for value in sized])
+    deciding = named(list(dict.fromkeys(name for value in sized for name in graph.value_sized[value.index])))
+    count = f"{len(sized)} tensor sizes depend" if len(sized) > 1 else "1 tensor size depends"
+    model.notes.append(f"{path}: {count} on input values ({names}; from the values of {deciding}), which --dim "
+                       "cannot give: they are left unknown; --inputs FILE.npz gives their real sizes")
 
 
 def _take_shapes(model: ir.Model, shapes: dict[int, tuple[int, ...]]) -> None:

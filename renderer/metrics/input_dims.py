@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ..ir import Dim, Graph, Model, Value
+from ..loaders.value_sizes import named
 
 
 def top_graph(graph: Graph) -> Graph:
@@ -71,6 +72,10 @@ def unpinned_reason(value: Value, label: str) -> str:
             wanted = free
         needed.extend(n for n in wanted if n not in needed)
     if not needed:
+        deciding = value.graph.value_sized.get(value.index)
+        if deciding:
+            return (f"unknown size of {label}: it follows from the values of {named(deciding)}, which --dim cannot "
+                    "pin; pass them with --inputs FILE.npz")
         idle = not_run(value.graph)
         if idle:
             return f"unknown shape of {label}: {idle}"
