@@ -24,6 +24,8 @@ def format_number(value: float) -> str:
 
     >>> format_number(1234567), format_number(13.0), format_number(0.000123), format_number(-2.5)
     ('1.23M', '13', '1.23e-04', '-2.5')
+    >>> format_number(999_999), format_number(9_999.5), format_number(-999.96), format_number(2e15)
+    ('1M', '10k', '-1000', '2e+15')
     """
     if isinstance(value, int) and abs(value) > 10**300:  # too large for a float: scientific notation by hand
         digits = str(abs(value))
@@ -31,8 +33,12 @@ def format_number(value: float) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
     magnitude = abs(value)
+    # the unit is chosen by the value as it will be shown, so 999,999 reads 1M, not 1e+03k
+    shown = float(f"{magnitude:.3g}") if magnitude >= _VALUE_UNITS[-1][0] else float(f"{magnitude:.4g}")
+    if shown >= 1000 * _VALUE_UNITS[0][1]:
+        return f"{value:.3g}"
     for threshold, unit, suffix in _VALUE_UNITS:
-        if magnitude >= threshold:
+        if shown >= threshold:
             return f"{value / unit:.3g}{suffix}"
     if magnitude < 1e-3:
         return f"{value:.2e}"

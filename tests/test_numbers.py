@@ -54,11 +54,15 @@ def test_format_number_suffix_starts_at_its_threshold(value: float) -> None:
     assert ("e" in text) == (value < 1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="kept byte-identical in the house refactor: a value that rounds up to 1000 "
-                   "of its unit keeps that unit (999,999 → 1e+03k, 9,999.5 → 1e+04, 1e15 → 1e+03T)")
-@pytest.mark.parametrize("value", [999_999.0, 999_999_999.0, 1e15, 9999.5])
+@pytest.mark.parametrize("value", [999_999.0, 999_999_999.0, 1e15, 9999.5, -999_999.0, 999.96e12])
 def test_format_number_moves_to_the_next_suffix_when_rounding_reaches_it(value: float) -> None:
-    assert "e+" not in numbers.format_number(value)
+    """999,999 reads 1M (not 1e+03k); past the largest suffix, plain scientific notation (1e+15, not 1e+03T)."""
+    text = numbers.format_number(value)
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+    mantissa, unit = (text[:-1], scale[text[-1]]) if text[-1] in scale else (text, 1.0)
+    assert "e" not in mantissa or unit == 1.0, text
+    assert abs(float(mantissa)) < 1000 or unit == 1.0, text
+    assert float(mantissa) * unit == pytest.approx(value, rel=5e-3), text
 
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, 0.0, -0.0, 0])
