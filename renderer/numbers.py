@@ -60,12 +60,12 @@ def format_count(n: int) -> str:
 def format_bytes(n: int) -> str:
     """A size in binary units, to one decimal above a KiB.
 
-    >>> format_bytes(1536), format_bytes(1023), format_bytes(3 << 40)
-    ('1.5 KiB', '1023 B', '3.0 TiB')
+    >>> format_bytes(1536), format_bytes(1023), format_bytes(3 << 40), format_bytes((1 << 40) - (1 << 25))
+    ('1.5 KiB', '1023 B', '3.0 TiB', '1.0 TiB')
     """
     value = float(n)
     for unit in _BYTE_UNITS:
-        if value < 1024:
+        if value < 1024 if unit == "B" else round(value, 1) < 1024:  # 1,023.96 KiB reads 1.0 MiB, not 1024.0 KiB
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import onnx
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from onnx import numpy_helper
 
@@ -88,6 +88,7 @@ def test_format_count_reads_back_to_three_significant_digits(n: int) -> None:
     assert math.isclose(_read_back(text), n, rel_tol=0.005 + 1e-12)
 
 
+@example(1_099_457_940_685)  # 1,023.96 GiB: rounds up to the next unit
 @given(st.integers(min_value=0, max_value=2**50))
 @settings(max_examples=300, deadline=None)
 def test_format_bytes_reads_back_in_binary_units(n: int) -> None:
