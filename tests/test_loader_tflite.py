@@ -620,10 +620,3 @@ def test_a_size_the_file_fixes_never_depends_on_input_values(tmp_path):
     assert model.main.values[4].name == "if_out" and model.main.values[4].type.shape == (1, 4)
     assert model.main.value_sized == {} and not [note for note in model.notes if "input values" in note]
 
-
-def test_value_size_operators_are_builtins():
-    """The operators whose output size an input's values decide (``value_sizes``) are named as the schema names
-    them (a misspelt name would never match an operator)."""
-    from renderer.loaders.value_sizes import _TFLITE_SIZE_FROM
-
-    assert set(_TFLITE_SIZE_FROM) <= set(OP_NAMES.values())

@@ -41,6 +41,7 @@ def test_data_files_match_the_schema_and_the_schema_matches_the_reader(fmt: str)
     assert fields["category"]["enum"] == list(operators.CATEGORIES) == list(categories.CATEGORIES)
     assert set(fields["roles"]["items"]["enum"]) == operators.ROLES
     assert set(fields["fold"]["enum"]) == operators.FOLDS
+    assert set(fields["size_from"]["oneOf"][0]["enum"]) == operators.SIZE_FROM
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"operators": {"Conv": {"cost": "conv", "colour": "red"}}}, schema)
 
@@ -87,6 +88,21 @@ def test_roles_and_folds_name_known_operators_and_control_flow_is_category_contr
         operators.with_role(fmt, "weights")
 
 
+def test_size_from_names_slots_the_operators_have() -> None:
+    """TFLite entries name the input slots whose values decide the output size (within the slots the entry names,
+    where it names them); ONNX entries use the two words ``value_sizes`` reads for ONNX."""
+    tflite = {name: op for name, op in operators.operators("tflite").items() if op.size_from is not None}
+    assert {"RESHAPE", "SLICE", "STRIDED_SLICE", "RANGE", "IF"} <= set(tflite)
+    assert tflite["STRIDED_SLICE"].size_from == (1, 2, 3) and tflite["RANGE"].size_from == "every_input"
+    for name, op in tflite.items():
+        assert op.size_from == "every_input" or isinstance(op.size_from, tuple), name
+        if isinstance(op.size_from, tuple) and op.inputs:
+            assert max(op.size_from) < len(op.inputs), name
+    assert "GATHER" not in tflite and operators.with_fold("tflite", "shape") == {"SHAPE"}
+    onnx = {op.size_from for op in operators.operators("onnx").values()}
+    assert onnx == operators.SIZE_FROM | {None}
+
+
 @pytest.mark.parametrize("text, message", [
     ('{"operators": {"Conv": {"colour": "red"}}}', "operator 'Conv': unknown field 'colour' (known: category,"),
     ('{"operators": {"Conv": {"category": "layers"}}}', "operator 'Conv': 'layers' is not one of activation,"),
@@ -97,6 +113,9 @@ def test_roles_and_folds_name_known_operators_and_control_flow_is_category_contr
     ('{"operators": {"Conv": {"weights": [-1]}}}', "operator 'Conv': slot -1 is not an index ≥ 0"),
     ('{"operators": {"If": {"roles": ["loops"]}}}', "operator 'If': 'loops' is not one of dequantize,"),
     ('{"operators": {"Shape": {"fold": "hidden"}}}', "operator 'Shape': 'hidden' is not one of constant,"),
+    ('{"operators": {"Range": {"size_from": "all"}}}', "operator 'Range': 'all' is not one of every_input, "
+                                                       "later_inputs or a non-empty list of slots"),
+    ('{"operators": {"SLICE": {"size_from": [1, -2]}}}', "operator 'SLICE': slot -2 is not an index ≥ 0"),
     ('{"operators": ["Conv"]}', 'no "operators" object'),
     ('{"operators": {"Conv": "layer"}}', "operator 'Conv': not an object"),
     ('{"operators": {', "Expecting property name"),

@@ -14,8 +14,10 @@ Every field of an entry is optional:
         constant; ``shape`` reads only its input's shape; ``random`` is never a computation of constants;
         ``storage`` only changes how a stored weight is held (its reader lists the stored tensor).
     inputs: the schema's names of its input slots (``filter``, ``bias``), where the file does not name them (TFLite).
-    size_from: which inputs' *values* decide its output size (ONNX, ``loaders.value_sizes``): ``every_input``
-        (Range, NonZero…) or ``later_inputs`` (a shape, axes or pads after the data: Reshape, Slice…).
+    size_from: which inputs' *values* decide its output size (``loaders.value_sizes``): ``every_input``
+        (Range, NonZero…), ``later_inputs`` (ONNX: a shape, axes or pads after the data: Reshape, Slice…), or
+        a list of input slots (TFLite: ``[1, 2]`` for SLICE's begin and size). An operator folded as ``shape``
+        gives its input's size as values.
     cost: the name of the formula counting its MACs, a function of the format's cost module
         (``metrics/onnx_ops.FORMULAS``, ``metrics/tflite_ops.FORMULAS``); ``none`` for ops that only move data.
     cost_by_domain: ``{domain: formula}`` used instead of ``cost`` for the operator of that domain.
@@ -63,7 +65,7 @@ class Operator:
     roles: frozenset[str] = frozenset()
     fold: str | None = None
     inputs: tuple[str, ...] = ()
-    size_from: str | None = None
+    size_from: str | tuple[int, ...] | None = None
     cost: str | None = None
     cost_by_domain: Mapping[str, str] = field(default_factory=dict)
     args: Mapping[str, float] = field(default_factory=dict)
@@ -121,6 +123,14 @@ def _slot(value: Any) -> int:
     return value
 
 
+def _size_from(value: Any) -> str | tuple[int, ...]:
+    if isinstance(value, list) and value:
+        return tuple(_slot(item) for item in value)
+    if value in SIZE_FROM:
+        return value
+    raise ValueError(f"{value!r} is not one of {', '.join(sorted(SIZE_FROM))} or a non-empty list of slots")
+
+
 def _weight(value: Any) -> Weight:
     if isinstance(value, list):
         if len(value) != 3 or isinstance(value[2], bool) or not isinstance(value[2], int):
@@ -139,7 +149,7 @@ def _weights(value: Any) -> tuple[Weight, ...] | str:
 
 FIELDS: dict[str, Callable[[Any], Any]] = {
     "category": _one_of(CATEGORIES), "roles": _roles, "fold": _one_of(FOLDS), "inputs": _names,
-    "size_from": _one_of(SIZE_FROM), "cost": _name,
+    "size_from": _size_from, "cost": _name,
     "cost_by_domain": _by_domain, "ops": _number, "gates": _count, "weights": _weights, "note": _name,
 }
 

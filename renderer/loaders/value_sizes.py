@@ -16,31 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..data.operators import with_fold, with_size_from
+from ..data.operators import operator, with_fold, with_size_from
 from ..escape import clean
 
 if TYPE_CHECKING:
     import onnx
 
-    from ..ir import Graph
+    from ..ir import Graph, Node
 
-_TFLITE_SIZE_FROM: Mapping[str, tuple[int, ...] | None] = {
-    **dict.fromkeys(["RANGE", "WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5", "IF", "WHILE"]),
-    **dict.fromkeys(["FILL", "SPLIT", "TRANSPOSE_CONV"], (0,)),
-    **dict.fromkeys(["RESHAPE", "BROADCAST_TO", "TILE", "PAD", "PADV2", "MIRROR_PAD", "RESIZE_BILINEAR",
-                     "RESIZE_NEAREST_NEIGHBOR", "TOPK_V2", "ONE_HOT", "EXPAND_DIMS", "TRANSPOSE", "ARG_MAX", "ARG_MIN",
-                     "MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL",
-                     "SEGMENT_SUM", "RFFT2D"], (1,)),
-    **dict.fromkeys(["SLICE", "SPLIT_V", "SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"], (1, 2)),
-    "STRIDED_SLICE": (1, 2, 3),
-    **dict.fromkeys(["SCATTER_ND", "UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN",
-                     "UNSORTED_SEGMENT_PROD"], (2,)),
-}
-"""TFLite builtin operators (schema names) whose output size follows from the values of the inputs at these
-positions (a shape, begin/size, multiples, paddings, axes, a count…; None: of every input). GATHER and
-EMBEDDING_LOOKUP are not here: their size follows from the indices' shape, not their values."""
-_TFLITE_VALUES_FROM_SIZE = frozenset({"SHAPE"})
-"""TFLite operators whose output values are their input's size."""
 _NAMED = 3
 """Tensors named in a note."""
 
@@ -92,19 +75,32 @@ def tflite_value_sized(graph: Graph) -> dict[int, list[str]]:
     order = {value.index: value.name for value in graph.inputs}
     valued: dict[int, set[int]] = {value.index: {value.index} for value in graph.inputs if value.initializer is None}
     sized: dict[int, set[int]] = {}
+    values_from_size = with_fold("tflite", "shape")  # SHAPE: its output values are its input's size
     for node in graph.nodes:
         inputs = [value.index for value in node.inputs if value is not None]
-        positions = _TFLITE_SIZE_FROM.get(node.op_type, ()) if node.domain == "" else ()
-        deciding = inputs if positions is None else [
-            node.inputs[i].index for i in positions if i < len(node.inputs) and node.inputs[i] is not None]
+        slots = [node.inputs[i] for i in _size_slots(node) if i < len(node.inputs)]
+        deciding = [value.index for value in slots if value is not None]
         size = _union(sized, inputs) | _union(valued, deciding)
-        values = _union(sized, inputs) if node.op_type in _TFLITE_VALUES_FROM_SIZE else _union(valued, inputs)
+        values = _union(sized, inputs) if node.op_type in values_from_size else _union(valued, inputs)
         for value in node.outputs:
             if values:
                 valued[value.index] = values
             if size and value.type is not None and -1 in (value.type.shape_signature or ()):
                 sized[value.index] = size
     return {index: [order[i] for i in sorted(sources)] for index, sources in sized.items()}
+
+
+def _size_slots(node: Node) -> Sequence[int]:
+    """The input slots of a TFLite builtin ``node`` whose values decide its output size (its ``size_from`` in
+    ``data/tflite-ops.json``: slots, or every input; a shape, begin/size, multiples, paddings, axes, a count…).
+    GATHER and EMBEDDING_LOOKUP name none: their size follows from the indices' shape, not their values."""
+    entry = operator("tflite", node.op_type) if node.domain == "" else None
+    size_from = entry.size_from if entry is not None else None
+    if size_from == "every_input":
+        return range(len(node.inputs))
+    if size_from == "later_inputs":
+        return range(1, len(node.inputs))
+    return size_from if isinstance(size_from, tuple) else ()
 
 
 def _union(sources: Mapping[int, set[int]], indices: Iterable[int]) -> set[int]:
