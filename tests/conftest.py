@@ -58,6 +58,23 @@ def parse_svg(data: bytes | str | Path):  # type: ignore[no-untyped-def]
     return ElementTree.fromstring(data)
 
 
+def legend_texts(path: Path) -> list[str]:
+    """The text lines of a page's legend, in order, stripped (its crumbs, then ``(where the page stands)``)."""
+    root = parse_svg(path)
+    legend = next(g for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").endswith("-legend"))
+    return [(t.text or "").strip() for t in legend.iter(f"{SVG_NS}text")]
+
+
+def legend_where(path: Path) -> tuple[list[str], str]:
+    """A page's crumbs (the page names from the first page down to this one) and the bracketed text after them."""
+    texts = legend_texts(path)
+    at = next(k for k, text in enumerate(texts) if text.startswith("(") and text.endswith(")"))
+    crumbs = [texts[at - 1]]
+    while texts[at - len(crumbs) * 2] == "›":
+        crumbs.insert(0, texts[at - len(crumbs) * 2 - 1])
+    return crumbs, texts[at]
+
+
 def svg_groups(root, cls: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """id → <g> element for every group whose class list contains ``cls``."""
     found = {}

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import onnx
 import pytest
 
-from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
+from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
 
 import renderer
 from renderer.picture.folding import fold
@@ -290,6 +290,18 @@ def test_a_big_focus_is_cut_into_pages_within_the_limit(tmp_path: Path) -> None:
     assert "op-0-1500" in drawn[out.name]
     stubs = [g for g in parse_svg(out).iter(f"{SVG_NS}g") if "stub" in (g.get("class") or "").split()]
     assert any("part 2 of" in "".join(t.text or "" for t in g.iter(f"{SVG_NS}text")) for g in stubs)
+    _assert_numbered_focus_pages(out, len(drawn), "(focus, 50 hops · page {} of {})")
+
+
+def _assert_numbered_focus_pages(out: Path, count: int, where: str) -> None:
+    """The first page of a view cut into parts is its page 1 (it read "(overview of N-1 pages)"), crumbs name the
+    parts, and no legend speaks of an overview."""
+    for number, path in enumerate(_book(out), 1):
+        crumbs, stands = legend_where(path)
+        assert stands == where.format(number, count), path.name
+        assert re.fullmatch(rf".* \(part {number} of {count}\)", crumbs[-1]), crumbs
+        assert len(crumbs) == (1 if number == 1 else 2) and "(part 1 of" in crumbs[0], crumbs
+        assert not [text for text in legend_texts(path) if "overview" in text], path.name
 
 
 def _fan_out(path: Path, readers: int) -> Path:
@@ -318,3 +330,4 @@ def test_a_focus_page_laid_out_too_big_is_cut_again(tmp_path: Path, monkeypatch:
     drawn = _focus_pages(out, LOWERED)
     seen = sorted(i for ids in drawn.values() for i in ids)
     assert len(drawn) > 1 and seen == sorted(f"op-0-{k}" for k in range(201))
+    _assert_numbered_focus_pages(out, len(drawn), "(focus, 1 hop · page {} of {})")

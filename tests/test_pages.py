@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import onnx
 import pytest
 
-from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
+from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
 
 import renderer
 from renderer.picture.folding import fold
@@ -296,6 +296,36 @@ def test_top_k_pages_hold_the_hottest_operators(tmp_path: Path) -> None:
     assert "macs" in "".join(t.text or "" for t in parse_svg(tmp_path / "d.svg").iter(f"{SVG_NS}text"))
     no_metric = run_cli("render", path, "--top", "3", "--color-by", "none", "-o", tmp_path / "x.svg", "--no-sidecar")
     assert no_metric.returncode != 0 and "--color-by" in no_metric.stderr
+
+
+@pytest.mark.parametrize(("command", "focus", "crumb"), [
+    ("render", ["--focus", "4"], "Conv 0:4"),
+    ("render", ["--focus", "4", "--focus", "2", "--together"], "Conv 0:4, Relu 0:2"),
+    ("diff", ["--focus", "4", "--together"], "Conv 0:4"),
+])
+def test_a_one_page_focus_names_itself_not_an_overview(tmp_path: Path, command: str, focus: list[str],
+                                                        crumb: str) -> None:
+    """A focused view on one page read "overview" and "(overview of 0 pages)" in its legend."""
+    model = ONNX / "tiny_cnn.onnx"
+    models = [model, model] if command == "diff" else [model]
+    out = tmp_path / "focus.svg"
+    run = run_cli(command, *models, *focus, "--radius", "1", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert not (tmp_path / "focus.svg.pages").exists()
+    assert legend_where(out) == ([crumb], "(focus, 1 hop)")
+    assert not [text for text in legend_texts(out) if "overview" in text]
+
+
+def test_focus_views_on_pages_of_their_own_count_them(tmp_path: Path) -> None:
+    """Two --focus ids: an index page of the two views (not an "overview"), each view a page numbered of 2."""
+    out = tmp_path / "focus.svg"
+    run = run_cli("render", ONNX / "tiny_cnn.onnx", "--focus", "4", "--focus", "2", "--radius", "1", "-o", out,
+                  "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert legend_where(out) == (["hot spots"], "(focus, 1 hop · index of 2 pages)")
+    pages = tmp_path / "focus.svg.pages"
+    assert legend_where(pages / "page-001.svg") == (["hot spots", "Conv 0:4"], "(focus, 1 hop · page 1 of 2)")
+    assert legend_where(pages / "page-002.svg") == (["hot spots", "Relu 0:2"], "(focus, 1 hop · page 2 of 2)")
 
 
 def test_a_huge_radius_stops_when_the_graph_is_covered(tmp_path: Path) -> None:

@@ -559,18 +559,31 @@ class _PageEmitter(_Emitter):
     def _crumbs(self) -> str:
         cells = []
         for crumb in self.page.crumbs():
-            name = "overview" if crumb.index == 0 else crumb.group.label
+            name = crumb.group.label if crumb.index else "overview" if self.book.kind == "groups" else crumb.title
             text = escape.html_text(name, 40)
             if crumb is self.page:
                 cells.append(f'<TD><FONT POINT-SIZE="9"><B>{text}</B></FONT></TD>')
             else:
                 cells.append(f'<TD HREF="{self.links.href(self.page, crumb)}" TITLE="{text}">'
                              f'<FONT POINT-SIZE="9" COLOR="{LINK_COLOR}"><U>{text}</U></FONT></TD>')
-        where = f"page {self.page.index} of {len(self.book.pages) - 1}" if self.page.index else (
+        where = self._where() if self.book.kind == "focus" else (
+            f"page {self.page.index} of {len(self.book.pages) - 1}" if self.page.index else
             f"overview of {len(self.book.pages) - 1} pages")
         cells.append(f'<TD><FONT POINT-SIZE="8" COLOR="#444444">  ({where})</FONT></TD>')
         return (f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
                 f'<TR>{"<TD>›</TD>".join(cells[:-1])}{cells[-1]}</TR></TABLE></TD></TR>')
+
+    def _where(self) -> str:
+        """Where a focus page stands: its hops, and its place among the pages (a view cut into parts numbers
+        its first part 1; a ``--top`` book's first page is the index of the views)."""
+        radius, count = self.opts.radius, len(self.book.pages)
+        focus = f"focus, {radius} hop{'' if radius == 1 else 's'}"
+        if count == 1:
+            return focus
+        if not self.book.pages[0].ops:
+            return f"{focus} · page {self.page.index} of {count - 1}" if self.page.index else (
+                f"{focus} · index of {count - 1} pages")
+        return f"{focus} · page {self.page.index + 1} of {count}"
 
     def _page_totals(self, drawn: list[Node]) -> dict[str, str]:
         totals: dict[str, str] = {}
