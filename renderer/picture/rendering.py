@@ -11,7 +11,7 @@ from . import dot, graphviz_run
 from ..annotations import Annotations
 from ..records import AnnotationSet
 from ..errors import RenderError
-from .folding import fold
+from .folding import Folding, fold
 from ..heatmap import NO_COLOR, DefaultMetric, Heatmap, build, builtin_default, default_metric, operator_metrics
 from ..numbers import count, format_number
 from ..ir import Model, Node
@@ -32,9 +32,10 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     from .. import metrics as builtin
 
     annotations = annotations.copy() if annotations is not None else Annotations()  # the caller's stay as given
+    folding = fold(model, options.show_constants)
     choice = None
     if options.color_by is None:
-        choice = default_colour(model, [annotations], options.show_constants)
+        choice = default_colour(model, [annotations], options.show_constants, folding)
         options = replace(options, color_by=choice.metric or NO_COLOR)
         say_default(choice)
     color_by = None if options.color_by == NO_COLOR else options.color_by
@@ -46,7 +47,6 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
         facts.append(", ".join(sorted(wanted & {*builtin.OP_METRICS, *builtin.ALL_TENSOR_METRICS})) or "none built in")
     heatmap: Heatmap | None = None
     edge_map: Heatmap | None = None
-    folding = fold(model, options.show_constants)
     if color_by:
         heatmap = build(color_by, annotations, "op", options.cmap, options.norm, options.vmin, options.vmax,
                         options.center, undrawn=folding.hidden)
@@ -56,7 +56,8 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
                      colour_choice=choice)
 
 
-def default_colour(model: Model, runs: list[Annotations], show_constants: bool = False) -> DefaultMetric:
+def default_colour(model: Model, runs: list[Annotations], show_constants: bool = False,
+                   folding: Folding | None = None) -> DefaultMetric:
     """The metric that colours when the caller names none, and why: one rule for ``prepare`` (one set of
     annotations) and ``batch`` (one per run), and the metric ``diff`` compares by default.
 
@@ -64,13 +65,13 @@ def default_colour(model: Model, runs: list[Annotations], show_constants: bool =
     main one). Several runs: the only numeric operator metric of them all, else the main metric each of them
     declares. When they bring no numeric operator metric at all, a built-in one (``heatmap.builtin_default``:
     MACs, else weight bytes); when they bring several and none is the default, no metric (plain boxes), and
-    ``why`` asks for ``--color-by``."""
+    ``why`` asks for ``--color-by``. ``folding``: the model's, when the caller has it already."""
     if len(runs) == 1:
         chosen = default_metric(runs[0])
     else:
         chosen = _runs_default(runs)
     if chosen.metric is None and not chosen.why:
-        chosen = builtin_default(model, fold(model, show_constants).is_drawn)
+        chosen = builtin_default(model, (folding or fold(model, show_constants)).is_drawn)
     return chosen
 
 
