@@ -112,6 +112,16 @@ def one_line_error(run: Run) -> str:
     return errors[0]
 
 
+@pytest.fixture(scope="session")
+def genai_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """``genai_model("int4" | "int4-asym" | "fp32")`` → model.onnx of a small Llama made by onnxruntime-genai's
+    builder (tests/genai_models.py), built once per session; skips when the builder's packages are missing."""
+    from genai_models import GenaiModels, needs_builder
+
+    needs_builder()
+    return GenaiModels(tmp_path_factory.mktemp("genai"))
+
+
 @pytest.fixture
 def tmp_out(tmp_path: Path) -> Path:
     return tmp_path
