@@ -7,6 +7,7 @@ file. Used by the synthetic models of ``test_loader_tflite.py`` and the hostile 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flatbuffers
 import numpy as np
@@ -152,3 +153,76 @@ def model(b: flatbuffers.Builder, *, codes: Sequence[int], subgraphs: Sequence[i
         tflite.ModelAddSignatureDefs(b, sigs_off)
     b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def sparsity(b: flatbuffers.Builder, traversal_order: Sequence[int], dims: Sequence[tuple[int, Sequence[int], Sequence[int]] | int],
+             block_map: Sequence[int] = ()) -> int:
+    """SparsityParameters: one entry per traversed dim, a dense size (DENSE) or (0, segments, indices) for a
+    SPARSE_CSR dim with uint8 index vectors."""
+    metadata = []
+    for dim in dims:
+        if isinstance(dim, int):
+            tflite.DimensionMetadataStart(b)
+            tflite.DimensionMetadataAddFormat(b, tflite.DimensionType.DENSE)
+            tflite.DimensionMetadataAddDenseSize(b, dim)
+            metadata.append(tflite.DimensionMetadataEnd(b))
+            continue
+        _, segments, indices = dim
+        vectors = []
+        for values in (segments, indices):
+            data = b.CreateNumpyVector(np.array(values, dtype=np.uint8))
+            tflite.Uint8VectorStart(b)
+            tflite.Uint8VectorAddValues(b, data)
+            vectors.append(tflite.Uint8VectorEnd(b))
+        tflite.DimensionMetadataStart(b)
+        tflite.DimensionMetadataAddFormat(b, tflite.DimensionType.SPARSE_CSR)
+        tflite.DimensionMetadataAddArraySegmentsType(b, tflite.SparseIndexVector.Uint8Vector)
+        tflite.DimensionMetadataAddArraySegments(b, vectors[0])
+        tflite.DimensionMetadataAddArrayIndicesType(b, tflite.SparseIndexVector.Uint8Vector)
+        tflite.DimensionMetadataAddArrayIndices(b, vectors[1])
+        metadata.append(tflite.DimensionMetadataEnd(b))
+    order_off, metadata_off = ints(b, traversal_order), offsets(b, metadata)
+    block_off = ints(b, block_map) if block_map else None
+    tflite.SparsityParametersStart(b)
+    tflite.SparsityParametersAddTraversalOrder(b, order_off)
+    if block_off is not None:
+        tflite.SparsityParametersAddBlockMap(b, block_off)
+    tflite.SparsityParametersAddDimMetadata(b, metadata_off)
+    return tflite.SparsityParametersEnd(b)
+
+
+def one_subgraph_model(tensors: Sequence[dict], operators: Sequence[tuple[int, Sequence[int], Sequence[int], Any]],
+                       inputs: Sequence[int], outputs: Sequence[int]) -> bytes:
+    """A model of one subgraph. ``tensors``: dicts with ``name``, ``shape`` and optionally ``dtype``, ``data``
+    (bytes), ``variable``, ``sparsity`` (a function of the builder returning SparsityParameters). ``operators``:
+    (builtin code, input tensors with -1 for omitted, output tensors, options: a function of the builder
+    returning (options type, offset), or None)."""
+    b = flatbuffers.Builder(1024)
+    buffers = [buffer(b, None)]
+    written = []
+    for spec in tensors:
+        index = 0
+        if spec.get("data") is not None:
+            buffers.append(buffer(b, spec["data"]))
+            index = len(buffers) - 1
+        sparse = spec["sparsity"](b) if spec.get("sparsity") else None
+        name_off, shape_off = b.CreateString(spec["name"]), ints(b, spec["shape"])
+        tflite.TensorStart(b)
+        tflite.TensorAddName(b, name_off)
+        tflite.TensorAddShape(b, shape_off)
+        tflite.TensorAddType(b, spec.get("dtype", tflite.TensorType.FLOAT32))
+        tflite.TensorAddBuffer(b, index)
+        if spec.get("variable"):
+            tflite.TensorAddIsVariable(b, True)
+        if sparse is not None:
+            tflite.TensorAddSparsity(b, sparse)
+        written.append(tflite.TensorEnd(b))
+    codes: list[int] = []
+    ops = []
+    for code, op_inputs, op_outputs, options in operators:
+        if code not in codes:
+            codes.append(code)
+        kind, table = options(b) if options is not None else (0, None)
+        ops.append(operator(b, codes.index(code), op_inputs, op_outputs, kind, table))
+    graph = subgraph(b, "main", written, ops, inputs, outputs)
+    return model(b, codes=[opcode(b, code) for code in codes], subgraphs=[graph], buffers=buffers)

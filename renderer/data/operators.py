@@ -24,6 +24,9 @@ Every field of an entry is optional:
     ops, gates: numbers handed to the formula as keyword arguments (operations per element, per hidden unit…).
     weights: which inputs are weights: ``"all"``, or a list of input slots, each an index or, for an ONNX integer
         op naming its own zero point, ``[slot, zero point slot, channel axis of the weight]``.
+    quantization_inputs: input slots holding the scales and zero points of its quantized weights: their bytes
+        count in ``weight_bytes``, their elements not in ``params`` (a quantized layer has the parameters of the
+        float layer it replaces).
     note: why the numbers are what they are, for the reader of the file.
 
 The formulas stay Python (a formula is code); which operator uses which formula, with which numbers, is data.
@@ -70,6 +73,7 @@ class Operator:
     cost_by_domain: Mapping[str, str] = field(default_factory=dict)
     args: Mapping[str, float] = field(default_factory=dict)
     weights: tuple[Weight, ...] | str = ()
+    quantization_inputs: tuple[int, ...] = ()
     note: str = ""
 
 
@@ -139,6 +143,12 @@ def _weight(value: Any) -> Weight:
     return _slot(value), None
 
 
+def _slots(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError("must be a non-empty list of slots")
+    return tuple(_slot(item) for item in value)
+
+
 def _weights(value: Any) -> tuple[Weight, ...] | str:
     if value == "all":
         return value
@@ -150,7 +160,8 @@ def _weights(value: Any) -> tuple[Weight, ...] | str:
 FIELDS: dict[str, Callable[[Any], Any]] = {
     "category": _one_of(CATEGORIES), "roles": _roles, "fold": _one_of(FOLDS), "inputs": _names,
     "size_from": _size_from, "cost": _name,
-    "cost_by_domain": _by_domain, "ops": _number, "gates": _count, "weights": _weights, "note": _name,
+    "cost_by_domain": _by_domain, "ops": _number, "gates": _count, "weights": _weights,
+    "quantization_inputs": _slots, "note": _name,
 }
 
 

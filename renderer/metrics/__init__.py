@@ -21,8 +21,8 @@ MACs, BatchNormalization   1 per element (inference: folded x·a + b)   31 per e
 MACs, LayerNormalization   5 per element                               7 per element + 29 per normalized row
 MACs, GlobalAveragePool    one add per input + one divide per output   one add per input + 4 per output
 MACs, ConvTranspose        inputs × (weights / input channels)         outputs × (weights / input channels)
-MACs, LSTM / GRU           gates' MACs + 13 (LSTM) / 11 (GRU) per      same gate MACs, transcendental-weighted
-                           hidden unit and step                        elementwise part
+MACs, LSTM / GRU           gates' MACs (peepholes included) + 13       same gate MACs, transcendental-weighted
+                           (LSTM) / 11 (GRU) per hidden unit and step  elementwise part
 params, shared weight      counted at every op that reads it           counted at the first reader only
 params, scalar constant    1                                           0 (its shape has no dims)
 params, weight behind a    counted at the consuming op (Conv, Gemm…)   counted at the DequantizeLinear only

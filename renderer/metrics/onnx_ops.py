@@ -92,12 +92,32 @@ def _resize(op: Op) -> Cost:
 
 
 def _recurrent(op: Op, gates: int, ops: int) -> Cost:
-    """LSTM / GRU / RNN: ``gates`` stacked in the weights, ``ops`` elementwise operations per hidden unit."""
+    """LSTM / GRU / RNN: ``gates`` stacked in the weights W [dirs, gates·H, I] and R [dirs, gates·H, H],
+    ``ops`` elementwise operations per hidden unit; LSTM peepholes P [dirs, 3·H] multiply once per unit and step."""
+    r = op.weight_shape(2)
+    return _sequence(op, gates, ops, op.int_attr("hidden_size", 0) or r[-1])
+
+
+def _dynamic_quantize_lstm(op: Op, gates: int, ops: int) -> Cost:
+    """com.microsoft DynamicQuantizeLSTM: LSTM with int8 weights stored transposed, W [dirs, I, 4·H] and
+    R [dirs, H, 4·H]; the same multiply-accumulates as the float LSTM it replaces."""
+    r = op.weight_shape(2)
+    return _sequence(op, gates, ops, op.int_attr("hidden_size", 0) or r[1])
+
+
+def _sequence(op: Op, gates: int, ops: int, hidden: int) -> Cost:
+    """Every step multiplies each element of W, R and P once per batch row (steps × gates × (I + H) × H per
+    direction, + 3·H for peepholes), adds the biases B and does ``ops`` elementwise operations per hidden unit.
+    Steps are X's whole (padded) length: ``sequence_lens`` is a value, not a shape."""
     x, w, r = op.shape(0), op.weight_shape(1), op.weight_shape(2)
+    if len(x) != 3 or len(w) != 3 or len(r) != 3:
+        raise NotCountable(f"X, W, R of ranks {len(x)}, {len(w)}, {len(r)} (3 expected)")
     steps, batch = (x[1], x[0]) if op.int_attr("layout", 0) else (x[0], x[1])
+    if hidden <= 0:
+        raise NotCountable("no hidden size")
+    weights = prod(w) + prod(r) + (prod(op.weight_shape(7)) if op.has(7) else 0)
     bias = prod(op.weight_shape(3)) if op.has(3) else 0
-    hidden_units = w[0] * (w[1] // int(gates))  # directions × hidden size
-    return recurrent(steps, batch, prod(w) + prod(r), bias, hidden_units, int(ops))
+    return recurrent(steps, batch, weights, bias, w[0] * hidden, int(ops))
 
 
 def _heads(op: Op, name: str) -> int:
@@ -184,6 +204,7 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "gemm": _gemm, "matmul": _matmul, "qlinear_matmul": _qlinear_matmul, "matmul_nbits": _matmul_nbits,
     "einsum": _einsum, "pool": _pool, "global_average_pool": _global_average_pool,
     "global_lp_pool": _global_lp_pool, "lrn": _lrn, "resize": _resize, "recurrent": _recurrent,
+    "dynamic_quantize_lstm": _dynamic_quantize_lstm,
     "attention": _attention, "ms_multihead_attention": _ms_multihead_attention, "ms_attention": _ms_attention,
     "none": _no_arithmetic, "elementwise": _elementwise, "variadic": _variadic, "reduction": _reduction,
 }
@@ -225,3 +246,11 @@ def weight_slots(op: Op) -> tuple[tuple[int, tuple[int, int] | None], ...]:
     if entry.weights == "all":
         return tuple((i, None) for i in range(len(op.node.inputs)))
     return entry.weights  # type: ignore[return-value]
+
+
+def quantization_slots(op: Op) -> frozenset[int]:
+    """Input slots holding the scales and zero points of the op's quantized weights, from the data."""
+    entry = operator("onnx", op.type)
+    if op.node.domain not in ("", "ai.onnx", "com.microsoft") or entry is None:
+        return frozenset()
+    return frozenset(entry.quantization_inputs)

@@ -35,6 +35,8 @@ class OpCosts:
         output_bytes: bytes of its outputs, or why unknown.
         weights: (slot, source, explicit zero point (slot, axis) or None) for each weight input, for sparsity
             and statistics.
+        scales: the constants among ``constants`` read as scales or zero points of a quantized weight (the
+            entry's ``quantization_inputs``): in weight_bytes, not in params.
     """
 
     node: Node
@@ -46,6 +48,7 @@ class OpCosts:
 
     params: int = 0
     weight_bytes: int = 0
+    scales: list[Value] = field(default_factory=list)
 
     _cheap: dict[str, Any] | None = None
 
@@ -131,11 +134,15 @@ def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) ->
     transparent = is_transparent(node)
     constants: dict[int, Value] = {}
     activations: dict[int, Value] = {}
-    for value in node.inputs:
+    scales: set[int] = set()
+    quantization = table.quantization_slots(op)
+    for slot, value in enumerate(node.inputs):
         if value is None:
             continue
         if value.initializer is not None:
             constants.setdefault(id(value), value)
+            if slot in quantization:
+                scales.add(id(value))
             continue
         source = None if transparent else trace(value)
         if source is not None:
@@ -152,9 +159,8 @@ def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) ->
     outputs = [v for v in node.outputs if v.consumers or v.is_output or _known(v)]
     stored = list(constants.values())
     return OpCosts(node, cost, stored, _sum_bytes(list(activations.values()), sizes), _sum_bytes(outputs, sizes),
-                     weights,
-                     params=sum(prod(v.initializer.shape) for v in stored),  # type: ignore[union-attr]
-                     weight_bytes=sum(constant_bytes(v) for v in stored))
+                   weights, params=sum(prod(v.initializer.shape) for v in stored if id(v) not in scales),  # type: ignore[union-attr]
+                   weight_bytes=sum(constant_bytes(v) for v in stored), scales=[v for v in stored if id(v) in scales])
 
 
 def _weight_like(value: Value) -> bool:
@@ -202,6 +208,7 @@ class ModelCosts:
     def totals(self) -> dict[str, Any]:
         """Model-wide numbers: parameters, weight bytes, MACs (with how many ops were n/a), peak activations."""
         constants = self.constants()
+        scales = {id(v) for prof in self.ops.values() for v in prof.scales}
         macs = 0
         uncounted = 0
         for prof in self.ops.values():
@@ -211,7 +218,7 @@ class ModelCosts:
                 uncounted += 1
         peak, unknown = peak_activation_bytes(self.model)
         return {
-            "params": sum(prod(v.initializer.shape) for v in constants),  # type: ignore[union-attr]
+            "params": sum(prod(v.initializer.shape) for v in constants if id(v) not in scales),  # type: ignore[union-attr]
             "weight_bytes": sum(constant_bytes(v) for v in constants),
             "macs": macs,
             "macs_uncounted": uncounted,

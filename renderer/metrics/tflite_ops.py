@@ -11,6 +11,7 @@ separate activation op would in ONNX (but not to an op whose formula is ``none``
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 
 from ..data.categories import runs_subgraphs
@@ -21,8 +22,30 @@ from .formulas import (
 )
 from .opview import Op
 
-_LSTM_WEIGHTS = (1, 2, 3, 4, 5, 6, 7, 8, 16)  # input-to-gate ×4, recurrent-to-gate ×4, projection
-_LSTM_BIASES = (12, 13, 14, 15, 17)
+@dataclass(frozen=True, slots=True)
+class _Direction:
+    """The input slots of one direction of a TFLite LSTM (``lstm_shared.h`` / ``bidirectional_sequence_lstm.cc``).
+
+    Attributes:
+        weights: input-to-gate ×4, recurrent-to-gate ×4, peepholes ×3, projection, aux-input-to-gate ×4;
+            each element multiplies once per step and batch row.
+        biases: gate biases ×4 and the projection bias: one add per element.
+        norms: layer-norm coefficients ×4 (one multiply per element, in ``weights`` too) and 4 operations per
+            element to normalize (mean, variance, subtract, divide: layer norm's 5 with the coefficient).
+        forget: input_to_forget_weights [n_cell, n_input], never optional: its rows are the cells.
+    """
+
+    weights: tuple[int, ...]
+    biases: tuple[int, ...]
+    norms: tuple[int, ...]
+    forget: int
+
+
+_LSTM = (_Direction((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 20, 21, 22, 23), (12, 13, 14, 15, 17),
+                    (20, 21, 22, 23), 2),)
+_BIDIRECTIONAL_LSTM = (_Direction((*range(1, 12), 16, 40, 41, 42, 43), (12, 13, 14, 15, 17), (), 2),
+                       _Direction((*range(18, 29), 33, 44, 45, 46, 47), (29, 30, 31, 32, 34), (), 19))
+_NORM_OPS = 4
 
 
 def _conv_2d(op: Op) -> Cost:
@@ -75,28 +98,64 @@ def _resize_bilinear(op: Op) -> Cost:
     return resize(op.out_elements(), 2, "linear")
 
 
-def _lstm(op: Op, ops: int) -> Cost:
-    """``ops`` elementwise operations per cell and step."""
+def _steps(op: Op) -> tuple[int, int]:
+    """(steps, batch) of a recurrent op's input: [batch, time, input], [time, batch, input] when time_major
+    (BIDIRECTIONAL_SEQUENCE_LSTM's default), or one step [batch, input] (LSTM, RNN)."""
     x = op.shape(0)
-    if len(x) == 3:  # sequence ops: [batch, time, input], or [time, batch, input] when time_major
-        steps, batch = (x[0], x[1]) if op.attr("time_major", False) else (x[1], x[0])
-    else:  # LSTM: one step [batch, input]
-        steps, batch = 1, x[0]
-    weights = sum(prod(op.weight_shape(s)) for s in _LSTM_WEIGHTS if op.has(s))
-    biases = sum(prod(op.weight_shape(s)) for s in _LSTM_BIASES if op.has(s))
-    cells = op.weight_shape(2)[0]  # input_to_forget_weights [n_cell, n_input]
-    return recurrent(steps, batch, weights, biases, cells, int(ops))
+    if len(x) == 3:
+        return (x[0], x[1]) if op.attr("time_major", False) else (x[1], x[0])
+    if len(x) == 2:
+        return 1, x[0]
+    raise NotCountable(f"input of rank {len(x)}")
+
+
+def _lstm_cost(op: Op, ops: int, directions: tuple[_Direction, ...]) -> Cost:
+    steps, batch = _steps(op)
+    total = ZERO
+    for d in directions:
+        elements = {s: prod(op.weight_shape(s)) for s in {*d.weights, *d.biases} if op.has(s)}
+        cells = op.weight_shape(d.forget)[0]
+        norms = sum(elements.get(s, 0) for s in d.norms)
+        total = total + recurrent(steps, batch, sum(elements.get(s, 0) for s in d.weights),
+                                  sum(elements.get(s, 0) for s in d.biases) + _NORM_OPS * norms, cells, int(ops))
+    return total
+
+
+def _lstm(op: Op, ops: int) -> Cost:
+    """LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM: ``ops`` elementwise operations per cell and step."""
+    if op.attr("kernel_type") == "BASIC":
+        raise NotCountable("basic LSTM kernel (concatenated weights)")
+    return _lstm_cost(op, ops, _LSTM)
+
+
+def _bidirectional_lstm(op: Op, ops: int) -> Cost:
+    """BIDIRECTIONAL_SEQUENCE_LSTM: forward and backward LSTMs over the same input, each as ``_lstm``."""
+    return _lstm_cost(op, ops, _BIDIRECTIONAL_LSTM)
+
+
+def _rnn_cost(op: Op, ops: int, directions: tuple[tuple[int, int, int, int | None], ...]) -> Cost:
+    """(weights [units, input], recurrent weights, bias, aux weights) slots per direction."""
+    steps, batch = _steps(op)
+    total = ZERO
+    for w_slot, r_slot, b_slot, aux_slot in directions:
+        w = op.weight_shape(w_slot)
+        weights = prod(w) + prod(op.weight_shape(r_slot))
+        if aux_slot is not None and op.has(aux_slot):
+            weights += prod(op.weight_shape(aux_slot))
+        bias = prod(op.weight_shape(b_slot)) if op.has(b_slot) else 0
+        total = total + recurrent(steps, batch, weights, bias, w[0], int(ops))
+    return total
 
 
 def _rnn(op: Op, ops: int) -> Cost:
-    """``ops`` elementwise operations per unit and step."""
-    x, w, r = op.shape(0), op.weight_shape(1), op.weight_shape(2)
-    if len(x) == 3:
-        steps, batch = (x[0], x[1]) if op.attr("time_major", False) else (x[1], x[0])
-    else:
-        steps, batch = 1, x[0]
-    bias = prod(op.weight_shape(3)) if op.has(3) else 0
-    return recurrent(steps, batch, prod(w) + prod(r), bias, w[0], int(ops))
+    """RNN, UNIDIRECTIONAL_SEQUENCE_RNN: ``ops`` elementwise operations per unit and step."""
+    return _rnn_cost(op, ops, ((1, 2, 3, None),))
+
+
+def _bidirectional_rnn(op: Op, ops: int) -> Cost:
+    """BIDIRECTIONAL_SEQUENCE_RNN: input, then per direction weights, recurrent weights, bias, hidden state
+    (1–4 forward, 5–8 backward), then aux input 9 and its weights 10 (forward), 11 (backward)."""
+    return _rnn_cost(op, ops, ((1, 2, 3, 10), (5, 6, 7, 11)))
 
 
 def _add_n(op: Op) -> Cost:
@@ -128,9 +187,12 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "transpose_conv": _transpose_conv, "conv_3d_transpose": _conv_3d_transpose,
     "fully_connected": _fully_connected, "batch_matmul": _batch_matmul, "pool": _pool, "l2_pool": _l2_pool,
     "lrn": _lrn, "resize_bilinear": _resize_bilinear, "resize_nearest": _resize_nearest, "lstm": _lstm,
-    "rnn": _rnn, "add_n": _add_n, "none": _no_arithmetic, "elementwise": _elementwise, "reduction": _reduction,
+    "bidirectional_lstm": _bidirectional_lstm, "rnn": _rnn, "bidirectional_rnn": _bidirectional_rnn, "add_n": _add_n, "none": _no_arithmetic, "elementwise": _elementwise, "reduction": _reduction,
 }
 """The formulas an entry's ``cost`` may name; numbers of the entry are keyword arguments."""
+_OWN_ACTIVATION = frozenset({"none", "lstm", "bidirectional_lstm", "rnn", "bidirectional_rnn"})
+"""Formulas a fused activation adds nothing to: data movement, and recurrent ops, whose activation is among
+their operations per unit (``ops``)."""
 
 
 @cache
@@ -150,7 +212,7 @@ def cost(op: Op) -> Cost:
             raise NotCountable("control flow: the called subgraph's operators are counted one by one")
         raise NotCountable(f"no formula for {name}")
     base = formula(op)
-    if operator("tflite", name).cost == "none":  # type: ignore[union-attr]  # moves data: no fused activation
+    if operator("tflite", name).cost in _OWN_ACTIVATION:  # type: ignore[union-attr]
         return base
     activation = op.attr("fused_activation_function")
     if activation and activation != "NONE":
@@ -165,3 +227,8 @@ def weight_slots(op: Op) -> tuple[tuple[int, None], ...]:
     if op.node.domain == "custom" or entry is None or entry.weights == "all":
         return ()
     return entry.weights  # type: ignore[return-value]
+
+
+def quantization_slots(op: Op) -> frozenset[int]:
+    """TFLite keeps scales and zero points in the tensors' quantization parameters, never in inputs."""
+    return frozenset()
