@@ -91,7 +91,8 @@ class AnnotationSet:
         unmatched: rows the reader itself could not map to the model (e.g. delegate rows), shown in coverage.
         metrics: extra information about metrics this file provides.
         notes: what the reader cut to stay within its bounds (columns past MAX_COLUMNS…), one line each.
-        total_rows: how many operator rows the file had, for the coverage line.
+        side_files: the files the reader opened besides ``path`` (a TensorRT profile's layer information found
+            beside it): inputs of the run like ``path``, which no output may replace.
     """
 
     source: str
@@ -102,6 +103,7 @@ class AnnotationSet:
     unmatched: list[str] = field(default_factory=list)
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the reader left out (one line each)
+    side_files: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -144,6 +146,7 @@ class Annotations:
         coverage: one per source set.
         sidecars: the sidecar files found beside the model and read (``MODEL.annotations.*``).
         notes: what was cut reading or merging the sources (one line each; the CLI prints them).
+        read: every file the sets were read from, their side files included (``AnnotationSet.side_files``).
     """
 
     graph: Entry = field(default_factory=Entry)
@@ -153,6 +156,7 @@ class Annotations:
     coverage: list[Coverage] = field(default_factory=list)
     sidecars: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
 
     def copy(self) -> Annotations:
         """A copy whose entries and metric table can change without touching this one (rendering adds its
@@ -162,7 +166,7 @@ class Annotations:
 
         return Annotations(Entry(dict(self.graph.values), dict(self.graph.style), self.graph.line),
                            entries(self.ops), entries(self.tensors), dict(self.metrics), list(self.coverage),
-                           list(self.sidecars), list(self.notes))
+                           list(self.sidecars), list(self.notes), list(self.read))
 
 
 # Numbers beyond this are shown as text but kept off colour scales, like inf and nan: the difference of two

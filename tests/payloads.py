@@ -212,13 +212,13 @@ def path_seeds(name: str) -> list[Seed]:
     return [Seed(Path(m).name, Path(m).read_bytes()) for pattern in hook for m in sorted(glob.glob(str(ROOT / pattern)))]
 
 
-def reader_seeds(module: ModuleType) -> list[Seed]:
-    """The files ``read_file`` would hand to ``module``, its extra seeds, and generated ones when that is
-    all there is (see the module docstring)."""
+def reader_files(module: ModuleType) -> list[Path]:
+    """The sample and fixture files ``read_file`` would hand to ``module``, where they lie (beside the files a
+    reader may look for: a TensorRT profile's layer information)."""
     from renderer.annotations import HEAD_CHARS
 
     readers = reader_modules()
-    seeds = []
+    found = []
     for path in _candidate_files():
         if any(loader.match(path.read_bytes()[:64]) for loader in loader_modules()):
             continue
@@ -228,7 +228,14 @@ def reader_seeds(module: ModuleType) -> list[Seed]:
             continue
         if is_fallback(module) and path.suffix.lower() not in ANNOTATION_SUFFIXES:
             continue
-        seeds.append(Seed(path.name, path.read_bytes()))
+        found.append(path)
+    return found
+
+
+def reader_seeds(module: ModuleType) -> list[Seed]:
+    """The files ``read_file`` would hand to ``module``, its extra seeds, and generated ones when that is
+    all there is (see the module docstring)."""
+    seeds = [Seed(path.name, path.read_bytes()) for path in reader_files(module)]
     seeds += _hook_seeds(module)
     if is_fallback(module) or not seeds:
         seeds += annotation_seed_files()

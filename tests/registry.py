@@ -265,13 +265,25 @@ def _diff_over_input(folder: Path) -> dict[str, tuple[list[str], Path]]:
     before.write_text("operators:\n  - {id: stem/conv, latency_us: 10}\n", encoding="utf-8")
     after.write_text("operators:\n  - {id: stem/conv, latency_us: 15}\n", encoding="utf-8")
     common = ["diff", str(model), "--before", str(before), "--after", str(after), "--metric", "latency_us"]
+    profile, layers = _tensorrt_pair(folder)
+    (folder / "layers.md").symlink_to(layers)
     return {
+        "diff-summary-over-layer-info": (["diff", str(model), "--before", str(profile), "--after", str(profile), "-o",
+                                          str(folder / "d.dot"), "--summary", str(folder / "layers.md")], layers),
         "diff-picture-over-after": ([*common, "-o", str(after)], after),
         "diff-summary-over-before": ([*common, "-o", str(folder / "d.svg"), "--summary", str(before)], before),
         "diff-picture-over-model": ([*common, "-o", str(folder / "x.svg"), "-o", str(folder / "./m.onnx")], model),
         "diff-two-models-over-before-model": (["diff", str(model), str(model), "--metric", "macs", "-o",
                                                str(model)], model),
     }
+
+
+def _tensorrt_pair(folder: Path) -> tuple[Path, Path]:
+    """A TensorRT profile of tiny_cnn and the layer information its reader finds beside it (issue 31)."""
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "tensorrt"
+    for name in ("tiny_cnn.profile.json", "tiny_cnn.layers.json"):
+        (folder / name).write_bytes((fixtures / name).read_bytes())
+    return folder / "tiny_cnn.profile.json", folder / "tiny_cnn.layers.json"
 
 
 def _batch_inject(text: str, folder: Path) -> tuple[list[str], list[Path]]:
@@ -308,7 +320,15 @@ def _batch_over_input(folder: Path) -> dict[str, tuple[list[str], Path]]:
     run.write_text(notes, encoding="utf-8")
     (second / "000_run.latency_us.svg").symlink_to(run)  # a picture's name, linked to the run it draws
     common = ["batch", str(model), "--color-by", "latency_us"]
+    from renderer.batch.job import _file_name
+
+    profile, layers = _tensorrt_pair(folder)
+    third = folder / "out3"
+    third.mkdir()
+    (third / _file_name("", 0, str(profile), "average_ms", set())).symlink_to(layers)
     return {
+        "batch-picture-over-layer-info": (["batch", str(model), "-a", str(profile), "--color-by", "average_ms", "-o",
+                                           str(third)], layers),
         "batch-index-over-run": ([*common, "-a", str(index), "-o", str(first)], index),
         "batch-picture-over-run": ([*common, "-a", str(run), "-o", str(second)], run),
     }

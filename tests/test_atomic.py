@@ -296,6 +296,68 @@ def test_commands_of_the_registry_never_overwrite_an_input(command: str, tmp_pat
     assert leftovers(tmp_path) == []
 
 
+def _side_file_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
+    """Runs whose output is a file a reader or loader found by itself: the layer information beside a TensorRT
+    profile (issue 31: ``export … -o tiny_cnn.layers.json`` overwrote it, exit 0), an ONNX model's external data."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = folder / "tiny_cnn.onnx"
+    model.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
+    for name in ("tiny_cnn.profile.json", "tiny_cnn.layers.json"):
+        (folder / name).write_bytes((ROOT / "tests" / "fixtures" / "tensorrt" / name).read_bytes())
+    profile, layers = str(folder / "tiny_cnn.profile.json"), folder / "tiny_cnn.layers.json"
+    weights = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weights])
+    external = folder / "ext.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), external,
+              save_as_external_data=True, location="ext.weights", size_threshold=0)
+    data = folder / "ext.weights"
+    (folder / "layers.svg").symlink_to(layers)
+    (folder / "layers.md").symlink_to(layers)
+    (folder / "weights.svg").symlink_to(data)
+    m = str(model)
+    return {
+        "export-over-layer-info": (["export", m, "-a", profile, "--to", "json", "-o", str(layers)], layers),
+        "render-over-layer-info-by-a-link": (["render", m, "-a", profile, "-o", str(folder / "layers.svg")], layers),
+        "render-summary-over-layer-info": (["render", m, "-a", profile, "-o", str(folder / "r.dot"), "--summary",
+                                            str(folder / "layers.md")], layers),
+        "diff-summary-over-layer-info": (["diff", m, "--before", profile, "--after", profile, "-o",
+                                          str(folder / "d.dot"), "--summary", str(folder / "layers.md")], layers),
+        "export-over-external-data": (["export", str(external), "--to", "json", "-o", str(data)], data),
+        "render-over-external-data": (["render", str(external), "-o", str(folder / "weights.svg")], data),
+        "metrics-over-external-data": (["metrics", str(external), "--table-format", "json", "-o", str(data)], data),
+        "embed-over-external-data": (["embed", str(external), "-a", profile, "--no-sidecar", "-o", str(data)], data),
+    }
+
+
+@pytest.mark.parametrize("case", ["export-over-layer-info", "render-over-layer-info-by-a-link",
+                                  "render-summary-over-layer-info", "diff-summary-over-layer-info",
+                                  "export-over-external-data", "render-over-external-data",
+                                  "metrics-over-external-data", "embed-over-external-data"])
+def test_files_found_beside_an_input_are_inputs_too(case: str, tmp_path: Path) -> None:
+    args, kept = _side_file_cases(tmp_path)[case]
+    before = kept.read_bytes()
+    run = run_cli(*args)
+    assert run.returncode == 1, f"{case}: exit {run.returncode}\n{run.stderr}"
+    assert "is an input of this run" in one_line_error(run), run.stderr
+    assert kept.read_bytes() == before, f"{case}: {kept.name} was overwritten"
+    assert not list(tmp_path.glob("[rd].*")) and leftovers(tmp_path) == []
+
+
+def test_diff_summary_takes_only_markdown(tmp_path: Path) -> None:
+    """As ``render --summary``: a summary named ``.json`` or ``.txt`` is refused before anything is read."""
+    model = str(ONNX / "tiny_cnn.onnx")
+    for name in ("summary.txt", "tiny_cnn.layers.json", "summary"):
+        run = run_cli("diff", model, model, "--metric", "macs", "-o", tmp_path / "d.dot", "--summary",
+                      tmp_path / name)
+        assert f"--summary {tmp_path / name}: name a .md file" in one_line_error(run)
+        assert not list(tmp_path.iterdir())
+
+
 def test_refuse_inputs_compares_files_not_names(tmp_path: Path) -> None:
     from renderer.atomic import refuse_inputs
     from renderer.errors import RenderError

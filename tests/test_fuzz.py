@@ -94,6 +94,38 @@ def test_extreme_numbers_fail_cleanly(target, tmp_path: Path) -> None:  # type: 
                 _check(target, tmp_path, seed.name, harness.number_edit(seed.data, a, b))
 
 
+_OPENED: list[str] = []
+_AUDITING: list[bool] = [False]
+
+
+def _audit(event: str, args: tuple) -> None:  # type: ignore[type-arg]
+    if _AUDITING[0] and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+@pytest.mark.parametrize("module", harness.payloads.reader_modules(), ids=lambda m: m.NAME)
+def test_every_file_a_reader_opens_is_an_input_of_the_run(module) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31: a file a reader opens besides its own (a TensorRT profile's NAME.layers.json) is in the set's
+    ``side_files``, so the output plan refuses to write over it. Checked for every registered reader on its real
+    fixtures, in place (beside the files they come with), by the interpreter's audit events for ``open``."""
+    if not _OPENED and not getattr(sys, "_annograph_audit", False):
+        sys.addaudithook(_audit)  # hooks cannot be removed: it records only while _AUDITING says so
+        sys._annograph_audit = True  # type: ignore[attr-defined]
+    model = harness._reader_model(str(harness.payloads.reader_model(module)))
+    for path in harness.payloads.reader_files(module):
+        _OPENED.clear()
+        _AUDITING[0] = True
+        try:
+            result = module.read(path, model)
+        except Exception:  # noqa: BLE001  (a fixture of errors: what it opened before failing is not written over)
+            continue
+        finally:
+            _AUDITING[0] = False
+        declared = {os.path.realpath(p) for p in [result.path, *result.side_files]}
+        beside = {os.path.realpath(p) for p in _OPENED if Path(p).resolve().parent == path.resolve().parent}
+        assert beside <= declared, f"{module.NAME} on {path.name} opened {sorted(beside - declared)} undeclared"
+
+
 def test_time_guard_stops_a_hang(tmp_path: Path) -> None:
     """The per-call guard the harness relies on really interrupts a runaway call, even one in a try block."""
     import time

@@ -192,11 +192,13 @@ def test_diff_writes_its_pictures_and_summary_together(tmp_path: Path) -> None:
 
 
 def test_diff_refuses_a_summary_over_a_sidecar_it_finds(tmp_path: Path) -> None:
-    """Two models: their sidecars are read, so neither picture nor summary may be one (refused before any write)."""
+    """Two models: their sidecars are read, so neither picture nor summary may be one (refused before any write;
+    the summary by a ``.md`` link to the sidecar, as it takes only ``.md`` names)."""
     model = tmp_path / "m.onnx"
     model.write_bytes((ROOT / "samples" / "onnx" / "tiny_cnn.onnx").read_bytes())
     sidecar = tmp_path / "m.annotations.yaml"
     sidecar.write_text("operators:\n  - {id: stem/conv, latency_us: 10}\n", encoding="utf-8")
-    run = run_cli("diff", model, model, "--metric", "macs", "-o", tmp_path / "d.dot", "--summary", sidecar)
+    (tmp_path / "s.md").symlink_to(sidecar)
+    run = run_cli("diff", model, model, "--metric", "macs", "-o", tmp_path / "d.dot", "--summary", tmp_path / "s.md")
     assert "is an input of this run" in one_line_error(run)
     assert sidecar.read_text(encoding="utf-8").startswith("operators:") and not (tmp_path / "d.dot").exists()

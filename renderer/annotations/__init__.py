@@ -37,6 +37,7 @@ HEAD_CHARS = 4096
 __all__ = [
     "READERS", "AnnotationSet", "Annotations", "Entry", "MetricInfo", "Ref",
     "reader_modules", "reader", "reader_of", "read_file", "shape_profiles", "load_annotations", "merge", "input_paths",
+    "model_files",
 ]
 
 
@@ -123,11 +124,21 @@ def load_annotations(
 
 
 def input_paths(model: Model, annotations: Annotations | None = None) -> list[str]:
-    """The files a render of ``model`` with ``annotations`` read: the model, then every annotation source
-    (sidecars and ``-a`` files). Outputs must never be one of them (``atomic.refuse_inputs``)."""
-    if annotations is None:
-        return [model.path]
-    return [model.path, *annotations.sidecars, *(c.path for c in annotations.coverage if c.path)]
+    """The files a render of ``model`` with ``annotations`` read: the model and its external data files, then
+    every annotation source (sidecars, ``-a`` files and the files their readers found beside them). Outputs
+    must never be one of them (``atomic.refuse_inputs``, the output plan's ``with_inputs``)."""
+    files = [model.path, *model_files(model)]
+    if annotations is not None:
+        files += [*annotations.sidecars, *(c.path for c in annotations.coverage if c.path), *annotations.read]
+    return list(dict.fromkeys(files))
+
+
+def model_files(model: Model) -> list[str]:
+    """The files ``model`` keeps its weights in besides its own (ONNX external data), beside the model."""
+    folder = Path(model.path).parent
+    found = {value.initializer.location for graph in model.graphs for value in graph.values
+             if value.initializer is not None and getattr(value.initializer, "location", None)}
+    return [str(folder / location) for location in sorted(found) if location != "?"]
 
 
 def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Annotations:
@@ -140,6 +151,7 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
         items, coverage = _resolve(aset, index, strict)
         items, crowded = _bounded(items)
         result.notes += aset.notes
+        result.read += [path for path in (aset.path, *aset.side_files) if path and path not in result.read]
         if crowded:
             result.notes.append(f"{aset.path}: {crowded} elements have more than {MAX_VALUES_PER_ELEMENT} values; "
                                 f"only their first {MAX_VALUES_PER_ELEMENT} are kept")

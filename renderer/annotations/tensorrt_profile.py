@@ -79,6 +79,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
     info_path, infos = _layer_info(path)
     if info_path is not None:
         result.graph.values["TensorRT layer info"] = info_path.name
+        result.side_files.append(str(info_path))
     result.graph.values["tensorrt_iterations"] = count
     lookup = IdIndex.build(model)
     entries: dict[Node, Entry] = {}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..annotations import Annotations, load_annotations
+from ..annotations import Annotations, input_paths, load_annotations
 from ..colors import NA_COLOR, text_color
 from ..errors import AnnographError, MetricError
 from ..picture.folding import fold
@@ -100,6 +100,9 @@ class ModelResult:
     said: list[str] = field(default_factory=list)
     """Lines of the normal report (a choice made for the user), dropped by -q."""
     error: str | None = None
+    read: list[str] = field(default_factory=list)
+    """Every file the job read (the model's external data, sidecars, files found beside an annotation file):
+    no picture may replace one."""
 
 
 def run_job(job: ModelJob) -> ModelResult:
@@ -125,6 +128,7 @@ def _run(job: ModelJob) -> ModelResult:
             for path in job.runs]
     for _, notes in runs:
         result.notes.extend(c.line() for c in notes.coverage if c.unmatched)
+        result.read += [path for path in input_paths(model, notes) if path not in result.read]
     result.said.extend(f"{job.model}: using sidecar annotations {path} in every run (--no-sidecar to skip)"
                        for path in runs[0][1].sidecars)
     metrics = list(job.metrics) or _default_metrics(job, model, runs, result)

@@ -122,12 +122,12 @@ def _take(result, folder: Path, inputs: list, ours: set[str], done: list) -> Non
     if result.error is None:
         try:  # refused as a whole (an input among the targets, a user's file in the way): this model fails
             targets = [(folder / name, data) for name, data in result.files]
-            atomic.refuse_inputs([path for path, _ in targets], inputs)
+            atomic.refuse_inputs([path for path, _ in targets], [*inputs, *result.read])
             foreign = next((path for path, _ in targets if path.name not in ours and os.path.lexists(path)), None)
             if foreign is not None:
                 raise RenderError(f"{foreign} exists and was not written by annograph batch; move it, or choose "
                                   "another folder")
-            atomic.write_all(targets, inputs)
+            atomic.write_all(targets, [*inputs, *result.read])
         except RenderError as e:
             result.error = f"{result.model}: {e}"
     if result.error is not None:

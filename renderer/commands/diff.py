@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..picture.output_plan import OutputPlan
     from ..progress import note, warn
     from ..picture.rendering import produce
-    from ..reports.summary import check_link_base, check_top_k
+    from ..reports.summary import check_link_base, check_summary_name, check_top_k
 
     if len(args.models) not in (1, 2):
         raise UsageError("diff takes one model (with --before and --after files) or two models")
@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     plan = OutputPlan.build(args.output, inputs=[*args.models, *args.before, *args.after,
                                                  *([args.inputs] if args.inputs else [])],
                             also=[args.summary] if args.summary else [])
+    check_summary_name(args.summary)  # after: an input named there is said as such, whatever its extension
 
     model, diff, read = _diff(args)
     annotations = differ.annotations(diff)
@@ -147,9 +148,9 @@ def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[n
 
 
 def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """(the model to draw, the diff, the sidecar files read)."""
+    """(the model to draw, the diff, every file read: the models', their sidecars, the readers' side files)."""
     from .. import diff as differ
-    from ..annotations import load_annotations
+    from ..annotations import input_paths, load_annotations
     from ..loaders.pinning import check_union
     from ..loaders.pinning import parse as parse_dims
     from .common import load_noted, say_coverage
@@ -166,14 +167,15 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         before, after = annotations(args.before, model, False), annotations(args.after, model, False)
         names = _names(args.before, args.after)
         metric = args.metric or _default_metric(after, model)
-        return model, differ.one_model(model, before, after, metric, relative, args.higher_is_better, names), []
+        diff = differ.one_model(model, before, after, metric, relative, args.higher_is_better, names)
+        return model, diff, [*input_paths(model, before), *input_paths(model, after)]
     before_model, model = (load_noted(path, args.dim, check_dims=False, inputs=args.inputs)
                            for path in args.models[:2])
     check_union(args.models[:2], parse_dims(args.dim), [before_model.pinnable_dims, model.pinnable_dims])
     before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)
     diff = differ.two_models(before_model, model, before, after, args.metric or _default_metric(after, model),
                              relative, args.higher_is_better, _names([args.models[0]], [args.models[1]]))
-    return model, diff, [*before.sidecars, *after.sidecars]
+    return model, diff, [*input_paths(before_model, before), *input_paths(model, after)]
 
 
 def _default_metric(after, model) -> str:  # type: ignore[no-untyped-def]

@@ -41,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import atomic
+    from ..annotations import model_files
     from ..errors import AnnographError, UsageError
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     read = [args.model, *args.annotations, *([args.inputs] if args.inputs else [])]
     atomic.refuse_inputs([args.output], read)
     model = load_noted(args.model, args.dim, inputs=args.inputs, profiles=_profiles(args.annotations))
+    read += model_files(model)  # its external data, found on loading
+    atomic.refuse_inputs([args.output], read)
     with stage("metrics") as facts:
         ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
         facts.append(f"{count(len(ops), 'operator')}, {count(len(tensors), 'tensor')}")

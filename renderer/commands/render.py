@@ -33,13 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def summary_outputs(args: argparse.Namespace) -> list[str]:
     """``--summary``'s file as an extra output (checked: one model, a .md name), or none."""
     from ..errors import UsageError
+    from ..reports.summary import check_summary_name
 
     if args.summary is None:
         return []
     if len(args.models) > 1:
         raise UsageError("--summary takes one model; render each model with its own --summary")
-    if Path(args.summary).suffix.lower() != ".md":
-        raise UsageError(f"--summary {args.summary}: name a .md file")
+    check_summary_name(args.summary)
     return [args.summary]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import escape
@@ -51,6 +52,13 @@ def check_link_base(base: str | None) -> None:
     if not base.lower().startswith(("http://", "https://")) or not base.isprintable() or any(c.isspace() for c in base):
         raise UsageError(f"--summary-link-base {escape.clean(base, 120)!r}: use an http:// or https:// URL "
                           "without spaces")
+
+
+def check_summary_name(name: str | None) -> None:
+    """UsageError unless ``name`` (``--summary``'s file) is None or names a ``.md`` file: render and diff write
+    nothing else there, so a typo cannot replace a file of another kind."""
+    if name is not None and Path(name).suffix.lower() != ".md":
+        raise UsageError(f"--summary {name}: name a .md file")
 
 
 def check_top_k(k: int) -> None:
