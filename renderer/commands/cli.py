@@ -18,7 +18,14 @@ from ..errors import AnnographError
 # command here (renderer.progress holds what they mean).
 COMMANDS: tuple[str, ...] = ("info", "render", "batch", "metrics", "compare", "diff", "embed", "export")
 
-EPILOG = """ids: an operator is named by its node name, the name of one of its output tensors, N (operator N of
+USAGE = """annograph [-h] [--version] COMMAND ...
+       annograph MODEL [render options]      (the same as: annograph render MODEL ...)"""
+
+EPILOG = """`annograph MODEL` renders MODEL as `annograph render MODEL` does (MODEL_STEM.svg in the current folder
+without -o); a model file named like a command is given with its folder: `annograph ./diff` or
+`annograph render ./diff`.
+
+ids: an operator is named by its node name, the name of one of its output tensors, N (operator N of
 graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""
 
 
@@ -52,11 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog="annograph",
+        usage=USAGE,
         description="Render ONNX and TFLite models as static, annotated Graphviz graphs.",
         epilog=EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"annograph {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, prog="annograph")
     for name in COMMANDS:
         module = importlib.import_module(f".{name}", __package__)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
@@ -68,8 +76,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TOP_OPTIONS = ("-h", "--help", "--version")
+
+
+def with_command(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``render`` put first when it names no command (``annograph MODEL -o x.png``); a command's
+    name always wins, and the top level's own options (``--help``, ``--version``, or a prefix of them) stay.
+
+    >>> with_command(["model.onnx", "-o", "m.png"])
+    ['render', 'model.onnx', '-o', 'm.png']
+    >>> with_command(["diff", "a.onnx", "b.onnx"]), with_command(["--vers"]), with_command([])
+    (['diff', 'a.onnx', 'b.onnx'], ['--vers'], [])
+    """
+    argv = list(argv)
+    if not argv or argv[0] in COMMANDS:
+        return argv
+    first = argv[0]
+    if first in _TOP_OPTIONS or (first.startswith("--") and len(first) > 2
+                                 and any(option.startswith(first) for option in _TOP_OPTIONS)):
+        return argv
+    return ["render", *argv]
+
+
+def _check_implied_model(argv: list[str], given: Sequence[str]) -> None:
+    """``annograph inf m.onnx`` (a mistyped command) says so, instead of "inf: no such file"."""
+    from ..errors import UsageError
+
+    first = given[0] if given else ""
+    if argv[:1] != ["render"] or given[:1] == ["render"] or first.startswith("-") or os.path.exists(first):
+        return
+    if "." not in first and "/" not in first and os.sep not in first:
+        import difflib
+
+        near = difflib.get_close_matches(first, COMMANDS, n=1)
+        hint = f"did you mean {near[0]}? " if near else ""
+        raise UsageError(f"{first!r} is neither a command ({', '.join(COMMANDS)}) nor a file; {hint}"
+                         f"a model file of that name is given as ./{first}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    argv = with_command(given)
+    try:
+        _check_implied_model(argv, given)
+    except AnnographError as e:
+        parser.error(str(e))
     args = parser.parse_args(argv)
     from .common import verbosity_of
     from ..progress import verbosity

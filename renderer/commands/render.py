@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 HELP = "render a model as an annotated graph (.svg .pdf .png .dot .html .md, chosen by extension)"
 
 EXAMPLES = """examples:
+  annograph model.onnx                       (the same as annograph render model.onnx: writes model.svg here)
   annograph render model.tflite -a stats.yaml --color-by latency_ms --cmap coolwarm -o model.svg
   annograph render model.onnx -a stats.csv -o model.pdf -o model.png
   annograph render a.onnx b.tflite --format svg,html -o out/      (a batch: one file per model and format)"""
@@ -24,8 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
     parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH",
-                        help="output file (repeatable), or a folder ending in / for a batch; default MODEL.svg")
-    parser.add_argument("--format", metavar="LIST", help="formats for folder output, e.g. svg,png (default svg)")
+                        help="output file (repeatable), or a folder ending in / for a batch; default: MODEL_STEM.svg in "
+                             "the current folder")
+    parser.add_argument("--format", metavar="LIST",
+                        help="formats for folder output (or the current folder without -o), e.g. svg,png (default svg)")
     add_options(parser, [*ANNOTATION_OPTIONS, *PICTURE_OPTIONS, *SUMMARY_OPTIONS])
     add_deprecated_alias(parser, "--top-k", "--summary-rows")  # its --top is another thing: the hottest operators
 
@@ -126,15 +129,14 @@ def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | 
 
     formats = [f.strip().lower() for f in (args.format or "svg").split(",") if f.strip()]
     folder = next((o for o in args.output if o.endswith(("/", "\\")) or Path(o).is_dir()), None)
+    if not args.output:
+        folder = "."  # without -o, MODEL_STEM.svg (each of --format) in the current folder, wherever the model is
     if len(args.models) > 1 and folder is None:
         raise AnnographError("several models need a folder output: -o DIR/")
     jobs = []
     writer_of: dict[str, str] = {}
     for model in args.models:
-        if folder is not None:
-            outputs = folder_names(folder, Path(model).stem, formats)
-        else:
-            outputs = args.output or [str(Path(model).with_suffix(".svg"))]
+        outputs = folder_names(folder, Path(model).stem, formats) if folder is not None else args.output
         for out in outputs:
             other = writer_of.setdefault(os.path.normcase(os.path.normpath(out)), model)
             if other != model or (folder is not None and out in (o for _, outs in jobs for o in outs)):
