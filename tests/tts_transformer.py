@@ -19,8 +19,9 @@ HIDDEN, HEADS, FFN, VOCAB, POSITIONS, WINDOW, MELS = 32, 4, 64, 50, 128, 4, 16
 
 
 class _Builder:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, hidden: int = HIDDEN, heads: int = HEADS, ffn: int = FFN) -> None:
         self.rng = np.random.default_rng(seed)
+        self.hidden, self.heads, self.ffn, self.window = hidden, heads, ffn, WINDOW
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.count = 0
@@ -50,15 +51,15 @@ class _Builder:
         return self.op("Add", [self.weight(f"{scope}.bias", cout), y], scope)
 
     def layer_norm(self, x: str, scope: str) -> str:
-        return self.op("LayerNormalization", [x, self.const(f"{scope}.scale", np.ones(HIDDEN, np.float32)),
-                                              self.const(f"{scope}.bias", np.zeros(HIDDEN, np.float32))],
+        return self.op("LayerNormalization", [x, self.const(f"{scope}.scale", np.ones(self.hidden, np.float32)),
+                                              self.const(f"{scope}.bias", np.zeros(self.hidden, np.float32))],
                        scope, axis=-1, epsilon=1e-12)
 
     def split_heads(self, x: str, scope: str) -> str:
         batch, seq = self.dim(x, 0, scope), self.dim(x, 1, scope)
         hidden = self.dim(x, 2, scope)
-        size = self.op("Div", [hidden, self.const(f"/{scope}/heads{self.count}", np.array([HEADS], np.int64))], scope)
-        shape = self.op("Concat", [batch, seq, self.const(f"/{scope}/h{self.count}", np.array([HEADS], np.int64)),
+        size = self.op("Div", [hidden, self.const(f"/{scope}/heads{self.count}", np.array([self.heads], np.int64))], scope)
+        shape = self.op("Concat", [batch, seq, self.const(f"/{scope}/h{self.count}", np.array([self.heads], np.int64)),
                                    size], scope, axis=0)
         return self.op("Transpose", [self.op("Reshape", [x, shape], scope)], scope, perm=[0, 2, 1, 3])
 
@@ -76,12 +77,12 @@ class _Builder:
     def relative_logits(self, q: str, scope: str) -> str:
         """Windowed relative-position logits turned into absolute positions by pad/reshape/slice on computed
         shapes, as VITS-style TTS encoders export: every shape here depends on the sequence length's value."""
-        size = HIDDEN // HEADS
-        table = self.weight(f"{scope}/emb_rel_k", 1, 2 * WINDOW + 1, size)
+        size = self.hidden // self.heads
+        table = self.weight(f"{scope}/emb_rel_k", 1, 2 * self.window + 1, size)
         batch, heads, length = self.dim(q, 0, scope), self.dim(q, 1, scope), self.dim(q, 2, scope)
         zero = self.int64(scope, 0)
-        pad = self.op("Max", [self.op("Sub", [length, self.int64(scope, WINDOW + 1)], scope), zero], scope)
-        start = self.op("Max", [self.op("Sub", [self.int64(scope, WINDOW + 1), length], scope), zero], scope)
+        pad = self.op("Max", [self.op("Sub", [length, self.int64(scope, self.window + 1)], scope), zero], scope)
+        start = self.op("Max", [self.op("Sub", [self.int64(scope, self.window + 1), length], scope), zero], scope)
         span = self.op("Sub", [self.op("Mul", [length, self.int64(scope, 2)], scope), self.int64(scope, 1)], scope)
         padded = self.op("Pad", [table, self.op("Concat", [zero, pad, zero, zero, pad, zero], scope, axis=0)], scope)
         used = self.op("Slice", [padded, start, self.op("Add", [start, span], scope), self.int64(scope, 1)], scope)
@@ -98,29 +99,29 @@ class _Builder:
                                  self.op("Concat", [length, span], scope, axis=0), self.int64(scope, 2, 3)], scope)
 
     def attention(self, x: str, mask: str, scope: str) -> str:
-        q = self.split_heads(self.linear(x, f"{scope}/query", HIDDEN, HIDDEN), scope)
-        k = self.split_heads(self.linear(x, f"{scope}/key", HIDDEN, HIDDEN), scope)
-        v = self.split_heads(self.linear(x, f"{scope}/value", HIDDEN, HIDDEN), scope)
+        q = self.split_heads(self.linear(x, f"{scope}/query", self.hidden, self.hidden), scope)
+        k = self.split_heads(self.linear(x, f"{scope}/key", self.hidden, self.hidden), scope)
+        v = self.split_heads(self.linear(x, f"{scope}/value", self.hidden, self.hidden), scope)
         scores = self.op("MatMul", [q, self.op("Transpose", [k], scope, perm=[0, 1, 3, 2])], scope)
         scores = self.op("Add", [scores, self.relative_logits(q, scope)], scope)
-        scaled = self.op("Div", [scores, self.const(f"/{scope}/sqrt", np.array(np.sqrt(HIDDEN // HEADS), np.float32))],
+        scaled = self.op("Div", [scores, self.const(f"/{scope}/sqrt", np.array(np.sqrt(self.hidden // self.heads), np.float32))],
                          scope)
         probs = self.op("Softmax", [self.op("Add", [scaled, mask], scope)], scope, axis=-1)
         context = self.op("Transpose", [self.op("MatMul", [probs, v], scope)], scope, perm=[0, 2, 1, 3])
         batch, seq = self.dim(context, 0, scope), self.dim(context, 1, scope)
-        merged = self.op("Concat", [batch, seq, self.const(f"/{scope}/hidden", np.array([HIDDEN], np.int64))], scope,
+        merged = self.op("Concat", [batch, seq, self.const(f"/{scope}/hidden", np.array([self.hidden], np.int64))], scope,
                          axis=0)
-        out = self.linear(self.op("Reshape", [context, merged], scope), f"{scope}/output", HIDDEN, HIDDEN)
+        out = self.linear(self.op("Reshape", [context, merged], scope), f"{scope}/output", self.hidden, self.hidden)
         return self.layer_norm(self.op("Add", [out, x], scope), f"{scope}/output/LayerNorm")
 
     def feed_forward(self, x: str, scope: str) -> str:
-        h = self.linear(x, f"{scope}/intermediate", HIDDEN, FFN)
+        h = self.linear(x, f"{scope}/intermediate", self.hidden, self.ffn)
         erf = self.op("Erf", [self.op("Div", [h, self.const(f"/{scope}/sqrt2", np.array(np.sqrt(2), np.float32))],
                                       scope)], scope)
         half = self.op("Mul", [h, self.op("Add", [erf, self.const(f"/{scope}/one", np.array(1, np.float32))], scope)],
                        scope)
         gelu = self.op("Mul", [half, self.const(f"/{scope}/half", np.array(0.5, np.float32))], scope)
-        out = self.linear(gelu, f"{scope}/output", FFN, HIDDEN)
+        out = self.linear(gelu, f"{scope}/output", self.ffn, self.hidden)
         return self.layer_norm(self.op("Add", [out, x], scope), f"{scope}/output/LayerNorm")
 
 
@@ -130,7 +131,7 @@ class _Builder:
         onnxruntime refuse the run. A position signal over those times plus the mean encoder state, then
         ``layers`` residual feed-forward blocks on [batch, frames, hidden]."""
         scope = "duration"
-        logw = self.linear(x, f"{scope}/proj", HIDDEN, 1)
+        logw = self.linear(x, f"{scope}/proj", self.hidden, 1)
         mask = self.op("Unsqueeze", [self.op("Cast", ["attention_mask"], scope, to=TensorProto.FLOAT),
                                      self.int64(scope, 2)], scope)
         durations = self.op("Ceil", [self.op("Mul", [self.op("Exp", [self.op("Mul", [logw, self.const(
@@ -142,15 +143,15 @@ class _Builder:
         step = self.op("Squeeze", [speed], scope) if speed else self.const("/decoder/delta", np.array(1, np.float32))
         steps = self.op("Range", [self.const("/decoder/start", np.array(0, np.float32)), frames, step], scope)
         where = self.op("Unsqueeze", [steps, self.int64(scope, 1)], scope)
-        signal = self.op("Sin", [self.op("MatMul", [where, self.weight("decoder/frequencies", 1, HIDDEN)], scope)],
+        signal = self.op("Sin", [self.op("MatMul", [where, self.weight("decoder/frequencies", 1, self.hidden)], scope)],
                          scope)
         y = self.op("Add", [signal, self.op("ReduceMean", [x], scope, axes=[1], keepdims=1)], scope)
         for i in range(layers):
             block = f"decoder/layer.{i}"
-            h = self.op("Relu", [self.linear(y, f"{block}/fc1", HIDDEN, FFN)], block)
-            y = self.layer_norm(self.op("Add", [self.linear(h, f"{block}/fc2", FFN, HIDDEN), y], block),
+            h = self.op("Relu", [self.linear(y, f"{block}/fc1", self.hidden, self.ffn)], block)
+            y = self.layer_norm(self.op("Add", [self.linear(h, f"{block}/fc2", self.ffn, self.hidden), y], block),
                                 f"{block}/LayerNorm")
-        return self.linear(y, "decoder/mel", HIDDEN, MELS)
+        return self.linear(y, "decoder/mel", self.hidden, MELS)
 
 
 def build(layers: int = 2, decoder_layers: int = 4, seed: int = 0, speed: bool = False) -> onnx.ModelProto:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AnnographError
 from ..id_rules import IdIndex, Unresolved
@@ -13,6 +13,9 @@ from ..numbers import format_bytes
 from ..progress import bar, waiting_then_counting
 from .inputs import InputSpec, load_feeds, random_feeds
 from .metrics import error_metrics
+
+if TYPE_CHECKING:
+    from ..loaders.isolated import Sizes
 
 MAX_LISTED = 5
 
@@ -142,14 +145,15 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
     from ..loaders import isolated
 
     model = models[0]
-    known = sum(_known_bytes(path, m, max_tensor_bytes) for path, m in zip((reference, candidate), models))
+    sizes = [_sizes(path, m, max_tensor_bytes) for path, m in zip((reference, candidate), models)]
     with tempfile.TemporaryDirectory(prefix="annograph-compare-") as folder:
         label = inputs
         if inputs is not None:
             with NpzArchive(inputs, AnnographError, "an inputs file") as archive:
-                known += 2 * sum(archive.nbytes(name) for name in archive.names)
+                fed = [archive.nbytes(name) for name in archive.names]
+                sizes.append(isolated.Sizes(2 * sum(fed), 0, max(fed, default=0)))
                 inputs = _regular(inputs, archive, folder)
-        limit = isolated.limits(known)
+        limit = isolated.limits(isolated.together(sizes))
         if timeout is not None:
             limit = dataclasses.replace(limit, seconds=timeout)
         dumps = [os.path.join(folder, "reference.npz"), os.path.join(folder, "candidate.npz")] if keep_dumps else None
@@ -168,26 +172,34 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
     return comparison
 
 
-def _known_bytes(path: str, model: Model, max_tensor_bytes: int) -> int:
-    """The file's size and the activations static shapes announce; a tensor announced over ``max_tensor_bytes``
-    is one line naming it, before anything runs."""
+def _sizes(path: str, model: Model, max_tensor_bytes: int) -> Sizes:
+    """What the model explains of the run's memory (``isolated.Sizes``): the file's size and the activations static
+    shapes announce, the tensors the run keeps whose size they do not, and the largest tensor (a weight at
+    float32 at least); a tensor announced over ``max_tensor_bytes`` is one line naming it, before anything runs."""
+    import math
     import os
 
+    from ..loaders import isolated
     from ..metrics.formulas import NotCountable
     from ..metrics.op_costs import value_bytes
 
     total = os.stat(path).st_size
+    unknown = largest = 0
     for value in model.main.values:
         try:
             size = value_bytes(value)
         except (NotCountable, TypeError, ValueError):
+            unknown += value.initializer is None and value.producer is not None
             continue
+        if value.initializer is not None:
+            largest = max(largest, 4 * math.prod(value.initializer.shape))
+        largest = max(largest, size)
         if size > max_tensor_bytes and value.initializer is None:
             raise AnnographError(
                 f"{path}: tensor {value.name[:80]!r} would hold {format_bytes(size)} ({value.type}), over the "
                 f"{format_bytes(max_tensor_bytes)} compare measures per tensor (--max-tensor-bytes)")
         total += size
-    return total
+    return isolated.Sizes(total, unknown, largest)
 
 
 def _regular(path: str, archive: Any, folder: str) -> str:

@@ -5,11 +5,15 @@ A model that passed our loader can still crash a runtime's native code, loop for
 machine. Every child run (the shape runs, ``compare``) goes through ``run`` here, and this module alone decides
 what a run may take:
 
-* memory: what the model's known sizes explain (its file, its inputs, the activations static shapes announce),
-  ``FACTOR`` times over plus ``FLOOR``, and never more than the machine can give now (``MemAvailable``, the
-  cgroup's ``memory.max`` or v1 limit less its usage, this process's ``RLIMIT_AS``). The child enforces it as an
-  address-space limit counted from its size once the runtime is imported, so a tiny model can never take
-  gigabytes: outputs that outgrow what the model explains end the run at once.
+* memory: what the model's sizes explain (``Sizes``): its file, its inputs and the activations static shapes
+  announce, ``FACTOR`` times over plus ``FLOOR``; and for each tensor the run keeps whose size nothing static
+  announces (a shape run exposes them all as outputs), as much as the largest tensor the model holds or is fed
+  (a weight at float32, an input array, a static activation). Never more than the machine can give now
+  (``MemAvailable``, the cgroup's ``memory.max`` or v1 limit less its usage, this process's ``RLIMIT_AS``). The
+  child enforces it as an address-space limit counted from its size once the runtime is imported, so a tiny model
+  can never take gigabytes (a few unknown tensors times its largest of a few bytes is nothing): outputs that
+  outgrow what the model explains end the run at once. A real model keeping thousands of tensors (a TTS
+  vocoder's [1, 128, frames × 60] activations, sized by predicted durations) gets what those tensors can take.
 * time: ``seconds`` of wall-clock time (the parent stops the child), and CPU time in the child as a backstop.
 
 ``ANNOGRAPH_RUN_MEMORY`` (bytes, or ``512MiB``, ``8GiB``) and ``ANNOGRAPH_RUN_SECONDS`` replace the computed
@@ -65,11 +69,41 @@ class Limits:
     """Where ``memory`` came from, for the messages."""
 
 
-def limits(known_bytes: int, max_seconds: float | None = None) -> Limits:
-    """The limits of a run whose model explains ``known_bytes`` (its file and external data, its inputs, the
-    activations static shapes announce); ``max_seconds`` caps the time (a command's ``--timeout``)."""
-    memory = FLOOR + FACTOR * max(0, int(known_bytes))
-    seconds = SECONDS + max(0, int(known_bytes)) // BYTES_PER_SECOND
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """What a model explains of one run's memory, from what is known before it runs.
+
+    Attributes:
+        known: bytes of the model's file and external data, its inputs, the activations static shapes announce.
+        unknown: tensors the run keeps at once (exposed as outputs) whose size nothing static announces.
+        largest: bytes of the largest tensor the model holds or is fed (a weight counted at float32, as the
+            runtime computes with a quantized one; an input array; a static activation): what one of the
+            ``unknown`` tensors is allowed.
+    """
+
+    known: int
+    unknown: int = 0
+    largest: int = 0
+
+    def memory(self) -> int:
+        """``FLOOR`` + ``FACTOR`` × ``known`` + ``unknown`` × ``largest``."""
+        return FLOOR + FACTOR * max(0, self.known) + max(0, self.unknown) * max(0, self.largest)
+
+
+def together(sizes: Iterable[Sizes]) -> Sizes:
+    """The sizes of several models run in one process (``compare``'s two): known bytes and unknown tensors add up,
+    the largest tensor is the largest of all."""
+    sizes = list(sizes)
+    return Sizes(sum(s.known for s in sizes), sum(s.unknown for s in sizes), max((s.largest for s in sizes), default=0))
+
+
+def limits(sizes: Sizes | int, max_seconds: float | None = None) -> Limits:
+    """The limits of a run whose model explains ``sizes`` (a number: its known bytes alone, no tensor of unknown
+    size kept); ``max_seconds`` caps the time (a command's ``--timeout``)."""
+    if not isinstance(sizes, Sizes):
+        sizes = Sizes(int(sizes))
+    memory = sizes.memory()
+    seconds = SECONDS + max(0, sizes.known) // BYTES_PER_SECOND
     if max_seconds is not None:
         seconds = min(seconds, max_seconds)
     source = f"what {MEMORY_ENV} sets" if os.environ.get(MEMORY_ENV) else "what the model's sizes explain"

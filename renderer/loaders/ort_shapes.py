@@ -86,9 +86,7 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     refused = _refused(path, proto, what)
     if refused:
         return [refused], None
-    input_types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
-    feed_bytes = sum(math.prod(dims) * _ELEMENT_BYTES.get(input_types.get(name, 0), 4) for name, dims in inputs.items())
-    limit = isolated.limits(_model_bytes(path, proto) + _known_bytes(graph) + feed_bytes, MAX_SECONDS)
+    limit = isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS)
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
     with waiting("shape run (onnxruntime)"):
         answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
@@ -160,9 +158,30 @@ def _refused(path: Path, proto: onnx.ModelProto, what: str) -> str:
 
 def _known_bytes(graph: onnx.GraphProto) -> int:
     """Bytes of the main graph's activations whose shapes are static."""
+    return sum(_static_bytes(graph))
+
+
+def _static_bytes(graph: onnx.GraphProto) -> list[int]:
+    """Bytes of each main-graph activation whose shape is static."""
     types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
-    return sum(math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4)
-               for tp in types.values() if (dims := _static_dims(tp)) is not None)
+    return [math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4)
+            for tp in types.values() if (dims := _static_dims(tp)) is not None]
+
+
+def run_sizes(path: Path, proto: onnx.ModelProto, inputs: dict[str, list[int]], feeds: dict[str, Any] | None,
+              kept: int) -> isolated.Sizes:
+    """What the model explains of its shape run's memory: its file, its inputs (``feeds``' arrays, else zeros of
+    the ``inputs``' dims) and static activations; and ``kept`` exposed tensors of unknown size, each up to the
+    largest tensor it holds or is fed (a weight at float32 at least: a quantized one is computed with as float)."""
+    graph = proto.graph
+    if feeds is not None:
+        fed = [int(getattr(array, "nbytes", 0)) for array in feeds.values()]
+    else:
+        types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
+        fed = [math.prod(dims) * _ELEMENT_BYTES.get(types.get(name, 0), 4) for name, dims in inputs.items()]
+    static = _static_bytes(graph)
+    weights = [math.prod(t.dims) * max(4, _ELEMENT_BYTES.get(t.data_type, 4)) for t in graph.initializer]
+    return isolated.Sizes(_model_bytes(path, proto) + sum(static) + sum(fed), kept, max([0, *fed, *static, *weights]))
 
 
 def missing_shapes(graph: onnx.GraphProto) -> list[str]:
