@@ -17,7 +17,7 @@
   // the page shown is built into the DOM. Per page: the pan/zoom state, kept while the page is not shown.
   var pages = sections.map(function (section) {
     return { section: section, source: section.querySelector("noscript"), svg: null, boxes: null,
-             k: 0, x: 0, y: 0, full: null, font: 0 };
+             k: 0, x: 0, y: 0, full: null, font: 0, fitted: false };
   });
   var current = -1, pinned = -1, lit = null, litRow = null;
   var SVG_NS = "http://www.w3.org/2000/svg", READABLE_PX = 8;
@@ -37,7 +37,7 @@
     svg.setAttribute("width", "100%");
     svg.setAttribute("height", "100%");
     svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
-    if (p.full && p.k) apply(p);
+    if (p.full && p.k) apply(p, p.fitted);
   }
   function drop(p) {
     if (!p.svg) return;
@@ -49,16 +49,27 @@
   // ---- pan and zoom: the viewBox is the view, k screen pixels per SVG unit --------------------------------
   function size() { return { w: viewport.clientWidth || 1, h: viewport.clientHeight || 1 }; }
   function fitScale(p) { var s = size(); return Math.min(s.w / p.full.w, s.h / p.full.h) * 0.97; }
-  function apply(p) {
+  function apply(p, fitted) {
     var s = size();
+    p.fitted = !!fitted;
     p.svg.setAttribute("viewBox", [p.x, p.y, s.w / p.k, s.h / p.k].join(" "));
   }
-  function fit(p) {  // the whole page
+  // The first view of every page (and "fit"): the whole page, its top (where the legend is) at the top of
+  // the viewport, centred across; it is fitted again when the window changes size, until moved.
+  function fit(p) {
     var s = size();
     p.k = fitScale(p);
     p.x = p.full.x + p.full.w / 2 - s.w / (2 * p.k);
-    p.y = p.full.y + p.full.h / 2 - s.h / (2 * p.k);
-    apply(p);
+    p.y = p.full.y - (s.h * 0.015) / p.k;
+    apply(p, true);
+  }
+  // The viewport (and the panel beside it) reach down to the window's bottom, wherever the toolbar above them
+  // ends, so that a fitted page is whole on screen.
+  function sizeViewport() {
+    var top = viewport.getBoundingClientRect().top + window.scrollY;
+    var height = Math.max(384, Math.floor(window.innerHeight - top - 12)) + "px";
+    viewport.style.height = height;
+    panel.style.height = height;
   }
   function actual(p, top) {  // 1 pt = 4/3 px: the size Graphviz meant
     var s = size();
@@ -91,9 +102,8 @@
     });
     return least < Infinity ? least : 14;
   }
-  // The first view (and "fit"): the whole page when its smallest box text stays readable (8 px); otherwise
-  // at that text size (or as wide as the window, if that is larger), at the place where most boxes are whole
-  // on screen.
+  // "readable" (r): the whole page when its smallest box text stays readable (8 px); otherwise at that text
+  // size (or as wide as the window, if that is larger), at the place where most boxes are whole on screen.
   function readable(p) {
     var s = size();
     if (!p.font) p.font = smallestText(p);
@@ -197,7 +207,7 @@
       p.section.classList.add("current");
       build(p);
       if (pageSelect) pageSelect.value = String(index);
-      if (p.full && !p.k) readable(p);
+      if (p.full && (!p.k || p.fitted)) fit(p);
     }
     if (how && changed && pages.length > 1) remember(how);
   }
@@ -376,17 +386,23 @@
   byId("find-prev").addEventListener("click", function () { go(-1, "push"); });
   byId("zoom-in").addEventListener("click", function () { zoomCentre(1.4); });
   byId("zoom-out").addEventListener("click", function () { zoomCentre(1 / 1.4); });
-  byId("zoom-fit").addEventListener("click", function () { if (pages[current].full) readable(pages[current]); });
+  byId("zoom-fit").addEventListener("click", function () { if (pages[current].full) fit(pages[current]); });
+  byId("zoom-read").addEventListener("click", function () { if (pages[current].full) readable(pages[current]); });
   byId("zoom-reset").addEventListener("click", function () { if (pages[current].full) actual(pages[current], false); });
   doc.addEventListener("keydown", function (e) {
     var t = e.target.tagName;
     if (t === "INPUT" || t === "SELECT" || t === "TEXTAREA" || e.ctrlKey || e.metaKey || e.altKey) return;
     var keys = { "/": function () { search.focus(); }, "+": function () { zoomCentre(1.4); },
                  "=": function () { zoomCentre(1.4); }, "-": function () { zoomCentre(1 / 1.4); },
-                 "0": function () { byId("zoom-fit").click(); }, "1": function () { byId("zoom-reset").click(); } };
+                 "0": function () { byId("zoom-fit").click(); }, "1": function () { byId("zoom-reset").click(); },
+                 "r": function () { byId("zoom-read").click(); } };
     if (keys[e.key]) { e.preventDefault(); keys[e.key](); }
   });
-  window.addEventListener("resize", function () { var p = pages[current]; if (p && p.full && p.k) apply(p); });
+  window.addEventListener("resize", function () {
+    sizeViewport();
+    var p = pages[current];
+    if (p && p.full && p.k) { if (p.fitted) fit(p); else apply(p); }
+  });
 
   // ---- the operator table: sort by a header, filter, rows to boxes -------------------------------------------
   // The file holds every row (read without script); the script keeps them aside and shows the first ROWS of
@@ -470,6 +486,7 @@
   panel.addEventListener("click", function (e) { if (e.target.closest("ol.hot")) jump(e); });
 
   // ---- start: the page (or operator) the address names, else the first page --------------------------------
+  sizeViewport();
   follow(fragment());
   if (current < 0) showPage(0);
 })();

@@ -435,43 +435,90 @@ def test_big_report_is_small_in_the_file_and_in_the_page(open_report, big: Path)
     assert page.text_content("#panel .name") == op["name"] and opened.panel_values()["latency_us"] == op["metric"]
 
 
-def test_big_report_opens_readable_and_fit_keeps_it_readable(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
+def test_big_report_reads_at_readable_text(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
+    """"read" (r) zooms the fitted overview to readable text where most boxes are whole; on the fullest page it
+    shows as much as 8 px text allows, never less."""
     opened = open_report(big, window=BIG_WINDOW)
     page = opened.page
+    page.click("#zoom-read")
     first = page.evaluate(ON_SCREEN)
     assert first["page"] == "overview" and first["least"] >= 8 - 1e-6, first
     assert first["whole"] >= 0.6 * first["boxes"] and first["boxes"] > 10, first  # most of it, never a corner
-    page.click("#zoom-fit")
+    page.keyboard.press("r")
     assert page.evaluate(ON_SCREEN)["least"] >= 8 - 1e-6
-    # the fullest page: "fit" shows as much as 8 px text allows, never less
     counts = {p: 0 for p in range(len(_data(big)["pages"]))}
     for op in _data(big)["ops"]:
         for p in op["pages"]:
             counts[p] += 1
     fullest = max(counts, key=counts.get)
     page.select_option("#page-select", str(fullest))
+    page.click("#zoom-read")
     shown = page.evaluate(ON_SCREEN)
     page.click("#zoom-out")
     page.click("#zoom-out")
-    page.click("#zoom-fit")
+    page.click("#zoom-read")
     fitted = page.evaluate(ON_SCREEN)
     assert fitted["least"] >= 8 - 1e-6 and fitted["whole"] >= 5 and fitted["view"] == shown["view"], (shown, fitted)
 
 
 @pytest.mark.parametrize("name", ["fan", "cnn_chain"])
-def test_an_overview_opens_with_most_boxes_whole_at_readable_text(open_report, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_an_overview_reads_with_most_boxes_whole_at_readable_text(open_report, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                    name: str) -> None:
-    """Issue 17's first view in a 1,600 × 1,000 window: 60 % of the overview's boxes whole on screen, their
-    text at least 8 px. 40 parallel branches summed (their edges into the Sum spread the grid: 41 % whole) and
+    """Issue 17's readable view ("read") in a 1,600 × 1,000 window: 60 % of the overview's boxes whole on
+    screen, their text at least 8 px. 40 parallel branches summed (their edges into the Sum spread the grid: 41 % whole) and
     the CNN chain (its view held the page's left edge, beside the grid: 35 %) reach it: the fan's edges meet
     at a note, grid rows follow the boxes' text widths, and the view goes where most boxes are whole."""
     from test_overview import _fan
 
     model = _fan(tmp_path / "fan.onnx", 40) if name == "fan" else ONNX / "cnn_chain.onnx"
     report = _render(model, tmp_path / f"{name}.html", *(["--collapse", "1"] if name == "fan" else []))
-    first = open_report(report, window=BIG_WINDOW).page.evaluate(ON_SCREEN)
+    page = open_report(report, window=BIG_WINDOW).page
+    page.click("#zoom-read")
+    first = page.evaluate(ON_SCREEN)
     assert first["page"] == "overview" and first["least"] >= 8 - 1e-6, first
     assert first["whole"] >= 0.6 * first["boxes"] and first["boxes"] >= 40, first
+
+
+FIRST_VIEW = """() => {
+  const inside = (r, o) => r.width > 0 && r.left >= o.left - 1 && r.right <= o.right + 1 && r.top >= o.top - 1
+                           && r.bottom <= o.bottom + 1;
+  const win = {left: 0, top: 0, right: innerWidth, bottom: innerHeight};
+  const v = document.getElementById('viewport').getBoundingClientRect();
+  const drawing = document.querySelector('section.current svg g.graph').getBoundingClientRect();
+  const legend = [...document.querySelectorAll('section.current svg g.node')].find(g => /legend$/.test(g.id));
+  return {page: document.querySelector('section.current').id, scrolled: scrollY,
+          title: inside(document.querySelector('h1').getBoundingClientRect(), win),
+          viewport: inside(v, win), legend: !!legend && inside(legend.getBoundingClientRect(), v),
+          whole: inside(drawing, v), filled: Math.max(drawing.width / v.width, drawing.height / v.height)};
+}"""
+
+
+@pytest.mark.parametrize("key", ["ppocr5_det", "ppocr_cls"])
+def test_the_first_view_is_the_title_legend_and_whole_picture(open_report, tmp_path: Path, key: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 26: a report opens on the model's title and the page's legend with the overview (or, with
+    --collapse none, the one picture) fitted to the window, at two window sizes and again after the window
+    changes size; held-out models from PyPI wheels (tests/wheel_models.py)."""
+    from wheel_models import wheel_model
+
+    extra = ("--collapse", "none") if key == "ppocr_cls" else ()
+    report = _render(wheel_model(key), tmp_path / f"{key}.html", *extra)
+    pages = len(_data(report)["pages"])
+    assert (pages == 1) == bool(extra), pages
+    for window in ((1400, 900), (1024, 700)):
+        opened = open_report(report, window=window)
+        first = opened.page.evaluate(FIRST_VIEW)
+        assert first == {**first, "page": "overview" if pages > 1 else "drawing", "scrolled": 0, "title": True,
+                         "viewport": True, "legend": True, "whole": True}, (window, first)
+        assert first["filled"] >= 0.9, (window, first)  # fitted: the picture as big as the viewport lets it be
+        opened.page.set_viewport_size({"width": window[1], "height": window[0]})  # turned on its side
+        turned = opened.page.evaluate(FIRST_VIEW)
+        assert turned["whole"] and turned["legend"] and turned["viewport"] and turned["filled"] >= 0.9, turned
+    # moved by the user, the view stays where it was put when the window changes
+    opened.page.click("#zoom-in")
+    moved = opened.page.get_attribute("section.current svg", "viewBox")
+    opened.page.set_viewport_size({"width": 1024, "height": 700})
+    assert opened.page.evaluate(FIRST_VIEW)["whole"] is False and moved.split()[:2] == opened.page.get_attribute(
+        "section.current svg", "viewBox").split()[:2]
 
 
 def test_back_and_forward_move_between_pages(open_report, big: Path) -> None:  # type: ignore[no-untyped-def]
