@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import onnx
 
 MAX_MODEL_BYTES = 2**31 - 1
-"""Larger models are not run: protobuf cannot hold the copy with the extra outputs."""
+"""Larger model files are not run: protobuf cannot hold the copy with the extra outputs (its external data is
+read by onnxruntime from the model's folder, not copied)."""
 MAX_ACTIVATION_BYTES = 4 * 2**30
 """Nor are models whose statically known activations alone exceed this (every exposed tensor is kept)."""
 MAX_SECONDS = 120.0
@@ -91,6 +92,8 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     with waiting("shape run (onnxruntime)"):
         answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
+    if answer.get("ones"):
+        on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
     sized = [name for name in missing if name in value_sized(graph)] if feeds is None else []
     if reason:
         return [f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
@@ -98,7 +101,7 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     lines = [_filled(path, graph, missing, answer["shapes"], on, sized)] if missing else []
     if record is None:
         return lines, None
-    profile, failed = profiled(request, feeds, limit, float(answer.get("seconds", 0)), record)
+    profile, failed = profiled(request, feeds, limit, float(answer.get("seconds", 0)), record, answer.get("ones", []))
     if failed:
         lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
     return lines, profile
@@ -125,16 +128,16 @@ must not cost more than the shapes are worth."""
 
 
 def profiled(request: dict[str, Any], feeds: dict[str, Any] | None, limit: isolated.Limits, seconds: float,
-             record: Path) -> tuple[Path | None, str]:
+             record: Path, ones: list[str] | None = None) -> tuple[Path | None, str]:
     """The profile of a second run of ``request`` (written in ``record``), the plain run having taken
-    ``seconds``: (its path, "") or (None, why not). A separate run, so that a profile too costly to make never
-    costs the main graph's shapes."""
+    ``seconds`` with the inputs ``ones`` all ones: (its path, "") or (None, why not). A separate run, so that a
+    profile too costly to make never costs the main graph's shapes."""
     import dataclasses
     import os
 
     if not os.environ.get(isolated.SECONDS_ENV):
         limit = dataclasses.replace(limit, seconds=min(limit.seconds, PROFILE_SECONDS + PROFILE_FACTOR * seconds))
-    request = {**request, "outputs": [], "profile": str(record / "run")}
+    request = {**request, "outputs": [], "profile": str(record / "run"), "ones": ones or []}
     with waiting("shape run inside subgraphs (onnxruntime profile)"):
         answer, reason = isolated.run(__name__, request, "onnxruntime", "to record the shapes inside its subgraphs",
                                       limit, feeds)
@@ -148,7 +151,7 @@ def _refused(path: Path, proto: onnx.ModelProto, what: str) -> str:
     """Why the run is not made (no onnxruntime, a model or activations too large), or ""."""
     if not installed():
         return f"{what}; pip install 'annograph[ort]' to take them from one onnxruntime run"
-    if _model_bytes(path, proto) > MAX_MODEL_BYTES:
+    if path.stat().st_size > MAX_MODEL_BYTES:  # external data stays out of the copy
         return f"{what}; the model is over {format_bytes(MAX_MODEL_BYTES)}, too large to run for them"
     if _known_bytes(proto.graph) > MAX_ACTIVATION_BYTES:
         return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
@@ -188,8 +191,8 @@ def missing_shapes(graph: onnx.GraphProto) -> list[str]:
     """The main graph's tensors that something reads (or that are outputs) and that have no static shape."""
     types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
     used = _read(graph) | {o.name for o in graph.output}  # an output nothing reads (Dropout's mask) is not worth a run
-    return [name for node in graph.node for name in node.output
-            if name in used and (name not in types or _static_dims(types[name]) is None)]
+    return [name for node in graph.node for name in node.output  # "" is an optional output left out, no tensor
+            if name and name in used and (name not in types or _static_dims(types[name]) is None)]
 
 
 def _input_dims(graph: onnx.GraphProto) -> dict[str, list[int]] | None:
@@ -269,7 +272,7 @@ def _read(graph: onnx.GraphProto) -> set[str]:
     """Every tensor name the nodes of ``graph`` and of its subgraphs read."""
     names: set[str] = set()
     for node in graph.node:
-        names.update(node.input)
+        names.update(name for name in node.input if name)
         for attr in node.attribute:
             for sub in [attr.g] if attr.HasField("g") else attr.graphs:
                 names |= _read(sub)
@@ -316,33 +319,28 @@ def write_shapes(graph: onnx.GraphProto, shapes: dict[str, list[Any]]) -> int:
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
     """The child: the model with the missing tensors as outputs, run once (on zeros or the given feeds), profiled
-    when the request names a ``profile`` prefix."""
+    when the request names a ``profile`` prefix. A run on zeros that fails is made again with the attention masks
+    all ones (``MASK_RETRY``); the answer's ``ones`` names them."""
     import time
 
     import numpy as np
     import onnx
-    import onnxruntime as ort
     from onnx import helper
 
+    ones: list[str] = list(request.get("ones", []))
     try:
-        model = onnx.load(request["path"])
-        types = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
-        outputs = {o.name for o in model.graph.output}
-        for name in request["outputs"]:
-            if name not in outputs:
-                model.graph.output.append(onnx.ValueInfoProto(name=name))
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        options.log_severity_level = 3
-        if "profile" in request:  # the only way to see the shapes inside the subgraphs it runs
-            options.enable_profiling = True
-            options.profile_file_prefix = request["profile"]
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        del model
-        feeds = _feeds(request, types)
+        session, types = _session(request)
+        feeds = _feeds(request, types, ones)
         names = [o.name for o in session.get_outputs()]
         started = time.monotonic()
-        results = session.run(names, feeds)
+        try:
+            results = session.run(names, feeds)
+        except Exception as e:  # noqa: BLE001
+            masks = [] if "feeds" in request or ones else _masks(request, types)
+            if not masks or isolated.allocation_failed(str(e)):
+                raise
+            ones, feeds = masks, _feeds(request, types, masks)
+            results = session.run(names, feeds)
         seconds = time.monotonic() - started
         profile = session.end_profiling() if "profile" in request else ""
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
@@ -358,11 +356,60 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             except (KeyError, ValueError, TypeError):
                 elem_type = onnx.TensorProto.UNDEFINED
             shapes[name] = [int(elem_type), [int(d) for d in result.shape]]
-    return {"shapes": shapes, "profile": profile, "seconds": seconds}
+    return {"shapes": shapes, "profile": profile, "seconds": seconds, "ones": ones}
 
 
-def _feeds(request: dict[str, Any], types: dict[str, int]) -> dict[str, Any]:
-    """The arrays of the request's .npz file, or zeros (empty strings) of each input's dims."""
+def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
+    """An onnxruntime session of the model with the requested tensors exposed as outputs, and its input types.
+
+    The copy is made without the external data's bytes: onnxruntime reads them from the model's folder, so the
+    weights are not held twice and a model over protobuf's 2 GiB in external files still runs (onnxruntime
+    releases that cannot be told the folder get the data in the copy)."""
+    import onnx
+    import onnxruntime as ort
+
+    path = Path(request["path"])
+    model = onnx.load(str(path), load_external_data=False)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
+    outputs = {o.name for o in model.graph.output}
+    for name in request["outputs"]:
+        if name not in outputs:
+            model.graph.output.append(onnx.ValueInfoProto(name=name))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    if "profile" in request:  # the only way to see the shapes inside the subgraphs it runs
+        options.enable_profiling = True
+        options.profile_file_prefix = request["profile"]
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    if external:
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                         str(path.resolve().parent))
+    try:
+        return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]), types
+    except Exception:  # noqa: BLE001
+        if not external:
+            raise
+    onnx.load_external_data_for_model(model, str(path.parent))
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]), types
+
+
+MASK_RETRY = "mask"
+"""Inputs whose name holds this (any case) are the attention masks a failed run on zeros is retried with as ones:
+a mask of zeros leaves no token to attend to, which kernels such as GroupQueryAttention refuse (its sequence
+lengths, the mask's sums less one, come out as -1)."""
+
+
+def _masks(request: dict[str, Any], types: dict[str, int]) -> list[str]:
+    from onnx import helper
+
+    return [name for name in request["inputs"] if MASK_RETRY in name.lower()
+            and helper.tensor_dtype_to_np_dtype(types[name]).kind in "biuf"]
+
+
+def _feeds(request: dict[str, Any], types: dict[str, int], ones: list[str] | None = None) -> dict[str, Any]:
+    """The arrays of the request's .npz file, or zeros (empty strings) of each input's dims, ones for the inputs
+    named in ``ones``."""
     import numpy as np
     from onnx import helper
 
@@ -372,9 +419,11 @@ def _feeds(request: dict[str, Any], types: dict[str, int]) -> dict[str, Any]:
     feeds = {}
     for name, dims in request["inputs"].items():
         dtype = helper.tensor_dtype_to_np_dtype(types[name])
-        feeds[name] = np.full(dims, "", dtype=object) if dtype.kind in "OSU" else np.zeros(dims, dtype=dtype)
+        if dtype.kind in "OSU":
+            feeds[name] = np.full(dims, "", dtype=object)
+        else:
+            feeds[name] = (np.ones if name in (ones or ()) else np.zeros)(dims, dtype=dtype)
     return feeds
-
 
 
 if __name__ == "__main__":

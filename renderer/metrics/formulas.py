@@ -105,10 +105,21 @@ def reduction(in_elements: int, ops: float = 1) -> Cost:
     return per_element(in_elements, ops)
 
 
-def attention(batch: int, heads: int, q_len: int, kv_len: int, head_size: int, v_head_size: int) -> Cost:
-    """Scaled dot-product attention core: QKᵀ, softmax (3 per score), scores × V."""
+def attention(batch: int, heads: int, q_len: int, kv_len: int, head_size: int, v_head_size: int,
+              normalized: int | None = None) -> Cost:
+    """Scaled dot-product attention core: QKᵀ and scores × V over every (query, key) pair, softmax 3 per score
+    it normalizes (``normalized``; all of them by default)."""
     scores = batch * heads * q_len * kv_len
-    return Cost(scores * head_size + 3 * scores + scores * v_head_size)
+    return Cost(scores * head_size + 3 * (scores if normalized is None else normalized) + scores * v_head_size)
+
+
+def causal_scores(q_len: int, past: int, window: int = -1) -> int:
+    """Scores a causal softmax normalizes for one head: query row ``i`` sees ``past + i + 1`` keys, at most
+    ``window + 1`` with a sliding window (``window`` ≤ 0: none)."""
+    if window <= 0 or past + q_len <= window + 1:
+        return q_len * past + q_len * (q_len + 1) // 2
+    unwindowed = max(0, window + 1 - past)  # rows still shorter than the window
+    return unwindowed * past + unwindowed * (unwindowed + 1) // 2 + (q_len - unwindowed) * (window + 1)
 
 
 def recurrent(steps: int, batch: int, weight_elements: int, bias_elements: int, hidden_units: int,

@@ -12,8 +12,9 @@ from functools import cache
 
 from ..data.categories import runs_subgraphs
 from ..data.operators import formula_table, operator
+from . import attention_ops
 from .formulas import (
-    ZERO, Cost, NotCountable, attention, convolution, einsum, matmul, per_element, pooling, prod, recurrent,
+    ZERO, Cost, NotCountable, convolution, einsum, matmul, per_element, pooling, prod, recurrent,
     reduction, resize, transposed_convolution,
 )
 from .opview import Op
@@ -120,60 +121,6 @@ def _sequence(op: Op, gates: int, ops: int, hidden: int) -> Cost:
     return recurrent(steps, batch, weights, bias, w[0] * hidden, int(ops))
 
 
-def _heads(op: Op, name: str) -> int:
-    heads = op.int_attr(name, 0)
-    if heads <= 0:
-        raise NotCountable(f"3-D attention input needs the {name} attribute")
-    return heads
-
-
-def _attention(op: Op) -> Cost:
-    """ONNX Attention (opset 23): Q [B, Hq, S, D] or [B, S, Hq·D]; K, V likewise with Hkv."""
-    q, k, v = op.shape(0), op.shape(1), op.shape(2)
-    if len(q) == 4:
-        batch, heads, q_len, head = q
-    elif len(q) == 3:
-        heads = _heads(op, "q_num_heads")
-        batch, q_len, head = q[0], q[1], q[2] // heads
-    else:
-        raise NotCountable(f"query of rank {len(q)}")
-    kv_len = k[2] if len(k) == 4 else k[1]
-    if len(v) == 4:
-        v_head = v[3]
-    else:
-        v_head = v[2] // _heads(op, "kv_num_heads")
-    if op.has(4):
-        kv_len += op.shape(4)[2]
-    return attention(batch, heads, q_len, kv_len, head, v_head)
-
-
-def _ms_multihead_attention(op: Op) -> Cost:
-    """com.microsoft MultiHeadAttention: query [B, S, D], key/value [B, L, D] or [B, N, L, H]."""
-    heads = _heads(op, "num_heads")
-    q = op.shape(0)
-    if len(q) != 3 or not op.has(1):
-        raise NotCountable("packed query/key/value layouts")
-    k = op.shape(1)
-    kv_len = k[2] if len(k) == 4 else k[1]
-    v_hidden = (op.shape(2)[-1] * (heads if len(op.shape(2)) == 4 else 1)) if op.has(2) else q[2]
-    if op.has(6):
-        kv_len += op.shape(6)[2]
-    return attention(q[0], heads, q[1], kv_len, q[2] // heads, v_hidden // heads)
-
-
-def _ms_attention(op: Op) -> Cost:
-    """com.microsoft Attention: the QKV projection, then the attention core."""
-    heads = _heads(op, "num_heads")
-    x, w = op.shape(0), op.weight_shape(1)
-    if len(x) != 3 or len(w) != 2:
-        raise NotCountable("unexpected input ranks")
-    batch, seq, _ = x
-    sizes = op.attr("qkv_hidden_sizes") or [w[1] // 3] * 3
-    projection = matmul(batch * seq * w[1], w[0], op.has(2))
-    kv_len = seq + (op.shape(4)[3] if op.has(4) and len(op.shape(4)) == 5 else 0)
-    return projection + attention(batch, heads, seq, kv_len, int(sizes[0]) // heads, int(sizes[2]) // heads)
-
-
 def _activation(op: Op) -> Cost:
     """com.microsoft FusedConv / FusedGemm run an activation on each output element."""
     return per_element(op.out_elements()) if op.attr("activation") else ZERO
@@ -205,7 +152,7 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "einsum": _einsum, "pool": _pool, "global_average_pool": _global_average_pool,
     "global_lp_pool": _global_lp_pool, "lrn": _lrn, "resize": _resize, "recurrent": _recurrent,
     "dynamic_quantize_lstm": _dynamic_quantize_lstm,
-    "attention": _attention, "ms_multihead_attention": _ms_multihead_attention, "ms_attention": _ms_attention,
+    **attention_ops.FORMULAS,
     "none": _no_arithmetic, "elementwise": _elementwise, "variadic": _variadic, "reduction": _reduction,
 }
 """The formulas an entry's ``cost`` (or ``cost_by_domain``) may name; numbers of the entry are keyword arguments."""
