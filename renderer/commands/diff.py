@@ -138,6 +138,8 @@ def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[n
              f"--fail-above {threshold}")
     if len(gate.crossing) > STDERR_LISTED:
         warn(f"… and {len(gate.crossing) - STDERR_LISTED} more operators past --fail-above {threshold}")
+    if gate.floor_off:
+        note(gate.floor_off)
     if gate.below_floor:
         note(f"{len(gate.below_floor)} operators past --fail-above {threshold} are each under {gate.floor:g}% of "
              f"the model's {diff.metric} and do not count (--min-share)")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..picture.aggregate import combine, rule_for
 from ..records import MetricInfo
 from ..errors import UsageError
+from ..escape import clean
 from ..ir import ElementKey
 from ..numbers import format_number, signed
 from .matching import Matching
@@ -72,12 +73,15 @@ class Gate:
         floor: the floor in percent of the model total; None when the metric does not sum over operators
             (a score, an error), so shares mean nothing and every operator counts.
         total_crossed: whether the model total's regression is past ``--fail-total-above``.
+        floor_off: why a ``--min-share`` floor asked for could not apply (the metric does not sum, or its total
+            is not positive), in one line; "" when it applied or none was asked for.
     """
 
     crossing: list[OpChange] = field(default_factory=list)
     below_floor: list[OpChange] = field(default_factory=list)
     floor: float | None = None
     total_crossed: bool = False
+    floor_off: str = ""
 
     @property
     def failed(self) -> bool:
@@ -205,6 +209,8 @@ class Diff:
         """The CI gate: operators past ``threshold`` and at least ``min_share`` % of the model total (only
         for metrics that sum over operators), and the model total past ``total_threshold``."""
         result = Gate(floor=min_share if self.rule() == "sum" else None)
+        if threshold is not None and min_share > 0:
+            result.floor_off = self._floor_off(min_share)
         for item in self.crossing(threshold) if threshold is not None else []:
             share = self.share(item)
             small = result.floor is not None and share is not None and share < result.floor
@@ -213,6 +219,20 @@ class Diff:
             badness = self.badness(self.total_change(), total_threshold.relative)
             result.total_crossed = badness is not None and badness > total_threshold.value
         return result
+
+    def _floor_off(self, min_share: float) -> str:
+        """Why a share floor of ``min_share`` % cannot apply to this metric, or ""."""
+        rule = self.rule()
+        said = f"--min-share {min_share:g}% does not apply to {clean(self.metric, 60)}"
+        if rule == "sum":
+            if any(t is not None and math.isfinite(t) and t != 0 for t in self.totals()):
+                return ""
+            return f"{said}: its model total is 0, so every operator past --fail-above counts"
+        unit = f"its unit {clean(self.unit, 20)!r} is" if self.unit else "it has no unit, and its name is"
+        why = {"min": "a score, higher is better", "max": "an error"}.get(
+            rule, f"{unit} no time, byte or count (declare one, e.g. {{\"unit\": \"us\"}}, to make it sum)")
+        return f"{said}: its operators combine by {rule}, not by sum ({why}), so every operator past --fail-above " \
+               "counts"
 
     def missing(self, side: str) -> list[OpChange]:
         return [c for c in self.changes if c.missing == side]

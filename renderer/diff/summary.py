@@ -78,6 +78,7 @@ def _gate(diff: Diff, gate: GateView | None) -> dict[str, Any] | None:
         "crossing": [_row(diff, c) for c in found.crossing[:CROSSING_ROWS]],
         "crossing_count": len(found.crossing),
         "below_floor": len(found.below_floor),
+        "floor_off": escape.markdown_cell(found.floor_off, 400) if found.floor_off else "",
         "total_threshold": escape.markdown_cell(str(gate.total_threshold)) if gate.total_threshold else "",
         "total_relative": gate.total_threshold is not None and gate.total_threshold.relative,
         "total_crossed": found.total_crossed,

@@ -6,8 +6,9 @@ import math
 import re
 from collections.abc import Iterable
 
-from ..records import MetricInfo
+from ..data.units import additive_kind
 from ..errors import UsageError
+from ..records import MetricInfo
 
 RULES = ("sum", "max", "min", "mean")
 
@@ -19,7 +20,8 @@ _WORST = re.compile(r"err|loss|mse|diff|dist|drift|rmse|deviation", re.IGNORECAS
 
 def rule_for(metric: str, info: MetricInfo | None, override: str | None = None) -> str:
     """``override`` when given, else the metric's own rule: the worst member for errors and for
-    higher-is-better scores (SQNR: the lowest), the total for costs, the mean for everything else."""
+    higher-is-better scores (SQNR: the lowest), the total for costs (a declared time, byte or count unit, else a
+    cost's name), the mean for everything else."""
     if override:
         if override not in RULES:
             raise UsageError(f"--aggregate {override!r}: use one of {', '.join(RULES)}")
@@ -28,6 +30,8 @@ def rule_for(metric: str, info: MetricInfo | None, override: str | None = None) 
         return info.aggregate  # type: ignore[return-value]
     if info is not None and info.higher_is_better is True:
         return "min"
+    if info is not None and additive_kind(info.unit):
+        return "sum"  # a time, byte size or count adds up, whatever the metric is called (``lat`` in µs)
     short = metric.rsplit(".", 1)[-1]
     if _WORST.search(short):
         return "max"
