@@ -154,11 +154,17 @@ def build(layers: int = LAYERS, seed: int = 0) -> onnx.ModelProto:
 
 def save_int8(path: Path, layers: int = LAYERS) -> Path:
     """``build`` quantized by ``onnxruntime.quantization.quantize_dynamic`` (int8 weights, per tensor), at ``path``."""
+    import logging
+
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     float_path = path.with_name(path.stem + "_float.onnx")
     onnx.save(build(layers), float_path)
-    quantize_dynamic(float_path, path, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv"])
+    logging.disable(logging.WARNING)  # its advice to pre-process the model first, on stderr
+    try:
+        quantize_dynamic(float_path, path, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv"])
+    finally:
+        logging.disable(logging.NOTSET)
     float_path.unlink()
     return path
 
