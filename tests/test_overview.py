@@ -326,15 +326,15 @@ def test_a_wide_row_of_sibling_groups_wraps_into_a_grid(tmp_path: Path) -> None:
 def test_an_overview_of_one_run_box_opens_its_members(tmp_path: Path) -> None:
     """silero_vad at depth 2: the overview would be the If and one run box of its two identical bodies; it
     draws each body instead, as a frame holding the body's own operators and a box for each of its parts
-    (stft, encoder, decoder), each box linking to its own place: a page of its own, or its first operator on a
-    page it shares with small siblings (pages.PACK_SHARE)."""
+    (stft, encoder, decoder, titled by their branch: ``then: stft``), each box linking to its own place: a page of
+    its own, or its first operator on a page it shares with small siblings (pages.PACK_SHARE)."""
     overview = _render(ONNX / "silero_vad.onnx", tmp_path / "s.svg", "--collapse", "2")
     root = parse_svg(overview)
     assert not _by_class(root, "run")
     frames = [" ".join(_texts(c))[:60] for c in _by_class(root, "cluster")]
     assert any("If_0_else_branch" in f for f in frames) and any("If_0_then_branch" in f for f in frames), frames
     titles = sorted([t for t in _texts(box) if t.strip()][0] for box in _by_class(root, "group"))
-    assert titles == ["decoder", "decoder", "encoder", "encoder", "stft", "stft"]
+    assert titles == [f"{branch}: {part}" for branch in ("else", "then") for part in ("decoder", "encoder", "stft")]
     links = {a.get(f"{XLINK_NS}href") for box in _by_class(root, "group") for a in box.iter(f"{SVG_NS}a")}
     assert len(links) == 6 and 1 + len({link.partition("#")[0] for link in links}) == len(_pages(overview))
 

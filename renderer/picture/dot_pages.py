@@ -24,13 +24,14 @@ from .aggregate import combine, rule_for, shares
 from ..records import MetricInfo
 from ..colors import Scale, text_color
 from .dot import BORDER_COLOR, EDGE_COLOR, FONT, Scene, _Emitter, _io_name, _op_name, _row, _unique
-from .grouping import Group, display_path
+from .grouping import Group, display_path, series_prefix
 from ..heatmap import Heatmap
 from ..ir import Node, Value
 from ..metrics.tensors import tensor_bytes
 from ..numbers import format_bytes, format_number, percent
 from .pages import Book, Inline, Page
 from .output_plan import Links
+from .titles import distinct_titles, own_title
 
 LINK_COLOR = "#1a4f8b"
 STUB_FILL = "#f4f4f4"
@@ -102,6 +103,22 @@ class _PageEmitter(_Emitter):
         self._cluster_count = 0
         self.cluster_path: dict[str, tuple[str, ...]] = {}
         """Item name → the clusters it sits in, outermost first (empty at the page's top level)."""
+        self.titles = self._titles()
+        """id(group) (a run's first) → its title on this page, told apart from the others (``titles``)."""
+
+    def _titles(self) -> dict[int, str]:
+        fmt = self.model.format
+        items = [(g, own_title(g, fmt)) for g in _cluster_groups(self.page.inlines)]
+        items += [(run[0], own_title(run[0], fmt) if len(run) == 1 else _run_title(run, fmt)) for run in self.runs]
+        items.sort(key=lambda item: _first_position(item[0]))
+        self.own_titles = {id(g): title for g, title in items}
+        return distinct_titles([(id(g), g, title) for g, title in items])
+
+    def _title(self, group: Group, limit: int) -> str:
+        """``group``'s title (a run's, for its first group) as label text: a title qualified on this page is cut
+        in its middle, so both the enclosing name and its own stay in view."""
+        title = self.titles[id(group)]
+        return escape.html_text(title, limit, middle=title != self.own_titles[id(group)])
 
     def run(self) -> str:
         opts, page = self.opts, self.page
@@ -224,7 +241,7 @@ class _PageEmitter(_Emitter):
             cluster = f"cluster_g{self._cluster_count}"
             with container.subgraph(name=cluster) as sub:
                 sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">'
-                                                 f'{escape.html_text(inline.group.label, 80)}</FONT>'),
+                                                 f'{self._title(inline.group, 80)}</FONT>'),
                          style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
                          labeljust="l", tooltip=escape.tooltip([display_path(inline.group)]))
                 self._content(sub, inline.ops, inline.inlines, inline.boxes, (*path, cluster))
@@ -258,7 +275,7 @@ class _PageEmitter(_Emitter):
         members = list(group.members())
         types = Counter(n.op_type for n in members).most_common()
         lines = [
-            (f"<B>{escape.html_text(group.label, 48)}</B>", 12),
+            (f"<B>{self._title(group, 48)}</B>", 12),
             (f"{len(members):,} operators" + (" · subgraph" if group.kind == "graph" else "")
              + f" · <U>open page {self.book.page_of_group[id(group)].index}</U>", 9),
             (escape.html_text(" · ".join(f"{t} {c}" for t, c in types[:4]) + (" · …" if len(types) > 4 else ""), 64),
@@ -297,10 +314,9 @@ class _PageEmitter(_Emitter):
         (filled by its value, linked to its page)."""
         members = list(run[0].members())
         types = Counter(n.op_type for n in members).most_common()
-        title = f"{'repeated block' if run[0].position else f'{run[0].label} … {run[-1].label}'}  × {len(run)}"
         rows = [
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="12"><B>'
-            f'{escape.html_text(title, 60)}</B></FONT></TD></TR>',
+            f'{self._title(run[0], 60)}</B></FONT></TD></TR>',
             f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="9">{len(members):,} operators each, '
             f'same structure</FONT></TD></TR>',
             f'<TR><TD ALIGN="LEFT" COLSPAN="{RUN_COLUMNS}"><FONT POINT-SIZE="8">'
@@ -604,6 +620,29 @@ class _PageEmitter(_Emitter):
             if self.page.index:
                 totals["this group"] = f"{percent(self.group_share)} of {metric}"
         return totals
+
+
+def _run_title(run: list[Group], fmt: str) -> str:
+    """A run box's title: ``repeated block × 12`` (``series 2 · …`` where a model has several runs of blocks),
+    or its first and last names, ``layer.0 … layer.11 × 12``."""
+    if run[0].position:
+        return f"{series_prefix(run[0])}repeated block  × {len(run)}"
+    return f"{own_title(run[0], fmt)} … {own_title(run[-1], fmt)}  × {len(run)}"
+
+
+def _first_position(group: Group) -> int:
+    """Where ``group`` starts in model order."""
+    first = next(group.members(), None)
+    return (group._order or {}).get(first, 0) if first is not None else 0
+
+
+def _cluster_groups(inlines: list[Inline]) -> list[Group]:
+    """The groups of ``inlines`` and of the clusters inside them."""
+    found = []
+    for inline in inlines:
+        found.append(inline.group)
+        found.extend(_cluster_groups(inline.inlines))
+    return found
 
 
 def _short_label(group: Group, run: list[Group]) -> str:

@@ -87,6 +87,8 @@ class Group:
             whose content they took (rule 3), else ().
         graph: the graph whose operators this group holds (directly or below, subgraphs aside).
         position: for ``block`` groups, (k, n): the k-th of n repeats found in a flat run.
+        series: for ``block`` groups of a model where several runs of repeats were found, which run (1, 2, … in
+            model order; its blocks are labelled ``series 2 · block k of n``), else 0.
 
     The tree is read-only once ``group_model`` returns (``members`` and ``size`` are cached).
     """
@@ -102,6 +104,7 @@ class Group:
     scope: tuple[str, ...] = ()
     graph: Graph | None = field(default=None, repr=False)
     position: tuple[int, int] = ()
+    series: int = 0
     _parts: tuple[str, ...] = field(default=(), repr=False)
     _order: dict[Node, int] | None = field(default=None, repr=False)
     _members: list[Node] | None = field(default=None, repr=False)
@@ -341,6 +344,7 @@ class _Builder:
         if max_depth is not None:
             self._limit_depth(root, max_depth)
         self._finish(root)
+        _number_series(root)
         _name_synthetic(root, model.format)
         _mark_repeats(root)
         return root
@@ -721,12 +725,32 @@ def computes(nodes: Iterable[Node], fmt: str = "onnx", most: int = SUMMARY_TYPES
     return " ".join(ranked[:most]) + (" …" if len(ranked) > most else "")
 
 
+def series_prefix(group: Group) -> str:
+    """``series 2 · `` for a block of the second run of repeats of a model that has several, else ""."""
+    return f"series {group.series} · " if group.series else ""
+
+
+def _number_series(root: Group) -> None:
+    """Number the runs of repeated blocks in model order when there are several (``Group.series``): two runs'
+    blocks would otherwise both read ``block 1 of 3``."""
+    firsts = [g for g in root.walk() if g.kind == "block" and g.position[0] == 1]
+    if len(firsts) < 2:
+        return
+    series = 0
+    for group in root.walk():  # parents before children, children in graph order: model order
+        if group.kind == "block":
+            series += group.position[0] == 1
+            group.series = series
+            group.label = f"{series_prefix(group)}block {group.position[0]} of {group.position[1]}"
+
+
 def span_name(groups: list[Group]) -> str:
     """A run of sibling groups by their own names: ``layer.3``, ``layer.3, layer.4``, ``layer.3 … layer.9``."""
     if not groups:
         return ""
     if len(groups) > 2 and all(g.position for g in groups) and groups[0].position[1] == groups[-1].position[1]:
-        return f"blocks {groups[0].position[0]}–{groups[-1].position[0]} of {groups[0].position[1]:,}"
+        return (f"{series_prefix(groups[0])}blocks {groups[0].position[0]}–{groups[-1].position[0]} "
+                f"of {groups[0].position[1]:,}")
     first, last = groups[0].label, groups[-1].label
     return first if len(groups) == 1 else f"{first}, {last}" if len(groups) == 2 else f"{first} … {last}"
 
@@ -778,7 +802,14 @@ def _edge_names(group: Group) -> tuple[str | None, str | None]:
     """The first and last named groups inside ``group`` (itself when named), looking through cut-out runs."""
     named: list[Group] = []
     _named_inside(group, named, [])
-    return (named[0].label, named[-1].label) if named else (None, None)
+    if not named:
+        return None, None
+    return _edge_name(named[0]), _edge_name(named[-1])
+
+
+def _edge_name(group: Group) -> str:
+    """How a name of a place reads a group at its edge: a block of a numbered run by its run (``series 2``)."""
+    return f"series {group.series}" if group.series else group.label
 
 
 def _context(group: Group) -> tuple[str | None, str | None]:
