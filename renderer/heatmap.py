@@ -28,12 +28,14 @@ class Heatmap:
         info: what is known of the metric.
         values: element key → number, for the elements that have one.
         scale: the fitted colour scale.
+        empty: why no element has a value, when none has (every box is drawn n/a); "" otherwise.
     """
 
     metric: str
     info: MetricInfo
     values: dict[ElementKey, float]
     scale: Scale
+    empty: str = ""
 
     def title(self) -> str:
         """The metric with its unit, as legends show it: ``sqnr_db (dB)``."""
@@ -164,8 +166,17 @@ def _files_of(annotations: Annotations, source: str) -> str:
     return ", ".join(names) if names else f"the {source} annotations"
 
 
+UNREADABLE = "cannot read "
+"""How a built-in metric's n/a reason starts when the weights it needs cannot be read (``metrics.data``)."""
+
+
+class NoValues(MetricError):
+    """The metric is known (declared, or given as n/a reasons) but no element has a number for it."""
+
+
 def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
-    """The metric key for ``name``: exact, or the single qualified ``source.name``; MetricError otherwise."""
+    """The metric key for ``name``: exact, or the single qualified ``source.name``; NoValues when the metric is
+    known but has no number anywhere, MetricError otherwise."""
     entries = annotations.ops if kind == "op" else annotations.tensors
     available = sorted({k for e in entries.values() for k, v in e.values.items() if number_of(v) is not None})
     if name in available:
@@ -176,7 +187,12 @@ def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
     what = "operator" if kind == "op" else "tensor"
     reasons = [e.values[name] for e in entries.values() if isinstance(e.values.get(name), str)]
     if reasons:  # the metric exists but no element has a number for it (n/a, skipped, unreadable weights)
-        raise MetricError(f"{what} metric {name!r} has no numeric value on any {what}: {reasons[0]}")
+        unreadable = next((r for r in reasons if UNREADABLE in r), None)  # a corrupt file stays an error
+        raise (MetricError if unreadable else NoValues)(
+            f"{what} metric {name!r} has no numeric value on any {what}: {unreadable or reasons[0]}")
+    others = annotations.tensors if kind == "op" else annotations.ops
+    if name in annotations.metrics and not qualified and not any(name in e.values for e in others.values()):
+        raise NoValues(f"{what} metric {name!r} has no value on any {what}")
     if len(qualified) > 1:
         raise MetricError(f"metric {name!r} is provided by several sources; use one of: {', '.join(qualified)}")
     if not available:
@@ -192,8 +208,13 @@ def build(
     vmin: float | None = None, vmax: float | None = None, center: float | None = None,
     undrawn: frozenset[ElementKey] = frozenset(),
 ) -> Heatmap:
-    """The scale of metric ``name`` over the ``kind`` elements, fitted to the ones drawn (not ``undrawn``)."""
-    metric = resolve_metric(name, annotations, kind)
+    """The scale of metric ``name`` over the ``kind`` elements, fitted to the ones drawn (not ``undrawn``). A known
+    metric without a number anywhere gives an empty heatmap saying why (``Heatmap.empty``)."""
+    try:
+        metric = resolve_metric(name, annotations, kind)
+    except NoValues as e:
+        info = annotations.metrics.get(name) or MetricInfo(name)
+        return Heatmap(name, info, {}, Scale.fit([], cmap=cmap, norm="linear"), empty=str(e))
     entries = annotations.ops if kind == "op" else annotations.tensors
     values: dict[ElementKey, float] = {}
     for key, entry in entries.items():

@@ -103,13 +103,23 @@ class Tensor:
         shape: static shape of the data.
         reader: returns the array; called at most once, its result cached.
         location: where the bytes live when not inline (an external-data file), for error messages.
+        dense_shape: for data stored compressed (a sparse TFLite tensor, whose ``shape`` is that of the stored
+            values), the shape it expands to; the values it does not store are zeros. None otherwise.
     """
 
     dtype: str
     shape: tuple[int, ...]
     reader: Callable[[], np.ndarray] | None = None
     location: str | None = None
+    dense_shape: tuple[int, ...] | None = None
     _array: np.ndarray | None = None
+
+    @property
+    def logical_size(self) -> int:
+        """Number of elements of the tensor the data stands for (the dense tensor, for sparse data)."""
+        if self.dense_shape is None:
+            return self.size
+        return int(np.prod(self.dense_shape, dtype=np.int64)) if self.dense_shape else 1
 
     @property
     def size(self) -> int:
@@ -123,6 +133,26 @@ class Tensor:
                 raise ValueError("tensor has no data")
             self._array = self.reader()
         return self._array
+
+
+class TensorAttribute(str):
+    """A tensor-valued attribute (ONNX-ML ``nodes_values_as_tensor``…) as it is shown, ``tensor float32[3×4]``,
+    keeping its element type and dims for the metrics; the data itself is not kept."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __new__(cls, dtype: str, shape: tuple[int, ...]) -> TensorAttribute:
+        text = super().__new__(cls, f"tensor {dtype}[{'×'.join(str(d) for d in shape) or 'scalar'}]")
+        text.dtype, text.shape = dtype, tuple(shape)
+        return text
+
+    def __reduce__(self) -> tuple[type, tuple[str, tuple[int, ...]]]:
+        return TensorAttribute, (self.dtype, self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
 
 
 @dataclass(slots=True, eq=False)

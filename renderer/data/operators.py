@@ -27,6 +27,9 @@ Every field of an entry is optional:
     quantization_inputs: input slots holding the scales and zero points of its quantized weights: their bytes
         count in ``weight_bytes``, their elements not in ``params`` (a quantized layer has the parameters of the
         float layer it replaces).
+    params_from: attributes holding the operator's learned values (ONNX-ML: coefficients, support vectors, tree
+        split values, leaf weights): their elements are its parameters (a tree's ``nodes_values`` only at its
+        branch nodes), and every list or tensor attribute of the operator counts in its ``weight_bytes``.
     note: why the numbers are what they are, for the reader of the file.
 
 The formulas stay Python (a formula is code); which operator uses which formula, with which numbers, is data.
@@ -74,6 +77,7 @@ class Operator:
     args: Mapping[str, float] = field(default_factory=dict)
     weights: tuple[Weight, ...] | str = ()
     quantization_inputs: tuple[int, ...] = ()
+    params_from: tuple[str, ...] = ()
     note: str = ""
 
 
@@ -161,7 +165,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "category": _one_of(CATEGORIES), "roles": _roles, "fold": _one_of(FOLDS), "inputs": _names,
     "size_from": _size_from, "cost": _name,
     "cost_by_domain": _by_domain, "ops": _number, "gates": _count, "weights": _weights,
-    "quantization_inputs": _slots, "note": _name,
+    "quantization_inputs": _slots, "params_from": _names, "note": _name,
 }
 
 
@@ -177,7 +181,7 @@ def _entry(where: str, name: str, fields: Any) -> Operator:
     except ValueError as e:
         raise OperatorDataError(f"{where}: operator {name!r}: {e}") from None
     args = {key: values.pop(key) for key in FORMULA_ARGS if key in values}
-    if args and "cost" not in values:
+    if args and "cost" not in values and "cost_by_domain" not in values:
         raise OperatorDataError(f"{where}: operator {name!r}: {', '.join(args)} without a cost formula")
     return Operator(name, args=args, **values)
 

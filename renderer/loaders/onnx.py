@@ -501,7 +501,7 @@ class _Builder:
             op_type,
             domain=domain,
             name=decode_text(np_.name),
-            category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft") else "other",
+            category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft", "ai.onnx.ml") else "other",
         )
         node.metadata = {decode_text(p.key): decode_text(p.value) for p in getattr(np_, "metadata_props", [])}
         node.inputs = [names.lookup(decode_text(name)) for name in np_.input]
@@ -697,7 +697,7 @@ class _Builder:
             return [ir.SubgraphRef(s.index) for s in subs]
         if kind == onnx.AttributeProto.TENSOR:
             t = attr.t
-            return f"tensor {self.dtypes.get(t.data_type, '?')}[{'×'.join(str(d) for d in t.dims) or 'scalar'}]"
+            return ir.TensorAttribute(self.dtypes.get(t.data_type, "?"), tuple(int(d) for d in t.dims))
         if kind == onnx.AttributeProto.TENSORS:
             return f"{len(attr.tensors)} tensors"
         if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS, onnx.AttributeProto.TYPE_PROTO,

@@ -14,9 +14,11 @@ Custom operators have ``domain="custom"``, the custom code as ``op_type`` and ``
 
 Constant data is never copied at load time: the file is memory-mapped and each constant's ``ir.Tensor``
 reader returns a read-only numpy view over it. Exceptions: ``int4`` data is unpacked to int8, ``bfloat16``
-is widened to float32 and ``string`` tensors decode to an object array of bytes. A constant whose buffer
-does not match its shape (sparse tensors, corrupt files) gets a flat 1-D tensor of whatever the buffer holds
-and a ``Value.metadata["data"]`` note.
+is widened to float32 and ``string`` tensors decode to an object array of bytes. A sparse tensor's data is its
+stored values, a flat 1-D tensor whose ``dense_shape`` is the tensor's shape when its sparsity parameters
+(``tflite_sparsity``) index exactly the values the buffer holds; ``Value.metadata["sparsity"]`` describes them.
+A constant whose buffer does not match its shape (corrupt files) gets a flat 1-D tensor of whatever the buffer
+holds and a ``Value.metadata["data"]`` note.
 
 ``dims`` pins dynamic dimensions (-1 in ``shape_signature``) by position: ``axisK`` for axis K, ``batch`` for
 axis 0. The main graph's inputs are resized and LiteRT propagates the shapes through every operator
@@ -33,6 +35,7 @@ reading the flatbuffer themselves.
 from __future__ import annotations
 
 import inspect
+import math
 import mmap
 import re
 from collections.abc import Callable
@@ -44,7 +47,7 @@ from .. import ir
 from ..data.categories import category
 from ..data.operators import operator
 from ..errors import LoaderError, OperatorDataError, first_line
-from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout
+from . import RealValues, decode_text, litert_shapes, refuse_impossible_shapes, tflite_layout, tflite_sparsity
 from .value_sizes import named, tflite_value_sized
 from .mapped import map_file
 
@@ -440,9 +443,11 @@ class _Builder:
         )
         if tensor.IsVariable():
             value.metadata["variable"] = "true"
-        sparse = tensor.Sparsity() is not None
-        if sparse:
-            value.metadata["sparsity"] = "sparse: the buffer holds the compressed non-zero values only"
+        sparse = None
+        if tensor.Sparsity() is not None:
+            dense = value.type.static_shape if value.type is not None else None
+            sparse = tflite_sparsity.read(tensor.Sparsity(), math.prod(dense) if dense is not None else None)
+            value.metadata["sparsity"] = sparse.text
         buffer_index = tensor.Buffer()
         if buffer_index != 0:  # 0 is the schema's "no data" sentinel, valid even when the buffers vector is empty
             self.index(buffer_index, self.n_buffers, f"{where}: buffer")
@@ -487,7 +492,8 @@ class _Builder:
             raise self.error(f"buffer {index} ({length} bytes at {start}) extends past the end of the file")
         return start, length
 
-    def attach_data(self, value: ir.Value, buffer_index: int, np_dtype: str | None, sparse: bool) -> None:
+    def attach_data(self, value: ir.Value, buffer_index: int, np_dtype: str | None,
+                    sparse: tflite_sparsity.Stored | None) -> None:
         start, length = self.buffer_span(buffer_index)
         if length == 0 or value.type is None:
             return
@@ -502,12 +508,19 @@ class _Builder:
         itemsize = np.dtype(np_dtype).itemsize
         n = int(np.prod(shape, dtype=np.int64)) if shape is not None else -1
         stored = (n + 1) // 2 if dtype == "int4" else n * itemsize
-        if shape is None or sparse or stored != length:
-            if not sparse:
+        dense = None
+        if shape is None or sparse is not None or stored != length:
+            if sparse is None:
                 value.metadata["data"] = f"buffer {buffer_index} holds {length} bytes; shape {shape} needs {stored}"
             n = length * 2 if dtype == "int4" else length // itemsize
+            if sparse is not None and shape is not None and sparse.count == n and n <= int(np.prod(shape)):
+                dense = shape  # the stored values of a dense tensor of this shape
+            elif sparse is not None:
+                value.metadata["data"] = (f"buffer {buffer_index} holds {n:,} values; its sparsity parameters index "
+                                          f"{'?' if sparse.count is None else f'{sparse.count:,}'}")
             shape = (n,)
-        value.initializer = ir.Tensor(dtype, shape, reader=_array_reader(self.buffer, start, np_dtype, dtype, shape))
+        value.initializer = ir.Tensor(dtype, shape, reader=_array_reader(self.buffer, start, np_dtype, dtype, shape),
+                                      dense_shape=dense)
 
     # ---- operators -------------------------------------------------------------------------------------------
 

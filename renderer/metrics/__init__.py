@@ -54,7 +54,8 @@ CHEAP_OP_METRICS: dict[str, tuple[str, str]] = {
 }
 EXPENSIVE_OP_METRICS: dict[str, tuple[str, str]] = {
     "sparsity": ("", "fraction of the op's weight values equal to the zero point this op uses for them "
-                     "(DequantizeLinear / integer-op zero points, TFLite quantization; 0.0 for float weights)"),
+                     "(DequantizeLinear / integer-op zero points, TFLite quantization; 0.0 for float weights); "
+                     "the values a sparse TFLite tensor does not store count as zeros"),
     "effective_macs": ("", "MACs left when the multiplications by zero weights are skipped"),
     "weight_min": ("", "smallest stored weight value (raw codes for quantized weights)"),
     "weight_max": ("", "largest stored weight value (raw codes for quantized weights)"),

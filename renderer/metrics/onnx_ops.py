@@ -17,6 +17,7 @@ from .formulas import (
     ZERO, Cost, NotCountable, convolution, einsum, matmul, per_element, pooling, prod, recurrent,
     reduction, resize, transposed_convolution,
 )
+from . import onnx_ml
 from .opview import Op
 
 
@@ -154,6 +155,7 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "dynamic_quantize_lstm": _dynamic_quantize_lstm,
     **attention_ops.FORMULAS,
     "none": _no_arithmetic, "elementwise": _elementwise, "variadic": _variadic, "reduction": _reduction,
+    "ml_linear": onnx_ml.ml_linear, "ml_svm": onnx_ml.ml_svm, "ml_tree_ensemble": onnx_ml.ml_tree_ensemble,
 }
 """The formulas an entry's ``cost`` (or ``cost_by_domain``) may name; numbers of the entry are keyword arguments."""
 STANDARD_DOMAINS = frozenset({"ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"})
@@ -170,12 +172,14 @@ def cost(op: Op) -> Cost:
     """MACs of one ONNX operator; NotCountable with the reason when there is no formula or shape."""
     node = op.node
     domain = node.domain
+    name = node.op_type
+    table = formula_by_op()
     if domain in STANDARD_DOMAINS:
+        if (name, domain) in table:  # ONNX-ML: its own formulas (cost_by_domain), never the default domain's
+            return table[name, domain](op)
         raise NotCountable(f"no formula for {domain}.{node.op_type}")
     if domain not in ("", "ai.onnx", "com.microsoft"):
         raise NotCountable(f"custom op {domain}.{node.op_type}")
-    name = node.op_type
-    table = formula_by_op()
     formula = table.get((name, domain)) or table.get((name, ""))
     if formula is not None:
         return formula(op)
@@ -193,6 +197,9 @@ def weight_slots(op: Op) -> tuple[tuple[int, tuple[int, int] | None], ...]:
     if entry.weights == "all":
         return tuple((i, None) for i in range(len(op.node.inputs)))
     return entry.weights  # type: ignore[return-value]
+
+
+attribute_weights = onnx_ml.attribute_weights
 
 
 def quantization_slots(op: Op) -> frozenset[int]:

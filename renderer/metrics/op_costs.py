@@ -37,6 +37,7 @@ class OpCosts:
             and statistics.
         scales: the constants among ``constants`` read as scales or zero points of a quantized weight (the
             entry's ``quantization_inputs``): in weight_bytes, not in params.
+        in_attributes: (parameters, bytes) the op keeps in its attributes (ONNX-ML), in params and weight_bytes.
     """
 
     node: Node
@@ -49,6 +50,7 @@ class OpCosts:
     params: int = 0
     weight_bytes: int = 0
     scales: list[Value] = field(default_factory=list)
+    in_attributes: tuple[int, int] = (0, 0)
 
     _cheap: dict[str, Any] | None = None
 
@@ -158,9 +160,12 @@ def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) ->
     sizes = {} if sizes is None else sizes
     outputs = [v for v in node.outputs if v.consumers or v.is_output or _known(v)]
     stored = list(constants.values())
+    in_attributes = table.attribute_weights(op)  # ONNX-ML: learned values kept in attributes
+    params = sum(v.initializer.logical_size for v in stored if id(v) not in scales)  # type: ignore[union-attr]
     return OpCosts(node, cost, stored, _sum_bytes(list(activations.values()), sizes), _sum_bytes(outputs, sizes),
-                   weights, params=sum(prod(v.initializer.shape) for v in stored if id(v) not in scales),  # type: ignore[union-attr]
-                   weight_bytes=sum(constant_bytes(v) for v in stored), scales=[v for v in stored if id(v) in scales])
+                   weights, params=in_attributes[0] + params,
+                   weight_bytes=in_attributes[1] + sum(constant_bytes(v) for v in stored),
+                   scales=[v for v in stored if id(v) in scales], in_attributes=in_attributes)
 
 
 def _weight_like(value: Value) -> bool:
@@ -218,8 +223,9 @@ class ModelCosts:
                 uncounted += 1
         peak, unknown = peak_activation_bytes(self.model)
         return {
-            "params": sum(prod(v.initializer.shape) for v in constants if id(v) not in scales),  # type: ignore[union-attr]
-            "weight_bytes": sum(constant_bytes(v) for v in constants),
+            "params": sum(v.initializer.logical_size for v in constants if id(v) not in scales)  # type: ignore[union-attr]
+            + sum(prof.in_attributes[0] for prof in self.ops.values()),
+            "weight_bytes": sum(constant_bytes(v) for v in constants) + sum(prof.in_attributes[1] for prof in self.ops.values()),
             "macs": macs,
             "macs_uncounted": uncounted,
             "peak_activation_bytes": peak,

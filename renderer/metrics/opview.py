@@ -65,8 +65,9 @@ class Op:
             return static_shape(value)
         except NotCountable:
             source = trace(value)
-            if source is not None and source.same_shape and source.value.initializer is not None:
-                return tuple(source.value.initializer.shape)
+            stored = source.value.initializer if source is not None and source.same_shape else None
+            if stored is not None:
+                return tuple(stored.dense_shape if stored.dense_shape is not None else stored.shape)
             raise
 
     def elements(self, slot: int) -> int:

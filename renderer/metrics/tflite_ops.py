@@ -232,3 +232,8 @@ def weight_slots(op: Op) -> tuple[tuple[int, None], ...]:
 def quantization_slots(op: Op) -> frozenset[int]:
     """TFLite keeps scales and zero points in the tensors' quantization parameters, never in inputs."""
     return frozenset()
+
+
+def attribute_weights(op: Op) -> tuple[int, int]:
+    """TFLite operators keep no learned values in their options."""
+    return 0, 0

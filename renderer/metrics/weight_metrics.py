@@ -1,7 +1,8 @@
 """Metrics that read weight data: per-op sparsity, effective MACs and weight statistics; per-tensor statistics.
 
 Sparsity of an operation is the fraction of its weight values equal to the zero point *it* uses (see
-``weights``); it is never written back onto the tensor. Statistics are of the stored values (raw quantized
+``weights``); it is never written back onto the tensor. The values a sparse TFLite tensor does not store count as
+zeros, so its sparsity is 1 − stored / dense plus the stored zeros' share. Statistics are of the stored values (raw quantized
 codes for integer weights) and are skipped, with a note, for tensors over ``max_tensor_elements``.
 """
 
@@ -127,8 +128,9 @@ def _sparsity(uses: list[tuple[Value, tuple | str]], results: dict[int, data.Res
         found = results[id(value)].equal.get(zkey)
         if isinstance(found, str) or found is None:
             return na(found or "no data")
-        equal += found
-        count += data.stored_elements(value)
+        logical = value.initializer.logical_size  # type: ignore[union-attr]
+        equal += found + logical - data.stored_elements(value)  # values a sparse tensor leaves out are zeros
+        count += logical
     return round(equal / count, 6) if count else na("empty weights")
 
 

@@ -74,7 +74,7 @@ def trace(value: Value | None) -> Source | None:
         if op in _ops("dequantize"):
             if dequantize is not None:
                 return None
-            first = producer.inputs[0]
+            first = _through_casts(producer.inputs[0])
             if first is None or first.initializer is None:
                 return None  # dequantizing something computed: not a stored weight (or a chain we do not map)
             return Source(first, producer, same_shape)
@@ -87,6 +87,18 @@ def trace(value: Value | None) -> Source | None:
             continue
         return None
     return None
+
+
+def _through_casts(value: Value | None) -> Value | None:
+    """The constant behind ``value`` through ops that keep its shape (TFLite DENSIFY of a sparse weight, a Cast),
+    or ``value`` itself."""
+    for _ in range(_MAX_HOPS):
+        producer = value.producer if value is not None and value.initializer is None else None
+        if producer is None or producer.domain == "custom" or producer.op_type not in _ops("weight_cast") \
+                or not producer.inputs or any(v is not None and v.initializer is None for v in producer.inputs[1:]):
+            return value
+        value = producer.inputs[0]
+    return value
 
 
 @dataclass(frozen=True, slots=True)

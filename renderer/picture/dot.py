@@ -231,10 +231,14 @@ class _Emitter:
             dtype = f"{value.type.dtype if value.type else '?'} (computed)"
         else:
             tensor = stored.initializer
-            shape = "×".join(str(d) for d in tensor.shape) if tensor and tensor.shape else "scalar"
+            dims = (tensor.dense_shape if tensor.dense_shape is not None else tensor.shape) if tensor else ()
+            shape = "×".join(str(d) for d in dims) if dims else "scalar"
             dtype = tensor.dtype if tensor else (stored.type.dtype if stored.type else "?")
+            sparse = " sparse" if tensor is not None and tensor.dense_shape is not None else ""
             if stored is not value and value.type is not None and value.type.dtype != dtype:
-                dtype = f"{dtype}→{value.type.dtype}"
+                dtype = f"{dtype}{sparse}→{value.type.dtype}"
+            else:
+                dtype += sparse
         return f"{escape.html_text(name, 20, middle=True)} [{escape.html_text(shape, 30)}] {escape.html_text(dtype, 30)}"
 
     def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:

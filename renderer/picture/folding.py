@@ -36,6 +36,7 @@ def _folded_as(fold: str) -> frozenset[str]:
     return operators.with_fold("onnx", fold) | operators.with_fold("tflite", fold)
 
 
+_MAX_STORAGE_HOPS = 8
 NodeKey = tuple[str, int, int]
 ValueKey = tuple[str, int, int]
 
@@ -83,12 +84,17 @@ class Folding:
         return self.computed.get(value.key)
 
     def stored(self, value: Value) -> Value | None:
-        """The stored tensor ``value`` re-expresses, when its folded producer only changes the storage format."""
-        producer = value.producer
-        if producer is None or producer.key not in self.hidden or producer.op_type not in _folded_as("storage"):
-            return None
-        source = producer.inputs[0] if producer.inputs else None
-        return source if source is not None and source.is_constant else None
+        """The stored tensor ``value`` re-expresses, when its folded producers only change the storage format
+        (a chain of them: TFLite DENSIFY → DEQUANTIZE of a sparse float16 filter)."""
+        for _ in range(_MAX_STORAGE_HOPS):
+            producer = value.producer
+            if producer is None or producer.key not in self.hidden or producer.op_type not in _folded_as("storage"):
+                return None
+            source = producer.inputs[0] if producer.inputs else None
+            if source is None or source.is_constant:
+                return source
+            value = source
+        return None
 
 
 def fold(model: Model, show_constants: bool = False) -> Folding:

@@ -39,8 +39,7 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
         options = replace(options, color_by=choice.metric or NO_COLOR)
         say_default(choice)
     color_by = None if options.color_by == NO_COLOR else options.color_by
-    if color_by:
-        _say_what_to_pin(model, annotations, color_by)
+    pinning_said = bool(color_by) and _say_what_to_pin(model, annotations, color_by)
     wanted = {n for n in (color_by, options.edge_by) if n} | set(options.show or [])
     with stage("metrics") as facts:  # its passes count operators, tensors and weight values on their own bars
         annotations = builtin.augment(model, annotations, wanted, options)
@@ -50,6 +49,10 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
     if color_by:
         heatmap = build(color_by, annotations, "op", options.cmap, options.norm, options.vmin, options.vmax,
                         options.center, undrawn=folding.hidden)
+        if heatmap.empty and not pinning_said:
+            warn(f"--color-by {color_by}: {heatmap.empty}; every box is drawn n/a")
+        elif choice is None and not heatmap.empty:
+            _say_uncounted(annotations, heatmap.metric, folding)
     if options.edge_by:
         edge_map = build(options.edge_by, annotations, "t", options.edge_cmap or "ice", "linear")
     return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model), folding,
@@ -94,8 +97,8 @@ def say_default(choice: DefaultMetric | None) -> None:
         (detail if choice.routine else note)(choice.said)
 
 
-def _say_what_to_pin(model: Model, annotations: Annotations, metric: str) -> None:
-    """One warning when the colour metric needs shapes that free input dims leave unknown."""
+def _say_what_to_pin(model: Model, annotations: Annotations, metric: str) -> bool:
+    """One warning when the colour metric needs shapes that free input dims leave unknown; True when said."""
     from ..records import metric_value
     from ..metrics.input_dims import pin_advice
 
@@ -103,6 +106,31 @@ def _say_what_to_pin(model: Model, annotations: Annotations, metric: str) -> Non
     advice = pin_advice(model, metric, given)
     if advice:
         warn(advice)
+    return bool(advice)
+
+
+UNCOUNTED_LISTED = 3
+
+
+def _say_uncounted(annotations: Annotations, metric: str, folding: Folding) -> None:
+    """One warning when drawn operators have no value of the colour metric for want of a formula (``no formula``,
+    ``custom op``): their boxes are n/a, so the hottest coloured boxes may not be the costliest operators. Free
+    dims have their own line and control flow is counted in its subgraphs, so neither is said here."""
+    reasons: dict[str, int] = {}
+    for key, entry in annotations.ops.items():
+        value = entry.values.get(metric)
+        if key in folding.hidden or not isinstance(value, str) or not value.startswith("n/a ("):
+            continue
+        reason = value[5:-1]
+        if reason.startswith(("no formula", "custom op")):
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if not reasons:
+        return
+    ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+    listed = ", ".join(f"{reason} ×{n}" for reason, n in ranked[:UNCOUNTED_LISTED])
+    more = f" and {len(ranked) - UNCOUNTED_LISTED} more" if len(ranked) > UNCOUNTED_LISTED else ""
+    warn(f"--color-by {metric}: {count(sum(reasons.values()), 'operator')} drawn n/a ({listed}{more}); "
+         "the hottest boxes are of the operators that have a value")
 
 
 def to_dot(model: Model, annotations: Annotations | None = None, options: RenderOptions | None = None) -> str:
