@@ -84,10 +84,10 @@ def test_where_the_floor_cannot_apply_one_line_says_so(case: dict[str, Path]) ->
     run, md = _gate(case, "score")
     assert run.returncode == 3
     said = [line for line in run.stderr.splitlines() if "does not apply" in line]
-    assert said == ["annograph: --min-share 1% does not apply to score: its operators combine by mean, not by sum "
-                    "(it has no unit, and its name is no time, byte or count (declare one, e.g. {\"unit\": \"us\"}, "
-                    "to make it sum)), so every operator past --fail-above counts"], run.stderr
-    assert "does not apply to score" in md
+    assert said == ["annograph: --min-share 1% does not apply to score: its operators average, as it has no unit, and "
+                    "its name says no time, byte or count (us, MiB, calls), which would make it sum; every operator "
+                    "past --fail-above counts"], run.stderr
+    assert "\n" + said[0].removeprefix("annograph: ") + ".\n" in md, md
     quiet, _ = _gate(case, "score", "--min-share", "0")
     assert "does not apply" not in quiet.stderr and quiet.returncode == 3  # no floor asked for: nothing to say
 
@@ -99,3 +99,21 @@ def test_group_boxes_sum_a_metric_with_a_time_unit(case: dict[str, Path]) -> Non
     texts = [t.text or "" for t in parse_svg(out).iter("{http://www.w3.org/2000/svg}text")]
     assert "lat (sum of members) (us)" in texts and texts.count("lat sum: ") >= 3, texts
     assert not any(t.startswith("lat mean") for t in texts)
+
+
+@pytest.mark.parametrize("metric, info, values, why", [
+    ("sqnr_db", MetricInfo("sqnr_db", unit="dB", higher_is_better=True), (30.0, 20.0), "a score where higher is"),
+    ("mse", MetricInfo("mse"), (1.0, 2.0), "an error, whose worst operator counts"),
+    ("bw", MetricInfo("bw", unit="GB/s"), (1.0, 2.0), "as its unit (GB/s) is no time, byte or count"),
+    ("lat", MetricInfo("lat", unit="us"), (0.0, 0.0), "its model total is 0"),
+    ("lat", MetricInfo("lat", unit="us"), (1.0, 2.0), ""),
+])
+def test_why_the_floor_cannot_apply(metric: str, info: MetricInfo, values: tuple[float, float], why: str) -> None:
+    from renderer.diff.change import Diff, OpChange, Threshold
+
+    diff = Diff(metric, info.unit, bool(info.higher_is_better), True, "a", "b", info=info)
+    diff.changes = [OpChange(("op", 0, i), ("op", 0, i), f"n{i}", "Add", values[0], values[1]) for i in range(3)]
+    gate = diff.gate(Threshold.parse("10%"), 1.0)
+    assert why in gate.floor_off and bool(gate.floor_off) == bool(why), gate.floor_off
+    assert gate.asked == 1.0 and diff.gate(Threshold.parse("10%"), 0.0).floor_off == ""
+    assert diff.gate(None, 1.0).floor_off == ""  # no --fail-above: no gate to say it of

@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[no-untyped-def]
-    """Each operator past the gate on stderr, worst first; how many were under the share floor; the total."""
+    """Each operator past the gate on stderr, worst first; how many were under the share floor (or why there is
+    none); the total."""
+    from ..escape import clean
     from ..progress import note, warn
 
     for item in gate.crossing[:STDERR_LISTED]:
@@ -139,7 +141,8 @@ def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[n
     if len(gate.crossing) > STDERR_LISTED:
         warn(f"… and {len(gate.crossing) - STDERR_LISTED} more operators past --fail-above {threshold}")
     if gate.floor_off:
-        note(gate.floor_off)
+        note(f"--min-share {gate.asked:g}% does not apply to {clean(diff.metric, 60)}: {gate.floor_off}; every "
+             "operator past --fail-above counts")
     if gate.below_floor:
         note(f"{len(gate.below_floor)} operators past --fail-above {threshold} are each under {gate.floor:g}% of "
              f"the model's {diff.metric} and do not count (--min-share)")

@@ -74,7 +74,8 @@ class Gate:
             (a score, an error), so shares mean nothing and every operator counts.
         total_crossed: whether the model total's regression is past ``--fail-total-above``.
         floor_off: why a ``--min-share`` floor asked for could not apply (the metric does not sum, or its total
-            is not positive), in one line; "" when it applied or none was asked for.
+            is 0), a clause; "" when it applied or none was asked for.
+        asked: the ``--min-share`` asked for, in percent (``floor`` is None where it cannot apply).
     """
 
     crossing: list[OpChange] = field(default_factory=list)
@@ -82,6 +83,7 @@ class Gate:
     floor: float | None = None
     total_crossed: bool = False
     floor_off: str = ""
+    asked: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -208,9 +210,9 @@ class Diff:
              total_threshold: Threshold | None = None) -> Gate:
         """The CI gate: operators past ``threshold`` and at least ``min_share`` % of the model total (only
         for metrics that sum over operators), and the model total past ``total_threshold``."""
-        result = Gate(floor=min_share if self.rule() == "sum" else None)
+        result = Gate(floor=min_share if self.rule() == "sum" else None, asked=min_share)
         if threshold is not None and min_share > 0:
-            result.floor_off = self._floor_off(min_share)
+            result.floor_off = self._floor_off()
         for item in self.crossing(threshold) if threshold is not None else []:
             share = self.share(item)
             small = result.floor is not None and share is not None and share < result.floor
@@ -220,19 +222,19 @@ class Diff:
             result.total_crossed = badness is not None and badness > total_threshold.value
         return result
 
-    def _floor_off(self, min_share: float) -> str:
-        """Why a share floor of ``min_share`` % cannot apply to this metric, or ""."""
+    def _floor_off(self) -> str:
+        """Why a share floor cannot apply to this metric (after "--min-share 1% does not apply to METRIC: "), or ""."""
         rule = self.rule()
-        said = f"--min-share {min_share:g}% does not apply to {clean(self.metric, 60)}"
         if rule == "sum":
             if any(t is not None and math.isfinite(t) and t != 0 for t in self.totals()):
                 return ""
-            return f"{said}: its model total is 0, so every operator past --fail-above counts"
-        unit = f"its unit {clean(self.unit, 20)!r} is" if self.unit else "it has no unit, and its name is"
-        why = {"min": "a score, higher is better", "max": "an error"}.get(
-            rule, f"{unit} no time, byte or count (declare one, e.g. {{\"unit\": \"us\"}}, to make it sum)")
-        return f"{said}: its operators combine by {rule}, not by sum ({why}), so every operator past --fail-above " \
-               "counts"
+            return "its model total is 0"
+        if rule == "min":
+            return "a score where higher is better, whose worst operator counts, not a share of a total"
+        if rule == "max":
+            return "an error, whose worst operator counts, not a share of a total"
+        unit = f"its unit ({clean(self.unit, 20)}) is" if self.unit else "it has no unit, and its name says"
+        return f"its operators average, as {unit} no time, byte or count (us, MiB, calls), which would make it sum"
 
     def missing(self, side: str) -> list[OpChange]:
         return [c for c in self.changes if c.missing == side]
