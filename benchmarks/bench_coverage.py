@@ -60,11 +60,47 @@ def _generated(folder: Path, tokens: int, big: bool) -> list[Case]:
     bert = transformer_models.write(folder / "bert_like.onnx", 4)
     cases = [Case("tts_transformer (generated)", folder / "tts_transformer.onnx", tts),
              Case("bert_like 4 layers (generated)", bert, {"input_ids": ids % 100})]
+    cases += _recurrent_and_ml(folder)
     if big:
         import tts_int8
 
         cases.append(Case(BIG, tts_int8.save_int8(folder / "tts_int8.onnx"),
                           tts_int8.inputs(tokens)))
+    return cases
+
+
+def _recurrent_and_ml(folder: Path) -> list[Case]:
+    """tests/recurrent_models.py's two-BiLSTM model, float and int8 (DynamicQuantizeLSTM); a scikit-learn random
+    forest and a scaler → logistic regression pipeline through skl2onnx (ONNX-ML), when skl2onnx is installed;
+    MediaPipe's sparse BlazeFace (DENSIFY → DEQUANTIZE chains) from its wheel, when the cache or PyPI has it."""
+    import numpy as np
+
+    import recurrent_models
+
+    float_path, int8_path = recurrent_models.two_bilstm_pair(folder)
+    shape = (recurrent_models.STEPS, recurrent_models.BATCH, recurrent_models.FEATURES)
+    feeds = {"features": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+    cases = [Case("two BiLSTMs (generated)", float_path, feeds), Case("two BiLSTMs int8 (generated)", int8_path, feeds)]
+    with contextlib.suppress(ImportError):
+        from skl2onnx import to_onnx
+        from sklearn.datasets import load_iris
+        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        x, y = load_iris(return_X_y=True)
+        x = x.astype(np.float32)
+        for name, model in (("random forest (skl2onnx)", RandomForestClassifier(8, max_depth=5, random_state=0)),
+                            ("scaler→logreg (skl2onnx)", make_pipeline(StandardScaler(), LogisticRegression()))):
+            path = folder / f"{name.split()[0]}.onnx"
+            path.write_bytes(to_onnx(model.fit(x, y), x[:1]).SerializeToString())
+            cases.append(Case(name, path, {"X": x[:4]}))
+    with contextlib.suppress(Exception):  # offline without a cached wheel: left out
+        import wheel_models
+
+        cases.append(Case("blazeface sparse (mediapipe)",
+                          wheel_models.wheel_model("mediapipe_face_detection_full_range_sparse")))
     return cases
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import pytest
 import tflite
+import recurrent_models
 import tflite_build as tb
 from onnx import TensorProto, helper, numpy_helper
 
@@ -112,46 +113,13 @@ def test_onnx_recurrent_macs_and_params_match_hand_counts(case: tuple, tmp_path:
 
 # ---- a quantized two-BiLSTM model, as onnxruntime.quantization makes it ---------------------------------------
 
-STEPS, BATCH, FEATURES, HIDDEN, CLASSES = 20, 1, 64, 48, 10
-
-
-def two_bilstm(path: Path) -> None:
-    """Two stacked bidirectional LSTMs (each output [S, 2, B, H] re-laid to [S, B, 2H]) and a classifier MatMul."""
-    rng = np.random.default_rng(3)
-    nodes, initializers = [], []
-    x, width = "features", FEATURES
-    for layer in range(2):
-        initializers += [
-            numpy_helper.from_array(rng.standard_normal((2, 4 * HIDDEN, width)).astype(np.float32), f"W{layer}"),
-            numpy_helper.from_array(rng.standard_normal((2, 4 * HIDDEN, HIDDEN)).astype(np.float32), f"R{layer}"),
-            numpy_helper.from_array(rng.standard_normal((2, 8 * HIDDEN)).astype(np.float32), f"B{layer}"),
-            numpy_helper.from_array(np.array([STEPS, BATCH, 2 * HIDDEN], np.int64), f"shape{layer}"),
-        ]
-        nodes += [
-            helper.make_node("LSTM", [x, f"W{layer}", f"R{layer}", f"B{layer}"], [f"y{layer}"], name=f"bilstm{layer}",
-                             hidden_size=HIDDEN, direction="bidirectional"),
-            helper.make_node("Transpose", [f"y{layer}"], [f"t{layer}"], perm=[0, 2, 1, 3]),
-            helper.make_node("Reshape", [f"t{layer}", f"shape{layer}"], [f"h{layer}"]),
-        ]
-        x, width = f"h{layer}", 2 * HIDDEN
-    initializers.append(numpy_helper.from_array(rng.standard_normal((2 * HIDDEN, CLASSES)).astype(np.float32), "Wc"))
-    nodes.append(helper.make_node("MatMul", [x, "Wc"], ["logits"], name="classifier"))
-    graph = helper.make_graph(
-        nodes, "two_bilstm", [helper.make_tensor_value_info("features", TensorProto.FLOAT, [STEPS, BATCH, FEATURES])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [STEPS, BATCH, CLASSES])], initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, path)
+STEPS, BATCH, FEATURES, HIDDEN = (recurrent_models.STEPS, recurrent_models.BATCH, recurrent_models.FEATURES,
+                                   recurrent_models.HIDDEN)
 
 
 @pytest.fixture(scope="module")
 def quantized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    folder = tmp_path_factory.mktemp("bilstm")
-    float_path, int8_path = folder / "two_bilstm.onnx", folder / "two_bilstm_int8.onnx"
-    two_bilstm(float_path)
-    quantize_dynamic(str(float_path), str(int8_path), weight_type=QuantType.QInt8)
+    float_path, int8_path = recurrent_models.two_bilstm_pair(tmp_path_factory.mktemp("bilstm"))
     for path in (float_path, int8_path):
         runs(path, [STEPS, BATCH, FEATURES])
     return float_path, int8_path
