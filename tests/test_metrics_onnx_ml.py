@@ -165,3 +165,55 @@ def test_a_colour_metric_with_no_value_anywhere_draws_na_boxes(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if "macs" in line or "--dim" in line]
     assert len(said) == 1 and "X.axis0" in said[0], done.stderr
+
+
+def tree_regressor(path: Path, true_ids: list[int], false_ids: list[int], modes: list[str]) -> None:
+    """One TreeEnsembleRegressor tree over X [N, 2] with the given node links, written with onnx.helper."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    count = len(modes)
+    leaves = [i for i, mode in enumerate(modes) if mode == "LEAF"]
+    node = helper.make_node(
+        "TreeEnsembleRegressor", ["X"], ["y"], domain="ai.onnx.ml", n_targets=1,
+        nodes_treeids=[0] * count, nodes_nodeids=list(range(count)), nodes_featureids=[0] * count,
+        nodes_values=[0.5] * count, nodes_modes=modes, nodes_truenodeids=true_ids, nodes_falsenodeids=false_ids,
+        target_treeids=[0] * len(leaves), target_nodeids=leaves, target_ids=[0] * len(leaves),
+        target_weights=[1.0] * len(leaves))
+    graph = helper.make_graph([node], "tree", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [N, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, 1])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]),
+              path)
+
+
+def test_hand_made_trees(tmp_path: Path) -> None:
+    """A lopsided tree (depth 3 on one side, 1 on the other) by hand, and one whose links form a cycle."""
+    import onnxruntime as ort
+
+    path = tmp_path / "tree.onnx"
+    # (true, false) children: 0 → (6, 1), 1 → (5, 2), 2 → (4, 3); 3–6 leaves: 3 branches on the deepest path,
+    # onnxruntime's order (a false child right after its parent)
+    tree_regressor(path, [6, 5, 4, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0, 0], ["BRANCH_LEQ"] * 3 + ["LEAF"] * 4)
+    ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"X": np.ones((N, 2), np.float32)})
+    done = run_cli("metrics", path, "-o", tmp_path / "m.csv")
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "m.csv").open(newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["kind"] == "operator")
+    assert int(row["params"]) == 3 + 4  # 3 split values, 4 leaf weights
+    assert int(row["macs"]) == N * (3 + 1)  # the deepest path's 3 compares, then 1 leaf weight
+
+    cycle = tmp_path / "cycle.onnx"
+    tree_regressor(cycle, [1, 0, 0], [2, 0, 0], ["BRANCH_LEQ", "BRANCH_LEQ", "LEAF"])  # 1 → 0: no root at all
+    done = run_cli("metrics", cycle, "-o", tmp_path / "c.csv")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with (tmp_path / "c.csv").open(newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["kind"] == "operator")
+    assert row["macs"].startswith("n/a (") and "cycle" in row["macs"]
+
+    looping = tmp_path / "loop.onnx"
+    tree_regressor(looping, [1, 3, 0, 0], [2, 1, 0, 0], ["BRANCH_LEQ", "BRANCH_LEQ", "LEAF", "LEAF"])  # 1 → 1
+    done = run_cli("metrics", looping, "-o", tmp_path / "l.csv")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with (tmp_path / "l.csv").open(newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["kind"] == "operator")
+    assert row["macs"].startswith("n/a (") and "cycle" in row["macs"]

@@ -182,3 +182,30 @@ def test_mediapipe_sparse_blazeface(key: str, tmp_path: Path) -> None:
     assert not any(t.startswith(("DENSIFY", "DEQUANTIZE")) for t in tips.values())  # folded
     for ident, sparsity in checked.items():
         assert shown_sparsity(tips[ident]) == pytest.approx(sparsity, abs=1e-4)
+
+
+def test_sparsity_parameters_that_do_not_fit_the_buffer(tmp_path: Path) -> None:
+    """Segments indexing more values than the buffer holds (a corrupt file): the data stays the flat stored
+    values, a note says what disagrees, and nothing is counted as dense."""
+    from renderer.loaders import load_model
+
+    segments, indices, values = csr(DENSE)
+
+    def sparsity(b):  # type: ignore[no-untyped-def]
+        return tb.sparsity(b, [0, 1, 2, 3], [4, 1, 1, (0, segments[:-1] + [segments[-1] + 1], indices)])
+
+    tensors = [{"name": "x", "shape": [1, 3, 3, 8]},
+               {"name": "filter_sparse", "shape": [4, 1, 1, 8], "sparsity": sparsity, "data": values.tobytes()},
+               {"name": "filter", "shape": [4, 1, 1, 8]}, {"name": "y", "shape": [1, 3, 3, 4]}]
+    path = tmp_path / "corrupt.tflite"
+    path.write_bytes(tb.one_subgraph_model(tensors, [(OP.DENSIFY, [1], [2], None), (OP.CONV_2D, [0, 2], [3], None)],
+                                           [0], [3]))
+    model = load_model(path)
+    stored = model.main.values[1]
+    assert stored.initializer.dense_shape is None and stored.initializer.shape == (values.size,)
+    assert f"buffer 1 holds {values.size} values; its sparsity parameters index {values.size + 1}" \
+        in stored.metadata["data"]
+    rows, _ = rows_of(path, tmp_path / "m.csv")
+    assert int(rows["0:1"]["params"]) == values.size  # what is stored, not a guess at the dense filter
+    done = run_cli("render", path, "--color-by", "sparsity", "-o", tmp_path / "m.svg")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

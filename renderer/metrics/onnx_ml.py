@@ -129,6 +129,8 @@ def _tree_depths(op: Op) -> list[int]:
     for key in children:
         if key not in pointed:
             depths[key[0]] = max(depths.get(key[0], 0), _depth(children, key, known))
+    if len(depths) != len(set(trees)):
+        raise NotCountable("a tree without a root: its nodes form a cycle")
     return [depths[tree] for tree in sorted(depths)]
 
 
