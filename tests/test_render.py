@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import (
     ONNX, ROOT, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of,
@@ -593,3 +594,30 @@ def test_a_metric_with_no_numbers_says_why(tmp_path: Path) -> None:
     assert "every box is drawn n/a" in lines[0]
     boxes = svg_groups(parse_svg(svg), "op")
     assert boxes and len({first_fill(group) for group in boxes.values()}) == 1  # one n/a fill for all
+
+
+def test_operators_without_a_formula_are_named_in_one_line(tmp_path: Path) -> None:
+    """--color-by macs with custom ops among counted ones: the boxes are n/a and one line names why, so the hottest
+    coloured box is not mistaken for the costliest operator."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((8, 8), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Fancy", ["h"], ["g"], name="f1", domain="vendor.ops"),
+             helper.make_node("Fancy", ["g"], ["k"], name="f2", domain="vendor.ops"),
+             helper.make_node("Relu", ["k"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [weight],
+                              value_info=[helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 8]) for n in "hgk"])
+    path = tmp_path / "custom.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("vendor.ops", 1)]),
+              path)
+    svg = tmp_path / "custom.svg"
+    run = run_cli("render", path, "--color-by", "macs", "-o", svg, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stderr.splitlines() if "drawn n/a" in line]
+    assert lines == ["annograph: --color-by macs: 2 operators drawn n/a (custom op vendor.ops.Fancy ×2); the hottest "
+                     "boxes are of the operators that have a value"], run.stderr
+    default = run_cli("render", path, "-o", svg, "--no-sidecar")  # the default colour says nothing of it
+    assert default.returncode == 0 and "drawn n/a" not in default.stderr, default.stderr
