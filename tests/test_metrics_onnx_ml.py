@@ -217,3 +217,33 @@ def test_hand_made_trees(tmp_path: Path) -> None:
     with (tmp_path / "l.csv").open(newline="", encoding="utf-8") as f:
         row = next(r for r in csv.DictReader(f) if r["kind"] == "operator")
     assert row["macs"].startswith("n/a (") and "cycle" in row["macs"]
+
+
+def test_tree_ensemble_of_ml_opset_5(tmp_path: Path) -> None:
+    """TreeEnsemble (ai.onnx.ml 5), written with onnx.helper and run by onnxruntime: the same lopsided tree as
+    above, its branch nodes and leaves in separate tables."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node(
+        "TreeEnsemble", ["X"], ["y"], domain="ai.onnx.ml", n_targets=1, aggregate_function=1, post_transform=0,
+        tree_roots=[0], nodes_featureids=[0, 1, 0], nodes_modes=numpy_helper.from_array(np.zeros(3, np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array([0.5, 0.25, 0.75], np.float32)),
+        nodes_truenodeids=[0, 1, 2], nodes_trueleafs=[1, 1, 1], nodes_falsenodeids=[1, 2, 3],
+        nodes_falseleafs=[0, 0, 1], leaf_targetids=[0] * 4,
+        leaf_weights=numpy_helper.from_array(np.array([1, 2, 3, 4], np.float32)))
+    graph = helper.make_graph([node], "tree5", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [N, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, 1])])
+    path = tmp_path / "tree5.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                      helper.make_opsetid("ai.onnx.ml", 5)]), path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"X": np.ones((N, 2), np.float32)})[0].ravel().tolist() == [4.0] * N  # all false
+    done = run_cli("metrics", path, "-o", tmp_path / "m.csv")
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "m.csv").open(newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["kind"] == "operator")
+    assert int(row["params"]) == 3 + 4
+    assert int(row["macs"]) == N * (3 + 1)
+    assert int(row["weight_bytes"]) == 3 * 4 + 4 * 4 + 3 + 8 * (1 + 3 + 3 * 4 + 4)  # tensors, then int lists

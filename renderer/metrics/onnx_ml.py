@@ -53,8 +53,15 @@ def _count(op: Op, *names: str) -> int:
     return 0
 
 
+_POST_TRANSFORM_CODES = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
+"""TreeEnsemble (ai.onnx.ml 5) writes post_transform as an index into these."""
+
+
 def _post_transform(op: Op, scores: int) -> Cost:
-    transform = str(op.attr("post_transform", "NONE") or "NONE").upper()
+    transform = op.attr("post_transform", "NONE")
+    if isinstance(transform, int) and 0 <= transform < len(_POST_TRANSFORM_CODES):
+        transform = _POST_TRANSFORM_CODES[transform]
+    transform = str(transform or "NONE").upper()
     if transform not in _POST_TRANSFORM_OPS:
         raise NotCountable(f"post_transform {transform!r}")
     return per_element(scores, _POST_TRANSFORM_OPS[transform])
@@ -100,6 +107,27 @@ def ml_tree_ensemble(op: Op) -> Cost:
                   len(_numbers(op, "classlabels_int64s")) or len(_numbers(op, "classlabels_strings")),
                   int(op.attr("n_targets", 1) or 1))
     return Cost(rows * (sum(depths) + int(round(adds)))) + _post_transform(op, rows * outputs)
+
+
+def ml_tree_ensemble_v5(op: Op) -> Cost:
+    """TreeEnsemble (ai.onnx.ml 5): branch nodes and leaves in separate tables, a leaf flag on each child link;
+    one weight per leaf."""
+    rows, _ = _rows_features(op)
+    roots = _numbers(op, "tree_roots")
+    links = [_numbers(op, name) for name in ("nodes_truenodeids", "nodes_trueleafs", "nodes_falsenodeids",
+                                              "nodes_falseleafs")]
+    if not roots or len({len(link) for link in links}) != 1:
+        raise NotCountable("tree node attributes of different lengths")
+    if len(links[0]) > _MAX_TREE_NODES:
+        raise NotCountable(f"{len(links[0]):,} tree nodes")
+    children: dict[tuple[int, int], tuple[int, int] | None] = {}
+    for i, (yes, yes_leaf, no, no_leaf) in enumerate(zip(*links)):
+        # leaves become ids past the branch nodes: a leaf has no entry, so the path ends there
+        children[(0, i)] = (-1 - yes if yes_leaf else yes, -1 - no if no_leaf else no)
+    known: dict[tuple[int, int], int] = {}
+    depths = [_depth(children, (0, root), known) for root in roots]
+    outputs = max(1, int(op.attr("n_targets", 1) or 1))
+    return Cost(rows * (sum(depths) + len(roots))) + _post_transform(op, rows * outputs)
 
 
 def _leaf_weights(op: Op) -> tuple[int, int]:

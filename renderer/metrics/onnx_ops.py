@@ -156,6 +156,7 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     **attention_ops.FORMULAS,
     "none": _no_arithmetic, "elementwise": _elementwise, "variadic": _variadic, "reduction": _reduction,
     "ml_linear": onnx_ml.ml_linear, "ml_svm": onnx_ml.ml_svm, "ml_tree_ensemble": onnx_ml.ml_tree_ensemble,
+    "ml_tree_ensemble_v5": onnx_ml.ml_tree_ensemble_v5,
 }
 """The formulas an entry's ``cost`` (or ``cost_by_domain``) may name; numbers of the entry are keyword arguments."""
 STANDARD_DOMAINS = frozenset({"ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"})
