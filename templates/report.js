@@ -6,7 +6,11 @@
   var doc = document;
   var byId = function (id) { return doc.getElementById(id); };
   var data = JSON.parse(byId("report-data").textContent);
-  var ops = data.ops;
+  var ops = data.ops.map(function (row) {  // each a list of its fields, in the order data.fields names them
+    var op = {};
+    data.fields.forEach(function (field, i) { op[field] = row[i]; });
+    return op;
+  });
   doc.documentElement.classList.add("js");
 
   var viewport = byId("viewport"), panel = byId("panel");
@@ -275,6 +279,12 @@
     panel.appendChild(el("h4", op.values.length ? "values (" + op.values.length + ")" : "no annotation values"));
     if (op.values.length) panel.appendChild(rows(op.values, true)).className = "values";
     if (op.sig.length) { panel.appendChild(el("h4", "inputs, outputs, attributes")); panel.appendChild(rows(op.sig, false)); }
+    if (op.more && op.more.length) {  // the rest of the box's tooltip: folded inputs, what the file stores…
+      panel.appendChild(el("h4", "also"));
+      var list = el("ul", null, "more");
+      op.more.forEach(function (i) { list.appendChild(el("li", data.strings[i])); });
+      panel.appendChild(list);
+    }
     var button = el("button", "show its row in the table");
     button.type = "button";
     button.addEventListener("click", function () { var r = rowOf(k, true); if (r) { r.scrollIntoView({ block: "center" }); markRow(k); } });

@@ -117,7 +117,8 @@ def test_one_value_everywhere_ranks_nothing_in_the_summary_and_the_html_report(t
     page = html.read_text(encoding="utf-8")
     assert '<ol class="hot' not in page and "Hot spots" not in page
     data = json.loads(page.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0])
-    assert data["hot"] == [] and [op["num"] for op in data["ops"]] == [0, 0, 0]
+    num = data["fields"].index("num")  # each operator a list of its fields (explore.packed)
+    assert data["hot"] == [] and [op[num] for op in data["ops"]] == [0, 0, 0]
 
 
 @pytest.mark.parametrize("norm", ["linear", "log", "quantile"])

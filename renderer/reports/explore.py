@@ -96,8 +96,28 @@ def _signature(node: Node) -> list[list[str]]:
     return lines
 
 
-def data(scene: Scene, book: Book | None = None) -> dict[str, Any]:
-    """The report's JSON: operators (table order: graph, then index), hot spots, pages."""
+def _more(tip: str | None, op: dict[str, Any]) -> list[str]:
+    """The lines of a box's tooltip that the operator's other fields do not say (what was folded into it, what
+    the model file stores with it, its domain…): its type and ids, name, signature and values aside.
+
+    >>> _more("Add  (operator 0:1, op-0-1)\\nname: a\\nA: x float32[2]\\nfolded Constant 0:0: params 0\\n—\\nparams: 2",
+    ...       {"type": "Add", "id": "0:1", "el": "op-0-1", "name": "a", "sig": [["A", "x float32[2]"]],
+    ...        "values": [["params", "2", None]]})
+    ['folded Constant 0:0: params 0']
+    """
+    if not tip:
+        return []
+    said = {"—", f"name: {op['name']}", f"{op['type']}  (operator {op['id']}, {op['el']})"}
+    said |= {f"{slot}: {text}" if slot != "→" else f"→ {text}" for slot, text in op["sig"]}
+    said |= {f"{slot} = {text}" for slot, text in op["sig"]}
+    said |= {f"{key}: {text}" for key, shown, exact in op["values"] for text in (shown, exact) if text is not None}
+    # Graphviz keeps a run of spaces as space + no-break space
+    return [escape.clean(line, VALUE_CHARS) for line in tip.split("\n") if line.replace("\xa0", " ") not in said]
+
+
+def data(scene: Scene, book: Book | None = None, tips: dict[str, str] | None = None) -> dict[str, Any]:
+    """The report's JSON: operators (table order: graph, then index), hot spots, pages. ``tips``: the boxes'
+    tooltips by element id, taken out of the pictures (``page_svg``); what they add is each operator's ``more``."""
     annotations, heat = scene.annotations, scene.heatmap
     drawn_on: dict[tuple[str, int, int], list[int]] = {}
     if book is not None:
@@ -126,6 +146,7 @@ def data(scene: Scene, book: Book | None = None) -> dict[str, Any]:
             "values": values,
             "sig": _signature(node),
         })
+        ops[-1]["more"] = _more((tips or {}).get(node.element_id), ops[-1])
     hot: list[int] = []
     if heat is not None:
         lower_first = heat.info.higher_is_better is True
@@ -148,20 +169,24 @@ def data(scene: Scene, book: Book | None = None) -> dict[str, Any]:
 
 
 def packed(report: dict[str, Any]) -> dict[str, Any]:
-    """``report`` (``data``'s) with each text of the operators' values and signatures stored once, in
-    ``strings``, and named by its index there: keys, units and long n/a reasons repeat on every operator.
+    """``report`` (``data``'s) as it travels: each text of the operators' values, signatures and ``more`` stored
+    once, in ``strings``, and named by its index there (keys, units and long n/a reasons repeat on every
+    operator), and each operator a list of its fields in the order ``fields`` names them (the script makes them
+    objects again), not an object repeating every key.
 
-    >>> packed({"ops": [{"values": [["a", "n/a", None]], "sig": [["x", "n/a"]]}]})
-    {'ops': [{'values': [[0, 1, None]], 'sig': [[2, 1]]}], 'strings': ['a', 'n/a', 'x']}
+    >>> packed({"ops": [{"id": "0:0", "values": [["a", "n/a", None]], "sig": [["x", "n/a"]], "more": ["a"]}]})
+    {'ops': [['0:0', [[0, 1, None]], [[2, 1]], [0]]], 'fields': ['id', 'values', 'sig', 'more'], 'strings': ['a', 'n/a', 'x']}
     """
     index: dict[str, int] = {}
 
     def at(text: str | None) -> int | None:
         return None if text is None else index.setdefault(text, len(index))
 
-    ops = [{**op, "values": [[at(text) for text in entry] for entry in op["values"]],
-            "sig": [[at(text) for text in entry] for entry in op["sig"]]} for op in report["ops"]]
-    return {**report, "ops": ops, "strings": list(index)}
+    texts = {"values", "sig", "more"}
+    fields = list(report["ops"][0]) if report["ops"] else []
+    ops = [[[[at(text) for text in entry] if isinstance(entry, list) else at(entry) for entry in op[field]]
+            if field in texts else op[field] for field in fields] for op in report["ops"]]
+    return {**report, "ops": ops, "fields": fields, "strings": list(index)}
 
 
 __all__ = ["HOT_SPOTS", "data", "packed", "policy", "script_json", "script_source"]

@@ -67,11 +67,8 @@ def parse(svg: str) -> Element:
 def inline(svg: str, prefix: str, base: str = "") -> str:
     """``svg`` for an HTML page: checked (``parse``), every id and in-document reference prefixed with ``prefix``;
     ``base`` put before every relative link to another file (they were relative to the SVG's own file)."""
-    from xml.etree import ElementTree
-
     root = parse(svg)
     for element in root.iter():
-        element.tag = _html_name(element.tag)
         for name, value in list(element.attrib.items()):
             if name == "id":
                 value = prefix + value
@@ -82,9 +79,21 @@ def inline(svg: str, prefix: str, base: str = "") -> str:
                     value = base + value
             if "url(" in value:
                 value = _URL_REF.sub(lambda m: f"url({m.group(1)}#{prefix}{m.group(2)}{m.group(1)})", value)
-            del element.attrib[name]
+            element.set(name, value)
+    return serialise(root)
+
+
+def serialise(root: Element) -> str:
+    """``root`` (from ``parse``) as SVG markup written with the usual prefixes, as Graphviz writes them (an HTML
+    parser knows ``xlink:href``, not ``ns0:href``): every text escaped, so no text becomes markup."""
+    from xml.etree import ElementTree
+
+    for element in root.iter():
+        element.tag = _html_name(element.tag)
+        attributes = list(element.attrib.items())
+        element.attrib.clear()
+        for name, value in attributes:
             element.set(_html_name(name), value)
-    # written with the usual prefixes, as Graphviz does: an HTML parser knows xlink:href, not ns0:href
     root.set("xmlns", SVG_NS)
     root.set("xmlns:xlink", XLINK_NS)
     return ElementTree.tostring(root, encoding="unicode")
@@ -114,4 +123,4 @@ def fit_width(svg: str) -> str:
     return _SVG_TAG.sub(f'<svg style="{FIT_STYLE}"', svg, count=1)
 
 
-__all__ = ["FIT_STYLE", "UNSAFE_TAGS", "XML_PROLOG", "fit_width", "inline", "parse", "prefix_for"]
+__all__ = ["FIT_STYLE", "UNSAFE_TAGS", "XML_PROLOG", "fit_width", "inline", "parse", "prefix_for", "serialise"]

@@ -6,7 +6,6 @@ escaped DOT is the one value marked safe, after a check that it carries no scrip
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -91,56 +90,52 @@ def _view(scene: Scene, limit: int = TOP_ROWS) -> dict[str, Any]:
 
 def html(scene: Scene, svg: str) -> str:
     """A standalone HTML page: header, the SVG inline (pan, zoom, search with the script), the operator table."""
-    return _explorable(scene, None, [{"stem": "drawing", "heading": "", "svg": _inline_svg(svg)}])
+    tips: dict[str, str] = {}
+    return _explorable(scene, None, [{"stem": "drawing", "heading": "", "svg": _inline_svg(svg, _boxes(scene), tips)}],
+                       tips)
 
 
 def book_html(scene: Scene, book: Book, svgs: list[str]) -> str:
     """One standalone HTML page holding every page of a book (the overview first), linked by anchors; with the
     script, one page is shown at a time and search switches to the page drawing the operator."""
-    pages = []
+    pages, boxes, tips = [], _boxes(scene), {}
     for page, svg in zip(book.pages, svgs):
         heading = "overview" if page.index == 0 else f"page {page.index}: {page.title}"
-        pages.append({"stem": page.stem, "heading": escape.clean(heading, 200), "svg": _inline_svg(svg)})
-    return _explorable(scene, book, pages)
+        pages.append({"stem": page.stem, "heading": escape.clean(heading, 200), "svg": _inline_svg(svg, boxes, tips)})
+    return _explorable(scene, book, pages, tips)
 
 
-_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
-_TEXT_TAG = re.compile(r"<text [^>]*>")
-# what every <text> of ours says: the SVG default (start), or the report's style sheet (font-family)
-_DEFAULT_TEXT_ATTRIBUTES = (' text-anchor="start"', ' font-family="Helvetica,sans-Serif"')
-
-
-def _plain_text_tag(tag: re.Match[str]) -> str:
-    text = tag.group(0)
-    for attribute in _DEFAULT_TEXT_ATTRIBUTES:
-        text = text.replace(attribute, "", 1)
-    return text
-
-
-
-def _inline_svg(svg: str):  # type: ignore[no-untyped-def]
+def _inline_svg(svg: str, boxes: set[str], tips: dict[str, str]):  # type: ignore[no-untyped-def]
     """The page's SVG as the text of its ``<noscript>``: markup when scripts are off, one text node for the
-    script to build the page from when it is shown. Graphviz's comments (node ids) go; with them the only ``<``
-    left open tags, so nothing in it can end the ``<noscript>``."""
+    script to build the page from when it is shown; without what the report holds elsewhere (``page_svg``), the
+    boxes' tooltips added to ``tips``. Written from the parsed SVG, every ``<`` in it opens a tag, so nothing in
+    it can end the ``<noscript>``."""
     import markupsafe
 
-    from .inline_svg import XML_PROLOG, parse
+    from .page_svg import compact
 
-    parse(svg)  # the check only: the standalone report keeps Graphviz's markup as it is
-    text = _TEXT_TAG.sub(_plain_text_tag, _COMMENT.sub("", XML_PROLOG.sub("", svg)))
+    text, taken = compact(svg, boxes)
+    for box, tip in taken.items():
+        tips.setdefault(box, tip)
     if "</noscript" in text.lower():
         raise RenderError("unexpected SVG from Graphviz: it holds '</noscript'")
     return markupsafe.Markup(text)
 
 
-def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) -> str:
-    """The HTML report around ``pages``: the view of ``_view``, the explorer's data and its script."""
+def _boxes(scene: Scene) -> set[str]:
+    """The element ids of the operator boxes, whose values and signature the report's data holds."""
+    return {node.element_id for node in scene.model.nodes()}
+
+
+def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]], tips: dict[str, str]) -> str:
+    """The HTML report around ``pages``: the view of ``_view``, the explorer's data (with what the boxes'
+    ``tips`` add) and its script."""
     import markupsafe
 
     from . import explore
 
     view = _view(scene)
-    data = explore.data(scene, book)
+    data = explore.data(scene, book, tips)
     ops = data["ops"]
     order = list(range(len(ops)))
     if scene.heatmap:
@@ -148,7 +143,9 @@ def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]]) ->
     rows = []
     for k in order:
         op = ops[k]
-        preview = "; ".join(f"{key}: {shown}" for key, shown, _ in op["values"][:6])
+        # why a value is n/a is said once, in the side panel: in each row's preview it read the same long text
+        preview = "; ".join(f"{key}: {'n/a' if shown.startswith('n/a (') else shown}"
+                            for key, shown, _ in op["values"][:6])
         rows.append({**op, "k": k, "preview": escape.clean(preview, 400)})
     hot = [{**ops[k], "k": k} for k in data["hot"]]
     script = explore.script_source()
