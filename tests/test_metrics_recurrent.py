@@ -296,3 +296,37 @@ def test_tflite_recurrent_macs_and_params_match_hand_counts(name: str, tmp_path:
     assert int(row["macs"]) == macs(*sizes)  # the fused tanh is among the 13 (LSTM) or 2 (RNN) per unit
     assert int(row["params"]) == params(*sizes)
     assert int(row["weight_bytes"]) == 4 * params(*sizes)
+
+
+def test_torch_exported_bilstm_and_its_int8_copy(tmp_path: Path) -> None:
+    """nn.LSTM(64 → 128, 2 layers, bidirectional, batch-first) + Linear as torch.onnx.export writes it (initial
+    states from Shape → Expand, a Transpose around each LSTM), then quantize_dynamic: both count the same MACs for
+    each LSTM as the hand count, and the same parameters."""
+    torch = pytest.importorskip("torch")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    class Tagger(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(64, 128, num_layers=2, bidirectional=True, batch_first=True)
+            self.fc = torch.nn.Linear(256, 32)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return self.fc(self.lstm(x)[0])
+
+    steps = 30
+    float_path, int8_path = tmp_path / "tagger.onnx", tmp_path / "tagger_int8.onnx"
+    torch.onnx.export(Tagger().eval(), (torch.zeros(1, steps, 64),), str(float_path), dynamo=False,
+                      input_names=["x"], opset_version=17)
+    quantize_dynamic(str(float_path), str(int8_path), weight_type=QuantType.QInt8)
+    for path in (float_path, int8_path):
+        runs(path, [1, steps, 64])
+    expected = [hand_macs("LSTM", steps, 1, width, 128, 2, False) for width in (64, 256)]
+    counted = {}
+    for path, kind in ((float_path, "LSTM"), (int8_path, "DynamicQuantizeLSTM")):
+        rows = metrics_rows(path, tmp_path / f"{path.stem}.csv")
+        nodes = onnx.load(path).graph.node
+        lstms = [rows[f"0:{i}"] for i, n in enumerate(nodes) if n.op_type == kind]
+        assert [int(r["macs"]) for r in lstms] == expected
+        counted[kind] = [int(r["params"]) for r in lstms]
+    assert counted["LSTM"] == counted["DynamicQuantizeLSTM"] == [2 * (4 * 128 * (w + 128) + 8 * 128) for w in (64, 256)]
