@@ -44,7 +44,8 @@ from ..options import RenderOptions
 # name → (unit, description). The cheap ones are added to every operator on every render.
 CHEAP_OP_METRICS: dict[str, tuple[str, str]] = {
     "params": ("", "elements of the op's weight inputs: its constants and the stored weights it reaches through "
-                   "a dequantization"),
+                   "a dequantization (a sparse weight: its dense elements); ONNX-ML ops: the learned values in "
+                   "their attributes"),
     "weight_bytes": ("B", "bytes of those weights as stored"),
     "output_bytes": ("B", "bytes of the op's outputs (activations)"),
     "macs": ("", "multiply-accumulates (+1 per output for a bias add); elementwise and normalization ops count "
