@@ -1,6 +1,6 @@
 """MAC coverage per model: the share of operators with a MAC count, by where the shapes come from.
 
-    python benchmarks/bench_coverage.py [--only NAME] [--skip-big] [--tokens 32]
+    python benchmarks/bench_coverage.py [--only NAME] [--skip-big] [--genai] [--tokens 32]
 
 For each model, ``annograph metrics`` runs three ways and the script reads the written table back:
 
@@ -13,8 +13,9 @@ Each cell is two shares: of all operators, those with a MAC count; and of the op
 (MACs 0: shape arithmetic, reshapes), those with a positive count: the part a reader misses when boxes read n/a.
 The models are the samples (samples/onnx, samples/tflite: TFLite dims are static, so only "plain") and the
 generated transformers: tests/tts_transformer.py's TTS-like model (with a speed input), a BERT-like encoder of
-benchmarks/transformer_models.py, and tests/tts_int8.py's real-sized int8 TTS (38M parameters, ~2,600
-operators; ``--skip-big`` leaves it out: building it takes ~15 s and its run ~2 GB). Engineers adding MAC
+benchmarks/transformer_models.py, and tests/tts_int8.py's real-sized int8 TTS (39M parameters, 2,596
+operators; ``--skip-big`` leaves it out: building it takes ~15 s and its run ~2 GB); with ``--genai``, the
+Llama of tests/genai_models.py (onnxruntime-genai's builder, int4 and fp32, a prefill of 8 tokens). Engineers adding MAC
 formulas (attention, recurrent, ONNX-ML ops) see their effect here.
 """
 
@@ -37,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 FREE_DIM = 16
 """Size given to a free dim that is not a batch."""
-BIG = "tts_int8 38M (generated)"
+BIG = "tts_int8 39M (generated)"
 
 
 @dataclass
@@ -101,6 +102,33 @@ def _recurrent_and_ml(folder: Path) -> list[Case]:
 
         cases.append(Case("blazeface sparse (mediapipe)",
                           wheel_models.wheel_model("mediapipe_face_detection_full_range_sparse")))
+    return cases
+
+
+def _genai(folder: Path, tokens: int) -> list[Case]:
+    """tests/genai_models.py's Llama built by onnxruntime-genai's model builder, int4 and fp32, with the inputs of
+    a prefill of ``tokens`` tokens (an empty KV cache)."""
+    import numpy as np
+    import onnx
+
+    import genai_models
+
+    models = genai_models.GenaiModels(folder / "genai")
+    config = genai_models.CONFIG
+    head = config["hidden_size"] // config["num_attention_heads"]  # the free kv_cache_dim
+    cases = []
+    for precision in ("int4", "fp32"):
+        path = models(precision)
+        feeds = {}
+        for vi in onnx.load(str(path), load_external_data=False).graph.input:
+            dims = [d.dim_value or 0 for d in vi.type.tensor_type.shape.dim]
+            if vi.name.startswith("past_key_values"):
+                feeds[vi.name] = np.zeros([1, dims[1] or config["num_key_value_heads"], 0, head], np.float32)
+            elif vi.name == "position_ids":
+                feeds[vi.name] = np.arange(tokens, dtype=np.int64).reshape(1, tokens)
+            else:  # input_ids, attention_mask
+                feeds[vi.name] = np.ones((1, tokens), np.int64)
+        cases.append(Case(f"genai llama {precision} (generated)", path, feeds))
     return cases
 
 
@@ -194,13 +222,15 @@ def _row(case: Case, folder: Path) -> tuple[int, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="models whose name contains this")
-    parser.add_argument("--skip-big", action="store_true", help="leave out the 38M-parameter int8 TTS")
+    parser.add_argument("--skip-big", action="store_true", help="leave out the 39M-parameter int8 TTS")
     parser.add_argument("--tokens", type=int, default=32, help="tokens of the generated models' inputs")
+    parser.add_argument("--genai", action="store_true", help="also the Llama of onnxruntime-genai's builder, int4 "
+                        "and fp32 (needs the test extra's torch, transformers, onnxruntime-genai)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-coverage-") as name:
         folder = Path(name)
         big = not args.skip_big and (not args.only or args.only in BIG)
-        cases = _samples() + _generated(folder, args.tokens, big)
+        cases = _samples() + _generated(folder, args.tokens, big) + (_genai(folder, 8) if args.genai else [])
         print("MAC coverage: operators with MACs / all · with MACs > 0 / not zero-cost")
         print(f"{'model':34} {'ops':>6}  {'plain':>15}  {'--dim pinned':>15}  {'--inputs':>15}")
         for case in cases:

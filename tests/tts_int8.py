@@ -1,17 +1,18 @@
 """A real-sized text-to-speech transformer quantized to int8, shaped like Kokoro-82M's ONNX export.
 
-``tts_transformer.py``'s encoder at BERT size (``LAYERS`` layers of 384 wide, 6 heads), a duration predictor whose
-durations expand the tokens into frames through an alignment matrix (``CumSum`` of the durations, ``Range`` over
-the frames, ``GreaterOrEqual``/``Less`` into a one-hot [tokens, frames] matrix, as Kokoro's ``repeat_interleave``
-exports), and an iSTFTNet-like vocoder: two ``ConvTranspose`` upsampling stages (×10, ×6) each followed by three
-residual blocks of style-conditioned ``InstanceNormalization`` (AdaIN), Snake activations (``x + sin²(αx)/α``) and
-dilated convolutions, then a magnitude/phase head upsampled ×5 into the waveform. ~40M parameters, ~3,000
-operators once ``onnxruntime.quantization.quantize_dynamic`` turned every ``MatMul``/``Conv`` into
-``DynamicQuantizeLinear → MatMulInteger/ConvInteger → Cast → Mul``.
+``tts_transformer.py``'s encoder at BERT size (``LAYERS`` layers of 384 wide, 6 heads), a bidirectional LSTM and a
+duration predictor whose durations expand the tokens into frames through an alignment matrix (``CumSum`` of the
+durations, ``Range`` over the frames, ``GreaterOrEqual``/``Less`` into a one-hot [tokens, frames] matrix, as
+Kokoro's ``repeat_interleave`` exports), and an iSTFTNet-like vocoder: two ``ConvTranspose`` upsampling stages
+(×10, ×6) each followed by three residual blocks of style-conditioned ``InstanceNormalization`` (AdaIN), Snake
+activations (``x + sin²(αx)/α``) and dilated convolutions, then a magnitude/phase head upsampled ×5 into the
+waveform. 39M parameters, 2,596 operators once ``onnxruntime.quantization.quantize_dynamic`` turned every
+``MatMul``/``Conv`` into ``DynamicQuantizeLinear → MatMulInteger/ConvInteger → Cast → Mul`` and the LSTM into
+``DynamicQuantizeLSTM``.
 
 Every vocoder tensor is [1, channels, frames × upsampling] with frames known only from the durations' values, so
-a shape run keeps thousands of such tensors at once: a few tokens make gigabytes from a file of 40 MB, as
-Kokoro's run does (its child run was refused at 1.4 GiB, "what the model's sizes explain").
+a shape run keeps 1,264 such tensors at once: 32 tokens make 2 GB from a file of 50 MB, as Kokoro's run does (its
+child run was refused at 1.4 GiB, "what the model's sizes explain").
 """
 
 from __future__ import annotations
@@ -69,10 +70,22 @@ class _Vocoder(tts_transformer._Builder):
             x = self.op("Add", [x, self.conv(h, f"{where}/conv2", channels, channels, kernel)], where)
         return x
 
+    def lstm(self, x: str, scope: str) -> str:
+        """A bidirectional LSTM over [1, tokens, hidden] (half the width each way), as Kokoro's predictor runs one."""
+        size = self.hidden // 2
+        steps = self.op("Transpose", [x], scope, perm=[1, 0, 2])
+        y = self.op("LSTM", [steps, self.weight(f"{scope}.weight_ih", 2, 4 * size, self.hidden),
+                             self.weight(f"{scope}.weight_hh", 2, 4 * size, size),
+                             self.weight(f"{scope}.bias", 2, 8 * size)], scope, outputs=3,
+                    direction="bidirectional", hidden_size=size)
+        both = self.op("Transpose", [y], scope, perm=[2, 0, 1, 3])  # [1, tokens, 2, size]
+        return self.op("Reshape", [both, self.int64(scope, 1, -1, self.hidden)], scope)
+
     def aligned(self, x: str, speed: str) -> str:
         """[1, hidden, frames]: each token's state repeated over its predicted frames (durations from the encoder
         states' values, so nothing static can know ``frames``)."""
         scope = "predictor"
+        x = self.lstm(x, f"{scope}/lstm")
         logit = self.linear(x, f"{scope}/duration_proj", self.hidden, 1)
         frames = self.op("Mul", [self.op("Sigmoid", [logit], scope),
                                  self.const("/predictor/max", np.array(MAX_DURATION, np.float32))], scope)
@@ -153,7 +166,8 @@ def build(layers: int = LAYERS, seed: int = 0) -> onnx.ModelProto:
 
 
 def save_int8(path: Path, layers: int = LAYERS) -> Path:
-    """``build`` quantized by ``onnxruntime.quantization.quantize_dynamic`` (int8 weights, per tensor), at ``path``."""
+    """``build`` quantized by ``onnxruntime.quantization.quantize_dynamic`` (int8 weights, per tensor; MatMul, Conv
+    and LSTM), at ``path``."""
     import logging
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -162,7 +176,7 @@ def save_int8(path: Path, layers: int = LAYERS) -> Path:
     onnx.save(build(layers), float_path)
     logging.disable(logging.WARNING)  # its advice to pre-process the model first, on stderr
     try:
-        quantize_dynamic(float_path, path, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv"])
+        quantize_dynamic(float_path, path, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Conv", "LSTM"])
     finally:
         logging.disable(logging.NOTSET)
     float_path.unlink()
