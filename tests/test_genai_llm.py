@@ -7,6 +7,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import parse_svg, run_cli, svg_groups, tooltip_of
@@ -125,3 +126,49 @@ def test_the_picture_shows_attention_macs(genai_model, tmp_path: Path) -> None:
     gqa = [tip for tip in tips if tip.startswith("GroupQueryAttention (com.microsoft)")]
     assert len(gqa) == CONFIG["num_hidden_layers"], tips
     assert all("\nmacs: 10.9k\nflops: 21.9k\n" in tip for tip in gqa), gqa  # 10,928 MACs, as counted above
+
+
+def test_int4_parameters_equal_fp32s_and_the_configs(genai_model, tmp_path: Path) -> None:
+    import renderer
+    from renderer.metrics import model_costs
+
+    counts = {}
+    for precision in ("int4", "int4-asym", "fp32"):
+        model = renderer.load_model(genai_model(precision), dims=PREFILL)
+        counts[precision] = model_costs(model).totals()["params"]
+    assert counts["int4"] == counts["int4-asym"] == counts["fp32"], counts
+    # the matrices, by the config: per layer q, k, v (one qkv_proj), o, gate, up, down; the LM head
+    hidden, ffn, vocab = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["vocab_size"]
+    kv = CONFIG["num_key_value_heads"] * hidden // CONFIG["num_attention_heads"]
+    per_layer = [hidden * (hidden + 2 * kv), hidden * hidden, hidden * ffn, hidden * ffn, ffn * hidden]
+    matrices = per_layer * CONFIG["num_hidden_layers"] + [hidden * vocab]
+    int4, _ = metrics(genai_model("int4"), tmp_path / "int4.csv", PREFILL)
+    fp32, _ = metrics(genai_model("fp32"), tmp_path / "fp32.csv", PREFILL)
+    assert [int(int4[i]["params"]) for i in op_ids(genai_model("int4"), "MatMulNBits")] == matrices
+    assert [int(fp32[i]["params"]) for i in op_ids(genai_model("fp32"), "MatMul")] == matrices
+    # and the rest as transformers counts it (embedding, norms), plus the rotary tables and 2 index constants
+    layers = CONFIG["num_hidden_layers"]
+    rest = vocab * hidden + (2 * layers + 1) * hidden + 2 * CONFIG["max_position_embeddings"] * (hidden // 8) + 2
+    assert counts["fp32"] == sum(matrices) + rest
+
+
+@pytest.mark.parametrize("precision", ["int4", "int4-asym"])
+def test_int4_weight_bytes_are_the_packed_bytes_scales_and_zero_points(genai_model, tmp_path: Path,
+                                                                       precision: str) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    path = genai_model(precision)
+    proto = onnx.load(str(path))
+    stored = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    rows, _ = metrics(path, tmp_path / "m.csv", PREFILL)
+    nodes = [n for n in proto.graph.node if n.op_type == "MatMulNBits"]
+    zero_points = 0
+    for op, node in zip(op_ids(path, "MatMulNBits"), nodes):
+        arrays = [stored[name] for name in node.input[1:] if name]
+        assert arrays[0].dtype == np.uint8 and len(arrays) == (3 if precision == "int4-asym" else 2)
+        zero_points += len(arrays) == 3
+        assert int(rows[op]["weight_bytes"]) == sum(a.nbytes for a in arrays)  # blobs + scales (+ zero points)
+        attrs = {a.name: a.i for a in node.attribute}
+        assert int(rows[op]["params"]) == attrs["K"] * attrs["N"]
+    assert zero_points == (len(nodes) if precision == "int4-asym" else 0)

@@ -7,8 +7,9 @@ For every node both tools count:
       elements.
     * params are equal once the documented differences are added to onnx-tool's number: a constant already
       counted at an earlier node (onnx-tool counts a shared tensor at its first reader only), a scalar constant
-      (onnx-tool's volume of a 0-d shape is 0; ours is 1), and the weight behind a DequantizeLinear (ours also
-      counts it at the op that uses the dequantized weight). The adjustments are computed here from the raw
+      (onnx-tool's volume of a 0-d shape is 0; ours is 1), the weight behind a DequantizeLinear (ours also
+      counts it at the op that uses the dequantized weight), and the scales and zero points of Q/DQ nodes (ours
+      counts none). The adjustments are computed here from the raw
       ONNX graph and onnx-tool's own list of constants.
 """
 
@@ -62,10 +63,16 @@ def expected_param_adjustment(graph, raw: onnx.ModelProto) -> dict[str, int]:
     constants = set(graph.initials)
     seen: set[str] = set()
     adjust: dict[str, int] = {}
+    quantization = {"QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2)}
     for node in graph.nodemap.values():  # the order graph.profile() walks
         extra = 0
+        scales = {node.input[slot] for slot in quantization.get(node.op_type, ()) if slot < len(node.input)}
         for name in dict.fromkeys(i for i in node.input if i):
-            if name in constants:
+            if name in constants and name in scales:
+                shape = graph.tensormap[name].get_shape()
+                extra -= 0 if name in seen else math.prod(shape) if len(shape) else 0  # theirs at its first reader
+                seen.add(name)
+            elif name in constants:
                 shape = graph.tensormap[name].get_shape()
                 if len(shape) == 0:
                     extra += 1

@@ -30,6 +30,8 @@ Every field of an entry is optional:
     params_from: attributes holding the operator's learned values (ONNX-ML: coefficients, support vectors, tree
         split values, leaf weights): their elements are its parameters (a tree's ``nodes_values`` only at its
         branch nodes), and every list or tensor attribute of the operator counts in its ``weight_bytes``.
+    packed_inputs: input slots holding sub-byte values packed into bytes (the op's ``bits`` attribute, 4 by
+        default, per value: MatMulNBits' weight): ``params`` counts the values, ``weight_bytes`` the bytes.
     note: why the numbers are what they are, for the reader of the file.
 
 The formulas stay Python (a formula is code); which operator uses which formula, with which numbers, is data.
@@ -78,6 +80,7 @@ class Operator:
     weights: tuple[Weight, ...] | str = ()
     quantization_inputs: tuple[int, ...] = ()
     params_from: tuple[str, ...] = ()
+    packed_inputs: tuple[int, ...] = ()
     note: str = ""
 
 
@@ -165,7 +168,7 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "category": _one_of(CATEGORIES), "roles": _roles, "fold": _one_of(FOLDS), "inputs": _names,
     "size_from": _size_from, "cost": _name,
     "cost_by_domain": _by_domain, "ops": _number, "gates": _count, "weights": _weights,
-    "quantization_inputs": _slots, "params_from": _names, "note": _name,
+    "quantization_inputs": _slots, "params_from": _names, "packed_inputs": _slots, "note": _name,
 }
 
 

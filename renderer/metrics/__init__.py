@@ -27,6 +27,8 @@ params, shared weight      counted at every op that reads it           counted a
 params, scalar constant    1                                           0 (its shape has no dims)
 params, weight behind a    counted at the consuming op (Conv, Gemm…)   counted at the DequantizeLinear only
 DequantizeLinear           and at the DequantizeLinear
+params, scales and zero    0 (bytes in weight_bytes): a quantized      counted as elements
+points (Q/DQ, QLinear…)    model has its float model's parameters
 =========================  ==========================================  ==========================================
 
 Model totals count each stored tensor once.

@@ -19,6 +19,7 @@ from ..ir import ElementKey, Model, Node, Value
 from . import onnx_ops, tflite_ops
 from .formulas import MALFORMED, Cost, NotCountable, malformed, prod
 from .opview import Op, label, static_shape
+from .packed import packed_values
 from .tensors import DTYPE_BITS
 from .weights import Source, is_transparent, trace
 
@@ -38,6 +39,8 @@ class OpCosts:
         scales: the constants among ``constants`` read as scales or zero points of a quantized weight (the
             entry's ``quantization_inputs``): in weight_bytes, not in params.
         in_attributes: (parameters, bytes) the op keeps in its attributes (ONNX-ML), in params and weight_bytes.
+        packed: id → values held, for the constants among ``constants`` packing several values a byte
+            (``packed``): params count the values.
     """
 
     node: Node
@@ -51,6 +54,7 @@ class OpCosts:
     weight_bytes: int = 0
     scales: list[Value] = field(default_factory=list)
     in_attributes: tuple[int, int] = (0, 0)
+    packed: dict[int, int] = field(default_factory=dict)
 
     _cheap: dict[str, Any] | None = None
 
@@ -161,11 +165,19 @@ def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) ->
     outputs = [v for v in node.outputs if v.consumers or v.is_output or _known(v)]
     stored = list(constants.values())
     in_attributes = table.attribute_weights(op)  # ONNX-ML: learned values kept in attributes
-    params = sum(v.initializer.logical_size for v in stored if id(v) not in scales)  # type: ignore[union-attr]
+    held = packed_values(node, fmt)
     return OpCosts(node, cost, stored, _sum_bytes(list(activations.values()), sizes), _sum_bytes(outputs, sizes),
-                   weights, params=in_attributes[0] + params,
+                   weights, params=in_attributes[0] + parameters(stored, scales, held),
                    weight_bytes=in_attributes[1] + sum(constant_bytes(v) for v in stored),
-                   scales=[v for v in stored if id(v) in scales], in_attributes=in_attributes)
+                   scales=[v for v in stored if id(v) in scales], in_attributes=in_attributes, packed=held)
+
+
+def parameters(stored: list[Value], scales: set[int], packed: dict[int, int]) -> int:
+    """Parameters held by the constants ``stored``: the elements of the tensors they stand for (the dense one, for
+    sparse data), or the values packed in them (``packed``), and none for the scales and zero points of quantized
+    weights (ids in ``scales``)."""
+    return sum(packed.get(id(v), v.initializer.logical_size) for v in stored  # type: ignore[union-attr]
+               if id(v) not in scales)
 
 
 def _weight_like(value: Value) -> bool:
@@ -214,6 +226,7 @@ class ModelCosts:
         """Model-wide numbers: parameters, weight bytes, MACs (with how many ops were n/a), peak activations."""
         constants = self.constants()
         scales = {id(v) for prof in self.ops.values() for v in prof.scales}
+        packed = {key: values for prof in self.ops.values() for key, values in prof.packed.items()}
         macs = 0
         uncounted = 0
         for prof in self.ops.values():
@@ -223,7 +236,7 @@ class ModelCosts:
                 uncounted += 1
         peak, unknown = peak_activation_bytes(self.model)
         return {
-            "params": sum(v.initializer.logical_size for v in constants if id(v) not in scales)  # type: ignore[union-attr]
+            "params": parameters(constants, scales, packed)
             + sum(prof.in_attributes[0] for prof in self.ops.values()),
             "weight_bytes": sum(constant_bytes(v) for v in constants) + sum(prof.in_attributes[1] for prof in self.ops.values()),
             "macs": macs,
