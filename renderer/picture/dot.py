@@ -18,6 +18,7 @@ import graphviz
 from .. import escape
 from ..records import Annotations, Entry, metric_value
 from ..colors import NA_COLOR, category_colors, text_color
+from .fanout import far_readers
 from .folding import Folding, NodeKey
 from ..heatmap import DefaultMetric, Heatmap
 from ..ir import Graph, Model, Node, SubgraphRef, Value
@@ -28,6 +29,8 @@ FONT = "Helvetica"
 BORDER_COLOR = "#5a5a5a"
 PLAIN_FILL = "#ffffff"
 EDGE_COLOR = "#606060"
+LINK_COLOR = "#1a4f8b"
+"""Ink of a link in a stub: to another page, or from a far reader to its tensor's producer (``fanout``)."""
 LABEL_CHARS = 48
 CAPTION_CHARS = 64
 DEFAULT_SHOWN_VALUES = 3
@@ -73,6 +76,8 @@ class _Emitter:
         self.cat_colors = category_colors()
         self.drawn_graphs: set[int] = set()
         self.edge_count: dict[int, int] = {}
+        self.far: dict[object, set[str]] = {}
+        """Tensor key → the readers drawn with a stub of their own (``fanout``)."""
 
     # -- top level ------------------------------------------------------------------------------------------
 
@@ -86,6 +91,7 @@ class _Emitter:
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
         dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
         dot.node("legend", label=escape.html_label(self._legend()), id="legend", tooltip=escape.attr("legend"))
+        self.far = self._far_readers()
         self._graph_body(dot, self.model.main)
         for graph in self.model.graphs[1:]:
             if graph.index not in self.drawn_graphs:  # subgraphs nobody references (other signatures)
@@ -315,29 +321,72 @@ class _Emitter:
     # -- edges ----------------------------------------------------------------------------------------------
 
     def _edges(self, container: graphviz.Digraph, value: Value) -> None:
-        show_constants = self.opts.show_constants
+        ends = self._edge_ends(value)
+        if ends is None:
+            return
+        source, targets = ends
+        attrs = self._edge_style(value)
+        far = self.far.get(value.key, set())
+        for k, target in enumerate(targets):
+            element = value.element_id if k == 0 else f"{value.element_id}.{k}"
+            start = source
+            if target in far:
+                start = f"use_{value.graph.index}_{value.index}_{k}"
+                self._use_node(container, value, start, f"use-{value.graph.index}-{value.index}-{k}",
+                               escape.href(f"#{_origin_id(value)}"))
+            container.edge(start, target, id=element, **attrs)
+
+    def _edge_ends(self, value: Value) -> tuple[str, list[str]] | None:
+        """The dot names of ``value``'s source and readers in the flat picture, None when it has no edge."""
         producer = value.producer
         if producer is not None and self.folding.is_hidden(producer):
-            return
+            return None
         if producer is not None:
             source = _op_name(producer)
         elif value.is_input:
             source = _io_name(value)
-        elif value.is_constant:
-            if not show_constants:
-                return
+        elif value.is_constant and self.opts.show_constants:
             source = _const_name(value)
         else:
-            return  # produced in no graph we draw (dangling reference)
+            return None  # a constant not drawn, or produced in no graph we draw (dangling reference)
         targets = [_op_name(c) for c in _unique(value.consumers) if self.folding.is_drawn(c)]
         if value.is_output and value.graph.outputs and any(v is value for v in value.graph.outputs):
             targets.append(_io_name(value, "output"))
-        if not targets:
-            return
-        attrs = self._edge_style(value)
-        for k, target in enumerate(targets):
-            element = value.element_id if k == 0 else f"{value.element_id}.{k}"
-            container.edge(source, target, id=element, **attrs)
+        return (source, targets) if targets else None
+
+    def _far_readers(self) -> dict[object, set[str]]:
+        """``fanout.far_readers`` over the whole flat picture."""
+        fans: list[tuple[object, list[tuple[str, str]]]] = []
+        for graph in self.model.graphs:
+            for value in graph.values:
+                ends = self._edge_ends(value)
+                if ends is not None:
+                    fans.append((value.key, [(ends[0], target) for target in ends[1]]))
+        edges = [pair for _, pairs in fans for pair in pairs]
+        return far_readers(fans, edges, lambda name: name.startswith("op_"))  # type: ignore[return-value]
+
+    def _use_node(self, container: graphviz.Digraph, value: Value, name: str, ident: str, href: str,
+                  where: str = "") -> None:
+        """The stub at a far reader of a crowded tensor (``fanout``): ``x_mask · from Cast 0:12``, linked to
+        ``href`` (the producer, ``where`` it is: "on page 3")."""
+        producer = value.producer
+        if producer is not None:
+            origin = f"from {_type_text(producer)} {producer.graph.index}:{producer.index}"
+            whose = f"{origin}{where}: {producer.display_name}"
+        else:
+            origin = "model input" if value.graph.parent is None else f"input of {value.graph.name or 'a body'}"
+            whose = f"{origin}{where}"
+        shown = _short(value.name) or f"tensor {value.graph.index}:{value.index}"
+        text = f"{escape.html_text(shown, 28, middle=True)} · {escape.html_text(origin, 48)}"
+        label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="2" COLOR="#9a9a9a" BGCOLOR="#f4f4f4" '
+                 f'STYLE="rounded,dashed"><TR><TD><FONT POINT-SIZE="8" COLOR="{LINK_COLOR}"><U>{text}</U></FONT>'
+                 f"</TD></TR></TABLE>")
+        tip = [f"{escape.clean(value.name, 120) or '(unnamed)'}  (tensor {value.graph.index}:{value.index})",
+               escape.clean(whose, 200), "read by many boxes on this page: drawn once, with a stub like this one "
+               "at each reader further down"]
+        linked = {"href": href} if href else {}
+        container.node(name, label=escape.html_label(label), id=ident, tooltip=escape.tooltip(tip), **linked,
+                       **{"class": "use"})
 
     def _edge_style(self, value: Value) -> dict[str, object]:
         entry = self.scene.annotations.tensors.get(value.key)
@@ -555,6 +604,12 @@ def _unique(nodes: list[Node]) -> list[Node]:
             seen.add(id(node))
             out.append(node)
     return out
+
+
+def _origin_id(value: Value) -> str:
+    """The element id of what gives ``value``: its producer's box, or the graph input's."""
+    producer = value.producer
+    return producer.element_id if producer is not None else f"io-{value.graph.index}-{value.index}"
 
 
 def _op_name(node: Node) -> str:

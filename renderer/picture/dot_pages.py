@@ -21,9 +21,11 @@ import graphviz
 
 from .. import escape
 from .aggregate import combine, rule_for, shares
+from .fanout import far_readers, longest_path_ranks
 from ..records import MetricInfo
 from ..colors import Scale, text_color
-from .dot import BORDER_COLOR, EDGE_COLOR, FONT, Scene, _Emitter, _io_name, _op_name, _row, _unique
+from .dot import (BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Scene, _Emitter, _io_name, _op_name, _origin_id,
+                  _row, _unique)
 from .grouping import Group, display_path, series_prefix
 from ..heatmap import Heatmap
 from ..ir import Node, Value
@@ -33,7 +35,6 @@ from .pages import Book, Inline, Page
 from .output_plan import Links
 from .titles import distinct_titles, own_title
 
-LINK_COLOR = "#1a4f8b"
 STUB_FILL = "#f4f4f4"
 GROUP_PLAIN_FILL = "#f2f5f9"
 MAX_TOOLTIP_TENSORS = 12
@@ -164,7 +165,7 @@ class _PageEmitter(_Emitter):
         (dot keeps a cluster's items together, out of the row's order), so a cluster's rows are declared inside
         it (a subgraph named again is the same subgraph). Ranks and the row width are the whole page's, so the
         items around a cluster keep their place in the model's order: above it or below it, not beside it."""
-        rank = _longest_path_ranks(list(sizes), self.edge_pairs)
+        rank = longest_path_ranks(list(sizes), self.edge_pairs)
         limit = row_limit(sizes, rank)
         containers: dict[tuple[str, ...], dict[str, tuple[float, float]]] = {}
         for name, size in sizes.items():
@@ -361,35 +362,16 @@ class _PageEmitter(_Emitter):
     # -- edges ----------------------------------------------------------------------------------------------
 
     def _page_edges(self, container: graphviz.Digraph, drawn: list[Node]) -> None:
-        values: dict[tuple[str, int, int], Value] = {}
-        for node in self._local_nodes(drawn):
-            for value in node.inputs:
-                if value is not None:
-                    values.setdefault(value.key, value)
-            for value in node.outputs:
-                values.setdefault(value.key, value)
-        for graph_index in self.page.io_graphs:
-            graph = self.model.graphs[graph_index]
-            for value in (*graph.inputs, *graph.outputs):
-                values.setdefault(value.key, value)
+        ends = [(value, self._value_ends(value)) for value in self._page_values(drawn)]
+        far = far_readers([(value.key, pairs) for value, pairs in ends], [pair for _, pairs in ends for pair in pairs],
+                          lambda name: name.startswith(("op_", "box_")))
         plain: list[tuple[str, str, Value]] = []
         bundled: dict[tuple[str, str], list[Value]] = {}
-        for key in sorted(values):
-            value = values[key]
-            source = self._source(value)
-            if source is None:
-                continue
-            ends = []
-            for target in self._targets(value):
-                if target == source or (source[0] is None and target[0] is None) or self._own_page(source, target):
-                    continue  # inside one box, between two other pages, or a box and the page it opens
-                ends.append((self._materialise(source, "in"), self._materialise(target, "out")))
-            boxes = [end for _, end in ends if end.startswith("box_")]
-            if len(boxes) > FANOUT_LIMIT:  # a mask or position bias read by every layer: one edge, not a fan
-                ends = [(start, end) for start, end in ends if not end.startswith("box_")]
-                ends.append((ends[0][0] if ends else self._materialise(source, "in"), self._fan(value, boxes)))
-            for start, end in ends:
-                if _is_element(start) and _is_element(end):
+        for value, pairs in ends:
+            for start, end in pairs:
+                if end in far.get(value.key, ()):  # a mask read by every layer: a stub at each far reader
+                    plain.append((self._page_use(container, value, len(plain)), end, value))
+                elif _is_element(start) and _is_element(end):
                     plain.append((start, end, value))
                 else:
                     bundled.setdefault((start, end), []).append(value)
@@ -408,6 +390,58 @@ class _PageEmitter(_Emitter):
             back = bundled.get((target, source), [])
             container.edge(source, target, id=f"x-{self.page.index}-{k}", **self._bundle_style(carried, back))
             self.edge_pairs.append((source, target))
+        self._body_links(container, drawn)
+
+    def _page_values(self, drawn: list[Node]) -> list[Value]:
+        """Every tensor read or written on this page, and its graphs' inputs and outputs drawn here, in key order."""
+        values: dict[tuple[str, int, int], Value] = {}
+        for node in self._local_nodes(drawn):
+            for value in node.inputs:
+                if value is not None:
+                    values.setdefault(value.key, value)
+            for value in node.outputs:
+                values.setdefault(value.key, value)
+        for graph_index in self.page.io_graphs:
+            graph = self.model.graphs[graph_index]
+            for value in (*graph.inputs, *graph.outputs):
+                values.setdefault(value.key, value)
+        return [values[key] for key in sorted(values)]
+
+    def _value_ends(self, value: Value) -> list[tuple[str, str]]:
+        """The (source, target) dot names of ``value``'s edges on this page; more than ``FANOUT_LIMIT`` group
+        boxes reading it are one note."""
+        source = self._source(value)
+        if source is None:
+            return []
+        ends = []
+        for target in self._targets(value):
+            if target == source or (source[0] is None and target[0] is None) or self._own_page(source, target):
+                continue  # inside one box, between two other pages, or a box and the page it opens
+            ends.append((self._materialise(source, "in"), self._materialise(target, "out")))
+        boxes = [end for _, end in ends if end.startswith("box_")]
+        if len(boxes) > FANOUT_LIMIT:  # a mask or position bias read by every layer: one edge, not a fan
+            ends = [(start, end) for start, end in ends if not end.startswith("box_")]
+            ends.append((ends[0][0] if ends else self._materialise(source, "in"), self._fan(value, boxes)))
+        return ends
+
+    def _page_use(self, container: graphviz.Digraph, value: Value, k: int) -> str:
+        """A far reader's stub for ``value`` (``fanout``), linked to what gives it: its producer, on this page or
+        another, or the graph input."""
+        producer = value.producer
+        if producer is not None:
+            owner = self.book.page_of_op.get(producer.key)
+        else:
+            owner = next((p for p in self.book.pages if value.graph.index in p.io_graphs), None)
+        href = self.links.href(self.page, owner, _origin_id(value)) if owner is not None else ""
+        where = f" on page {owner.index}" if owner is not None and owner is not self.page else ""
+        name = f"use_{value.graph.index}_{value.index}_{k}"
+        self._use_node(container, value, name, f"use-{self.page.index}-{value.graph.index}-{value.index}-{k}",
+                       href, where)
+        return name
+
+    def _body_links(self, container: graphviz.Digraph, drawn: list[Node]) -> None:
+        """The dashed link from each operator drawn here to the first operator of a body it runs, when that is
+        drawn here too."""
         for node in drawn:
             for sub in node.subgraphs:
                 target = self._first_local(sub.nodes)
@@ -699,7 +733,7 @@ def row_limit(sizes: dict[str, tuple[float, float]], rank: dict[str, int], aspec
 
 def wrap_rows(sizes: dict[str, tuple[float, float]], rank: dict[str, int], limit: float) -> list[list[str]]:
     """Rows of items no wider than ``limit`` (``row_limit``) instead of one tall column or one wide row: a
-    rank (``_longest_path_ranks``) wider than it is split into several rows, and consecutive ranks narrower
+    rank (``fanout.longest_path_ranks``) wider than it is split into several rows, and consecutive ranks narrower
     than it are joined into one, in rank order, unless ranks held by other items (a cluster's) lie between
     them. Every row is returned, in order (nothing when no rank is split or joined); each is a ``rank=same``
     constraint, its edges drawn left to right, and starts with an item of its first rank."""
@@ -734,28 +768,6 @@ def _split_row(names: list[str], sizes: dict[str, tuple[float, float]], limit: f
             rows.append([])
         rows[-1].append(name)
     return rows
-
-
-def _longest_path_ranks(names: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
-    """Each name's rank: 0 for sources, else one more than its highest-ranked predecessor (Kahn's order; a
-    name on a cycle keeps the rank its visited predecessors give it)."""
-    known = set(names)
-    after: dict[str, list[str]] = {n: [] for n in names}
-    waiting = dict.fromkeys(names, 0)
-    for a, b in dict.fromkeys(edges):
-        if a in known and b in known and a != b:
-            after[a].append(b)
-            waiting[b] += 1
-    rank = dict.fromkeys(names, 0)
-    ready = [n for n in names if waiting[n] == 0]
-    while ready:
-        name = ready.pop()
-        for other in after[name]:
-            rank[other] = max(rank[other], rank[name] + 1)
-            waiting[other] -= 1
-            if waiting[other] == 0:
-                ready.append(other)
-    return rank
 
 
 def _carried_text(carried: list[Value]) -> tuple[str, list[str]]:

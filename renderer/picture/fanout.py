@@ -1,0 +1,96 @@
+"""Tensors read by many boxes on one page: drawn once, with a short labelled stub at each far reader.
+
+An attention mask, position ids, a rotary cache or a noise input is read by every layer. Drawn as an edge to each
+reader, two dozen edges run the length of the page beside its column and set its width (a TTS page of one mask
+and its readers was 273,437 pt² a box, mostly empty). The rule, for every page and every single picture:
+
+* A reader of a tensor is *far* when it sits more than ``NEAR_RANKS`` ranks below the tensor's nearest reader on
+  the page (an edge to it would run past that reader, beside the column).
+* A tensor with at least ``FAR_READERS`` far readers (operators or group boxes) keeps its edges to the near ones,
+  where it is drawn; each far reader gets a stub of its own just above it, ``x_mask · from Cast 0:12`` (the
+  tensor, and the operator or input that gives it), linked to that operator and naming both in full in its
+  tooltip. Its edge to the reader is still the tensor's edge (``t-S-N.K``, its tooltip and shape).
+* One or two far readers keep their edges: a residual connection, a UNet's skip, a LayerNorm's output read by Q,
+  K and V and by the Add after the attention.
+
+Ranks are estimated before Graphviz lays anything out (``settled_ranks``): the longest path from the page's
+sources, then each item with at least as many readers as inputs pulled down next to its readers, as dot's edge
+length minimisation does (a MatMul of a style vector and a weight sits just above the norm it scales).
+A tensor read by more than six group boxes is one edge to the overview's note ``to 40 groups`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+FAR_READERS = 3
+"""Far readers of one tensor on one page from which each gets a stub instead of an edge (a mask read by three
+layers, a style vector by every AdaIN of a vocoder's resblocks, position ids by each layer)."""
+NEAR_RANKS = 1
+"""Readers this many ranks below the nearest reader are near (parallel branches reading one tensor)."""
+
+
+def far_readers(fans: list[tuple[Hashable, list[tuple[str, str]]]], edges: list[tuple[str, str]],
+                stubbed: Callable[[str], bool]) -> dict[Hashable, set[str]]:
+    """Which readers of each crowded tensor get a stub instead of an edge.
+
+    Args:
+        fans: (tensor key, its edges on the page as (source, reader) dot names).
+        edges: every edge of the page, for the ranks.
+        stubbed: whether a reader may be given a stub (an operator or a group box; not a graph output, nor a
+            stub leading to another page).
+
+    Returns:
+        tensor key → the readers drawn with a stub (only tensors that have some).
+    """
+    crowded = [(key, pairs) for key, pairs in fans if len({end for _, end in pairs}) > FAR_READERS]
+    if not crowded:
+        return {}
+    rank = settled_ranks(edges)
+    far: dict[Hashable, set[str]] = {}
+    for key, pairs in crowded:
+        readers = {end for _, end in pairs}
+        nearest = min(rank.get(r, 0) for r in readers)
+        stubs = {r for r in readers if stubbed(r) and rank.get(r, 0) > nearest + NEAR_RANKS}
+        if len(stubs) >= FAR_READERS:
+            far[key] = stubs
+    return far
+
+
+def settled_ranks(edges: list[tuple[str, str]]) -> dict[str, int]:
+    """The ranks of the names in ``edges`` as dot would give them, roughly (module docstring)."""
+    names = list(dict.fromkeys(name for edge in edges for name in edge))
+    rank = longest_path_ranks(names, edges)
+    inputs: dict[str, int] = dict.fromkeys(names, 0)
+    readers: dict[str, list[str]] = {name: [] for name in names}
+    for a, b in dict.fromkeys(edges):
+        if a != b:
+            inputs[b] += 1
+            readers[a].append(b)
+    for name in sorted(names, key=lambda n: -rank[n]):  # readers first: their ranks are settled
+        after = [rank[r] for r in readers[name] if rank[r] > rank[name]]
+        if after and len(readers[name]) >= inputs[name]:
+            rank[name] = max(rank[name], min(after) - 1)
+    return rank
+
+
+def longest_path_ranks(names: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
+    """Each name's rank: 0 for sources, else one more than its highest-ranked predecessor (Kahn's order; a
+    name on a cycle keeps the rank its visited predecessors give it)."""
+    known = set(names)
+    after: dict[str, list[str]] = {n: [] for n in names}
+    waiting = dict.fromkeys(names, 0)
+    for a, b in dict.fromkeys(edges):
+        if a in known and b in known and a != b:
+            after[a].append(b)
+            waiting[b] += 1
+    rank = dict.fromkeys(names, 0)
+    ready = [n for n in names if waiting[n] == 0]
+    while ready:
+        name = ready.pop()
+        for other in after[name]:
+            rank[other] = max(rank[other], rank[name] + 1)
+            waiting[other] -= 1
+            if waiting[other] == 0:
+                ready.append(other)
+    return rank
