@@ -142,3 +142,28 @@ def test_paged_attention_counts_each_sequence(tmp_path: Path, constant: bool) ->
     first = 2 * 4 * 2 * 6 * 16 + 3 * 4 * (5 + 6)
     second = 2 * 4 * 1 * 7 * 16 + 3 * 4 * 7
     assert int(paged["macs"]) == first + second
+
+
+def test_quantized_attention_with_a_past(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    hidden = HEADS * HEAD
+    rng = np.random.default_rng(0)
+    weight = rng.integers(-127, 128, (hidden, 3 * hidden), dtype=np.int8)
+    constants = [helper.make_tensor("weight", TensorProto.INT8, weight.shape, weight.tobytes(), raw=True),
+                 helper.make_tensor("bias", TensorProto.FLOAT, [3 * hidden], [0.0] * (3 * hidden)),
+                 helper.make_tensor("input_scale", TensorProto.FLOAT, [], [0.02]),
+                 helper.make_tensor("weight_scale", TensorProto.FLOAT, [], [0.01]),
+                 helper.make_tensor("input_zero_point", TensorProto.UINT8, [], [128]),
+                 helper.make_tensor("weight_zero_point", TensorProto.INT8, [], [0])]
+    nodes = [helper.make_node("Constant", [], [t.name], value=t) for t in constants]
+    nodes.append(helper.make_node("QAttention", ["x", "weight", "bias", "input_scale", "weight_scale", "",
+                                                 "input_zero_point", "weight_zero_point", "past"],
+                                  ["y", "present"], domain="com.microsoft", num_heads=HEADS, unidirectional=1))
+    feeds = {"x": np.full((B, S, hidden), 130, np.uint8), "past": np.zeros((2, B, HEADS, P, HEAD), np.float32)}
+    row = measured(nodes, [tensor("x", [B, S, hidden], "UINT8"), tensor("past", [2, B, HEADS, P, HEAD])],
+                   [tensor("y", [B, S, hidden]), tensor("present", [2, B, HEADS, T, HEAD])], tmp_path / "q.onnx",
+                   feeds)
+    projection = 3 * (3 * hidden) * hidden + 3 * (3 * hidden)  # the QKV projection and its bias add
+    assert int(row["macs"]) == projection + 1536 + 1536 + 3 * 4 * 3 * 8
+    assert int(row["params"]) == hidden * 3 * hidden + 3 * hidden  # scales and zero points are no parameters

@@ -87,7 +87,17 @@ def _ms_multihead_attention(op: Op) -> Cost:
 
 
 def _ms_attention(op: Op) -> Cost:
-    """com.microsoft Attention: the QKV projection, then the attention core; past [2, B, N, P, H]."""
+    """com.microsoft Attention: the QKV projection, then the attention core; past [2, B, N, P, H] (input 4)."""
+    return _projected_attention(op, 4)
+
+
+def _q_attention(op: Op) -> Cost:
+    """com.microsoft QAttention: Attention with a uint8 input and int8 weight; past is input 8."""
+    return _projected_attention(op, 8)
+
+
+def _projected_attention(op: Op, past_slot: int) -> Cost:
+    """input [B, S, D] × weight [D, Q + K + V] (+ bias 2), then the attention core over past + S keys."""
     heads = _heads(op, "num_heads")
     x, w = op.shape(0), op.weight_shape(1)
     if len(x) != 3 or len(w) != 2:
@@ -95,7 +105,7 @@ def _ms_attention(op: Op) -> Cost:
     batch, seq, _ = x
     sizes = op.attr("qkv_hidden_sizes") or [w[1] // 3] * 3
     projection = matmul(batch * seq * w[1], w[0], op.has(2))
-    kv_len = seq + (_dim(op, 4, 3) if op.has(4) else 0)
+    kv_len = seq + (_dim(op, past_slot, 3) if op.has(past_slot) else 0)
     return projection + attention(batch, heads, seq, kv_len, int(sizes[0]) // heads, int(sizes[2]) // heads)
 
 
@@ -182,6 +192,7 @@ def _ms_rotary(op: Op, ops: float) -> Cost:
 
 FORMULAS: dict[str, Callable[..., Cost]] = {
     "attention": _onnx_attention, "ms_multihead_attention": _ms_multihead_attention, "ms_attention": _ms_attention,
+    "q_attention": _q_attention,
     "group_query_attention": _group_query_attention, "paged_attention": _paged_attention,
     "rotary_embedding": _onnx_rotary, "ms_rotary_embedding": _ms_rotary,
 }
