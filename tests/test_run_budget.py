@@ -132,7 +132,8 @@ def test_unknown_tensors_are_allowed_the_largest_tensor_each() -> None:
     assert both == isolated.Sizes((50 << 20) + 7, 1003, 1 << 30)
     machine = int(isolated.available_memory() * isolated.MACHINE_SHARE)
     assert isolated.limits(isolated.Sizes(0, 10**6, 10**9)) == isolated.Limits(
-        machine, isolated.SECONDS, "what the machine has available now")
+        machine, isolated.SECONDS, "what the machine has available now",
+        "1.0 GiB + 4 × 0 B known + 1000000 tensors of unknown size × 953.7 MiB")
 
 
 @pytest.mark.parametrize("name, data", [("growing", H.growing_loop()), ("endless", H.endless_loop()),
@@ -166,3 +167,23 @@ def test_compare_counts_the_tensors_it_keeps_of_unknown_size(tmp_path: Path) -> 
     assert sizes.unknown == len(unsized) > 50 and sizes.largest == 4 * max(weights)
     both = isolated.together([sizes, sizes])
     assert isolated.limits(both).memory == min(both.memory(), int(isolated.available_memory() * 0.8))
+
+
+def test_verbose_says_what_the_run_may_take(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import tts_transformer
+
+    from renderer.commands import cli
+
+    monkeypatch.delenv(isolated.MEMORY_ENV, raising=False)
+    path = tmp_path / "tts.onnx"
+    onnx.save(tts_transformer.build(), path)
+    code = cli.main(["metrics", str(path), "--dim", "batch=1", "--dim", "sequence=8", "-o", str(tmp_path / "m.json"),
+                     "-v"])
+    assert code == 0
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if "may take" in ln]
+    said = re.fullmatch(r"annograph: onnxruntime, to run the model, may take (.+) of memory \((.+)\) and (\d+) s", line)
+    assert said, line
+    explained = re.fullmatch(r"what the model's sizes explain: 1\.0 GiB \+ 4 × (.+) known \+ (\d+) tensors of "
+                             r"unknown size × (.+)", said.group(2))
+    assert explained and int(explained.group(2)) > 50, line  # the decoder's tensors, sized by the durations' values

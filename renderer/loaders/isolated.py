@@ -67,6 +67,8 @@ class Limits:
     seconds: float
     memory_from: str = "what the model's sizes explain"
     """Where ``memory`` came from, for the messages."""
+    explained: str = ""
+    """How the model's sizes make up their share (``Sizes.explain``), for ``-v``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,13 @@ class Sizes:
     def memory(self) -> int:
         """``FLOOR`` + ``FACTOR`` × ``known`` + ``unknown`` × ``largest``."""
         return FLOOR + FACTOR * max(0, self.known) + max(0, self.unknown) * max(0, self.largest)
+
+    def explain(self) -> str:
+        """``1.0 GiB + 4 × 48.1 MiB known + 1264 tensors of unknown size × 10.0 MiB``."""
+        text = f"{format_bytes(FLOOR)} + {FACTOR} × {format_bytes(max(0, self.known))} known"
+        if self.unknown > 0 and self.largest > 0:
+            text += f" + {self.unknown} tensors of unknown size × {format_bytes(self.largest)}"
+        return text
 
 
 def together(sizes: Iterable[Sizes]) -> Sizes:
@@ -112,7 +121,7 @@ def limits(sizes: Sizes | int, max_seconds: float | None = None) -> Limits:
     machine = int(available_memory() * MACHINE_SHARE)
     if machine < memory:
         memory, source = machine, "what the machine has available now"
-    return Limits(memory, seconds, source)
+    return Limits(memory, seconds, source, "" if os.environ.get(MEMORY_ENV) else sizes.explain())
 
 
 def available_memory() -> int:
@@ -226,8 +235,12 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
     import subprocess
     import sys
 
+    from ..progress import detail
+
     if not isinstance(limit, Limits):
         limit = limits(0, float(limit))
+    detail(f"{runtime}, {doing}, may take {format_bytes(limit.memory)} of memory ({_sources(limit)}) and "
+           f"{limit.seconds:g} s")
     env = dict(os.environ)  # the child imports this package from where this process found it
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     env["MALLOC_ARENA_MAX"] = "2"  # one 64 MiB arena per thread would count against the address-space limit
@@ -253,6 +266,15 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
     if "error" in answer:
         return {}, str(answer["error"])
     return answer, ""
+
+
+def _sources(limit: Limits) -> str:
+    """Where the memory came from, with what the model's sizes explain where known."""
+    if not limit.explained:
+        return limit.memory_from
+    if limit.memory_from.startswith("what the model's sizes"):
+        return f"{limit.memory_from}: {limit.explained}"
+    return f"{limit.memory_from}; the model's sizes explain {limit.explained}"
 
 
 @contextlib.contextmanager
