@@ -12,8 +12,6 @@ import pytest
 
 from conftest import first_fill, parse_svg, run_cli, svg_groups, tooltip_of
 
-pytest.importorskip("skl2onnx")
-
 N = 5  # --dim X.axis0=5: skl2onnx leaves the batch dim free (an unnamed dim, X.axis0)
 POST = {"NONE": 0, "SOFTMAX": 3, "LOGISTIC": 1}
 

@@ -302,7 +302,7 @@ def test_torch_exported_bilstm_and_its_int8_copy(tmp_path: Path) -> None:
     """nn.LSTM(64 → 128, 2 layers, bidirectional, batch-first) + Linear as torch.onnx.export writes it (initial
     states from Shape → Expand, a Transpose around each LSTM), then quantize_dynamic: both count the same MACs for
     each LSTM as the hand count, and the same parameters."""
-    torch = pytest.importorskip("torch")
+    import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     class Tagger(torch.nn.Module):
