@@ -14,7 +14,8 @@ what a run may take:
   can never take gigabytes (a few unknown tensors times its largest of a few bytes is nothing): outputs that
   outgrow what the model explains end the run at once. A real model keeping thousands of tensors (a TTS
   vocoder's [1, 128, frames × 60] activations, sized by predicted durations) gets what those tensors can take.
-* time: ``seconds`` of wall-clock time (the parent stops the child), and CPU time in the child as a backstop.
+* time: ``seconds`` of wall-clock time (the parent stops the child), and CPU time in the child as a backstop:
+  ``SECONDS`` plus what filling the memory the sizes explain takes at a slow pace (a tiny model gets 30 s).
 
 ``ANNOGRAPH_RUN_MEMORY`` (bytes, or ``512MiB``, ``8GiB``) and ``ANNOGRAPH_RUN_SECONDS`` replace the computed
 memory and time of every run (still capped by what the machine has), for a model that legitimately needs more,
@@ -43,7 +44,9 @@ FACTOR = 4
 MACHINE_SHARE = 0.8
 """Share of what the machine has available now that one run may take."""
 SECONDS = 30.0
-"""Wall-clock seconds any run may take, plus one per ``BYTES_PER_SECOND`` of known sizes."""
+"""Wall-clock seconds any run may take, plus one per ``BYTES_PER_SECOND`` of known sizes, or per ``FACTOR`` ×
+``BYTES_PER_SECOND`` of the memory the run may take beyond ``FLOOR`` (its unknown tensors' share included) where
+that is more."""
 BYTES_PER_SECOND = 8 << 20
 COUNTS_ENV = "ANNOGRAPH_RUN_COUNTS_FD"
 """The file descriptor a child writes its progress to (``report``), set by ``run`` when someone counts."""
@@ -112,13 +115,14 @@ def limits(sizes: Sizes | int, max_seconds: float | None = None) -> Limits:
     if not isinstance(sizes, Sizes):
         sizes = Sizes(int(sizes))
     memory = sizes.memory()
-    seconds = SECONDS + max(0, sizes.known) // BYTES_PER_SECOND
+    machine = int(available_memory() * MACHINE_SHARE)
+    filled = max(0, min(memory, machine) - FLOOR) // (FACTOR * BYTES_PER_SECOND)  # the unknown tensors' share too
+    seconds = SECONDS + max(max(0, sizes.known) // BYTES_PER_SECOND, filled)
     if max_seconds is not None:
         seconds = min(seconds, max_seconds)
     source = f"what {MEMORY_ENV} sets" if os.environ.get(MEMORY_ENV) else "what the model's sizes explain"
     memory = _from_env(MEMORY_ENV, memory, parse_bytes)
     seconds = _from_env(SECONDS_ENV, seconds, _parse_seconds)
-    machine = int(available_memory() * MACHINE_SHARE)
     if machine < memory:
         memory, source = machine, "what the machine has available now"
     return Limits(memory, seconds, source, "" if os.environ.get(MEMORY_ENV) else sizes.explain())
