@@ -136,8 +136,13 @@ def default_metric(annotations: Annotations) -> DefaultMetric:
         listed = "; ".join(f"{name}, {text}" for (name, _), text in zip(mains, described))
         return DefaultMetric(None, f"no default colour metric, the annotations bring several main metrics: "
                                    f"{listed}; choose one with --color-by")
+    listed = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+    if annotations.unusable_mains:
+        empty = "; ".join(f"{info.source.capitalize()}'s main metric {info.name} has no usable values "
+                          f"({Path(path).name})" for info, path in annotations.unusable_mains)
+        others = f" (the others: {listed})" if names else ""
+        return DefaultMetric(None, f"no default colour metric: {empty}{others}; choose one with --color-by")
     if names:
-        listed = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
         return DefaultMetric(None, f"no default colour metric, the annotations bring several metrics and no "
                                    f"tool declares one its main: {listed}; choose one with --color-by")
     return DefaultMetric(None)

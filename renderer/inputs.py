@@ -14,13 +14,17 @@ either order; ending the wait means a forgotten writer is reported instead of ha
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import select
 import stat
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from .errors import AnnographError, first_line, unreadable
@@ -46,6 +50,24 @@ class _Stream:
 
 
 _streams: dict[tuple[int, int], _Stream] = {}
+_out_of_memory: list[str] = []  # the file being read when memory ran out (innermost first)
+
+
+@contextlib.contextmanager
+def reading(path: str | Path) -> Iterator[None]:
+    """Run the block as the reading of ``path``: when memory runs out in it, ``read_when_out_of_memory`` names it."""
+    try:
+        yield
+    except MemoryError:
+        if not _out_of_memory:
+            _out_of_memory.append(str(path))
+        raise
+
+
+def read_when_out_of_memory() -> str | None:
+    """The file whose reading ran out of memory (the innermost ``reading`` block), None when memory ran out
+    elsewhere or not at all."""
+    return _out_of_memory[0] if _out_of_memory else None
 
 
 def is_stream(path: str | Path) -> bool:
@@ -88,15 +110,39 @@ def read_bytes(path: str | Path, limit: int, error: type[AnnographError], kind: 
         raise error(unreadable(path, e, kind)) from None
 
 
-def open_text(path: str | Path, error: type[AnnographError], kind: str) -> IO[str]:
-    """The file for streaming text reads (UTF-8, BOM skipped, newlines kept as they are)."""
+def chunks(path: str | Path, limit: int, error: type[AnnographError], kind: str) -> Iterator[bytes]:
+    """The file in chunks of ``CHUNK`` bytes, refused with ``error`` (before the first chunk for a regular file) when
+    it holds more than ``limit`` bytes; a stream is read once, through its bounded buffer."""
     if is_stream(path):
-        data = read_bytes(path, ANNOTATION_LIMIT, error, kind)
-        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+        data = read_bytes(path, limit, error, kind)
+        yield from (data[start:start + CHUNK] for start in range(0, len(data), CHUNK))
+        return
     try:
-        return open(path, encoding="utf-8-sig", newline="")
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise error(f"{path}: {format_limit(size)} is more than annograph reads as {kind} ({format_limit(limit)})")
+            while chunk := f.read(CHUNK):
+                yield chunk
     except OSError as e:
         raise error(unreadable(path, e, kind)) from None
+
+
+def open_text(path: str | Path, error: type[AnnographError], kind: str, limit: int = ANNOTATION_LIMIT) -> IO[str]:
+    """The file for streaming text reads (UTF-8, BOM skipped, newlines kept as they are), refused with ``error``
+    when it holds more than ``limit`` bytes (as ``read_bytes`` refuses it)."""
+    if is_stream(path):
+        data = read_bytes(path, limit, error, kind)
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+    try:
+        handle = open(path, encoding="utf-8-sig", newline="")
+    except OSError as e:
+        raise error(unreadable(path, e, kind)) from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        handle.close()
+        raise error(f"{path}: {format_limit(size)} is more than annograph reads as {kind} ({format_limit(limit)})")
+    return handle
 
 
 def forget() -> None:
@@ -104,6 +150,7 @@ def forget() -> None:
     for stream in _streams.values():
         _close(stream)
     _streams.clear()
+    _out_of_memory.clear()
 
 
 def _open_stream(path: str | Path, error: type[AnnographError], kind: str) -> _Stream:
@@ -169,6 +216,8 @@ NPZ_LIMIT = 4 << 30
 """Largest total of the sizes an ``.npz`` file's members declare (what its arrays would take once inflated)."""
 NPZ_MEMBERS = 100_000
 """Most members an ``.npz`` file may list (its central directory is read whole)."""
+_DIRECTORY_LIMIT = 64 << 20
+"""Largest central directory read (64 MiB: NPZ_MEMBERS members of names up to ~600 bytes)."""
 _NPY_HEADER_LIMIT = 10_000
 _NAME_SHOWN = 60
 
@@ -189,24 +238,25 @@ class NpzArchive:
     """
 
     def __init__(self, path: str | Path, error: type[AnnographError], kind: str, limit: int | None = None,
-                 kinds: str = "biuf") -> None:
+                 kinds: str = "biuf", check_names: Callable[[list[str]], None] | None = None) -> None:
         import zipfile
 
         self.path, self._error, self._kind, self._kinds = path, error, kind, kinds
         limit = NPZ_LIMIT if limit is None else limit
-        source: IO[bytes] = io.BytesIO(read_bytes(path, limit, error, kind)) if is_stream(path) else self._open()
-        try:
-            self._check_magic(source)
-            self._count_members(source)
-            self._zip = zipfile.ZipFile(source)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as e:
-            source.close()
-            raise error(f"{path}: not a readable .npz file ({_cut(first_line(e, 100))})") from None
-        try:
-            self.names, self._headers = self._read_headers(limit)
-        except BaseException:
-            self.close()
-            raise
+        with reading(path):
+            source: IO[bytes] = io.BytesIO(read_bytes(path, limit, error, kind)) if is_stream(path) else self._open()
+            try:
+                self._check_magic(source)
+                self._count_members(source)
+                self._zip = zipfile.ZipFile(source)
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, struct.error) as e:
+                source.close()
+                raise error(f"{path}: not a readable .npz file ({_cut(first_line(e, 100))})") from None
+            try:
+                self.names, self._headers = self._read_headers(limit, check_names)
+            except BaseException:
+                self.close()
+                raise
 
     def _open(self) -> IO[bytes]:
         try:
@@ -224,36 +274,55 @@ class NpzArchive:
                               "as numpy.savez writes)")
 
     def _count_members(self, source: IO[bytes]) -> None:
-        """Refuse a central directory of more than ``NPZ_MEMBERS`` entries before zipfile reads it whole."""
+        """Refuse a central directory of more than ``NPZ_MEMBERS`` entries (or more than ``_DIRECTORY_LIMIT``
+        bytes) before zipfile reads it whole. The entries are counted in the directory itself: the end record's
+        count is only a claim (a zip64 end record patched to 1 let 150,000 headers be read)."""
         import zipfile
 
         end = getattr(zipfile, "_EndRecData", None)  # the end record's fields; read by zipfile itself the same way
         record = end(source) if end is not None else None
-        if record is not None and record[4] > NPZ_MEMBERS:  # _ECD_ENTRIES_TOTAL
-            raise self._error(f"{self.path}: {record[4]} members, more than the {NPZ_MEMBERS} annograph reads "
-                              f"as {self._kind}")
+        if record is None:
+            source.seek(0)
+            return
+        size, offset = record[5], record[6]  # _ECD_SIZE, _ECD_OFFSET
+        start = record[9] - size  # _ECD_LOCATION: the directory ends where the end record (or zip64's) starts
+        if record[0] == getattr(zipfile, "stringEndArchive64", b"PK\x06\x06"):
+            start -= 56 + 20  # the zip64 end record and its locator lie between
+        if size > _DIRECTORY_LIMIT:
+            raise self._error(f"{self.path}: a central directory of {format_limit(size)}, more than annograph reads "
+                              f"as {self._kind} ({format_limit(_DIRECTORY_LIMIT)})")
+        source.seek(max(start, 0))
+        directory = source.read(size)
+        count, at = 0, 0
+        while at + 46 <= len(directory) and directory[at:at + 4] == b"PK\x01\x02":
+            count += 1
+            if count > NPZ_MEMBERS:
+                raise self._error(f"{self.path}: more than {NPZ_MEMBERS} members, more than annograph reads as "
+                                  f"{self._kind}")
+            names, extra, comment = struct.unpack_from("<HHH", directory, at + 28)
+            at += 46 + names + extra + comment
         source.seek(0)
 
-    def _read_headers(self, limit: int) -> tuple[list[str], dict[str, tuple[tuple[int, ...], Any, bool]]]:
-        infos = self._zip.infolist()
+    def _read_headers(self, limit: int, check_names: Callable[[list[str]], None] | None
+                      ) -> tuple[list[str], dict[str, tuple[tuple[int, ...], Any, bool]]]:
+        """Every member's array header, after the names (``check_names`` may refuse them) and the declared sizes."""
+        infos = [info for info in self._zip.infolist() if not info.is_dir()]
         declared = sum(info.file_size for info in infos)
         if declared > limit:
             raise self._error(f"{self.path}: its members would inflate to {format_limit(declared)}, more than annograph "
                               f"reads as {self._kind} ({format_limit(limit)})")
         names: list[str] = []
-        headers: dict[str, tuple[tuple[int, ...], Any, bool]] = {}
         for info in infos:
-            if info.is_dir():
-                continue
             if not info.filename.endswith(".npy"):
                 raise self._error(f"{self.path}: member {_name(info.filename)} is not a .npy array ({self._kind} "
                                   "holds one .npy file per array)")
-            name = info.filename[:-4]
-            if name in headers:
-                raise self._error(f"{self.path}: two arrays named {_name(name)}")
-            headers[name] = self._header(info)
-            names.append(name)
-        return names, headers
+            names.append(info.filename[:-4])
+        if len(set(names)) != len(names):
+            twice = next(name for name, n in Counter(names).items() if n > 1)
+            raise self._error(f"{self.path}: two arrays named {_name(twice)}")
+        if check_names is not None:
+            check_names(names)
+        return names, {name: self._header(info) for name, info in zip(names, infos)}
 
     def _header(self, info: Any) -> tuple[tuple[int, ...], Any, bool]:
         """Shape, dtype and Fortran order of one member, checked against what it declares."""
@@ -301,6 +370,10 @@ class NpzArchive:
 
         import numpy as np
 
+        with reading(self.path):
+            return self._inflate(name, np, zipfile)
+
+    def _inflate(self, name: str, np: Any, zipfile: Any) -> Any:
         try:
             with self._zip.open(name + ".npy") as member:
                 return np.lib.format.read_array(member, allow_pickle=False, max_header_size=_NPY_HEADER_LIMIT)

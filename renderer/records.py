@@ -147,6 +147,8 @@ class Annotations:
         sidecars: the sidecar files found beside the model and read (``MODEL.annotations.*``).
         notes: what was cut reading or merging the sources (one line each; the CLI prints them).
         read: every file the sets were read from, their side files included (``AnnotationSet.side_files``).
+        unusable_mains: the main metrics readers declared (``MetricInfo.main``) of which no element has a
+            usable value (all NaN, past the colour scales' range), with the file each was read from.
     """
 
     graph: Entry = field(default_factory=Entry)
@@ -157,6 +159,7 @@ class Annotations:
     sidecars: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)
+    unusable_mains: list[tuple[MetricInfo, str]] = field(default_factory=list)
 
     def copy(self) -> Annotations:
         """A copy whose entries and metric table can change without touching this one (rendering adds its
@@ -166,7 +169,7 @@ class Annotations:
 
         return Annotations(Entry(dict(self.graph.values), dict(self.graph.style), self.graph.line),
                            entries(self.ops), entries(self.tensors), dict(self.metrics), list(self.coverage),
-                           list(self.sidecars), list(self.notes), list(self.read))
+                           list(self.sidecars), list(self.notes), list(self.read), list(self.unusable_mains))
 
 
 # Numbers beyond this are shown as text but kept off colour scales, like inf and nan: the difference of two

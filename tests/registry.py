@@ -19,6 +19,15 @@ Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.RE
     Path, relative to the repository root, of the sample model that the reader's seed files refer to (their
     ids, node names).
 
+``hostile``
+    A callable ``(kind: str, size: int) -> (file name, bytes)``: a real file of the reader's format made hostile in
+    one way, for each of ``HOSTILE_KINDS`` (issue 31): ``overflow`` (a number past the float range), ``sum_overflow``
+    (finite figures of one operator adding up past it), ``negative`` (a negative time or cycle count), ``nan``
+    (NaN where a number goes), ``huge_line`` (one line, or entry, of ``size`` characters), ``many_records``
+    (``size`` layers or rows for the small model). The fuzz tests check each is refused in one line naming the
+    file, or read with every value finite and not negative, within bounded memory; ``benchmarks/bench_bounds.py``
+    prints their peak memory at full size.
+
 ``inject``
     A callable ``(text: str) -> (file name, bytes)`` returning a file in the reader's format that carries
     ``text`` in every field a user could control (ids, names, keys, values). The injection tests render it
@@ -41,6 +50,7 @@ import contextlib
 import csv
 import io
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -64,6 +74,10 @@ class ReaderEntry:
     model: str = DEFAULT_READER_MODEL
     inject: Callable[[str], tuple[str, bytes]] | None = None
     seeds: Seeds = ()
+    hostile: Callable[[str, int], tuple[str, bytes]] | None = None
+
+
+HOSTILE_KINDS = ("overflow", "sum_overflow", "negative", "nan", "huge_line", "many_records")
 
 
 @dataclass(frozen=True)
@@ -229,6 +243,106 @@ def _model_explorer(text: str) -> tuple[str, bytes]:
             "name": text, "thresholds": [{"value": 1, "bgColor": text}],
             "gradient": [{"stop": 0, "bgColor": text}]}
     return "node_data.json", json.dumps({"main": body, text: body}, ensure_ascii=False).encode()
+
+
+# ---- hostile files of the tool formats (issue 31: numbers, line lengths, record counts) -------------------------
+
+_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_HUGE = "9" * 4000  # past 1.8e308 (and close to Python's 4,300-digit limit for int())
+_BIG = "1.7e308"  # finite; two of them are not
+
+
+def _hostile_vela(kind: str, size: int) -> tuple[str, bytes]:
+    """Vela 5's per-layer CSV of tiny_keras_int8_asymmetric with its Op Cycles column made hostile. Its rows 2 and 3
+    are one Conv2D (Conv2D, then its fused Relu): their figures add up on one operator."""
+    lines = (_FIXTURES / "vela" / "tiny_keras_int8_asymmetric_per-layer.csv").read_text().splitlines()
+    column = lines[0].split(",").index("Op Cycles")
+
+    def cycles(row: int, value: str) -> None:
+        cells = lines[row].split(",", 15)
+        cells[column] = value
+        lines[row] = ",".join(cells)
+
+    if kind == "overflow":
+        cycles(2, _HUGE)
+    elif kind == "sum_overflow":
+        cycles(2, _BIG)
+        cycles(3, _BIG)
+    elif kind == "negative":
+        cycles(2, "-5")
+    elif kind == "nan":
+        for row in range(1, len(lines)):
+            cycles(row, "NaN")
+    elif kind == "huge_line":
+        lines[2] += "x" * size  # in the name: the last cell
+    elif kind == "many_records":
+        lines += [lines[2]] * size
+    return "hostile_per-layer.csv", ("\n".join(lines) + "\n").encode()
+
+
+def _hostile_openvino(kind: str, size: int) -> tuple[str, bytes]:
+    """tiny_cnn's detailed counters with the realTime of its first executed layer made hostile (in both request
+    tables for ``sum_overflow``: the mean adds them)."""
+    lines = (_FIXTURES / "openvino" / "tiny_cnn.benchmark_detailed_counters_report.csv").read_text().splitlines()
+    timed = [n for n, line in enumerate(lines) if ";Status.EXECUTED;" in line or ";EXECUTED;" in line]
+
+    def real_time(row: int, value: str) -> None:
+        cells = lines[row].split(";")
+        cells[4] = value
+        lines[row] = ";".join(cells)
+
+    if kind in ("overflow", "negative", "nan"):
+        real_time(timed[0], {"overflow": _HUGE, "negative": "-5", "nan": "nan"}[kind])
+    elif kind == "sum_overflow":
+        name = lines[timed[0]].split(";")[0]
+        for row in timed:
+            if lines[row].split(";")[0] == name:
+                real_time(row, _BIG)
+    elif kind == "huge_line":
+        lines[timed[0]] = "x" * size + lines[timed[0]]
+    elif kind == "many_records":
+        lines[timed[0] + 1:timed[0] + 1] = [f"inserted_{n};Status.EXECUTED;Reorder;ref;0.001;0.001" for n in range(size)]
+    return "hostile.benchmark_detailed_counters_report.csv", ("\n".join(lines) + "\n").encode()
+
+
+def _hostile_exec_graph(kind: str, size: int) -> tuple[str, bytes]:
+    """tiny_cnn's execution graph with the execTimeMcs of its first timed layer made hostile (for ``sum_overflow``
+    that layer twice: both times land on its first node)."""
+    text = (_FIXTURES / "openvino" / "tiny_cnn.exec_graph.xml").read_text()
+    layers = re.findall(r"\t\t<layer .*?</layer>\n", text, re.S)
+    first = next(layer for layer in layers if 'type="Convolution"' in layer and re.search(r'execTimeMcs="\d', layer))
+    timed = re.sub(r'execTimeMcs="[^"]*"', 'execTimeMcs="{}"', first)
+    if kind in ("overflow", "negative", "nan"):
+        text = text.replace(first, timed.format({"overflow": _HUGE, "negative": "-5", "nan": "NaN"}[kind]))
+    elif kind == "sum_overflow":
+        text = text.replace(first, timed.format(_BIG) * 2)
+    elif kind == "huge_line":
+        text = text.replace(first, first.replace('runtimePrecision="', 'runtimePrecision="' + "x" * size, 1))
+    elif kind == "many_records":
+        text = text.replace(first, first + "".join(first.replace(' name="', f' name="copy{n}_', 1)
+                                                   for n in range(size)))
+    return "hostile.exec_graph.xml", text.encode()
+
+
+def _hostile_tensorrt(kind: str, size: int) -> tuple[str, bytes]:
+    """tiny_cnn's trtexec profile (one layer a line, as trtexec writes it) with the averageMs of its first mapped
+    layer made hostile (for ``sum_overflow`` that layer twice: both land on its first node)."""
+    entries = json.loads((_FIXTURES / "tensorrt" / "tiny_cnn.profile.json").read_text())
+    lines = [json.dumps(entry) for entry in entries]
+    first = 2  # entry 1 is a reformatting layer TensorRT inserted
+
+    def average(value: str) -> str:
+        return re.sub(r'"averageMs": [^,}]*', f'"averageMs": {value}', lines[first])
+
+    if kind in ("overflow", "negative", "nan"):
+        lines[first] = average({"overflow": _HUGE, "negative": "-5", "nan": "NaN"}[kind])
+    elif kind == "sum_overflow":
+        lines[first:first + 1] = [average(_BIG)] * 2
+    elif kind == "huge_line":
+        lines[first] = lines[first].replace('"name": "', '"name": "' + "x" * size, 1)
+    elif kind == "many_records":
+        lines[first:first] = [json.dumps({"name": f"copy{n}", "timeMs": 1, "averageMs": 0.001}) for n in range(size)]
+    return "hostile.profile.json", ("[\n  " + "\n, ".join(lines) + "\n]\n").encode()
 
 
 # ---- commands that write pictures and reports of their own ---------------------------------------------------
@@ -757,11 +871,14 @@ READERS: dict[str, ReaderEntry] = {
     "tflite_benchmark": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_float.tflite",
                                     inject=_tflite_benchmark),
     "vela": ReaderEntry(model="samples/tflite/tiny_keras_int8_asymmetric.tflite", inject=_vela,
-                        seeds=["tests/fixtures/vela/*.csv"]),
-    "openvino_counters": ReaderEntry(inject=_openvino, seeds=["tests/fixtures/openvino/*.csv"]),
-    "openvino_exec_graph": ReaderEntry(inject=_openvino_exec_graph, seeds=["tests/fixtures/openvino/*.xml"]),
+                        seeds=["tests/fixtures/vela/*.csv"], hostile=_hostile_vela),
+    "openvino_counters": ReaderEntry(inject=_openvino, seeds=["tests/fixtures/openvino/*.csv"],
+                                     hostile=_hostile_openvino),
+    "openvino_exec_graph": ReaderEntry(inject=_openvino_exec_graph, seeds=["tests/fixtures/openvino/*.xml"],
+                                       hostile=_hostile_exec_graph),
     "tensorrt_profile": ReaderEntry(inject=_tensorrt, seeds=["tests/fixtures/tensorrt/*.json",
-                                                             "tests/fixtures/tensorrt/names_only/*.json"]),
+                                                             "tests/fixtures/tensorrt/names_only/*.json"],
+                                    hostile=_hostile_tensorrt),
     "tflite_quant_debug": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_int8.tflite",
                                       inject=_tflite_quant_debug),
     "ort_qdq_loss": ReaderEntry(model="samples/onnx/tiny_cnn_qdq_u8.onnx", inject=_ort_qdq_loss),

@@ -126,6 +126,54 @@ def test_every_file_a_reader_opens_is_an_input_of_the_run(module) -> None:  # ty
         assert beside <= declared, f"{module.NAME} on {path.name} opened {sorted(beside - declared)} undeclared"
 
 
+HOSTILE = [(m, kind) for m in harness.payloads.reader_modules() if harness.payloads.registry.reader(m).hostile
+           for kind in harness.payloads.registry.HOSTILE_KINDS]
+HUGE_LINE = 3 * (1 << 24)  # three times the longest line a reader takes (lookup.MAX_LINE_CHARS)
+MANY_RECORDS = 200_000  # layers for a model of about 20 operators
+PEAK_BYTES = 64 << 20  # what a refusal (or a read) of those may take: less than the huge line itself
+
+
+def test_the_tool_readers_have_hostile_files() -> None:
+    names = {m.NAME for m, _ in HOSTILE}
+    assert {"vela", "openvino", "openvino-exec-graph", "tensorrt"} <= names, names
+
+
+@pytest.mark.parametrize(("module", "kind"), HOSTILE, ids=[f"{m.NAME}-{k}" for m, k in HOSTILE])
+def test_hostile_numbers_lines_and_record_counts(module, kind: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31: overflowing, negative and NaN figures, sums past the float range, a line of 48 Mi characters and
+    200,000 layers for a 20-operator model: refused in one line naming the file (``harness.check``), or read with
+    every value finite and not negative; within 64 MiB of Python allocations (the line alone is 48 MiB)."""
+    import math
+    import tracemalloc
+
+    from renderer.records import metric_value
+
+    size = {"huge_line": HUGE_LINE, "many_records": MANY_RECORDS}.get(kind, 0)
+    name, data = harness.payloads.registry.reader(module).hostile(kind, size)
+    path = tmp_path / name
+    path.write_bytes(data)
+    del data
+    model = harness._reader_model(str(harness.payloads.reader_model(module)))
+    tracemalloc.start()
+    try:
+        outcome, message = harness.check(harness.Target(kind, [], lambda p: harness._read(module, p)), path,
+                                         PER_CALL_SECONDS)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert outcome != "FAIL", message
+    assert peak < PEAK_BYTES, f"{peak / 2**20:.0f} MiB reading {kind}"
+    if kind in ("overflow", "sum_overflow", "negative", "huge_line", "many_records"):
+        assert outcome == "error", f"{kind} accepted"
+        assert "internal error" not in message and "inf" not in message.split(": ")[-1], message
+        return
+    if outcome == "error":
+        return
+    result = module.read(path, model)
+    numbers = [metric_value(v) for _, entry in result.operators for v in entry.values.values()]
+    assert all(n is None or (math.isfinite(n) and n >= 0) for n in numbers), numbers
+
+
 def test_time_guard_stops_a_hang(tmp_path: Path) -> None:
     """The per-call guard the harness relies on really interrupts a runaway call, even one in a try block."""
     import time

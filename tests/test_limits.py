@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import payloads as P
-from conftest import ONNX, ROOT, TFLITE, Run, run_cli
+from conftest import ONNX, ROOT, TFLITE, Run, one_line_error, run_cli
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 
@@ -477,3 +477,32 @@ def test_a_million_keys_on_one_operator_are_cut_and_said(tmp_path: Path) -> None
     more = [t for t in texts if "more values" in t]
     assert more and more[0].startswith("+") and int(more[0][1:].split()[0]) >= MAX_VALUES_PER_ELEMENT - MAX_DRAWN_VALUES
     assert sum(bool(re.fullmatch(r"k[0-9]+: ?", t)) for t in texts) == MAX_DRAWN_VALUES, texts[:12]
+
+
+def test_out_of_memory_names_the_file_being_read(tmp_path: Path) -> None:
+    """Issue 31: under a memory limit the only line was ``annograph: error: out of memory``, naming no file. A 70 MB
+    JSON annotation file (two million entries, ~20 times its size once parsed) under a 700 MiB address space."""
+    huge = tmp_path / "huge.json"
+    with open(huge, "w", encoding="utf-8") as f:
+        f.write('{"operators": [' + ",".join(f'{{"id": "stem/conv", "x{i % 50}": {i}}}' for i in range(2_000_000))
+                + "]}")
+    done = _cli_limited("render", ONNX / "tiny_cnn.onnx", "-a", huge, "-o", tmp_path / "x.svg", "-q", limit_mb=700)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == f"annograph: error: {huge}: out of memory reading it", done.stderr
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_a_line_past_the_limit_is_refused_by_every_line_reader(tmp_path: Path) -> None:
+    """Issue 31: one long line under an OpenVINO or Vela header was built whole (2 GiB: 4.2 GB, 17 s) where the
+    generic reader refused it; every reader now reads lines in pieces and refuses one past MAX_LINE_CHARS."""
+    from renderer.annotations.lookup import MAX_LINE_CHARS
+
+    long = "x" * (MAX_LINE_CHARS + 10)
+    files = {"notes.csv": f"id,latency_ms\nstem/conv,{long}\n",
+             "benchmark_detailed_counters_report.csv": "layerName;execStatus;layerType;execType;realTime (ms);"
+                                                       f"cpuTime (ms)\n{long};EXECUTED;Conv;jit;1;1\n"}
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "-a", path, "-o", tmp_path / "x.svg"))
+        assert f"{path}:2: a line of more than {MAX_LINE_CHARS:,} characters" in error, error

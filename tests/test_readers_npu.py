@@ -198,7 +198,7 @@ def test_vela_bad_number_names_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad_per-layer.csv"
     bad.write_text("\n".join(lines) + "\n")
     error = one_line_error(run_cli("render", TINY_INT8, "-a", bad, "-o", tmp_path / "x.svg"))
-    assert f"{bad}:3: Op Cycles 'lots' is not a number" in error
+    assert f"{bad}:3:42: Op Cycles 'lots' is not a number" in error
     assert not (tmp_path / "x.svg").exists()
 
 
@@ -351,7 +351,7 @@ def test_openvino_semicolons_in_names_and_bad_times(tmp_path: Path) -> None:
     assert annotations.coverage[0].unmatched == ["odd;name (Reorder, 1 µs)"]
     report.write_text(f"{header}\nstem/conv;EXECUTED;Convolution;jit;fast;0.24;\n")
     error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "-a", report, "-o", tmp_path / "x.svg"))
-    assert f"{report}:2: time 'fast' is not a number" in error
+    assert f"{report}:2:36: realTime (ms) 'fast' is not a number" in error
 
 
 # ---- TensorRT (fixtures) -----------------------------------------------------------------------------------------
@@ -413,7 +413,7 @@ def test_tensorrt_raw_separators_and_bad_profiles(tmp_path: Path) -> None:
     assert annotations.coverage[0].matched_ops == 18
     profile.write_text('[\n  { "count" : 3 }\n, { "name" : "stem/pool", "timeMs" : 1, "averageMs" : "fast" }\n]\n')
     error = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", "-a", profile, "-o", tmp_path / "x.svg"))
-    assert f"{profile}: entry 1 ('stem/pool') has no numeric 'averageMs'" in error
+    assert f"{profile}:3: entry 1 ('stem/pool') has no numeric 'averageMs'" in error
 
 
 def test_openvino_execution_graph_errors(tmp_path: Path) -> None:

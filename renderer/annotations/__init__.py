@@ -66,7 +66,8 @@ def _head(path: Path) -> str:
 
 def read_file(path: str | Path, model: Model, fmt: str | None = None) -> AnnotationSet:
     """Read one annotation file, detecting its source from its content unless ``fmt`` names it."""
-    return reader_of(path, fmt).read(Path(path), model)
+    with inputs.reading(path):  # an out-of-memory error names it
+        return reader_of(path, fmt).read(Path(path), model)
 
 
 def reader_of(path: str | Path, fmt: str | None = None) -> ModuleType:
@@ -163,6 +164,9 @@ def merge(sets: list[AnnotationSet], model: Model, strict: bool = False) -> Anno
     clashing = {name for name, sources in sources_of.items() if len(sources) > 1}
     for aset, items in resolved:
         _add(result, aset, items, clashing)
+    valued = {(info.source, name.removeprefix(f"{info.source}.")) for name, info in result.metrics.items()}
+    result.unusable_mains = [(info, aset.path) for aset in sets for name, info in aset.metrics.items()
+                             if info.main and (aset.source, name) not in valued and (aset.operators or aset.tensors)]
     return result
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from .. import inputs
 from ..errors import AnnotationError, first_line
 from ..ir import Model
-from .lookup import bounded_lines, parse_json
+from .lookup import MAX_LINE_CHARS, bounded_lines, parse_json
 from .metric_meta import read_metric_infos
 from ..records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
 from .style import validate_style
@@ -296,16 +296,21 @@ def _compact_json(value: Any, limit: int) -> str:
 _PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def _physical_lines(text: str) -> Iterator[str]:
+def _physical_lines(text: str, path: Path) -> Iterator[str]:
     """The lines of ``text`` with their endings, as ``io.StringIO(text, newline="")`` yields them, without the
-    copy StringIO makes (four bytes a character for a file of megabytes)."""
-    return (m.group() for m in _PHYSICAL_LINE.finditer(text))
+    copy StringIO makes (four bytes a character for a file of megabytes); one longer than MAX_LINE_CHARS is
+    refused (as every reader refuses it) before csv makes cells of it."""
+    for number, found in enumerate(_PHYSICAL_LINE.finditer(text), start=1):
+        if found.end() - found.start() > MAX_LINE_CHARS:
+            raise AnnotationError(f"{path}:{number}: a line of more than {MAX_LINE_CHARS:,} characters, longer than "
+                                  "annograph reads; write long values as JSON")
+        yield found.group()
 
 
 def _read_csv(path: Path, text: str, result: AnnotationSet) -> None:
     dialect: Any = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
     delimiter = "\t" if dialect == "excel-tab" else ","
-    reader = csv.reader(bounded_lines(_physical_lines(text), path, result.notes, delimiter), dialect=dialect)
+    reader = csv.reader(bounded_lines(_physical_lines(text, path), path, result.notes, delimiter), dialect=dialect)
     try:
         header = next(reader)
     except StopIteration:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -18,10 +17,22 @@ from ..data.categories import with_role
 from ..errors import AnnotationError
 from ..ir import Model, Node, Value
 from ..records import Entry, Ref
+from .measures import finite_decoder, parse, refused, total
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""
 TOO_MANY_DIGITS = "an integer of more than 4300 digits"
+
+
+RECORDS_PER_OPERATOR = 16
+MIN_RECORDS = 10_000
+"""A tool's file lists at most ``RECORDS_PER_OPERATOR`` layers per operator of the model, and ``MIN_RECORDS`` more
+(engines insert reorders and copies, but a TensorRT profile of 10^6 layers for 20 operators is no profile of it)."""
+
+
+def record_bound(model: Model) -> int:
+    """The most layers (records) a tool's file of ``model`` is read with: more are refused as they are reached."""
+    return RECORDS_PER_OPERATOR * sum(len(graph.nodes) for graph in model.graphs) + MIN_RECORDS
 
 
 def node_ref(node: Node) -> Ref:
@@ -33,13 +44,14 @@ def value_ref(value: Value) -> Ref:
 
 
 def attribute_fused(entries: dict[Node, Entry], nodes: list[Node], times: dict[str, float], layer: str,
-                    layer_key: str) -> None:
+                    layer_key: str, where: object) -> None:
     """One engine layer built from ``nodes`` (a fusion, in the tool's order): its ``times`` are added on the first
     node, every node gets the layer's name under ``layer_key``, and the others ``time_on``, the node holding the
-    time; so the picture's times add up to the tool's and each fused node says where its time went."""
+    time; so the picture's times add up to the tool's and each fused node says where its time went. A sum past the
+    float range is an AnnotationError naming ``where`` (the file, or the layer's place in it)."""
     anchor = entries.setdefault(nodes[0], Entry())
     for key, value in times.items():
-        anchor.values[key] = round(anchor.values.get(key, 0.0) + value, 9)
+        anchor.values[key] = round(total((anchor.values.get(key, 0.0), value), where, key), 9)
     for node in nodes:
         entry = entries.setdefault(node, Entry())
         previous = entry.values.get(layer_key)
@@ -96,30 +108,147 @@ def open_text(path: Path) -> IO[str]:
     return inputs.open_text(path, AnnotationError, "an annotation file")
 
 
+MAX_LINE_CHARS = 1 << 24
+"""Longest line a reader of a tool's text output takes (16 Mi characters): a longer one is refused as soon as
+that much of it is read, before it is built (one 2 GiB line under an OpenVINO header took 4.2 GB and 17 s)."""
+
+
+def physical_lines(path: Path, handle: IO[str], limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of ``handle`` with their endings, each read in pieces of at most ``limit`` characters: a line
+    longer than that is an AnnotationError naming its number (``LineTooLong``)."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(("\n", "\r")):
+            raise LineTooLong(f"{path}:{number}: a line of more than {limit:,} characters, longer than any a tool "
+                              "writes; not read further", number)
+        yield line
+
+
+class LineTooLong(AnnotationError):
+    """A line past ``MAX_LINE_CHARS`` (a reader may then read the file another way, whole)."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
 def numbered_lines(path: Path, handle: IO[str]) -> Iterator[tuple[int, str]]:
-    """(line number, line without the newline), turning decoding errors into AnnotationError."""
+    """(line number, line without the newline), each bounded by ``MAX_LINE_CHARS``, turning decoding errors into
+    AnnotationError."""
     number = 0
     try:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(physical_lines(path, handle), start=1):
             yield number, line.rstrip("\r\n")
     except UnicodeDecodeError:
         raise AnnotationError(f"{path}:{number + 1}: not UTF-8 text") from None
 
 
+def json_items(path: Path, bound: int) -> Iterator[tuple[int, Any]]:
+    """The items of the JSON array in ``path`` with the line each starts on, decoded one at a time as the file is
+    read in chunks (``measures.finite_decoder``: finite numbers only): memory holds one item, never the document.
+    More than ``bound`` items, an item longer than ``MAX_LINE_CHARS`` and malformed JSON are AnnotationErrors
+    naming the line."""
+    return _JsonItems(path).items(bound)
+
+
+class _JsonItems:
+    """The state of ``json_items``: the text read and not yet decoded, and the lines before it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.buffer, self.at, self.lines = path, "", 0, 0
+        self.mark = self.marked = 0  # newlines counted in the buffer up to ``mark``: lines are counted once
+        self.handle = open_text(path)
+        self.ended = False
+        self.decoder = finite_decoder()
+
+    def _more(self, drop: bool = True) -> bool:
+        if self.ended:
+            return False
+        if drop and self.at > inputs.CHUNK:  # drop what was decoded
+            self.lines = self._line(self.at) - 1
+            self.buffer, self.at, self.mark, self.marked = self.buffer[self.at:], 0, 0, 0
+        try:
+            chunk = self.handle.read(inputs.CHUNK)
+        except UnicodeDecodeError:
+            raise AnnotationError(f"{self.path}:{self._line(len(self.buffer))}: not UTF-8 text") from None
+        self.ended = not chunk
+        self.buffer += chunk
+        return bool(chunk)
+
+    def _line(self, at: int) -> int:
+        if at < self.mark:
+            self.mark = self.marked = 0
+        self.marked += self.buffer.count("\n", self.mark, at)
+        self.mark = at
+        return self.lines + self.marked + 1
+
+    def _next_char(self) -> str:
+        """The next character that is not white space (consumed), "" at the end of the file."""
+        while True:
+            while self.at < len(self.buffer) and self.buffer[self.at] in " \t\r\n":
+                self.at += 1
+            if self.at < len(self.buffer):
+                self.at += 1
+                return self.buffer[self.at - 1]
+            if not self._more():
+                return ""
+
+    def _item(self) -> Any:
+        start = self.at
+        while True:
+            try:
+                item, end = self.decoder.raw_decode(self.buffer, self.at)
+                if end < len(self.buffer) or not self._more(drop=False):  # an item ending at the chunk's end may go on
+                    self.at = end
+                    return item
+            except json.JSONDecodeError as e:
+                if len(self.buffer) - start > MAX_LINE_CHARS:
+                    raise AnnotationError(f"{self.path}:{self._line(start)}: an entry of more than "
+                                          f"{MAX_LINE_CHARS:,} characters, longer than any a tool writes") from None
+                if not self._more(drop=False):
+                    raise AnnotationError(f"{self.path}:{self._line(e.pos)}: invalid JSON ({e.msg})") from None
+            except RecursionError:
+                raise AnnotationError(f"{self.path}:{self._line(start)}: invalid JSON (nested too deeply)") from None
+            except ValueError as e:
+                raise refused(self.path, self.buffer, start, e, self.lines) or AnnotationError(
+                    f"{self.path}:{self._line(start)}: invalid JSON ({TOO_MANY_DIGITS})") from None
+
+    def items(self, bound: int) -> Iterator[tuple[int, Any]]:
+        with self.handle:
+            if self._next_char() != "[":
+                raise AnnotationError(f"{self.path}: not a JSON array")
+            char, count = self._next_char(), 0
+            while char != "]":
+                if not char:
+                    raise AnnotationError(f"{self.path}:{self._line(self.at)}: invalid JSON (the array does not end)")
+                if count >= bound:
+                    raise AnnotationError(f"{self.path}:{self._line(self.at)}: more than {bound:,} entries, far more "
+                                          "than a tool writes for this model")
+                self.at -= 1  # the item's first character
+                yield self._line(self.at), self._item()
+                count += 1
+                char = self._next_char()
+                if char == ",":
+                    char = self._next_char()
+                    if char == "]":
+                        raise AnnotationError(f"{self.path}:{self._line(self.at)}: invalid JSON (a ',' before ']')")
+                elif char != "]":
+                    raise AnnotationError(f"{self.path}:{self._line(self.at)}: invalid JSON (',' or ']' expected)")
+            if self._next_char():
+                raise AnnotationError(f"{self.path}:{self._line(self.at)}: invalid JSON (extra data after the array)")
+
+
 def number(text: str) -> float | int | None:
-    """``"12"`` → 12, ``"1.5"`` / ``"2.3%"`` / ``"1e-3"`` → float; None when not a finite number."""
-    text = text.strip().removesuffix("%").strip()
-    if not text:
-        return None
+    """``"12"`` → 12, ``"1.5"`` / ``"2.3%"`` / ``"1e-3"`` → float; None when not a finite number in float range
+    (``measures.parse``; readers that must refuse such a cell use ``measures.measure``)."""
     try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        result = float(text)
+        return parse(text)
     except ValueError:
         return None
-    return result if math.isfinite(result) else None
 
 
 MAX_COLUMNS = 10_000
@@ -162,7 +291,7 @@ def csv_rows(path: Path, notes: list[str]) -> Iterator[tuple[int, list[str]]]:
     must have as many cells as the header. An empty file, a row of another length, malformed CSV and text that
     is not UTF-8 are an AnnotationError naming the line; rows cut at MAX_COLUMNS add a line to ``notes``."""
     with open_text(path) as handle:
-        reader = csv.reader(bounded_lines(handle, path, notes))
+        reader = csv.reader(bounded_lines(physical_lines(path, handle), path, notes))
         try:
             header = next(reader, None)
             if header is None:

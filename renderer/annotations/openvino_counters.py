@@ -28,14 +28,14 @@ precision it ran in) and ``exec_status``; the file's milliseconds are turned int
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import MAX_COLUMNS, node_ref, number, numbered_lines, open_text
+from .lookup import MAX_COLUMNS, node_ref, numbered_lines, open_text, record_bound
+from .measures import Where, mean, measure, total
 from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "openvino"
@@ -43,6 +43,7 @@ DESCRIPTION = "OpenVINO benchmark_app -report_type detailed_counters / average_c
 
 HEADER = ("layerName", "execStatus", "layerType", "execType", "realTime (ms)", "cpuTime (ms)")
 WITHOUT_BIASES = "/WithoutBiases"
+MAX_TABLES = 4096
 _NOT_OPERATORS = frozenset({"Parameter", "Result", "Const", "Constant", "Input", "Output"})
 
 METRICS = {
@@ -71,7 +72,7 @@ class _Layer:
 
 def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
-    layers, tables = _layers(path)
+    layers, tables = _layers(path, record_bound(model))
     lookup = IdIndex.build(model)
     placed: dict[Node, list[tuple[str, _Layer]]] = {}
     for name, layer in layers.items():
@@ -79,12 +80,12 @@ def read(path: Path, model: Model) -> AnnotationSet:
             continue
         node = find_node(lookup, name)
         if node is None:
-            time = f", {_us(statistics.fmean(layer.real_ms)):g} µs" if layer.real_ms else ""
+            time = f", {_mean_us(layer.real_ms, path, layer):g} µs" if layer.real_ms else ""
             result.unmatched.append(f"{name} ({layer.layer_type}{time})")
         else:
             placed.setdefault(node, []).append((name, layer))
     for node, named in placed.items():
-        result.operators.append((node_ref(node), _entry(node, named)))
+        result.operators.append((node_ref(node), _entry(node, named, path)))
     result.graph.values["openvino_infer_requests"] = tables
     return result
 
@@ -103,12 +104,21 @@ def find_node(lookup: IdIndex, name: str) -> Node | None:
     return None
 
 
-def _entry(node: Node, named: list[tuple[str, _Layer]]) -> Entry:
+def _mean_us(times: list[float], path: Path, layer: _Layer, name: str = "realTime (ms)") -> float:
+    """A layer's mean time over the request tables, in µs; refused at its first line when that overflows."""
+    where = Where(path, layer.line)
+    return float(total([_us(mean(times, where, name))], where, name))
+
+
+def _entry(node: Node, named: list[tuple[str, _Layer]], path: Path) -> Entry:
     ran = [layer for _, layer in named if _executed(layer.status)]
     entry = Entry(line=named[0][1].line)
+    where = Where(path, named[0][1].line)
     if ran:
-        entry.values["real_time_us"] = round(sum(_us(statistics.fmean(x.real_ms)) for x in ran if x.real_ms), 3)
-        entry.values["cpu_time_us"] = round(sum(_us(statistics.fmean(x.cpu_ms)) for x in ran if x.cpu_ms), 3)
+        for key, column, times in (("real_time_us", "realTime (ms)", lambda x: x.real_ms),
+                                   ("cpu_time_us", "cpuTime (ms)", lambda x: x.cpu_ms)):
+            means = [_mean_us(times(x), path, x, column) for x in ran if times(x)]
+            entry.values[key] = round(total(means, where, column), 3)
     first = named[0][1]
     entry.values["exec_status"] = "EXECUTED" if ran else _status(first.status)
     entry.values["layer_type"] = first.layer_type
@@ -127,8 +137,9 @@ def _executed(text: str) -> bool:
     return _status(text) == "EXECUTED"
 
 
-def _layers(path: Path) -> tuple[dict[str, _Layer], int]:
-    """Layer name → its rows over every table, and the number of tables."""
+def _layers(path: Path, bound: int) -> tuple[dict[str, _Layer], int]:
+    """Layer name → its rows over every table, and the number of tables: at most ``bound`` layer names and
+    ``MAX_TABLES`` tables (one per infer request), more refused as they are reached."""
     layers: dict[str, _Layer] = {}
     tables, width = 0, len(HEADER)
     with open_text(path) as handle:
@@ -141,11 +152,16 @@ def _layers(path: Path) -> tuple[dict[str, _Layer], int]:
             cells = text.split(";")
             if tuple(c.strip() for c in cells[:6]) == HEADER:
                 tables += 1
+                if tables > MAX_TABLES:
+                    raise AnnotationError(f"{path}:{line_number}: more than {MAX_TABLES:,} tables (infer requests)")
                 width = len(cells)
                 continue
             if tables == 0:
                 raise AnnotationError(f"{path}:{line_number}: expected the header {';'.join(HEADER)}")
             _add_row(layers, text, width, path, line_number)
+            if len(layers) > bound:
+                raise AnnotationError(f"{path}:{line_number}: more than {bound:,} layers, far more than the model "
+                                      "could have run")
     if tables == 0:
         raise AnnotationError(f"{path}: empty file")
     return layers, tables
@@ -158,12 +174,16 @@ def _add_row(layers: dict[str, _Layer], text: str, width: int, path: Path, line_
     name, status, layer_type, exec_type, real, cpu = (c.strip() for c in cells[:6])
     if name == "Total" and not status and not layer_type:
         return
-    times = [number(real), number(cpu)]
-    if times[0] is None or times[1] is None:
-        bad = real if times[0] is None else cpu
-        raise AnnotationError(f"{path}:{line_number}: time {bad[:20]!r} is not a number")
+    start = len(text) - sum(len(c) + 1 for c in cells[4:]) + 2  # the column of realTime, counted from the right
+    times = []
+    for column, cell in ((HEADER[4], cells[4]), (HEADER[5], cells[5])):
+        value = measure(cell, Where(path, line_number, start), column)
+        if value is None:
+            raise AnnotationError(f"{path}:{line_number}:{start}: {column} is empty")
+        times.append(float(value))
+        start += len(cell) + 1
     layer = layers.get(cells[0])
     if layer is None:
         layer = layers[cells[0]] = _Layer(line_number, status, layer_type, exec_type)
-    layer.real_ms.append(float(times[0]))
-    layer.cpu_ms.append(float(times[1]))
+    layer.real_ms.append(times[0])
+    layer.cpu_ms.append(times[1])

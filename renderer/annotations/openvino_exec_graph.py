@@ -23,14 +23,15 @@ Values: ``exec_time_us`` (the main metric: it colours the picture when no ``--co
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import inputs
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import MAX_JSON_BYTES, attribute_fused, node_ref, number
+from .lookup import MAX_JSON_BYTES, MAX_LINE_CHARS, attribute_fused, node_ref, record_bound
+from .measures import Where, measure
 from .openvino_counters import find_node
 from ..records import AnnotationSet, Entry, MetricInfo
 
@@ -39,6 +40,7 @@ DESCRIPTION = "OpenVINO execution graph with execTimeMcs (benchmark_app -exec_gr
 
 _SKIPPED = frozenset({"Input", "Output", "Const", "Parameter", "Result"})
 _MAX_NAMES = 64
+_NOT_RUN = ("not_executed", "not_run", "optimized_out")
 
 METRICS = {
     "exec_time_us": MetricInfo("exec_time_us", NAME, "µs", False, "OpenVINO layer time per inference "
@@ -56,10 +58,13 @@ def read(path: Path, model: Model) -> AnnotationSet:
     lookup = IdIndex.build(model)
     entries: dict[Node, Entry] = {}
     timed = False
-    for name, layer_type, data in _layers(path):
+    for layer in _layers(path, record_bound(model)):
+        name, layer_type, data = layer.name, layer.type, layer.data
         timed = timed or "execTimeMcs" in data
-        micros = number(data.get("execTimeMcs", ""))
-        if layer_type in _SKIPPED or micros is None:
+        if layer_type in _SKIPPED:
+            continue
+        micros = measure(data.get("execTimeMcs", ""), layer.where, "execTimeMcs", missing=_NOT_RUN)
+        if micros is None:
             continue
         originals = [n for n in data.get("originalLayersNames", "").split(",")[:_MAX_NAMES] if n]
         nodes: list[Node] = []
@@ -70,7 +75,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
         if not nodes:
             result.unmatched.append(f"{name} ({layer_type}, {micros:g} µs)")
             continue
-        attribute_fused(entries, nodes, {"exec_time_us": float(micros)}, name, "openvino_layer")
+        attribute_fused(entries, nodes, {"exec_time_us": float(micros)}, name, "openvino_layer", layer.where)
         for node in nodes:
             values = entries[node].values
             values["layer_type"] = layer_type
@@ -84,19 +89,73 @@ def read(path: Path, model: Model) -> AnnotationSet:
     return result
 
 
-def _layers(path: Path) -> list[tuple[str, str, dict[str, str]]]:
-    """(name, type, ``<data>`` attributes) of each ``<layer>`` under ``<net><layers>``."""
-    data = inputs.read_bytes(path, MAX_JSON_BYTES, AnnotationError, "an XML document")
+@dataclass(slots=True)
+class _Layer:
+    name: str
+    type: str
+    data: dict[str, str]
+    where: Where
+
+
+class _Parse:
+    """expat's handlers for one file: the ``<layer>``s under ``<net><layers>``, with their ``<data>``."""
+
+    def __init__(self, path: Path, bound: int) -> None:
+        import xml.parsers.expat
+
+        self.path, self.bound = path, bound
+        self.parser = xml.parsers.expat.ParserCreate()
+        self.parser.StartElementHandler = self.start
+        self.parser.EndElementHandler = self.end
+        self.stack: list[str] = []
+        self.found: list[_Layer] = []
+        self.listed = False  # a <layers> under <net> was seen
+        self.last = 0  # the byte where the last element started or ended
+
+    def end(self, tag: str) -> None:
+        self.stack.pop()
+        self.last = self.parser.CurrentByteIndex
+
+    def start(self, tag: str, attributes: dict[str, str]) -> None:
+        if not self.stack and tag != "net":
+            raise AnnotationError(f"{self.path}: not an OpenVINO execution graph (<net> with <layers>)")
+        self.listed = self.listed or (self.stack == ["net"] and tag == "layers")
+        if self.stack == ["net", "layers"] and tag == "layer":
+            if len(self.found) >= self.bound:
+                raise AnnotationError(f"{self.path}:{self.parser.CurrentLineNumber}: more than {self.bound:,} layers, "
+                                      "far more than the model could have run")
+            where = Where(self.path, self.parser.CurrentLineNumber, self.parser.CurrentColumnNumber + 1)
+            self.found.append(_Layer(attributes.get("name", ""), attributes.get("type", ""), {}, where))
+        elif self.stack == ["net", "layers", "layer"] and tag == "data" and self.found:
+            self.found[-1].data.update(attributes)
+        self.stack.append(tag)
+        self.last = self.parser.CurrentByteIndex
+
+    def feed(self, chunk: bytes, fed: int) -> None:
+        """Parse the next ``chunk``, ``fed`` bytes having been parsed before it; a tag (or text) that goes on for
+        more than MAX_LINE_CHARS bytes is refused before expat holds more of it."""
+        self.parser.Parse(chunk, False)
+        if fed + len(chunk) - self.last > MAX_LINE_CHARS:
+            raise AnnotationError(f"{self.path}:{self.parser.CurrentLineNumber}: more than {MAX_LINE_CHARS:,} "
+                                  "characters without a tag ending, longer than any a tool writes; not read further")
+
+
+def _layers(path: Path, bound: int) -> list[_Layer]:
+    """Each ``<layer>`` under ``<net><layers>`` with its ``<data>`` attributes and place, parsed as the file is read
+    (in chunks, by expat); more than ``bound`` layers is refused as it is reached."""
+    import xml.parsers.expat
+
+    parse = _Parse(path, bound)
     try:
-        root = ET.fromstring(data)
-    except ET.ParseError as e:
-        raise AnnotationError(f"{path}:{e.position[0]}: invalid XML ({str(e).split(':')[0]})") from None
+        fed = 0
+        for chunk in inputs.chunks(path, MAX_JSON_BYTES, AnnotationError, "an XML document"):
+            parse.feed(chunk, fed)
+            fed += len(chunk)
+        parse.parser.Parse(b"", True)
+    except xml.parsers.expat.ExpatError as e:
+        raise AnnotationError(f"{path}:{e.lineno}: invalid XML ({xml.parsers.expat.ErrorString(e.code)})") from None
     except RecursionError:
         raise AnnotationError(f"{path}: invalid XML (nested too deeply)") from None
-    if root.tag != "net" or root.find("layers") is None:
+    if not parse.listed:
         raise AnnotationError(f"{path}: not an OpenVINO execution graph (<net> with <layers>)")
-    found = []
-    for layer in root.iterfind("layers/layer"):
-        data = layer.find("data")
-        found.append((layer.get("name", ""), layer.get("type", ""), dict(data.attrib) if data is not None else {}))
-    return found
+    return parse.found

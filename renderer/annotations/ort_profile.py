@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import AnnotationError
 from ..id_rules import IdIndex, whole_number
 from ..ir import Model, Node
-from .lookup import load_json, node_ref, numbered_lines, open_text, ort_node_indices
+from .lookup import LineTooLong, load_json, node_ref, numbered_lines, open_text, ort_node_indices
 from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"
@@ -154,7 +154,23 @@ def _parse(text: str) -> Any:
 
 
 def _events(path: Path, profile: _Profile) -> None:
-    """Feed every event to ``profile``: line by line when the file has one event per line, else whole."""
+    """Feed every event to ``profile``: line by line when the file has one event per line, else whole (a first
+    line too long to be one event is the whole document on one line)."""
+    try:
+        if _event_lines(path, profile):
+            return
+    except LineTooLong as e:
+        if e.line > 1:  # past the first line: a file of one event per line, with one too long
+            raise
+    data = load_json(path)
+    if not isinstance(data, list):
+        raise AnnotationError(f"{path}: an ONNX Runtime profile is a JSON array of trace events")
+    for position, event in enumerate(data):
+        profile.add(event, f"{path}: event {position}")
+
+
+def _event_lines(path: Path, profile: _Profile) -> bool:
+    """Feed the events of a profile of one event per line to ``profile``: False when it is not one."""
     with open_text(path) as handle:
         lines = numbered_lines(path, handle)
         for number, line in lines:
@@ -167,7 +183,7 @@ def _events(path: Path, profile: _Profile) -> None:
             if text.endswith("}]"):
                 text = text[:-1]
             if text == "]":
-                return
+                return True
             try:
                 event = _parse(text)
             except json.JSONDecodeError:
@@ -193,14 +209,10 @@ def _events(path: Path, profile: _Profile) -> None:
                 except RecursionError:
                     raise AnnotationError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
                 profile.add(event, f"{path}:{number}")
-            return
+            return True
         else:
             raise AnnotationError(f"{path}: empty profile (no trace events)")
-    data = load_json(path)
-    if not isinstance(data, list):
-        raise AnnotationError(f"{path}: an ONNX Runtime profile is a JSON array of trace events")
-    for position, event in enumerate(data):
-        profile.add(event, f"{path}: event {position}")
+    return False
 
 
 def read(path: Path, model: Model) -> AnnotationSet:

@@ -39,7 +39,8 @@ from .. import inputs
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import MAX_JSON_BYTES, attribute_fused, load_json, node_ref
+from .lookup import MAX_JSON_BYTES, attribute_fused, json_items, node_ref, record_bound
+from .measures import Where
 from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tensorrt"
@@ -71,11 +72,12 @@ class _Layer:
     median: float | None
     percent: float | None
     info: dict[str, Any] = field(default_factory=dict)
+    line: int | None = None
 
 
 def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
-    layers, count = _profile(path)
+    layers, count = _profile(path, record_bound(model))
     info_path, infos = _layer_info(path)
     if info_path is not None:
         result.graph.values["TensorRT layer info"] = info_path.name
@@ -89,33 +91,44 @@ def read(path: Path, model: Model) -> AnnotationSet:
         if not nodes:
             result.unmatched.append(f"{layer.name} ({layer.average:g} ms)")
             continue
-        _attribute(entries, layer, nodes)
+        _attribute(entries, layer, nodes, Where(path, layer.line))
     result.operators = [(node_ref(node), entry) for node, entry in entries.items()]
     return result
 
 
-def _profile(path: Path) -> tuple[list[_Layer], int]:
-    data = load_json(path)
-    if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "count" not in data[0]:
+def _profile(path: Path, bound: int) -> tuple[list[_Layer], int]:
+    """The profile's layers, read entry by entry (at most ``bound``: far more than the model has operators is no
+    profile of it), and its iteration count; times must be finite and not negative."""
+    items = json_items(path, bound)
+    try:
+        _, first = next(items)
+    except StopIteration:
+        first = None
+    if not isinstance(first, dict) or "count" not in first:
         raise AnnotationError(f"{path}: a trtexec profile is a JSON array starting with {{\"count\": N}}")
-    count = data[0]["count"]
-    if not _is_number(count):
-        raise AnnotationError(f"{path}: 'count' must be a number")
+    count = first["count"]
+    if not _is_number(count) or count < 0:
+        raise AnnotationError(f"{path}: 'count' must be a number, 0 or more")
     layers = []
-    for position, item in enumerate(data[1:], start=1):
+    for position, (line, item) in enumerate(items, start=1):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise AnnotationError(f"{path}: entry {position} is not a layer object with a 'name'")
+            raise AnnotationError(f"{path}:{line}: entry {position} is not a layer object with a 'name'")
+        label = f"{path}:{line}: entry {position} ({item['name'][:60]!r})"
         average = item.get("averageMs")
         if not _is_number(average):
-            raise AnnotationError(f"{path}: entry {position} ({item['name'][:60]!r}) has no numeric 'averageMs'")
+            raise AnnotationError(f"{label} has no numeric 'averageMs'")
         median, percent = item.get("medianMs"), item.get("percentage")
+        for key, value in (("averageMs", average), ("medianMs", median), ("percentage", percent)):
+            if _is_number(value) and value < 0:
+                raise AnnotationError(f"{label}: {key} {value} is negative (a time or share cannot be)")
         layers.append(_Layer(item["name"], float(average), float(median) if _is_number(median) else None,
-                             float(percent) if _is_number(percent) else None))
+                             float(percent) if _is_number(percent) else None, line=line))
     return layers, count
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) < 1e300
+    """A JSON number (``json_items`` refuses NaN, Infinity and numbers past the float range)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def layer_info_paths(profile: Path) -> list[Path]:
@@ -198,14 +211,14 @@ def _nodes(lookup: IdIndex, layer: _Layer) -> list[Node]:
     return found
 
 
-def _attribute(entries: dict[Node, Entry], layer: _Layer, nodes: list[Node]) -> None:
+def _attribute(entries: dict[Node, Entry], layer: _Layer, nodes: list[Node], where: Where) -> None:
     """The layer's time on its first node; its name on all of them (see the module docstring)."""
     times = {"average_ms": layer.average}
     if layer.median is not None:
         times["median_ms"] = layer.median
     if layer.percent is not None:
         times["percent"] = layer.percent
-    attribute_fused(entries, nodes, times, layer.name, "trt_layer")
+    attribute_fused(entries, nodes, times, layer.name, "trt_layer", where)
     for node in nodes:
         for key, field_name in (("layer_type", "LayerType"), ("tactic", "TacticName")):
             if isinstance(layer.info.get(field_name), str):

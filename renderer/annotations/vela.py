@@ -35,6 +35,7 @@ Values per operator (its rows added up): ``op_cycles`` (Op Cycles, the main metr
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -43,7 +44,8 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import MAX_COLUMNS, bounded_lines, column_names, node_ref, number, numbered_lines, open_text
+from .lookup import MAX_COLUMNS, bounded_lines, column_names, node_ref, numbered_lines, open_text, record_bound
+from .measures import Where, measure, total
 from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "vela"
@@ -52,6 +54,7 @@ DESCRIPTION = "Arm Vela per-layer performance CSV (vela --verbose-performance: <
 CPU_STYLE = {"color": "#d62728", "penwidth": "3", "style": "dashed"}
 CPU_LEGEND = "on the CPU (red dashed border)"
 _PLACEHOLDER = re.compile(r"^placeholder-for-(\d{1,9})-OFM$")
+_MISSING = ("nan",)
 _NAME_CHARS = 256  # longest name whose leading parts are looked up as tensors (a slice and a lookup each)
 
 # header cell → (our name, how rows of one operator combine); the legacy header's second Network% is Network%_2
@@ -143,8 +146,12 @@ def read(path: Path, model: Model) -> AnnotationSet:
     groups: dict[Node, list[_Row]] = {}
     cpu: set[Node] = set()
     total_cycles: float = 0
-    for row in _rows(path):
-        total_cycles += row.numbers.get("op_cycles", 0)
+    bound = record_bound(model)
+    for count, row in enumerate(_rows(path), start=1):
+        if count > bound:
+            raise AnnotationError(f"{path}:{row.line}: more than {bound:,} rows, far more than Vela writes for this "
+                                  "model")
+        total_cycles = total((total_cycles, row.numbers.get("op_cycles", 0)), Where(path, row.line), "Op Cycles")
         node = mapper.find(row)
         if node is None:
             result.unmatched.append(f"{row.name or f'(line {row.line})'} ({row.original}/{row.nng})")
@@ -153,7 +160,7 @@ def read(path: Path, model: Model) -> AnnotationSet:
         if row.target == "CPU":
             cpu.add(node)
     for node, rows in groups.items():
-        entry = _entry(rows, node in cpu)
+        entry = _entry(rows, node in cpu, path)
         result.operators.append((node_ref(node), entry))
     if groups:
         result.graph.values[CPU_LEGEND] = f"{len(cpu)} of {len(groups)} operators"
@@ -205,43 +212,48 @@ def _row(layout: _Layout, cells: list[str], path: Path, line_number: int) -> _Ro
         raise AnnotationError(f"{path}:{line_number}: {len(cells)} cells but {len(layout.columns)} columns in the "
                               "header")
     numbers: dict[str, float] = {}
+    starts = list(itertools.accumulate((len(c) + 1 for c in cells), initial=1))  # each cell's column (unquoted)
     for index, column in layout.numbers.items():
-        value = number(cells[index])
+        where = Where(path, line_number, starts[index])
+        value = measure(cells[index], where, column, missing=_MISSING)  # regor writes NaN where it lacks the figure
         if value is None:
-            if cells[index].strip().lower() == "nan":  # regor writes NaN where it lacks the figure
-                continue
-            raise AnnotationError(f"{path}:{line_number}: {column} {cells[index][:20]!r} is not a number")
+            if not cells[index].strip():
+                raise AnnotationError(f"{where}: {column} is empty")
+            continue
         numbers[_COLUMNS[column][0]] = value
     nng = cells[layout.nng].strip()
     target = cells[layout.target].strip().upper() if layout.target is not None else "NPU"
     return _Row(line_number, cells[layout.original].strip(), nng, target, cells[layout.name].strip(), numbers)
 
 
-def _entry(rows: list[_Row], on_cpu: bool) -> Entry:
+def _entry(rows: list[_Row], on_cpu: bool, path: Path) -> Entry:
     entry = Entry(line=rows[0].line)
     entry.values["target"] = "CPU" if on_cpu else "NPU"
     if not on_cpu:
         modes = dict(_COLUMNS.values())
         present = {n for r in rows for n in r.numbers}
         for name in [n for n in METRICS if n in present]:  # the box shows the first few: the telling ones first
-            entry.values[name] = _combined(name, modes[name], rows)
+            entry.values[name] = _combined(name, modes[name], rows, Where(path, rows[-1].line))
     entry.values["vela_ops"] = " + ".join(r.nng for r in rows)[:200]
     if on_cpu:
         entry.style.update(CPU_STYLE)
     return entry
 
 
-def _combined(name: str, mode: str, rows: list[_Row]) -> float:
+def _combined(name: str, mode: str, rows: list[_Row], where: Where) -> float:
+    """One operator's value of ``name`` from its rows; a sum past the float range is refused at the last row."""
     values = [r.numbers[name] for r in rows if name in r.numbers]
     if mode == "max":
         return max(values)
     if mode == "weighted":
         weights = [r.numbers.get("op_cycles", 0) for r in rows if name in r.numbers]
-        if len(values) == 1 or not sum(weights):
+        weight = total(weights, where, "Op Cycles")
+        if len(values) == 1 or not weight:
             return values[0]
-        return round(sum(v * w for v, w in zip(values, weights)) / sum(weights), 6)
-    total = sum(values)
-    return round(total, 6) if isinstance(total, float) else total
+        # each share of the weight first: a product of two large finite figures could overflow
+        return round(total((v * (w / weight) for v, w in zip(values, weights)), where, name), 6)
+    summed = total(values, where, name)
+    return round(summed, 6) if isinstance(summed, float) else summed
 
 
 def _letters(op_type: str) -> str:

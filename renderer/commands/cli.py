@@ -140,7 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("annograph: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        print("annograph: error: out of memory", file=sys.stderr)
+        from .. import inputs
+        from ..escape import clean
+
+        file = inputs.read_when_out_of_memory()
+        print(f"annograph: error: {clean(file, 500)}: out of memory reading it" if file else
+              "annograph: error: out of memory", file=sys.stderr)
         return 1
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -124,8 +124,10 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
     path = Path(path)
     module = detect(path)
     values = RealValues(Path(inputs) if inputs is not None else None, tuple(Path(p) for p in profiles))
-    return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run,
-                       values=values)
+    from ..inputs import reading  # (``inputs`` is the .npz argument here)
+
+    with reading(path):  # an out-of-memory error names the model
+        return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run, values=values)
 
 
 def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:
