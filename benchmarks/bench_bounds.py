@@ -14,8 +14,19 @@ The models (``tests/hostile_models.py``) are a few hundred bytes:
     compare-static   compare of an Expand to a constant 2 GiB shape (refused before anything runs)
     compare-endless, compare-growing   the loops in compare
 
+Issue 31, hostile tool files and npz inputs (the registry's ``hostile`` files, ``tests/registry.py``, at full size):
+
+    reader-KIND      render of a Vela, OpenVINO (counters, execution graph) or TensorRT file whose numbers overflow,
+                     are negative or NaN, or add up past the float range; with one line of 256 MiB (one 2 GiB
+                     line took 4.2 GB and 17 s before); with 1,000,000 layers for the 20-operator model (TensorRT:
+                     595 MiB at 10^6 layers before)
+    npz-members      metrics --inputs of 150,000 members whose zip64 end record claims 1 (9.4 s, 200 MB before)
+    npz-header       metrics --inputs of a 1 MiB file whose member declares 2^28 float32 for an input of 4
+                     (1.1 GB before)
+
 Printed: seconds, peak MiB (self + largest child), the ratio to the baseline, and whether the case stays within
-its bound (2 GiB and 60 s for the tiny models; 4 GiB for the 2 GiB-tensor compare).
+its bound (2 GiB and 60 s for the tiny models; 4 GiB for the 2 GiB-tensor compare; 256 MiB for the hostile files,
+which are refused).
 """
 
 from __future__ import annotations
@@ -36,7 +47,9 @@ REPORT = """
 import json, resource, sys
 from renderer.commands.cli import main
 code = main(sys.argv[1:])
-usage = {"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+# VmHWM, not ru_maxrss: Linux keeps the parent's peak in ru_maxrss across the exec of this process
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
+usage = {"self": peak * 1024,
          "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "code": code}
 print(json.dumps(usage))
 """
@@ -72,6 +85,53 @@ def _cases(folder: Path) -> dict[str, tuple[list[str], int]]:
     }
 
 
+HUGE_LINE = 1 << 28
+MANY_RECORDS = 1_000_000
+
+
+def _hostile_cases(folder: Path) -> dict[str, tuple[list[str], int]]:
+    """A render of each registered reader's hostile file of each kind, and the two npz inputs."""
+    import payloads
+    import registry
+
+    cases: dict[str, tuple[list[str], int]] = {}
+    for module in payloads.reader_modules():
+        hostile = registry.reader(module).hostile
+        for kind in registry.HOSTILE_KINDS if hostile else ():
+            name, data = hostile(kind, {"huge_line": HUGE_LINE, "many_records": MANY_RECORDS}.get(kind, 0))
+            path = folder / f"{module.NAME}-{kind}" / name
+            path.parent.mkdir()
+            path.write_bytes(data)
+            del data
+            cases[f"{module.NAME}-{kind}"] = (["render", str(payloads.reader_model(module)), "-a", str(path), "-o",
+                                               str(folder / "out.dot")], 256 << 20)
+    model = _four_input_model(folder)
+    for name, write in (("members", _many_members), ("header", _declaring)):
+        path = folder / f"{name}.npz"
+        write(path)
+        cases[f"npz-{name}"] = (["metrics", str(model), "--inputs", str(path), "-o", str(folder / "out.json")],
+                                256 << 20)
+    return cases
+
+
+def _four_input_model(folder: Path) -> Path:
+    import test_bounds
+
+    return test_bounds._four_input_model(folder)
+
+
+def _many_members(path: Path) -> None:
+    import test_bounds
+
+    test_bounds._many_members(path, 150_000, 1)
+
+
+def _declaring(path: Path) -> None:
+    import test_bounds
+
+    test_bounds._declaring(path, (1 << 28,))
+
+
 def _measure(argv: list[str]) -> tuple[float, int, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for name in ("ANNOGRAPH_RUN_MEMORY", "ANNOGRAPH_RUN_SECONDS"):
@@ -87,12 +147,17 @@ def _measure(argv: list[str]) -> tuple[float, int, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", action="append", help="run only these cases (and the baseline)")
+    parser.add_argument("--only", action="append", help="run only these cases (and the baseline); 'hostile' makes "
+                        "the reader and npz cases")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cases = _cases(Path(tmp))
+        hostile = _hostile_cases(Path(tmp)) if not args.only or set(args.only) - set(cases) else {}
+        cases.update(hostile)
+        if args.only and "hostile" in args.only:
+            args.only += list(hostile)
         base_seconds = base_peak = 0.0
-        print(f"{'case':18} {'seconds':>8} {'peak MiB':>9} {'x base':>7}  within  last line")
+        print(f"{'case':30} {'seconds':>8} {'peak MiB':>9} {'x base':>7}  within  last line")
         for name, (argv, bound) in cases.items():
             if args.only and name != "baseline" and name not in args.only:
                 continue
@@ -100,7 +165,7 @@ def main() -> None:
             if name == "baseline":
                 base_seconds, base_peak = seconds, peak
             ok = peak < bound and seconds < 60
-            print(f"{name:18} {seconds:8.1f} {peak / 2**20:9.0f} {peak / base_peak:7.1f}  {'yes' if ok else 'NO':6}  "
+            print(f"{name:30} {seconds:8.1f} {peak / 2**20:9.0f} {peak / base_peak:7.1f}  {'yes' if ok else 'NO':6}  "
                   f"{said[:110]}")
         print(f"(baseline: {base_seconds:.1f} s, {base_peak / 2**20:.0f} MiB)")
 

@@ -201,6 +201,102 @@ def test_a_hostile_header_gives_a_short_line(tmp_path: Path) -> None:
     assert "its header promises over 2^" in message and "more than the member's" in message
 
 
+def _many_members(path: Path, count: int, claim: int) -> Path:
+    """An npz of ``count`` one-float members (stored) whose zip64 end record and end record say ``claim`` members,
+    written byte by byte (zipfile takes ~20 s for 150,000 members)."""
+    import struct
+    import zlib
+
+    data = _npy(np.zeros(1, np.float32))
+    crc = zlib.crc32(data)
+    local, central = bytearray(), bytearray()
+    for i in range(count):
+        name = f"a{i}.npy".encode()
+        offset = len(local)
+        local += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0x21, crc, len(data), len(data), len(name), 0)
+        local += name + data
+        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0x21, crc, len(data), len(data),
+                               len(name), 0, 0, 0, 0, 0, offset) + name
+    start, end64 = len(local), len(local) + len(central)
+    tail = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, claim, claim, len(central), start)
+    tail += struct.pack("<4sLQL", b"PK\x06\x07", 0, end64, 1)
+    tail += struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    path.write_bytes(bytes(local + central + tail))
+    return path
+
+
+@pytest.mark.parametrize("claim", [150_000, 1])
+def test_members_are_counted_in_the_directory_not_taken_from_the_end_record(claim: int, tmp_path: Path) -> None:
+    """Issue 31: 150,000 members were refused, but with the zip64 end record's counts patched to 1 every header
+    was read (9.4 s, 200 MB) before "no array for input"."""
+    import tracemalloc
+
+    path = _many_members(tmp_path / "many.npz", 150_000, claim)
+    tracemalloc.start()
+    message = _refused(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert message == f"{path}: more than {inputs.NPZ_MEMBERS} members, more than annograph reads as an inputs file"
+    assert peak < 32 << 20, peak  # the directory (7 MiB), not 150,000 ZipInfo objects
+
+
+def test_array_names_are_checked_before_any_header_is_read(tmp_path: Path) -> None:
+    """A member that is not the model's input is refused by its name: its header (garbage here) is never read."""
+    path = _zip(tmp_path / "names.npz", {"x.npy": _npy(np.zeros(4, np.float32)), "other.npy": b"not an array"})
+    error = one_line_error(run_cli("metrics", _four_input_model(tmp_path), "--inputs", path, "-o", tmp_path / "m.json"))
+    assert f"{path}: array 'other' is not an input of the model (inputs: x)" in error
+
+
+def _four_input_model(folder: Path) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "four",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, folder / "four.onnx")
+    return folder / "four.onnx"
+
+
+def _declaring(path: Path, shape: tuple[int, ...], descr: str = "<f4") -> Path:
+    """An npz whose member ``x`` declares ``shape`` and holds that many zero bytes, deflated (to ~1/1000)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("x.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, {"descr": descr, "fortran_order": False, "shape": shape})
+            left = int(np.prod(shape)) * np.dtype(descr).itemsize
+            zeros = bytes(1 << 22)
+            while left > 0:
+                member.write(zeros[:left])
+                left -= len(zeros)
+    return path
+
+
+@pytest.mark.parametrize("command", ["metrics", "compare"])
+def test_a_member_that_cannot_feed_its_input_is_refused_from_its_header(command: str, tmp_path: Path) -> None:
+    """Issue 27 item 9: a 1 MiB --inputs file whose member declares 2^26 float32 for an input of [4] was inflated
+    (2^28: 1.1 GB) before anything noticed; now its header is refused, naming both shapes, before inflating."""
+    model = _four_input_model(tmp_path)
+    path = _declaring(tmp_path / "big.npz", (1 << 26,))
+    assert path.stat().st_size < 2 << 20
+    args = [model, "--inputs", path] if command == "metrics" else [model, model, "--inputs", path]
+    # the peak of this process alone (VmHWM: ru_maxrss would keep pytest's peak across the exec)
+    code = ("import runpy, sys; sys.argv = ['annograph', *sys.argv[1:]]; "
+            "exec('try:\\n runpy.run_module(\"renderer\", run_name=\"__main__\")\\nfinally:\\n "
+            "print(next(l.split()[1] for l in open(\"/proc/self/status\") if l.startswith(\"VmHWM\")), "
+            "file=sys.stderr)')")
+    done = subprocess.run([sys.executable, "-c", code, command, *map(str, args), "-o", str(tmp_path / "o.json")],
+                          capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    *said, peak = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(said) == 1, done.stderr
+    assert f"{path}: array 'x' is 67108864, but the model's input is 4" in said[0], said
+    assert int(peak) < 200 << 10, f"{int(peak) >> 10} MiB: inflated"  # in KiB; the array is 256 MiB
+    square = _declaring(tmp_path / "square.npz", (2, 2))
+    error = one_line_error(run_cli(command, *args[:-1], square, "-o", tmp_path / "o.json"))
+    assert f"{square}: array 'x' is 2×2, but the model's input is 4" in error
+
+
 def _tiny_dump(path: Path, **arrays: np.ndarray) -> Path:
     np.savez(path, **arrays)
     return path

@@ -28,6 +28,20 @@ class InputSpec:
     name: str
     shape: tuple[int | str | None, ...]
     dtype: str
+    fixed: tuple[int | str | None, ...] | None = None
+    """The sizes the model fixes (a name or None for a free axis), which ``load_feeds`` checks against each array's
+    header before inflating any; None when the rank is unknown (nothing checked)."""
+
+
+def fixed_sizes(shape: tuple[int | str | None, ...] | None) -> tuple[int | str | None, ...] | None:
+    """``InputSpec.fixed`` of a declared shape: its sizes and names, None where an axis is free without a name (-1).
+
+    >>> fixed_sizes((1, "batch", -1, 4)), fixed_sizes(None)
+    ((1, 'batch', None, 4), None)
+    """
+    if shape is None:
+        return None
+    return tuple(size if isinstance(size, str) or (isinstance(size, int) and size >= 0) else None for size in shape)
 
 
 def feedable_dims(model: Model) -> list[str]:
@@ -88,18 +102,47 @@ def random_feeds(specs: list[InputSpec], seed: int, dims: dict[str, int], notes:
 
 
 def load_feeds(path: str | Path, specs: list[InputSpec], label: str | Path | None = None) -> dict[str, Any]:
-    """The arrays of an ``.npz`` file keyed by input name; every input must be there, and nothing else. ``label``
-    names the file in messages (the path the user gave, when ``path`` is a copy of a pipe)."""
-    arrays = load_npz(path, "an inputs file")
-    path = label or path
+    """The arrays of an ``.npz`` file keyed by input name; every input must be there, and nothing else, each of a
+    shape and type that can feed its input. ``label`` names the file in messages (the path the user gave, when
+    ``path`` is a copy of a pipe). Names are checked before any member's header is read, headers before any array
+    is inflated: a member declaring 2^28 floats for an input of 4 is refused from its header."""
+    from ..inputs import NpzArchive
+
+    shown = label or path
     names = [s.name for s in specs]
-    missing = [n for n in names if n not in arrays]
-    if missing:
-        raise AnnographError(f"{path}: no array for input {missing[0]!r} (the model's inputs: {', '.join(names)})")
-    extra = sorted(set(arrays) - set(names))
-    if extra:
-        raise AnnographError(f"{path}: array {extra[0]!r} is not an input of the model (inputs: {', '.join(names)})")
-    return {s.name: arrays[s.name].astype(s.dtype, copy=False) for s in specs}
+
+    def check_names(found: list[str]) -> None:
+        missing = [n for n in names if n not in found]
+        if missing:
+            raise AnnographError(f"{shown}: no array for input {missing[0]!r} (the model's inputs: {', '.join(names)})")
+        extra = sorted(set(found) - set(names))
+        if extra:
+            raise AnnographError(f"{shown}: array {extra[0]!r} is not an input of the model (inputs: "
+                                 f"{', '.join(names)})")
+
+    with NpzArchive(path, AnnographError, "an inputs file", check_names=check_names) as archive:
+        for spec in specs:
+            _check_header(shown, spec, archive.shape(spec.name), archive.dtype(spec.name))
+        return {s.name: archive.array(s.name).astype(s.dtype, copy=False) for s in specs}
+
+
+def _check_header(path: str | Path, spec: InputSpec, shape: tuple[int, ...], dtype: Any) -> None:
+    """AnnographError naming both shapes (or types) when an array's header says it cannot feed ``spec``."""
+    import numpy as np
+
+    from ..escape import clean
+
+    got = "×".join(map(str, shape)) or "scalar"
+    numeric = np.dtype(spec.dtype).kind in "biuf" if spec.dtype != "str" else False
+    if numeric != (dtype.kind in "biuf"):
+        raise AnnographError(f"{path}: array {clean(spec.name, 80)!r} holds {dtype} ({got}), which cannot feed the model's input "
+                             f"of {spec.dtype}")
+    fixed = spec.fixed
+    if fixed is not None and (len(fixed) != len(shape) or any(isinstance(f, int) and f != n
+                                                              for f, n in zip(fixed, shape))):
+        wanted = "×".join("?" if f is None else str(f) for f in fixed) or "scalar"
+        raise AnnographError(f"{path}: array {clean(spec.name, 80)!r} is {got}, but the model's input is "
+                             f"{clean(wanted, 80)}")
 
 
 def load_npz(path: str | Path, kind: str) -> dict[str, Any]:

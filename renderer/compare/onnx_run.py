@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import AnnographError, LoaderError, first_line
 from ..loaders.isolated import allocation_failed
-from .inputs import InputSpec
+from .inputs import InputSpec, fixed_sizes
 
 ORT_TYPES = {
     "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",
@@ -64,7 +64,8 @@ class OnnxRun:
             dtype = ORT_TYPES.get(value.type)
             if dtype is None:
                 raise AnnographError(f"{self.path}: input {value.name!r} has type {value.type}, which compare cannot feed")
-            specs.append(InputSpec(value.name, tuple(value.shape), dtype))
+            shape = tuple(value.shape)
+            specs.append(InputSpec(value.name, shape, dtype, fixed_sizes(shape)))
         return specs
 
     def session(self) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import AnnographError, first_line
 from ..loaders.isolated import allocation_failed
-from .inputs import InputSpec
+from .inputs import InputSpec, fixed_sizes
 
 
 def _interpreter_class() -> Any:
@@ -47,9 +47,11 @@ class TfliteRun:
         import numpy as np
 
         # the signature keeps -1 on dynamic axes (``shape`` says 1 there), so --dim can pin them
-        return [InputSpec(d["name"], tuple(int(s) for s in d.get("shape_signature", d["shape"])),
-                          np.dtype(d["dtype"]).name)
-                for d in self.interpreter.get_input_details()]
+        specs = []
+        for d in self.interpreter.get_input_details():
+            shape = tuple(int(s) for s in d.get("shape_signature", d["shape"]))
+            specs.append(InputSpec(d["name"], shape, np.dtype(d["dtype"]).name, fixed_sizes(shape)))
+        return specs
 
     def quantize_feeds(self, feeds: dict[str, Any]) -> dict[str, Any]:
         """Float feeds for a quantized input quantized with the input's own scale and zero point."""

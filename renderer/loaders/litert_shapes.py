@@ -82,7 +82,7 @@ def read_feeds(npz: Path, inputs: Sequence[Any]) -> dict[int, Any]:
     """The arrays of ``npz`` for the main graph's ``inputs`` (``ir.Value``s: each there by tensor name, nothing
     else, cast to the tensor's type), keyed by tensor index, each checked against the input's fixed axes (those
     not -1 in its shape signature); an AnnographError naming the file otherwise."""
-    from ..compare.inputs import InputSpec, load_feeds
+    from ..compare.inputs import InputSpec, fixed_sizes, load_feeds
     from ..errors import AnnographError
     from ..escape import clean
 
@@ -97,7 +97,8 @@ def read_feeds(npz: Path, inputs: Sequence[Any]) -> dict[int, Any]:
         if dtype is None or dtype.kind not in "biuf":
             raise AnnographError(f"{npz}: the model's input {clean(value.name, 80)!r} is not a tensor of numbers, "
                                  "which --inputs cannot feed")
-        specs.append(InputSpec(value.name, (), dtype.name))
+        declared = value.type.shape_signature or value.type.shape
+        specs.append(InputSpec(value.name, (), dtype.name, fixed_sizes(declared)))  # checked before inflating
     feeds = load_feeds(npz, specs)
     by_index = {}
     for value in inputs:

@@ -239,7 +239,10 @@ def read_feeds(npz: Path, graph: onnx.GraphProto) -> dict[str, Any]:
             if dtype is None:
                 raise AnnographError(f"{npz}: the model's input {clean(vi.name, 80)!r} is not a tensor of a known "
                                      "type, which --inputs cannot feed")
-            specs.append(InputSpec(vi.name, (), "str" if dtype.kind == "O" else dtype.name))  # no pickled objects
+            fixed = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param or None
+                          for d in vi.type.tensor_type.shape.dim) \
+                if vi.type.tensor_type.HasField("shape") else None  # checked from the headers, before inflating
+            specs.append(InputSpec(vi.name, (), "str" if dtype.kind == "O" else dtype.name, fixed))  # no pickled objects
     feeds = load_feeds(npz, specs)
     for vi in graph.input:
         if vi.name in feeds and vi.type.tensor_type.HasField("shape"):
