@@ -117,12 +117,12 @@ def test_rotary_embeddings(tmp_path: Path) -> None:
     assert int(row["macs"]) == 3 * (1 * 4 * 3 * 16)
 
 
-@pytest.mark.parametrize("constant", [True, False])
-def test_paged_attention_counts_each_sequence(tmp_path: Path, constant: bool) -> None:
+@pytest.mark.parametrize(("constant", "pasts"), [(True, [4, 6]), (False, [4, 6]), (True, [4, -6])])
+def test_paged_attention_counts_each_sequence(tmp_path: Path, constant: bool, pasts: list[int]) -> None:
     from onnx import TensorProto, helper
 
     lengths = [helper.make_tensor("cumulative", TensorProto.INT32, [3], [0, 2, 3]),
-               helper.make_tensor("pasts", TensorProto.INT32, [2], [4, 6])]
+               helper.make_tensor("pasts", TensorProto.INT32, [2], pasts)]
     inputs = [tensor("q", [3, HEADS * HEAD]), tensor("k", [3, KV_HEADS * HEAD]), tensor("v", [3, KV_HEADS * HEAD]),
               tensor("key_cache", [4, 4, KV_HEADS, HEAD]), tensor("value_cache", [4, 4, KV_HEADS, HEAD]),
               tensor("blocks", [2, 2], "INT32")]
@@ -137,6 +137,9 @@ def test_paged_attention_counts_each_sequence(tmp_path: Path, constant: bool) ->
                      run=False)  # onnxruntime has no CPU kernel for it
     if not constant:
         assert paged["macs"] == "n/a (the sequences' lengths are input values (cumulative), not shapes)"
+        return
+    if min(pasts) < 0:  # a hostile file: no negative MACs
+        assert paged["macs"] == "n/a (negative sequence lengths)"
         return
     # sequence 1: 2 new tokens after 4 cached, sequence 2: 1 after 6; 4 heads of 16
     first = 2 * 4 * 2 * 6 * 16 + 3 * 4 * (5 + 6)

@@ -142,12 +142,12 @@ def _paged_attention(op: Op, ops: float) -> Cost:
     head = q[1] // (heads if op.has(1) else heads + 2 * kv_heads)
     v_head = op.int_attr("v_head_size", 0) or head
     starts, pasts = _constant(op, 5), _constant(op, 6)
-    news = [int(b) - int(a) for a, b in zip(starts, starts[1:])]
-    if len(news) != len(pasts):
-        raise NotCountable("cumulative_sequence_length and past_seqlens disagree on the batch size")
+    news = [b - a for a, b in zip(starts, starts[1:])]
+    if len(news) != len(pasts) or any(n < 0 for n in news):
+        raise NotCountable("cumulative_sequence_length and past_seqlens disagree (batch size, order)")
     window = op.int_attr("local_window_size", -1)
     cost = Cost(0)
-    for new, past in zip(news, (int(p) for p in pasts)):
+    for new, past in zip(news, pasts):
         normalized = causal_scores(new, past, window) if op.int_attr("is_causal", 1) else new * (past + new)
         cost += attention(1, heads, new, past + new, head, v_head, heads * normalized)
     if op.int_attr("do_rotary", 0):
@@ -156,11 +156,20 @@ def _paged_attention(op: Op, ops: float) -> Cost:
     return cost
 
 
+_MAX_SEQUENCES = 1 << 16
+
+
 def _constant(op: Op, slot: int) -> list[int]:
+    """The lengths a constant input holds (a batch of at most ``_MAX_SEQUENCES``, none negative)."""
     value = op.input(slot)
     if value.initializer is None:
         raise NotCountable(f"the sequences' lengths are input values ({value.name or f'input {slot}'}), not shapes")
-    return [int(n) for n in value.initializer.numpy().reshape(-1)]
+    if value.initializer.size > _MAX_SEQUENCES + 1:
+        raise NotCountable(f"a batch of over {_MAX_SEQUENCES} sequences")
+    lengths = [int(n) for n in value.initializer.numpy().reshape(-1)]
+    if any(n < 0 for n in lengths):
+        raise NotCountable("negative sequence lengths")
+    return lengths
 
 
 def _rotary(op: Op, cos_slot: int, ops: float) -> Cost:
