@@ -316,6 +316,7 @@ def _side_file_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), external,
               save_as_external_data=True, location="ext.weights", size_threshold=0)
     data = folder / "ext.weights"
+    np.savez(folder / "dumps.npz", y=np.ones((1, 4), np.float32))
     (folder / "layers.svg").symlink_to(layers)
     (folder / "layers.md").symlink_to(layers)
     (folder / "weights.svg").symlink_to(data)
@@ -331,13 +332,17 @@ def _side_file_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
         "render-over-external-data": (["render", str(external), "-o", str(folder / "weights.svg")], data),
         "metrics-over-external-data": (["metrics", str(external), "--table-format", "json", "-o", str(data)], data),
         "embed-over-external-data": (["embed", str(external), "-a", profile, "--no-sidecar", "-o", str(data)], data),
+        "compare-over-external-data": (["compare", str(external), str(external), "-o", str(data)], data),
+        "compare-dumps-over-external-data": (["compare", "--dumps", str(folder / "dumps.npz"), str(folder / "dumps.npz"),
+                                              "--model", str(external), "-o", str(data)], data),
     }
 
 
 @pytest.mark.parametrize("case", ["export-over-layer-info", "render-over-layer-info-by-a-link",
                                   "render-summary-over-layer-info", "diff-summary-over-layer-info",
                                   "export-over-external-data", "render-over-external-data",
-                                  "metrics-over-external-data", "embed-over-external-data"])
+                                  "metrics-over-external-data", "embed-over-external-data",
+                                  "compare-over-external-data", "compare-dumps-over-external-data"])
 def test_files_found_beside_an_input_are_inputs_too(case: str, tmp_path: Path) -> None:
     args, kept = _side_file_cases(tmp_path)[case]
     before = kept.read_bytes()
@@ -345,7 +350,7 @@ def test_files_found_beside_an_input_are_inputs_too(case: str, tmp_path: Path) -
     assert run.returncode == 1, f"{case}: exit {run.returncode}\n{run.stderr}"
     assert "is an input of this run" in one_line_error(run), run.stderr
     assert kept.read_bytes() == before, f"{case}: {kept.name} was overwritten"
-    assert not list(tmp_path.glob("[rd].*")) and leftovers(tmp_path) == []
+    assert not list(tmp_path.glob("[rd].*")) and leftovers(tmp_path) == []  # r.dot, d.dot: no picture written
 
 
 def test_diff_summary_takes_only_markdown(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from .. import atomic
+    from ..annotations import model_files
     from ..compare import compare_dumps, compare_models, document
     from ..errors import AnnographError, UsageError
     from ..loaders.pinning import parse as parse_dims
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_dumps:
         outputs += [(path, data or _npz({})) for path, data in zip(args.save_dumps, comparison.dumps)]
     with stage("write") as facts:
-        atomic.write_all(outputs, inputs)
+        atomic.write_all(outputs, [*inputs, *comparison.read, *model_files(comparison.model)])
         facts.extend(str(path) for path, _ in outputs)
     for line in comparison.notes:
         warn(line)

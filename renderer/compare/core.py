@@ -62,6 +62,8 @@ class Comparison:
     inputs: str = ""
     dumps: tuple[bytes, bytes] = (b"", b"")
     """The compared arrays keyed by reference tensor name, as ``.npz`` files (for ``--save-dumps``)."""
+    read: list[str] = field(default_factory=list)
+    """The files the models keep their weights in (ONNX external data): inputs of the run no output may replace."""
 
 
 def measure(key: Any, candidate_name: str, reference: Any, candidate: Any) -> TensorResult:
@@ -141,6 +143,7 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
     import os
     import tempfile
 
+    from ..annotations import model_files
     from ..inputs import NpzArchive
     from ..loaders import isolated
 
@@ -167,6 +170,7 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
         if reason:
             raise AnnographError(reason)
         comparison = _comparison(reference, candidate, model, answer)
+        comparison.read = [path for m in models for path in model_files(m)]
         if dumps:
             comparison.dumps = (Path(dumps[0]).read_bytes(), Path(dumps[1]).read_bytes())
     return comparison
