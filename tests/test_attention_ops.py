@@ -136,7 +136,7 @@ def test_paged_attention_counts_each_sequence(tmp_path: Path, constant: bool, pa
     paged = measured(nodes, inputs, [tensor("y", [3, HEADS * HEAD])], tmp_path / "paged.onnx",
                      run=False)  # onnxruntime has no CPU kernel for it
     if not constant:
-        assert paged["macs"] == "n/a (the sequences' lengths are input values (cumulative), not shapes)"
+        assert paged["macs"] == "n/a (the sequence lengths are input values (cumulative), not shapes)"
         return
     if min(pasts) < 0:  # a hostile file: no negative MACs
         assert paged["macs"] == "n/a (negative sequence lengths)"
@@ -170,3 +170,27 @@ def test_quantized_attention_with_a_past(tmp_path: Path) -> None:
     projection = 3 * (3 * hidden) * hidden + 3 * (3 * hidden)  # the QKV projection and its bias add
     assert int(row["macs"]) == projection + 1536 + 1536 + 3 * 4 * 3 * 8
     assert int(row["params"]) == hidden * 3 * hidden + 3 * hidden  # scales and zero points are no parameters
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_decoder_masked_attention_counts_one_step(tmp_path: Path, shared: bool) -> None:
+    from onnx import TensorProto, helper
+
+    hidden, maximum = HEADS * HEAD, 16
+    buffer = maximum if shared else P
+    nodes = [helper.make_node("Constant", [], ["past_length"],
+                              value=helper.make_tensor("past_length", TensorProto.INT32, [], [P])),
+             helper.make_node("DecoderMaskedMultiHeadAttention", ["q", "k", "v", "", "", "past_k", "past_v",
+                                                                  "past_length"],
+                              ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=HEADS,
+                              past_present_share_buffer=int(shared))]
+    feeds = {"past_k": np.zeros((B, HEADS, buffer, HEAD), np.float32),
+             "past_v": np.zeros((B, HEADS, buffer, HEAD), np.float32)}
+    row = measured(nodes, [tensor("q", [B, 1, hidden]), tensor("k", [B, 1, hidden]), tensor("v", [B, 1, hidden]),
+                           tensor("past_k", [B, HEADS, buffer, HEAD]), tensor("past_v", [B, HEADS, buffer, HEAD])],
+                   [tensor("y", [B, 1, hidden]), tensor("present_k", [B, HEADS, maximum if shared else T - S + 1,
+                                                                       HEAD]),
+                    tensor("present_v", [B, HEADS, maximum if shared else T - S + 1, HEAD])],
+                   tmp_path / "dmmha.onnx", feeds, run=shared)  # the CPU kernel takes only a shared buffer
+    # one new token against the 5 cached and itself, whatever the buffer's length: 4 heads of 16
+    assert int(row["macs"]) == 2 * (4 * 1 * 6 * 16) + 3 * 4 * 6

@@ -86,6 +86,27 @@ def _ms_multihead_attention(op: Op) -> Cost:
     return attention(batch, heads, q_len, kv_len, head, v_head)
 
 
+def _decoder_masked_attention(op: Op) -> Cost:
+    """com.microsoft DecoderMaskedMultiHeadAttention, one decoding step: query [B, S, D]; self-attention with key
+    [B, S, D] after past_key [B, N, P, H] (input 5), or cross-attention to key [B, N, L, H]. With
+    past_present_share_buffer, past_key is a buffer of the maximum length and the past is the value of
+    past_sequence_length (input 7): countable when it is a constant."""
+    heads = _heads(op, "num_heads")
+    q, k = op.shape(0), op.shape(1)
+    if len(q) != 3:
+        raise NotCountable(f"query of rank {len(q)}")
+    batch, q_len, head = q[0], q[1], q[2] // heads
+    if len(k) == 4:
+        return attention(batch, heads, q_len, k[2], head, head)
+    past = 0
+    if op.int_attr("past_present_share_buffer", 0) and op.has(7):
+        lengths = _constant(op, 7)
+        past = lengths[0] if lengths else 0
+    elif op.has(5):
+        past = _dim(op, 5, 2)
+    return attention(batch, heads, q_len, past + q_len, head, head)
+
+
 def _ms_attention(op: Op) -> Cost:
     """com.microsoft Attention: the QKV projection, then the attention core; past [2, B, N, P, H] (input 4)."""
     return _projected_attention(op, 4)
@@ -163,7 +184,7 @@ def _constant(op: Op, slot: int) -> list[int]:
     """The lengths a constant input holds (a batch of at most ``_MAX_SEQUENCES``, none negative)."""
     value = op.input(slot)
     if value.initializer is None:
-        raise NotCountable(f"the sequences' lengths are input values ({value.name or f'input {slot}'}), not shapes")
+        raise NotCountable(f"the sequence lengths are input values ({value.name or f'input {slot}'}), not shapes")
     if value.initializer.size > _MAX_SEQUENCES + 1:
         raise NotCountable(f"a batch of over {_MAX_SEQUENCES} sequences")
     lengths = [int(n) for n in value.initializer.numpy().reshape(-1)]
@@ -201,7 +222,7 @@ def _ms_rotary(op: Op, ops: float) -> Cost:
 
 FORMULAS: dict[str, Callable[..., Cost]] = {
     "attention": _onnx_attention, "ms_multihead_attention": _ms_multihead_attention, "ms_attention": _ms_attention,
-    "q_attention": _q_attention,
+    "q_attention": _q_attention, "decoder_masked_attention": _decoder_masked_attention,
     "group_query_attention": _group_query_attention, "paged_attention": _paged_attention,
     "rotary_embedding": _onnx_rotary, "ms_rotary_embedding": _ms_rotary,
 }
