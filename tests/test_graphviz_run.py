@@ -1,9 +1,11 @@
-"""One Graphviz layout per picture, whatever the number of formats written (issue 12): ``dot`` runs once and
-PNG and PDF are drawn from its laid-out graph by ``neato -n2``. Counted with shims in front of both programs."""
+"""One Graphviz layout per picture, whatever the number of formats written (issue 12): ``dot`` runs once, drawing
+the SVG and the PDF itself (or the PNG, when it is the only picture), and a PNG beside them is drawn from its
+laid-out graph by ``neato -n2``. Counted with shims in front of both programs."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -29,8 +31,8 @@ def test_three_formats_share_one_layout(tmp_path: Path) -> None:
     run = run_cli("render", model, "-q", "--no-sidecar", *[a for o in outputs for a in ("-o", o)], env=env)
     assert run.returncode == 0, run.stderr
     calls = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
-    assert calls == ["dot", "neato", "neato"], calls
-    assert all("-n2" in line for line in log.read_text(encoding="utf-8").splitlines()[1:])
+    assert calls == ["dot", "neato"], calls
+    assert all("-n2" in line and "-Tpng" in line for line in log.read_text(encoding="utf-8").splitlines()[1:])
     assert outputs[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and outputs[2].read_bytes()[:5] == b"%PDF-"
 
     log.write_text("", encoding="utf-8")  # the SVG is the one a single-format render lays out
@@ -38,3 +40,42 @@ def test_three_formats_share_one_layout(tmp_path: Path) -> None:
     run = run_cli("render", model, "-q", "--no-sidecar", "-o", alone, env=env)
     assert run.returncode == 0 and log.read_text(encoding="utf-8").split()[0] == "dot"
     assert alone.read_bytes() == outputs[0].read_bytes()
+
+
+def test_one_dot_run_draws_the_svg_and_pdf_or_the_png_alone(tmp_path: Path) -> None:
+    """A book's SVG and PDF come from the layout's one ``dot`` run (no ``neato``), and its PDF is the same bytes
+    as a PDF rendered alone; a PNG alone is drawn in its layout's run too, as big as the SVG page at 110 dpi."""
+    import struct
+
+    env, log = _shimmed(tmp_path)
+    model = ONNX / "light_resnet50.onnx"  # an overview and pages
+    runs = {}
+    (tmp_path / "alone").mkdir()  # the same name as the PDF beside the SVG: its links name the SVG's file
+    for outputs in ([tmp_path / "svg.svg"], [tmp_path / "both.svg", tmp_path / "both.pdf"],
+                    [tmp_path / "alone" / "both.pdf"], [tmp_path / "alone.png"]):
+        log.write_text("", encoding="utf-8")
+        run = run_cli("render", model, "-q", "--no-sidecar", *[a for o in outputs for a in ("-o", o)], env=env)
+        assert run.returncode == 0, run.stderr
+        runs[str(outputs[-1])] = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len({tuple(calls) for calls in runs.values()}) == 1 and set(runs[str(tmp_path / "svg.svg")]) == {"dot"}, runs
+    assert (tmp_path / "both.pdf").read_bytes() == (tmp_path / "alone" / "both.pdf").read_bytes()
+    svg = (tmp_path / "both.svg").read_text(encoding="utf-8")
+    width, height = (float(v) for v in re.search(r'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"', svg).groups())
+    pixels = struct.unpack(">II", (tmp_path / "alone.png").read_bytes()[16:24])
+    assert abs(pixels[0] - width * 110 / 72) <= 2 and abs(pixels[1] - height * 110 / 72) <= 2, (pixels, width, height)
+
+
+def test_a_layout_over_the_pdf_cap_keeps_its_svg() -> None:
+    """The PDF's size cap (199 inches) is a graph attribute of the run that also writes the SVG: a layout
+    bigger than it is laid out again for the SVG, which stays the bytes ``dot -Tsvg`` writes; the PDF is scaled
+    to the cap."""
+    from pypdf import PdfReader
+    import io
+
+    from renderer.picture.graphviz_run import MAX_PDF_INCHES, render_formats, run_dot
+
+    chain = "digraph g { node [shape=box, height=1]; " + " -> ".join(f"n{i}" for i in range(180)) + " }"
+    result = render_formats(chain, ["svg", "pdf"], max_side=10**6)
+    assert result["svg"] == run_dot(chain, "svg")
+    box = PdfReader(io.BytesIO(result["pdf"])).pages[0].mediabox
+    assert float(box.height) <= MAX_PDF_INCHES * 72 + 72 and float(box.height) > 10_000, box

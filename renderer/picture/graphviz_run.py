@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -47,11 +48,13 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
                    max_side: float | None = None, palette_png: bool = False) -> dict[str, bytes]:
     """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf).
 
-    One ``dot`` run writes the SVG and the laid-out graph (``-Tdot``: the source with every position) from the
-    same layout; PNG and PDF are drawn from that laid-out graph by ``neato -n2``, which keeps every position:
-    no second layout, and the same geometry in every format. The SVG is byte-identical to
-    ``run_dot(source, "svg")``. (Not ``-Txdot``: Graphviz 2.43 writes text holding ``\"`` into xdot's drawing
-    attributes in a form it cannot read back.)
+    One ``dot`` run writes the SVG, the PDF and the laid-out graph (``-Tdot``: the source with every position)
+    from the same layout; PNG is drawn from that laid-out graph by ``neato -n2``, which keeps every position: no
+    second layout, and the same geometry in every format. The SVG is byte-identical to ``run_dot(source,
+    "svg")``: the PDF's size cap (``MAX_PDF_INCHES``, a graph attribute of the run) scales nothing smaller, and
+    a layout bigger than it is drawn again without the PDF, which then comes from the laid-out graph too.
+    (Not ``-Txdot``: Graphviz 2.43 writes text holding ``\"`` into xdot's drawing attributes in a form it cannot
+    read back. PNG not in the one run: its ``dpi`` would scale the SVG.)
 
     ``palette_png``: PNG with at most 256 colours, written by gd from cairo's drawing (``-Tpng:cairo:gd``): 3×
     less CPU than cairo's own PNG writer, whose filtering and compression take two thirds of a page's time
@@ -72,29 +75,54 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
     for fmt in formats:
         if fmt not in FORMATS:
             raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    drawn = _drawn_in_layout_run(formats)
+    result, positioned = _lay_out(source, drawn, deadline, timeout, max_side, palette_png)
+    width, height = laid_out_size(positioned)
+    if max_side is not None and max(width, height) > max_side:
+        raise TooBig(width, height)
+    if "pdf" in result and max(width, height) > MAX_PDF_INCHES * 72 - 2 * PDF_SLACK_PT:
+        result, positioned = _lay_out(source, [f for f in drawn if f != "pdf"], deadline, timeout)  # scaled
+    neato = [_program("neato"), "-n2", "-Gpad=0"]
+    for fmt in formats:
+        if fmt not in result:
+            result[fmt] = _run(neato + _format_args(fmt, palette=palette_png)[1:], positioned,
+                               _left(deadline, timeout), timeout)
+    if "png" in result and palette_png:
+        result["png"] = snap_palette(result["png"], source)
+    if "pdf" in result:
+        result["pdf"] = _fixed_pdf_dates(result["pdf"])
+    return result
+
+
+def _drawn_in_layout_run(formats: list[str]) -> list[str]:
+    """The formats the layout's own ``dot`` run draws: each that changes no other's bytes there. SVG and PDF
+    together (the PDF's size cap scales only layouts over it); PNG only alone (its ``dpi`` would scale the
+    others)."""
+    drawn = [fmt for fmt in formats if fmt in ("svg", "pdf")]
+    return drawn or [fmt for fmt in formats if fmt == "png"]
+
+
+PDF_SLACK_PT = 8
+"""A layout this close to the PDF's size cap is drawn again without the PDF, in case the cap scaled it."""
+
+
+def _lay_out(source: str, formats: list[str], deadline: float | None, timeout: float | None,
+             max_side: float | None = None, palette: bool = False) -> tuple[dict[str, bytes], bytes]:
+    """One ``dot`` run: each of ``formats`` drawn, and the laid-out graph (``-Tdot``). A PNG drawn here is
+    capped at ``max_side`` (a page over it is drawn again as pages, never at full size)."""
     import tempfile
     from pathlib import Path
 
-    deadline = None if timeout is None else time.monotonic() + timeout
     with tempfile.TemporaryDirectory(prefix="annograph-") as folder:
-        svg, laid = Path(folder) / "page.svg", Path(folder) / "page.gv"
-        command = [dot_program(), "-Tdot", "-o", str(laid)] + (["-Tsvg", "-o", str(svg)] if "svg" in formats else [])
+        laid = Path(folder) / "page.gv"
+        command = [dot_program(), "-Tdot", "-o", str(laid)]
+        files = {}
+        for fmt in formats:
+            files[fmt] = Path(folder) / f"page.{fmt}"
+            command += _format_args(fmt, palette=palette, max_side=max_side)[1:] + ["-o", str(files[fmt])]
         _run(command, source.encode("utf-8"), _left(deadline, timeout), timeout)
-        result = {"svg": svg.read_bytes()} if "svg" in formats else {}
-        positioned = laid.read_bytes()
-    if max_side is not None:
-        width, height = laid_out_size(positioned)
-        if max(width, height) > max_side:
-            raise TooBig(width, height)
-    neato = [_program("neato"), "-n2", "-Gpad=0"]
-    for fmt in formats:
-        if fmt != "svg":
-            data = _run(neato + _format_args(fmt, palette=palette_png)[1:], positioned, _left(deadline, timeout),
-                        timeout)
-            if fmt == "png" and palette_png:
-                data = snap_palette(data, source)
-            result[fmt] = _fixed_pdf_dates(data) if fmt == "pdf" else data
-    return result
+        return {fmt: path.read_bytes() for fmt, path in files.items()}, laid.read_bytes()
 
 
 _BOUNDING_BOX = re.compile(rb'\bbb="([-0-9.e+]+),([-0-9.e+]+),([-0-9.e+]+),([-0-9.e+]+)"')
@@ -167,14 +195,17 @@ def _program(name: str) -> str:
     return path
 
 
-def _format_args(fmt: str, dpi: int | None = None, palette: bool = False) -> list[str]:
-    """The program and output arguments for ``fmt`` (the program slot filled with ``dot``)."""
+def _format_args(fmt: str, dpi: int | None = None, palette: bool = False, max_side: float | None = None) -> list[str]:
+    """The program and output arguments for ``fmt`` (the program slot filled with ``dot``); a PNG is capped at
+    ``max_side`` points a side when given."""
     if fmt == "pdf":
         # PDF readers refuse pages over 200 inches (Acrobat's limit): scale big graphs down to fit.
         return ["dot", "-Tpdf:cairo", f"-Gsize={MAX_PDF_INCHES},{MAX_PDF_INCHES}"]
     if fmt == "png":
         # cairo cannot make images over 32767 pixels a side
-        inches = MAX_PNG_PIXELS // (dpi or PNG_DPI)
+        inches: float = MAX_PNG_PIXELS // (dpi or PNG_DPI)
+        if max_side is not None:  # a little over, so that a page of exactly max_side is never scaled
+            inches = min(inches, math.ceil(max_side / 72 * 100 + 1) / 100)
         return ["dot", "-Tpng:cairo:gd" if palette else "-Tpng:cairo", f"-Gdpi={dpi or PNG_DPI}",
                 f"-Gsize={inches},{inches}"]
     return ["dot", f"-T{fmt}"]
@@ -183,6 +214,8 @@ def _format_args(fmt: str, dpi: int | None = None, palette: bool = False) -> lis
 def _run(command: list[str], data: bytes, timeout: float | None, budget: float | None = None) -> bytes:
     """Run one Graphviz program; ``timeout`` is what is left of the ``budget`` the user gave."""
     env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    # a PNG page's buffers are hundreds of MB touched once: huge pages save a tenth of its CPU in page faults
+    env.setdefault("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
     try:
         with stopping_kills_children():
             done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
