@@ -161,12 +161,7 @@ HELD_OUT = {key: (lambda key=key: wheel_model(key)) for key in keys()}
 HELD_OUT |= {name: (lambda name=name: ONNX / f"{name}.onnx") for name in ("bert_dynamo", "silero_vad", "cnn_chain")}
 
 
-NOT_YET = {"ppocr4_rec": "its overview of 10 boxes is 1,335 x 1,251 pt, 167,008 pt² a box: the legend stands beside "
-                         "the boxes' column with nothing below it (the page's shape, not a fan-out)"}
-
-
-@pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(reason=NOT_YET[key], strict=False))
-                                 if key in NOT_YET else key for key in sorted(HELD_OUT)])
+@pytest.mark.parametrize("key", sorted(HELD_OUT))
 def test_no_page_of_a_held_out_model_is_mostly_empty(tmp_path: Path, key: str) -> None:
     """Every page of the default render of the held-out models (tests/wheel_models.py) and the samples named
     in issue 26: at most 150,000 pt² a drawn box; far readers' stubs, where there are any, as ``check_uses``

@@ -45,6 +45,8 @@ RUN_SIZE, OP_SIZE, IO_SIZE, STUB_SIZE = (330.0, 95.0), (180.0, 80.0), (200.0, 55
     (130.0, 28.0)
 """Rough drawn sizes (points) of a run box before its rows of cells, an operator, a graph input or
 output and a stub: enough to choose where rows wrap, before Graphviz measures anything."""
+LEGEND_SIZE = (500.0, 320.0)
+"""Rough size (points) of an overview's legend with its totals and two colour bars."""
 HEAT_ROWS = 45.0
 """Height the share and aggregate rows add to a box when the picture has a colour metric."""
 NODE_GAP, RANK_GAP = 18.0, 25.0
@@ -182,6 +184,10 @@ class _PageEmitter(_Emitter):
         for (_, path, above), (start, below_path, below) in zip(rows, rows[1:]):
             if path == below_path or start == max(rank[name] for name in above) + 1:
                 dot.edge(above[0], below[0], style="invis", weight="20")
+        bands = [band for _, _, band in rows] or _rank_bands(rank)
+        if bands and _legend_above(bands, sizes):
+            first = min(sizes, key=lambda name: (rank.get(name, 0), list(sizes).index(name)))
+            dot.edge("legend", first, style="invis")
 
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
         """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
@@ -704,6 +710,25 @@ def _label_size(lines: list[tuple[str, int]]) -> tuple[float, float]:
         width = max(width, len(plain) * size * em)
         height += size * 1.2 + 8
     return width + 12, height + 4
+
+
+def _rank_bands(rank: dict[str, int]) -> list[list[str]]:
+    """The items of each rank, ranks in order (the rows of a page whose ranks were neither split nor joined)."""
+    members: dict[int, list[str]] = {}
+    for name, number in rank.items():
+        members.setdefault(number, []).append(name)
+    return [members[number] for number in sorted(members)]
+
+
+def _legend_above(bands: list[list[str]], sizes: dict[str, tuple[float, float]]) -> bool:
+    """Whether the legend goes above the rows rather than beside them (its usual place, at the top left): when they
+    are a column, taller than wide, and the page is smaller so (above, as wide as the wider of the two and as tall
+    as both; beside, as wide as both). A grid keeps it beside: a screen is wider than tall."""
+    width = max(_row_width(band, sizes) for band in bands)
+    height = sum(max(sizes[name][1] for name in band) + RANK_GAP for band in bands)
+    legend_width, legend_height = LEGEND_SIZE
+    return width < height and \
+        max(width, legend_width) * (height + legend_height) < (width + legend_width) * max(height, legend_height)
 
 
 def _declare_row(container: graphviz.Digraph, path: tuple[str, ...], band: list[str]) -> None:
