@@ -174,3 +174,29 @@ def test_no_page_of_a_held_out_model_is_mostly_empty(tmp_path: Path, key: str) -
     assert max(densities.values()) <= MAX_AREA_PER_BOX, sorted(densities.items(), key=lambda kv: -kv[1])[:3]
     if path.suffix == ".onnx":
         check_uses(out, onnx.load(str(path), load_external_data=False))
+
+
+def test_a_flat_picture_gives_far_readers_stubs_and_keeps_hostile_names_as_text(tmp_path: Path) -> None:
+    """One picture (no pages): a mask input with a hostile name read by 4 Muls down a 24-op chain. Its first
+    reader keeps the edge; the 3 others get stubs whose label (the name's last part, after a path separator) and
+    tooltip (the name whole) show it as written: no markup, no Graphviz escape taking effect; each links to the
+    input's box in the same file."""
+    from onnx import TensorProto, helper
+
+    mask = '<b>&"\\N <i>m\'ask&amp;'
+    nodes, previous = [], "x"
+    for i in range(24):
+        inputs = [previous, mask] if i % 6 == 0 else [previous]
+        nodes.append(helper.make_node("Mul" if i % 6 == 0 else "Relu", inputs, [f"y{i}"], name=f"op{i}"))
+        previous = f"y{i}"
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in ("x", mask)]
+    graph = helper.make_graph(nodes, "g", info, [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [1, 8])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    out = tmp_path / "m.svg"
+    run = run_cli("render", path, "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert not out.with_name("m.svg.pages").exists()
+    uses = [g for g in parse_svg(out).iter(f"{SVG_NS}g") if "use" in _classes(g)]
+    assert [_texts(g) for g in uses] == ["N <i>m'ask&amp; · model input"] * 3
+    assert check_uses(out, onnx.load(str(path))) == 3
