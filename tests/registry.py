@@ -345,6 +345,33 @@ def _hostile_tensorrt(kind: str, size: int) -> tuple[str, bytes]:
     return "hostile.profile.json", ("[\n  " + "\n, ".join(lines) + "\n]\n").encode()
 
 
+def _hostile_ort(kind: str, size: int) -> tuple[str, bytes]:
+    """An onnxruntime profile of tiny_cnn (one event a line, two runs) with the first node's dur made hostile
+    (twice in one run for ``sum_overflow``: a node's events of one run add up)."""
+    import onnx
+
+    graph = onnx.load(Path(__file__).resolve().parent.parent / DEFAULT_READER_MODEL, load_external_data=False).graph
+    common = {"pid": 1, "tid": 1, "ts": 1, "ph": "X"}
+
+    def event(node: Any, dur: str) -> str:
+        text = json.dumps({**common, "cat": "Node", "name": f"{node.name}_kernel_time", "dur": 0,
+                           "args": {"op_name": node.op_type}})
+        return text.replace('"dur": 0', f'"dur": {dur}')
+
+    run = [event(node, "5") for node in graph.node]
+    first = graph.node[0]
+    if kind in ("overflow", "negative", "nan"):
+        run[0] = event(first, {"overflow": _HUGE, "negative": "-5", "nan": "NaN"}[kind])
+    elif kind == "sum_overflow":
+        run[:1] = [event(first, _BIG)] * 2
+    elif kind == "huge_line":
+        run[0] = run[0].replace(f'"{first.name}_kernel_time"', f'"{first.name}{"x" * size}_kernel_time"')
+    elif kind == "many_records":
+        run += [json.dumps({**common, "cat": "Node", "name": f"copy{n}_kernel_time", "dur": 1}) for n in range(size)]
+    marker = json.dumps({**common, "cat": "Session", "name": "model_run", "dur": 100, "args": {}})
+    return "hostile_ort_profile.json", ("[\n" + ",\n".join([*run, marker, *run, marker]) + "\n]\n").encode()
+
+
 # ---- commands that write pictures and reports of their own ---------------------------------------------------
 
 
@@ -867,7 +894,7 @@ LOADERS: dict[str, LoaderEntry] = {
 }
 
 READERS: dict[str, ReaderEntry] = {
-    "ort_profile": ReaderEntry(inject=_ort_profile),
+    "ort_profile": ReaderEntry(inject=_ort_profile, hostile=_hostile_ort),
     "tflite_benchmark": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_float.tflite",
                                     inject=_tflite_benchmark),
     "vela": ReaderEntry(model="samples/tflite/tiny_keras_int8_asymmetric.tflite", inject=_vela,

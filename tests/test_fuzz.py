@@ -135,7 +135,7 @@ PEAK_BYTES = 64 << 20  # what a refusal (or a read) of those may take: less than
 
 def test_the_tool_readers_have_hostile_files() -> None:
     names = {m.NAME for m, _ in HOSTILE}
-    assert {"vela", "openvino", "openvino-exec-graph", "tensorrt"} <= names, names
+    assert {"vela", "openvino", "openvino-exec-graph", "tensorrt", "ort"} <= names, names
 
 
 @pytest.mark.parametrize(("module", "kind"), HOSTILE, ids=[f"{m.NAME}-{k}" for m, k in HOSTILE])

@@ -296,21 +296,27 @@ def _compact_json(value: Any, limit: int) -> str:
 _PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
-def _physical_lines(text: str, path: Path) -> Iterator[str]:
+def _physical_lines(text: str) -> Iterator[str]:
     """The lines of ``text`` with their endings, as ``io.StringIO(text, newline="")`` yields them, without the
-    copy StringIO makes (four bytes a character for a file of megabytes); one longer than MAX_LINE_CHARS is
-    refused (as every reader refuses it) before csv makes cells of it."""
-    for number, found in enumerate(_PHYSICAL_LINE.finditer(text), start=1):
-        if found.end() - found.start() > MAX_LINE_CHARS:
+    copy StringIO makes (four bytes a character for a file of megabytes)."""
+    return (m.group() for m in _PHYSICAL_LINE.finditer(text))
+
+
+def _not_too_long(lines: Iterator[str], path: Path) -> Iterator[str]:
+    """``lines`` (already cut to MAX_COLUMNS cells), one longer than MAX_LINE_CHARS refused as every reader
+    refuses it, before csv makes a cell of it."""
+    for number, line in enumerate(lines, start=1):
+        if len(line) > MAX_LINE_CHARS:
             raise AnnotationError(f"{path}:{number}: a line of more than {MAX_LINE_CHARS:,} characters, longer than "
                                   "annograph reads; write long values as JSON")
-        yield found.group()
+        yield line
 
 
 def _read_csv(path: Path, text: str, result: AnnotationSet) -> None:
     dialect: Any = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
     delimiter = "\t" if dialect == "excel-tab" else ","
-    reader = csv.reader(bounded_lines(_physical_lines(text, path), path, result.notes, delimiter), dialect=dialect)
+    lines = _not_too_long(bounded_lines(_physical_lines(text), path, result.notes, delimiter), path)
+    reader = csv.reader(lines, dialect=dialect)
     try:
         header = next(reader)
     except StopIteration:

@@ -80,11 +80,22 @@ def ort_node_indices(model: Model) -> dict[int, dict[int, Node]]:
     return result
 
 
-def load_json(path: Path) -> Any:
-    """Parse a whole JSON file, with errors (file and line) as AnnotationError."""
+def load_json(path: Path, finite: bool = False) -> Any:
+    """Parse a whole JSON file, with errors (file and line) as AnnotationError; ``finite``: numbers no float holds
+    (NaN, Infinity, 1e400) refused too, naming line and column (``measures.finite_decoder``)."""
     data = inputs.read_bytes(path, MAX_JSON_BYTES, AnnotationError, "a JSON document")
     try:
-        return parse_json(path, data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
+        if finite:
+            try:
+                return finite_decoder().decode(text)
+            except json.JSONDecodeError:
+                pass  # said by parse_json below, as for any file
+            except ValueError as e:
+                error = refused(path, text, 0, e)
+                if error is not None:
+                    raise error from None
+        return parse_json(path, text)
     except UnicodeDecodeError:
         raise AnnotationError(f"{path}: not UTF-8 text") from None
     except OSError as e:

@@ -35,7 +35,8 @@ from typing import Any
 from ..errors import AnnotationError
 from ..id_rules import IdIndex, whole_number
 from ..ir import Model, Node
-from .lookup import LineTooLong, load_json, node_ref, numbered_lines, open_text, ort_node_indices
+from .lookup import LineTooLong, load_json, node_ref, numbered_lines, open_text, ort_node_indices, record_bound
+from .measures import finite_decoder, mean, refused, total
 from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"
@@ -88,7 +89,8 @@ def match(path: Path, head: str) -> bool:
 class _Profile:
     """Per-name series of per-run durations, built while streaming the events."""
 
-    def __init__(self) -> None:
+    def __init__(self, bound: int) -> None:
+        self.bound = bound  # the most distinct node names (``lookup.record_bound``)
         self.runs: list[dict[str, float]] = []
         self.current: dict[str, float] = {}
         self.occurrences: dict[str, list[float]] = {}
@@ -108,22 +110,28 @@ class _Profile:
             dur = event.get("dur", 0)
             if type(dur) is not int and type(dur) is not float:
                 raise AnnotationError(f"{where}: event {name[:60]!r} has a non-numeric 'dur'")
+            if dur < 0:
+                raise AnnotationError(f"{where}: event {name[:60]!r} has a negative 'dur' ({dur})")
             node = name[: -len(_KERNEL)]
             calls = self.calls.get(node)
             if calls is None:
+                if len(self.order) >= self.bound:
+                    raise AnnotationError(f"{where}: more than {self.bound:,} node names, far more than the model has")
                 self.order.append(node)
                 calls = 0
                 args = event.get("args")
                 self.args[node] = args if isinstance(args, dict) else {}
             self.calls[node] = calls + 1
             current = self.current
-            current[node] = current.get(node, 0.0) + dur
+            current[node] = total((current.get(node, 0.0), dur), where, "dur")
             if not self.runs:  # kept only until the first model_run shows runs are marked
                 self.occurrences.setdefault(node, []).append(float(dur))
         elif cat == "Session" and isinstance(name, str):
             dur = event.get("dur", 0)
             if isinstance(dur, bool) or not isinstance(dur, (int, float)):
                 raise AnnotationError(f"{where}: event {name[:60]!r} has a non-numeric 'dur'")
+            if dur < 0:
+                raise AnnotationError(f"{where}: event {name[:60]!r} has a negative 'dur' ({dur})")
             if name == "model_run":
                 self.runs.append(self.current)
                 self.current = {}
@@ -143,7 +151,7 @@ class _Profile:
         return {n: [*v, *([None] * (count - len(v)))] for n, v in self.occurrences.items()}, count
 
 
-_DECODE = json.JSONDecoder().raw_decode
+_DECODE = finite_decoder().raw_decode
 
 
 def _parse(text: str) -> Any:
@@ -162,7 +170,7 @@ def _events(path: Path, profile: _Profile) -> None:
     except LineTooLong as e:
         if e.line > 1:  # past the first line: a file of one event per line, with one too long
             raise
-    data = load_json(path)
+    data = load_json(path, finite=True)
     if not isinstance(data, list):
         raise AnnotationError(f"{path}: an ONNX Runtime profile is a JSON array of trace events")
     for position, event in enumerate(data):
@@ -188,8 +196,9 @@ def _event_lines(path: Path, profile: _Profile) -> bool:
                 event = _parse(text)
             except json.JSONDecodeError:
                 break  # not one event per line: parse the whole document instead
-            except ValueError:  # Python refuses integers of more than 4300 digits
-                raise AnnotationError(f"{path}:{number}: invalid JSON (a number too long to read)") from None
+            except ValueError as e:  # a number no float holds (NaN, 1e400, 400 digits)
+                raise refused(path, text, 0, e, number - 1) or AnnotationError(
+                    f"{path}:{number}: invalid JSON (a number too long to read)") from None
             except RecursionError:
                 raise AnnotationError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
             profile.add(event, f"{path}:{number}")
@@ -204,8 +213,9 @@ def _event_lines(path: Path, profile: _Profile) -> bool:
                     event = _parse(text)
                 except json.JSONDecodeError as e:
                     raise AnnotationError(f"{path}:{number}: invalid JSON in trace event ({e.msg})") from None
-                except ValueError:
-                    raise AnnotationError(f"{path}:{number}: invalid JSON (a number too long to read)") from None
+                except ValueError as e:
+                    raise refused(path, text, 0, e, number - 1) or AnnotationError(
+                        f"{path}:{number}: invalid JSON (a number too long to read)") from None
                 except RecursionError:
                     raise AnnotationError(f"{path}:{number}: invalid JSON (nested too deeply)") from None
                 profile.add(event, f"{path}:{number}")
@@ -216,7 +226,7 @@ def _event_lines(path: Path, profile: _Profile) -> bool:
 
 
 def read(path: Path, model: Model) -> AnnotationSet:
-    profile = _Profile()
+    profile = _Profile(record_bound(model))
     _events(path, profile)
     result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
     series, n_runs = profile.series()
@@ -229,12 +239,12 @@ def read(path: Path, model: Model) -> AnnotationSet:
         else:
             targets.setdefault(node, []).append(name)
     for node, names in targets.items():
-        result.operators.append((node_ref(node), _entry(node, names, series, profile, n_runs)))
+        result.operators.append((node_ref(node), _entry(node, names, series, profile, n_runs, path)))
     result.operators.sort(key=lambda pair: pair[0].key)  # type: ignore[union-attr]
     graph = result.graph.values
     used = _used_runs(profile.run_totals)
     if used:
-        graph["model_run_us"] = round(statistics.fmean(used), 3)
+        graph["model_run_us"] = round(mean(used, path, "model_run dur"), 3)
     if n_runs:
         graph["ort_runs"] = n_runs
     if "session_initialization" in profile.session:
@@ -248,7 +258,7 @@ def recorded_shapes(path: Path, model: Model) -> dict[int, dict[str, tuple[str, 
     fused or replaced node's shapes are not that operator's), slot by slot when the counts agree. A tensor is
     filed under the graph that holds it; every graph with an operator in the profile (an If branch taken, a Loop
     body run) has an entry, empty when its events recorded no shape."""
-    profile = _Profile()
+    profile = _Profile(record_bound(model))
     _events(path, profile)
     mapper = _Mapper(model)
     shapes: dict[int, dict[str, tuple[str, list[int]]]] = {}
@@ -283,17 +293,18 @@ def _used_runs(values: list[float]) -> list[float]:
 
 
 def _entry(
-    node: Node, names: list[str], series: dict[str, list[float | None]], profile: _Profile, n_runs: int
+    node: Node, names: list[str], series: dict[str, list[float | None]], profile: _Profile, n_runs: int, path: Path
 ) -> Entry:
+    where = f"{path}: node {(node.name or node.op_type)[:60]!r}"
     per_run: list[float] = []
     for i in range(n_runs):
         parts = [series[n][i] for n in names if series[n][i] is not None]
         if parts:
-            per_run.append(sum(parts))  # type: ignore[arg-type]
+            per_run.append(total(parts, where, "dur"))  # type: ignore[arg-type]
     entry = Entry()
     if per_run:
         used = _used_runs(per_run)
-        entry.values["latency_us"] = round(statistics.fmean(used), 3)
+        entry.values["latency_us"] = round(mean(used, where, "latency_us"), 3)
         entry.values["latency_us_median"] = round(float(statistics.median(used)), 3)
         entry.values["latency_first_us"] = per_run[0]
     calls = sum(profile.calls[n] for n in names)
