@@ -27,8 +27,13 @@ PRECISIONS = {
     "int4": ["-p", "int4"],  # symmetric: MatMulNBits with packed weights and scales, no zero points
     "int4-asym": ["-p", "int4", "--extra_options", "is_symmetric=false"],  # ... and uint4 zero points
     "fp32": ["-p", "fp32"],
+    # the embedding tied to the LM head (tie_word_embeddings): int4 reads the head's packed weight with a
+    # GatherBlockQuantized
+    "int4-tied": ["-p", "int4", "--extra_options", "shared_embeddings=true",
+                  "int4_op_types_to_quantize=MatMul/Gather"],
+    "fp32-tied": ["-p", "fp32", "--extra_options", "shared_embeddings=true"],
 }
-"""Builder arguments of each variant."""
+"""Builder arguments of each variant (those ending in -tied are built from a checkpoint with tied embeddings)."""
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
@@ -41,15 +46,17 @@ def needs_builder() -> None:
         pytest.importorskip(name, reason="the test extra's LLM builder packages are not installed")
 
 
-def save_llama(folder: Path, seed: int = 0) -> Path:
-    """A random-weight ``LlamaForCausalLM`` of ``CONFIG`` and a WordLevel tokenizer, saved in ``folder``."""
+def save_llama(folder: Path, seed: int = 0, tied: bool = False) -> Path:
+    """A random-weight ``LlamaForCausalLM`` of ``CONFIG`` (its embedding tied to the LM head with ``tied``) and a
+    WordLevel tokenizer, saved in ``folder``."""
+    config = {**CONFIG, "tie_word_embeddings": tied}
     code = f"""
 import sys, torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 torch.manual_seed({seed})
 folder = sys.argv[1]
-LlamaForCausalLM(LlamaConfig(**{CONFIG!r})).save_pretrained(folder)
+LlamaForCausalLM(LlamaConfig(**{config!r})).save_pretrained(folder)
 vocab = {{"<unk>": 0, **{{f"t{{i}}": i for i in range(1, {CONFIG['vocab_size']})}}}}
 tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
 tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -92,8 +99,9 @@ class GenaiModels:
             if done.exists():
                 self._built[precision] = done
                 return done
-            source = self.folder / "llama"
+            tied = precision.endswith("-tied")
+            source = self.folder / ("llama-tied" if tied else "llama")
             if not (source / "config.json").exists():
-                save_llama(source)
+                save_llama(source, tied=tied)
             self._built[precision] = build(source, self.folder / precision, precision)
         return self._built[precision]

@@ -172,3 +172,28 @@ def test_int4_weight_bytes_are_the_packed_bytes_scales_and_zero_points(genai_mod
         attrs = {a.name: a.i for a in node.attribute}
         assert int(rows[op]["params"]) == attrs["K"] * attrs["N"]
     assert zero_points == (len(nodes) if precision == "int4-asym" else 0)
+
+
+def test_a_tied_int4_embedding_counts_as_the_fp32_one(genai_model, tmp_path: Path) -> None:
+    """With the embedding tied to the LM head, the int4 model reads the head's packed weight through a Reshape
+    into a GatherBlockQuantized: the table's values are parameters there, counted once in the total."""
+    import renderer
+    from renderer.metrics import model_costs
+
+    totals = {p: model_costs(renderer.load_model(genai_model(p), dims=PREFILL)).totals()["params"]
+              for p in ("int4-tied", "fp32-tied")}
+    # int4 also holds the 2 dims of the Reshape's shape ([256, 32]), a constant like any other
+    assert totals["int4-tied"] == totals["fp32-tied"] + 2, totals
+    vocab, hidden = CONFIG["vocab_size"], CONFIG["hidden_size"]
+    assert totals["fp32-tied"] == counts_untied(genai_model, PREFILL) - vocab * hidden  # one table less
+    rows, _ = metrics(genai_model("int4-tied"), tmp_path / "tied.csv", PREFILL)
+    (gather,) = op_ids(genai_model("int4-tied"), "GatherBlockQuantized")
+    assert int(rows[gather]["params"]) == vocab * hidden
+    assert int(rows[gather]["weight_bytes"]) == vocab * hidden // 2 + vocab * (hidden // 32) * 4  # nibbles, scales
+
+
+def counts_untied(genai_model, dims: dict[str, int]) -> int:  # type: ignore[no-untyped-def]
+    import renderer
+    from renderer.metrics import model_costs
+
+    return model_costs(renderer.load_model(genai_model("fp32"), dims=dims)).totals()["params"]

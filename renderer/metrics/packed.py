@@ -1,10 +1,11 @@
 """Weights stored packed, several sub-byte values to a byte: what they hold as parameters.
 
 MatMulNBits keeps its int4 weight as uint8 blobs ([N, blocks, block bytes], 2 values a byte) and
-GatherBlockQuantized its table likewise. Their ``params`` are the values (K × N for MatMulNBits, as in the float
-MatMul it replaces), their ``weight_bytes`` the bytes stored; which inputs are packed is the entry's
-``packed_inputs`` in ``renderer/data``, how many values a byte the op's ``bits`` attribute (4 by default). A
-weight typed int4/uint4 (or float8) in standard ONNX needs nothing here: its dims already count values, and its
+GatherBlockQuantized its table likewise (the LM head's, reshaped, when the embedding is tied to it). Their
+``params`` are the values (K × N for MatMulNBits, as in the float MatMul it replaces), their ``weight_bytes`` the
+bytes stored; which inputs are packed is the entry's ``packed_inputs`` in ``renderer/data``, how many values a
+byte the op's ``bits`` attribute (4 by default). A weight typed int4/uint4 (or float8) in standard ONNX needs
+nothing here: its dims already count values, and its
 bytes follow from the type's bits.
 """
 
@@ -14,6 +15,7 @@ from ..data.operators import operator
 from ..ir import Node
 from .formulas import prod
 from .tensors import DTYPE_BITS
+from .weights import trace
 
 
 def _int_attr(node: Node, name: str, default: int) -> int:
@@ -33,7 +35,8 @@ def packed_values(node: Node, fmt: str) -> dict[int, int]:
         return {}
     found: dict[int, int] = {}
     for slot in entry.packed_inputs:
-        value = node.inputs[slot] if slot < len(node.inputs) else None
+        source = trace(node.inputs[slot]) if slot < len(node.inputs) else None  # through a Reshape…
+        value = source.value if source is not None and source.dequantize is None else None
         if value is None or value.initializer is None or DTYPE_BITS.get(value.initializer.dtype) != 8:
             continue  # an activation, or a type that already counts values (int4)
         values = prod(value.initializer.shape) * (8 // bits)
