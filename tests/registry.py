@@ -372,6 +372,27 @@ def _hostile_ort(kind: str, size: int) -> tuple[str, bytes]:
     return "hostile_ort_profile.json", ("[\n" + ",\n".join([*run, marker, *run, marker]) + "\n]\n").encode()
 
 
+def _hostile_tflite_benchmark(kind: str, size: int) -> tuple[str, bytes]:
+    """benchmark_model's op profile of tiny_keras_float with the [avg ms] of its first Run Order row made hostile
+    (1.7e308 ms for ``sum_overflow``: finite, but past a float once in µs)."""
+    lines = (_FIXTURES / "tflite_benchmark" / "tiny_keras_float.benchmark_model.cpu.txt").read_text().splitlines()
+    regular = next(n for n, line in enumerate(lines) if line.startswith("Operator-wise Profiling Info for Regular"))
+    first = next(n for n, line in enumerate(lines) if n > regular and line.lstrip().startswith("[node type]")) + 1
+
+    def average(value: str) -> None:
+        cells = lines[first].split("\t")
+        cells[4] = value
+        lines[first] = "\t".join(cells)
+
+    if kind in ("overflow", "negative", "nan", "sum_overflow"):
+        average({"overflow": _HUGE, "negative": "-5", "nan": "nan", "sum_overflow": _BIG}[kind])
+    elif kind == "huge_line":
+        lines[first] = lines[first].replace("[", "[" + "x" * size, 1)
+    elif kind == "many_records":
+        lines[first + 1:first + 1] = [lines[first]] * size
+    return "hostile.benchmark_model.txt", ("\n".join(lines) + "\n").encode()
+
+
 # ---- commands that write pictures and reports of their own ---------------------------------------------------
 
 
@@ -896,7 +917,7 @@ LOADERS: dict[str, LoaderEntry] = {
 READERS: dict[str, ReaderEntry] = {
     "ort_profile": ReaderEntry(inject=_ort_profile, hostile=_hostile_ort),
     "tflite_benchmark": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_float.tflite",
-                                    inject=_tflite_benchmark),
+                                    inject=_tflite_benchmark, hostile=_hostile_tflite_benchmark),
     "vela": ReaderEntry(model="samples/tflite/tiny_keras_int8_asymmetric.tflite", inject=_vela,
                         seeds=["tests/fixtures/vela/*.csv"], hostile=_hostile_vela),
     "openvino_counters": ReaderEntry(inject=_openvino, seeds=["tests/fixtures/openvino/*.csv"],

@@ -53,7 +53,8 @@ from pathlib import Path
 from ..errors import AnnotationError
 from ..id_rules import IdIndex
 from ..ir import Model, Node
-from .lookup import node_ref, number, numbered_lines, open_text
+from .lookup import node_ref, number, numbered_lines, open_text, record_bound
+from .measures import Where, measure, total
 from ..records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-benchmark"
@@ -117,7 +118,8 @@ class _Table:
     def __init__(self, cells: list[str], csv_mode: bool) -> None:
         self.csv_mode = csv_mode
         self.fields = []
-        for cell in cells[1:-1]:
+        self.names = cells[1:-1]  # the header's cells, for messages
+        for cell in self.names:
             if cell not in _COLUMNS:
                 raise ValueError(cell)
             self.fields.append(_COLUMNS[cell])
@@ -173,6 +175,7 @@ class _Parser:
     def __init__(self, path: Path, model: Model) -> None:
         self.path = path
         self.result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
+        self.rows, self.bound = 0, record_bound(model)
         self.mapper = _Mapper(model)
         self.in_regular = False
         self.seen_regular = False
@@ -259,13 +262,17 @@ class _Parser:
             raise AnnotationError(f"{self.path}:{number_}: cannot read this Run Order row: {text[:60]!r}")
         node_type, cells, name = parts
         entry = Entry(line=number_)
-        for field, cell in zip(table.fields, cells):
-            value = number(cell)
+        where = Where(self.path, number_)
+        for field, cell, column in zip(table.fields, cells, table.names):
+            value = measure(cell, where, column, negative=column == "mem KB")  # memory may be given back
             if value is None:
-                raise AnnotationError(f"{self.path}:{number_}: {cell[:20]!r} is not a number")
+                raise AnnotationError(f"{where}: {column} is empty")
             if field is not None:
                 key, factor = field
-                entry.values[key] = _scaled(value, factor)
+                entry.values[key] = float(total([_scaled(value, factor)], where, column))  # ms → µs may overflow
+        self.rows += 1
+        if self.rows > self.bound:
+            raise AnnotationError(f"{where}: more than {self.bound:,} rows, far more than the model has operators")
         entry.values["node_type"] = node_type
         node, name = self._place(node_type, name)
         if node is None:
