@@ -148,21 +148,29 @@ def default_metric(annotations: Annotations) -> DefaultMetric:
     return DefaultMetric(None)
 
 
+HEAVY_CATEGORIES = ("layer", "attention")
+"""Where a model's MACs are: the default colour is ``macs`` only when these operators have them."""
+
+
 def builtin_default(model: Model, drawn: Callable[[Node], bool]) -> DefaultMetric:
     """The built-in metric that colours a model whose annotations bring no numeric operator metric: ``macs``
-    when more than half of the drawn operators have a MAC count (their shapes are known), else
-    ``weight_bytes``, which needs no shapes."""
+    when more than half of the drawn heavy operators (``HEAVY_CATEGORIES``; every drawn one when none is heavy)
+    have a MAC count (their shapes are known), else ``weight_bytes``, which needs no shapes. Zero-cost
+    operators (Cast, Transpose) never make the choice: they count without any shape."""
     from .metrics import model_costs
     from .metrics.op_costs import Cost
 
     costs = model_costs(model).ops
-    keys = [node.key for node in model.nodes() if drawn(node)]
+    nodes = [node for node in model.nodes() if drawn(node)]
+    heavy = [node for node in nodes if node.category in HEAVY_CATEGORIES]
+    keys = [node.key for node in heavy or nodes]
+    what = "drawn layer and attention operators" if heavy else "drawn operators"
     counted = sum(isinstance(costs[key].cost, Cost) for key in keys)
     if keys and 2 * counted > len(keys):
-        return DefaultMetric("macs", f"built in, known for {counted:,} of {len(keys):,} drawn operators", True)
+        return DefaultMetric("macs", f"built in, known for {counted:,} of {len(keys):,} {what}", True)
     pin = ": pin free input dims with --dim" if model.pinnable_dims else ""
-    return DefaultMetric("weight_bytes", f"built in (MACs are known for only {counted:,} of {len(keys):,} drawn "
-                                         f"operators{pin})", True)
+    return DefaultMetric("weight_bytes", f"built in (MACs are known for only {counted:,} of {len(keys):,} {what}"
+                                         f"{pin})", True)
 
 
 def _files_of(annotations: Annotations, source: str) -> str:

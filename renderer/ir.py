@@ -313,6 +313,24 @@ class Graph:
         return node
 
 
+@dataclass(frozen=True, slots=True)
+class AssumedDim:
+    """A free input dim that nothing pinned, and the value the load took for it (``loaders.free_dims``).
+
+    Attributes:
+        name: the dim as ``--dim`` pins it.
+        value: the size taken.
+        role: what it was read as: ``batch``, ``sequence``, ``past``, ``total``, ``height``, ``width``, ``expression``
+            or ``other``.
+        source: where the value came from: ``default``, ``the model's metadata imgsz``, ``genai_config.json``…
+    """
+
+    name: str
+    value: int
+    role: str
+    source: str
+
+
 @dataclass(slots=True, eq=False)
 class Model:
     """A loaded model.
@@ -345,6 +363,9 @@ class Model:
     pinnable_dims: list[str] = field(default_factory=list)
     """The names ``--dim`` can pin, as the file declares them (pinning leaves this as it was): the symbolic dims
     of an ONNX model's inputs, a TFLite model's dynamic input axes (``axisK``, ``batch`` for axis 0)."""
+    assumed_dims: list[AssumedDim] = field(default_factory=list)
+    """The free input dims nothing pinned and the values the shapes were computed with (stated in the legend,
+    ``info`` and the metrics headline)."""
     attachments: dict[str, bytes | memoryview] = field(default_factory=dict)
     raw: Any = None
     """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""

@@ -32,6 +32,8 @@ class RenderOptions:
         max_attributes: operator attributes listed in a box (all are in the tooltip).
         timeout: seconds Graphviz may run before it is stopped.
         dims: values pinned for symbolic dimensions.
+        keep_free_dims: leave the free input dims ``dims`` does not pin free, instead of the values
+            ``loaders.free_dims`` assumes for them (costs that need them are then n/a).
         inputs: an ``.npz`` file of values for the model's inputs, used when the model is loaded from a path
             (``renderer.show``, the Sphinx directive): shapes that depend on input values come from one
             onnxruntime run on them (``loaders.RealValues``).
@@ -63,6 +65,7 @@ class RenderOptions:
     max_attributes: int = 4
     timeout: float | None = 600.0
     dims: dict[str, int] = field(default_factory=dict)
+    keep_free_dims: bool = False
     inputs: str | None = None
     max_tensor_elements: int = 50_000_000
     collapse: str | int = "auto"

@@ -76,7 +76,8 @@ def test_no_metric_in_the_annotations_colours_by_builtin_macs(tmp_path: Path) ->
     run = run_cli("render", TINY_CNN, "-o", svg)
     assert run.returncode == 0 and run.stderr == "", run.stderr  # routine: the legend says it, -v too
     verbose = run_cli("render", TINY_CNN, "-v", "-o", tmp_path / "v.svg")
-    assert ("annograph: colouring by macs, built in, known for 18 of 18 drawn operators; --color-by to choose "
+    assert ("annograph: colouring by macs, built in, known for 5 of 5 drawn layer and attention operators; "
+            "--color-by to choose "
             "another, --color-by none for plain boxes") in verbose.stderr.splitlines()
     assert run_cli("render", TINY_CNN, "--color-by", "macs", "-o", explicit).returncode == 0
     assert svg.read_bytes() == explicit.read_bytes()
@@ -101,9 +102,9 @@ def test_color_by_none_draws_plain_boxes_and_says_nothing(tmp_path: Path) -> Non
 
 
 def test_mostly_unknown_macs_colour_by_weight_bytes(tmp_path: Path) -> None:
-    """bert_scoped's batch and sequence dims are free: most MACs are unknown, weights are not."""
+    """bert_scoped's batch and sequence dims kept free: most MACs are unknown, weights are not."""
     svg = tmp_path / "bert.svg"
-    run = run_cli("render", ONNX / "bert_scoped.onnx", "--collapse", "none", "-o", svg)
+    run = run_cli("render", ONNX / "bert_scoped.onnx", "--collapse", "none", "--keep-free-dims", "-o", svg)
     assert run.returncode == 0, run.stderr
     [said] = [line for line in run.stderr.splitlines() if "colouring by" in line]
     assert said.startswith("annograph: colouring by weight_bytes, built in (MACs are known for only ")

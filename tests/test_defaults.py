@@ -47,7 +47,7 @@ def test_colouring_by_a_shape_metric_says_once_which_dims_to_pin(case: str, tmp_
         model, flags, pinned = ONNX / "tiny_transformer.onnx", "--dim batch=N --dim seq=N", ["batch=1", "seq=8"]
     else:
         model, flags, pinned = _dynamic_batch_cnn(tmp_path), "--dim unk__214=N", ["unk__214=1"]
-    run = run_cli("render", model, "--color-by", "macs", "-o", tmp_path / "free.svg")
+    run = run_cli("render", model, "--color-by", "macs", "--keep-free-dims", "-o", tmp_path / "free.svg")
     assert run.returncode == 0, run.stderr
     lines = _pin_lines(run.stderr)
     assert len(lines) == 1, run.stderr
@@ -61,7 +61,8 @@ def test_colouring_by_a_shape_metric_says_once_which_dims_to_pin(case: str, tmp_
 
 
 def test_a_box_without_its_colour_metric_says_n_a_once_and_keeps_the_reason_for_the_tooltip(tmp_path: Path) -> None:
-    run = run_cli("render", _dynamic_batch_cnn(tmp_path), "--color-by", "macs", "-o", tmp_path / "free.svg")
+    run = run_cli("render", _dynamic_batch_cnn(tmp_path), "--color-by", "macs", "--keep-free-dims", "-o",
+                  tmp_path / "free.svg")
     assert run.returncode == 0, run.stderr
     boxes = svg_groups(parse_svg(tmp_path / "free.svg"), "op")
     uncounted = 0

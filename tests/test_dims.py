@@ -69,7 +69,7 @@ def test_pinned_input_dims_replace_derived_symbolic_shapes(detector: Path) -> No
 
 
 def test_hints_name_input_dims_only(detector: Path) -> None:
-    model = load_model(detector, dims={"DynamicDimension.0": 1})
+    model = load_model(detector, dims={"DynamicDimension.0": 1}, assume_dims=False)
     ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
     reasons = [ops[n.key]["macs"] for n in model.main.nodes]
     assert all(isinstance(r, str) and r.startswith("n/a (") for r in reasons)
@@ -78,11 +78,11 @@ def test_hints_name_input_dims_only(detector: Path) -> None:
         assert "floor" not in advice, reason  # never asks to pin an expression
         assert "--dim DynamicDimension.1=N --dim DynamicDimension.2=N" in advice, reason
         assert "DynamicDimension.0" not in advice, reason  # pinned already
-    free = load_model(detector)
+    free = load_model(detector, assume_dims=False)
     ops, _ = metrics.compute(free, {"macs"}, set(), progress=False)
     reason = ops[free.main.nodes[0].key]["macs"]
     assert "--dim DynamicDimension.0=N --dim DynamicDimension.1=N --dim DynamicDimension.2=N" in reason, reason
-    partly = load_model(detector, dims={"DynamicDimension.0": 1, "DynamicDimension.1": 64})
+    partly = load_model(detector, dims={"DynamicDimension.0": 1, "DynamicDimension.1": 64}, assume_dims=False)
     ops, _ = metrics.compute(partly, {"macs"}, set(), progress=False)
     reason = ops[partly.main.nodes[0].key]["macs"]
     assert "--dim DynamicDimension.2=N" in reason and "DynamicDimension.1=" not in reason, reason
@@ -148,7 +148,7 @@ def test_no_run_for_outputs_nothing_reads() -> None:
 
 
 def test_no_run_while_an_input_dim_is_free(tts: Path) -> None:
-    model = load_model(tts, dims={"batch": 1})
+    model = load_model(tts, dims={"batch": 1}, assume_dims=False)
     assert model.notes == []
     ops, _ = counted(model)
     reasons = {v["macs"] for v in ops.values() if isinstance(v["macs"], str)}

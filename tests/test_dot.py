@@ -64,7 +64,8 @@ def test_long_names_keep_their_distinctive_tail(tmp_path: Path) -> None:
 
 
 def test_invented_dims_read_question_marks_with_the_name_in_the_tooltip(tmp_path: Path) -> None:
-    svg = render_svg(tmp_path, chain_model(tmp_path / "unk.onnx", ["a", "b"], ["unk__662", 1, "batch"]))
+    svg = render_svg(tmp_path, chain_model(tmp_path / "unk.onnx", ["a", "b"], ["unk__662", 1, "batch"]),
+                     "--keep-free-dims")  # else unk__662 and batch are assumed 1
     root = parse_svg(svg)
     edges = svg_groups(root, "tensor")
     labels = {" ".join(box_texts(g)) for g in edges.values()}

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
 import yaml
 
@@ -118,9 +121,31 @@ def test_builtin_default_is_macs_when_shapes_are_known() -> None:
     from renderer.metrics.op_costs import Cost
 
     chosen = builtin_default(MODEL, lambda node: True)
-    counted = sum(isinstance(c.cost, Cost) for c in model_costs(MODEL).ops.values())
-    assert 2 * counted > len(KEYS) and chosen.metric == "macs" and chosen.routine
-    assert f"known for {counted} of {len(KEYS)} drawn operators" in chosen.why
+    costs = model_costs(MODEL).ops
+    heavy = [n.key for n in MODEL.nodes() if n.category in ("layer", "attention")]
+    counted = sum(isinstance(costs[key].cost, Cost) for key in heavy)
+    assert heavy and 2 * counted > len(heavy) and chosen.metric == "macs" and chosen.routine
+    assert f"known for {counted} of {len(heavy)} drawn layer and attention operators" in chosen.why
+
+
+def test_zero_cost_operators_never_make_macs_the_default() -> None:
+    """A model whose layers have no MACs (free dims kept) but many Cast/Transpose that count 0 without any shape:
+    weight bytes colour, not a scale that reads "all values 0"."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((8, 8), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="layer")]
+    for i in range(6):
+        nodes.append(helper.make_node("Cast", [f"m{i - 1}" if i else "m"], [f"m{i}"], to=TensorProto.FLOAT))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("m5", TensorProto.FLOAT, None)], [weight])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "casts.onnx"
+        onnx.save(helper.make_model(graph), path)
+        free = load_model(path, assume_dims=False)
+        assumed = load_model(path)
+    assert builtin_default(free, lambda node: True).metric == "weight_bytes"
+    assert builtin_default(assumed, lambda node: True).metric == "macs"
 
 
 def test_the_legend_range_reads_back() -> None:

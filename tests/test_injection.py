@@ -510,11 +510,16 @@ def test_dim_names_carrying_payloads(payload: P.Payload, tmp_path: Path) -> None
     model = P.hostile_onnx(payload.text, tmp_path / "hostile.onnx")
     out = tmp_path / "free.svg"
     err = registry.command(model, ["render", str(model), "--show", "output_bytes", "--edge-by", "bytes",
-                                   "-o", str(out)], out)
+                                   "--keep-free-dims", "-o", str(out)], out)
     assert not _TERMINAL_UNSAFE.search(err) and len(err.splitlines()) == err.count("annograph: "), err
     text = P.check_output("svg", out.read_bytes(), tmp_path)
     if payload.name in SHORT:
         assert _normal(f"--dim {payload.text}=N") in _normal(text or "") + " " + _normal(err), err
+    assumed = tmp_path / "assumed.svg"  # by default the legend states the value taken for it, as safely
+    err = registry.command(model, ["render", str(model), "-o", str(assumed)], assumed)
+    assert not _TERMINAL_UNSAFE.search(err) and len(err.splitlines()) == err.count("annograph: "), err
+    legend = (P.check_output("svg", assumed.read_bytes(), tmp_path) or "").replace("\n", " ")  # lines wrap
+    assert "assumed (--dim to change)" in legend, legend
     pinned = tmp_path / "pinned.svg"
     argv = ["render", str(model), "--show", "output_bytes", "-o", str(pinned), f"--dim={P.for_cli(payload.text)}=3"]
     if "\x00" in payload.text:

@@ -210,7 +210,7 @@ def test_metrics_reads_profiles_only(tts: dict[str, Any], tmp_path: Path) -> Non
 
 
 def test_metrics_names_the_free_dims_to_pin(tts: dict[str, Any], tmp_path: Path) -> None:
-    code, err = cli("metrics", tts["model"], "-o", tmp_path / "m.csv")
+    code, err = cli("metrics", tts["model"], "-o", tmp_path / "m.csv", "--keep-free-dims")
     assert code == 0, err
     hint, headline = err.splitlines()[-2:]
     assert "n/a" in headline, headline
@@ -221,7 +221,7 @@ def test_metrics_names_the_free_dims_to_pin(tts: dict[str, Any], tmp_path: Path)
 def test_unnamed_dims_are_free_dims_with_names(tmp_path: Path) -> None:
     """silero_vad's inputs are [?×?] and [2×?×128]: named input.axis0, input.axis1, state.axis1; never "every input
     shape is fixed"."""
-    code, err = cli("metrics", SILERO, "-o", tmp_path / "m.csv")
+    code, err = cli("metrics", SILERO, "-o", tmp_path / "m.csv", "--keep-free-dims")
     assert code == 0 and "add --dim input.axis0=N --dim input.axis1=N --dim state.axis1=N" in err, err
     code, err = cli("metrics", SILERO, "-o", tmp_path / "m.csv", "--dim", "input.axs0=1")
     assert code == 1 and "fixed" not in err and "did you mean 'input.axis0'?" in err, err

@@ -122,7 +122,7 @@ def _run(job: ModelJob) -> ModelResult:
     if not job.runs:
         raise AnnographError(f"{job.model}: no annotation files for this model")
     model = load_model(job.model, dims=job.options.dims, check_dims=False,  # the command checked them all
-                       inputs=job.options.inputs)
+                       inputs=job.options.inputs, assume_dims=not job.options.keep_free_dims)
     result.notes.extend(model.notes)
     runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict, sidecar=job.sidecar))
             for path in job.runs]

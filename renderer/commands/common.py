@@ -101,7 +101,13 @@ SHARED: dict[str, Option] = {
     "dim": _option("", "--dim", action="append", default=[], metavar="NAME=VALUE",
                    help="pin a free input dimension (repeatable): an ONNX input's dim name (--dim batch=1 --dim 'seq "
                         "len=128'; split at the last =) or a TFLite axis (--dim axis1=128; batch is axis0); a name "
-                        "none of the model's free dims has is an error"),
+                        "none of the model's free dims has is an error. Dims left free take a stated value "
+                        "(batch=1…, see --keep-free-dims). A KV cache's dims are tied (total = past + sequence): "
+                        "--dim prefill=N is N prompt tokens, --dim decode=N one token after N cached"),
+    "keep_free_dims": _option("", "--keep-free-dims", action="store_true",
+                              help="leave the free input dims no --dim pins free (costs that need them read n/a) "
+                                   "instead of assuming a value for each: batch 1, sequences 128, image height and "
+                                   "width 224, or what the model's metadata or config says (the legend says which)"),
     "no_sidecar": _option("", "--no-sidecar", action="store_true",
                           help="do not pick up MODEL.annotations.* / MODEL.onnx.annotations.* beside the model"),
     "inputs": _option("", "--inputs", metavar="FILE.npz",
@@ -189,10 +195,11 @@ def add_options(parser: argparse.ArgumentParser, names: Iterable[str], left_out:
     for name in names:
         if name in skipped:
             continue
-        option = SHARED[name] if grouped else dataclasses.replace(SHARED[name], group="")
-        if option.group not in groups:
-            groups[option.group] = parser.add_argument_group(option.group)
-        groups[option.group].add_argument(*option.flags, dest=name, **option.settings)
+        for one in (name, "keep_free_dims") if name == "dim" else (name,):  # --dim brings its companion
+            option = SHARED[one] if grouped else dataclasses.replace(SHARED[one], group="")
+            if option.group not in groups:
+                groups[option.group] = parser.add_argument_group(option.group)
+            groups[option.group].add_argument(*option.flags, dest=one, **option.settings)
 
 
 def add_deprecated_alias(parser: argparse.ArgumentParser, alias: str, replacement: str) -> None:
@@ -225,15 +232,17 @@ def verbosity_of(args: argparse.Namespace) -> Verbosity:
 
 
 def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: str | None = None,
-               profiles: list[Any] | None = None) -> Any:
+               profiles: list[Any] | None = None, keep_free: bool = False) -> Any:
     """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr.
     ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union).
-    ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``)."""
+    ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``).
+    ``keep_free``: ``--keep-free-dims``, no value assumed for the dims left free."""
     from ..loaders import load_model
     from ..loaders.pinning import parse
 
     with stage("load") as facts:
-        model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or ())
+        model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or (),
+                           assume_dims=not keep_free)
         facts.append(f"{model.path} ({model.format}, {count(len(model.graphs), 'graph')}, "
                      f"{count(sum(len(g.nodes) for g in model.graphs), 'operator')}, "
                      f"{count(sum(len(g.values) for g in model.graphs), 'tensor')})")
@@ -253,7 +262,7 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
 
     path = model_path or args.model
     profiles = shape_profiles(path, args.annotations, args.annotations_format, sidecar=not args.no_sidecar)
-    model = load_noted(path, args.dim, check_dims, getattr(args, "inputs", None), profiles)
+    model = load_noted(path, args.dim, check_dims, getattr(args, "inputs", None), profiles, args.keep_free_dims)
     with stage("annotations") as facts:
         annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
                                        sidecar=not args.no_sidecar, embedded=embedded)

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             raise AnnographError("give either two models or --dumps REFERENCE.npz CANDIDATE.npz --model MODEL")
         if not args.model:
             raise UsageError("--dumps needs --model MODEL (the model the dumps' tensor ids refer to)")
-        model = load_noted(args.model, args.dim)
+        model = load_noted(args.model, args.dim, keep_free=args.keep_free_dims)
         with stage("compare") as facts:
             comparison = compare_dumps(args.dumps[0], args.dumps[1], model)
             facts.append(count(len(comparison.results), "tensor"))

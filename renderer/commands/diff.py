@@ -168,13 +168,14 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     relative = args.change == "relative"
     if len(args.models) == 1:
-        model = load_noted(args.models[0], args.dim, inputs=args.inputs)
+        model = load_noted(args.models[0], args.dim, inputs=args.inputs, keep_free=args.keep_free_dims)
         before, after = annotations(args.before, model, False), annotations(args.after, model, False)
         names = _names(args.before, args.after)
         metric = args.metric or _default_metric(after, model)
         diff = differ.one_model(model, before, after, metric, relative, args.higher_is_better, names)
         return model, diff, [*input_paths(model, before), *input_paths(model, after)]
-    before_model, model = (load_noted(path, args.dim, check_dims=False, inputs=args.inputs)
+    before_model, model = (load_noted(path, args.dim, check_dims=False, inputs=args.inputs,
+                                      keep_free=args.keep_free_dims)
                            for path in args.models[:2])
     check_union(args.models[:2], parse_dims(args.dim), [before_model.pinnable_dims, model.pinnable_dims])
     before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)

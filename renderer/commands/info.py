@@ -19,9 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..escape import clean
+    from ..loaders.free_dims import described
     from .common import load_noted
 
-    model = load_noted(args.model, args.dim)
+    model = load_noted(args.model, args.dim, keep_free=args.keep_free_dims)
     if args.json:
         json.dump(_as_json(model), sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -31,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
     out.write(f" · {clean(model.producer, 100)}\n" if model.producer else "\n")
     for key, value in model.metadata.items():
         out.write(f"  metadata {clean(key, 80)}: {clean(value, 200)}\n")
+    if model.assumed_dims:
+        out.write(f"  dims: {described(model.assumed_dims)}\n")
+        for dim in model.assumed_dims:
+            out.write(f"    {clean(dim.name, 80)}={dim.value}: {dim.role}, {clean(dim.source, 120)}\n")
     for name, sig in model.signatures.items():
         out.write(f"  signature {clean(name, 80)}: graph {sig.get('subgraph', 0)}\n")
     for graph in model.graphs:
@@ -57,6 +62,8 @@ def _as_json(model) -> dict:  # type: ignore[no-untyped-def]
     return {
         "path": model.path, "format": model.format, "version": model.version, "producer": model.producer,
         "metadata": model.metadata,
+        "assumed_dims": [{"name": d.name, "value": d.value, "role": d.role, "source": d.source}
+                         for d in model.assumed_dims],
         "graphs": [
             {
                 "index": g.index, "name": g.name,

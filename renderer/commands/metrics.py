@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import AnnographError, UsageError
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
+    from ..loaders.free_dims import described
     from ..metrics.input_dims import pin_advice
     from .common import count, load_noted, note, stage, warn
 
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
     read = [args.model, *args.annotations, *([args.inputs] if args.inputs else [])]
     atomic.refuse_inputs([args.output], read)
-    model = load_noted(args.model, args.dim, inputs=args.inputs, profiles=_profiles(args.annotations))
+    model = load_noted(args.model, args.dim, inputs=args.inputs, profiles=_profiles(args.annotations),
+                       keep_free=args.keep_free_dims)
     read += model_files(model)  # its external data, found on loading
     atomic.refuse_inputs([args.output], read)
     with stage("metrics") as facts:
@@ -74,8 +76,10 @@ def run(args: argparse.Namespace) -> int:
     if advice := pin_advice(model, "macs"):
         warn(advice)
     figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
+    assumed = described(model.assumed_dims)
     note(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "
-         f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})")
+         f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})"
+         + (f"; {assumed}" if assumed else ""))
     return 0
 
 

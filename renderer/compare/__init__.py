@@ -26,8 +26,9 @@ def compare_models(reference: str | Path, candidate: str | Path, inputs: str | P
     with its counterpart in the candidate; a tensor over ``max_tensor_bytes`` (default ``MAX_TENSOR_BYTES``) is a
     one-line error naming it."""
     dims = dict(dims or {})
-    model = load_model(str(reference), dims=dims, check_dims=False, shape_run=False)
-    other = load_model(str(candidate), dims=dims, check_dims=False, shape_run=False)
+    # the inputs' own free dims, which the run feeds (``compare.inputs``), not values assumed for a picture
+    model = load_model(str(reference), dims=dims, check_dims=False, shape_run=False, assume_dims=False)
+    other = load_model(str(candidate), dims=dims, check_dims=False, shape_run=False, assume_dims=False)
     check_union([reference, candidate], dims, [feedable_dims(model), feedable_dims(other)])
     if model.format != other.format:
         raise AnnographError(f"{candidate}: a {other.format.upper()} model; {reference} is {model.format.upper()}: "

@@ -78,7 +78,8 @@ def load(
         annotations, (str, Path)) else list(annotations)
     if not isinstance(model, Model):
         profiles = shape_profiles(model, paths, annotations_format, sidecar)
-        model = load_model(model, dims=dims or options.dims, inputs=options.inputs, profiles=profiles)
+        model = load_model(model, dims=dims or options.dims, inputs=options.inputs, profiles=profiles,
+                           assume_dims=not options.keep_free_dims)
         notes += model.notes
     if not isinstance(annotations, Annotations):
         annotations = load_annotations(paths, model, fmt=annotations_format, sidecar=sidecar, embedded=embedded)

@@ -5,11 +5,12 @@ Each loader module exposes:
     EXTENSIONS: tuple[str, ...]       usual file extensions (lower case, with the dot)
     match(head: bytes) -> bool        cheap check on the first bytes of the file
     load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
-         shape_run: bool = True, values: RealValues | None = None) -> ir.Model
+         shape_run: bool = True, values: RealValues | None = None, assume: bool = True) -> ir.Model
                                       parse; raise LoaderError naming the file on any failure (and, with
                                       ``check_dims``, for a ``dims`` name the model cannot pin: ``pinning``);
                                       ``shape_run``: False skips the runtime run for shapes; ``values``: where
-                                      shapes that depend on input values come from
+                                      shapes that depend on input values come from; ``assume``: free dims
+                                      nothing pins take a stated value (``free_dims``, ``Model.assumed_dims``)
     pinnable(path: Path) -> list[str] the names ``dims`` can pin, read without loading the whole model
 """
 
@@ -101,7 +102,7 @@ def refuse_impossible_shapes(model: Model, path: Path) -> Model:
 
 def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_dims: bool = True,
                shape_run: bool = True, inputs: str | Path | None = None,
-               profiles: Sequence[str | Path] = ()) -> Model:
+               profiles: Sequence[str | Path] = (), assume_dims: bool = True) -> Model:
     """Load an ONNX or TFLite model into the IR.
 
     Args:
@@ -116,6 +117,9 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
             one run on them (onnxruntime, profiled for the shapes inside If/Loop/Scan bodies; LiteRT for TFLite,
             its inputs resized to the arrays).
         profiles: onnxruntime profiles of the model: shapes come from those they recorded (ONNX).
+        assume_dims: free input dims that ``dims``, ``inputs`` and ``profiles`` leave free are given a value
+            (``free_dims``: batch 1, sequence 128…; TFLite: the file's placeholder), listed in
+            ``Model.assumed_dims``; with False they stay free, and costs that need them are n/a.
 
     Raises:
         LoaderError: missing, unknown or corrupt file, or a ``dims`` name it cannot pin, with the path in the
@@ -127,7 +131,8 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
     from ..inputs import reading  # (``inputs`` is the .npz argument here)
 
     with reading(path):  # an out-of-memory error names the model
-        return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run, values=values)
+        return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run, values=values,
+                           assume=assume_dims)
 
 
 def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:

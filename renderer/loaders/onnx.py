@@ -25,7 +25,7 @@ from .. import ir
 from ..data.categories import category
 from ..errors import LoaderError, OperatorDataError, first_line
 from ..progress import detail
-from . import RealValues, decode_text, onnx_wire, ort_shapes, refuse_impossible_shapes
+from . import RealValues, decode_text, free_dims, onnx_wire, ort_shapes, refuse_impossible_shapes
 from .mapped import map_file
 
 if TYPE_CHECKING:
@@ -76,14 +76,37 @@ def _parse(path: Path) -> tuple[Any, onnx_wire.Split | None, onnx.ModelProto]:
 
 
 def pinnable(path: Path) -> list[str]:
-    """The names ``--dim`` can pin in the model at ``path`` (its inputs' symbolic dims), without loading it."""
+    """The names ``--dim`` can pin in the model at ``path`` (its inputs' symbolic dims, and the KV cache presets
+    ``prefill``/``decode`` when it has a cache), without loading it."""
     graph = _parse(path)[2].graph
     _name_unnamed_dims(graph)
-    return _symbolic(graph.input)
+    free = _symbolic(graph.input)
+    slots = _slots(graph)
+    has_cache = bool(free_dims.caches(free, free_dims.roles(slots)))
+    return free + [p for p in free_dims.PRESETS if has_cache and p not in free]
+
+
+def _slots(graph: onnx.GraphProto) -> list[free_dims.Slot]:
+    """Where each symbolic dim of the main graph's inputs sits (``free_dims``)."""
+    import onnx
+
+    integers = {onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+    initializers = {t.name for t in graph.initializer}
+    slots = []
+    for value in graph.input:
+        if value.name in initializers or not value.type.HasField("tensor_type"):
+            continue
+        tensor = value.type.tensor_type
+        shape = tuple(d.dim_param if d.HasField("dim_param") else int(d.dim_value) for d in tensor.shape.dim)
+        for axis, dim in enumerate(shape):
+            if isinstance(dim, str) and dim:
+                slots.append(free_dims.Slot(dim, decode_text(value.name), axis, shape, tensor.elem_type in integers))
+    return slots
 
 
 UNNAMED = ("", "?")
-"""dim_param values that name nothing: an empty one, and the ``?`` some exporters write for "unknown"."""
+"""dim_param values that name nothing: an empty one, and the ``?`` some exporters write for "unknown" (a negative
+dim_value, ``-1``, is named too)."""
 
 
 def unnamed_dim_name(input_name: str, axis: int) -> str:
@@ -99,8 +122,8 @@ def _name_unnamed_dims(graph: onnx.GraphProto) -> None:
         if value.name in initializers or not value.type.HasField("tensor_type"):
             continue
         for axis, dim in enumerate(value.type.tensor_type.shape.dim):
-            if not dim.HasField("dim_value") and dim.dim_param in UNNAMED:
-                dim.dim_param = unnamed_dim_name(value.name, axis)
+            if (dim.dim_value < 0 if dim.HasField("dim_value") else dim.dim_param in UNNAMED):
+                dim.dim_param = unnamed_dim_name(value.name, axis)  # a -1 size says "any" too
 
 
 def _symbolic(values: Any) -> list[str]:
@@ -114,10 +137,8 @@ def _symbolic(values: Any) -> list[str]:
 
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
-         shape_run: bool = True, values: RealValues | None = None) -> ir.Model:
+         shape_run: bool = True, values: RealValues | None = None, assume: bool = True) -> ir.Model:
     import onnx
-
-    from .pinning import resolve
 
     buffer, parts, proto = _parse(path)
     if proto.ir_version > onnx.IR_VERSION:
@@ -132,8 +153,9 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     file_shapes = _shapes(proto)
     _name_unnamed_dims(proto.graph)
     free = _symbolic(proto.graph.input)
-    dims = resolve(path, dims, free, _symbolic([*proto.graph.value_info, *proto.graph.output]), check_dims)
     values = values or RealValues()
+    notes: list[str] = []
+    dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes)
     feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
     if dims:
         _pin_dims(proto.graph, dims)
@@ -143,20 +165,37 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         _drop_symbolic_shapes(proto.graph)
     proto = _infer_shapes(proto)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
-    notes: list[str] = []
     idle: dict[int, str] = {}
     if values.profiles:
         proto, note, idle = _shapes_from_profiles(path, proto, weights, values.profiles)
         notes.append(note)
     elif shape_run:
-        proto, notes, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
+        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
+        notes.extend(ran)
     model = _build(path, proto, weights)
     model.raw = Loaded(proto, file_shapes, weights)
     model.notes.extend(note for note in notes if note)
     for index, why in idle.items():
         model.graphs[index].not_run = why
     model.pinnable_dims = free
+    model.assumed_dims = assumed
     return model
+
+
+def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None, check_dims: bool, assume: bool,
+                 notes: list[str]) -> tuple[dict[str, int], list[ir.AssumedDim]]:
+    """The dims to pin (``--dim``'s, resolved to the model's names, the KV cache presets spelled out and the
+    tied cache dims completed) and, with ``assume``, a value for every other free input dim (``free_dims``)."""
+    from .pinning import resolve
+
+    slots = _slots(proto.graph)
+    free = _symbolic(proto.graph.input)
+    given = free_dims.presets(dims or {}, free, free_dims.roles(slots), path, check_dims)
+    given = resolve(path, given, free, _symbolic([*proto.graph.value_info, *proto.graph.output]), check_dims)
+    if not assume:
+        return given, []
+    metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
+    return free_dims.assume(path, slots, given, metadata, notes)
 
 
 def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],

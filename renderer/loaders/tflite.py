@@ -137,12 +137,13 @@ def pinnable(path: Path) -> list[str]:
 
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
-         shape_run: bool = True, values: RealValues | None = None) -> ir.Model:
+         shape_run: bool = True, values: RealValues | None = None, assume: bool = True) -> ir.Model:
     """Parse ``path`` (see the module docstring); any failure is a one-line LoaderError naming the file.
     ``check_dims``: a ``dims`` name that is no dynamic input axis is an error (else it is left out).
     ``shape_run``: False pins dynamic axes by position without asking LiteRT to carry them through. ``values``
     ``values``: the arrays of ``--inputs`` resize the inputs and LiteRT runs once on them (``litert_shapes``);
-    onnxruntime profiles are for ONNX models (a note says so when given)."""
+    onnxruntime profiles are for ONNX models (a note says so when given). ``assume``: the dynamic axes nothing
+    pins keep the file's placeholder sizes, listed in ``Model.assumed_dims``."""
     buffer = _mapped(path)
     from .pinning import resolve
 
@@ -153,6 +154,8 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         model = builder.build()
         model.pinnable_dims = free
         values = values or RealValues()
+        if assume and values.inputs is None:
+            model.assumed_dims = _placeholders(model.main, dims)
         if dims and shape_run and values.inputs is None:
             _propagate_shapes(path, model, dims)
             _forget_value_sizes(path, model)
@@ -166,6 +169,21 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         model.notes.append(f"{path}: onnxruntime profiles give shapes to ONNX models only; a TFLite model's come "
                            "from the file, --dim and --inputs")
     return refuse_impossible_shapes(model, path)
+
+
+def _placeholders(graph: ir.Graph, dims: dict[str, int]) -> list[ir.AssumedDim]:
+    """The dynamic input axes ``dims`` leaves free, at the size the file's shape gives them (the shapes are
+    computed with it): ``batch`` for axis 0, ``axisK`` for the others."""
+    found: dict[int, int] = {}
+    for value in graph.inputs:
+        t = value.type
+        if t is None or t.shape is None or t.shape_signature is None or len(t.shape) != len(t.shape_signature):
+            continue
+        for axis, (size, declared) in enumerate(zip(t.shape, t.shape_signature)):
+            if declared == -1 and isinstance(size, int) and litert_shapes.axis_value(dims, axis) is None:
+                found.setdefault(axis, size)
+    return [ir.AssumedDim("batch" if axis == 0 else f"axis{axis}", size, "batch" if axis == 0 else "other",
+                          "the file's placeholder") for axis, size in sorted(found.items())]
 
 
 def layout(source: ir.Model | bytes, path: Path = Path("model.tflite")) -> tflite_layout.Layout:

@@ -446,6 +446,8 @@ class _Emitter:
                 f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
                 f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>'
             )
+        if model.assumed_dims:
+            rows.append(_assumed_row(model))
         if group_heat is not None:
             rows.append(self._colorbar(group_heat, "group box fill"))
         for heat, what in ((scene.heatmap if ops_bar else None, "box fill"), (scene.edge_map, "edge width and colour")):
@@ -505,6 +507,16 @@ class _Emitter:
             f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
             f"<TR>{cells}{na}</TR>{f'<TR>{tick_cells}</TR>' if tick_cells else ''}</TABLE></TD></TR>"
         )
+
+
+def _assumed_row(model: Model) -> str:
+    """The legend row stating the values taken for the free input dims (``Model.assumed_dims``), wrapped."""
+    from ..loaders.free_dims import described
+
+    lines = textwrap.wrap(escape.clean(described(model.assumed_dims), CAPTION_CHARS * 4), CAPTION_CHARS)
+    text = '<BR ALIGN="LEFT"/>'.join(escape.html_text(line, CAPTION_CHARS + 1) for line in lines)
+    return (f'<TR><TD ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="9" COLOR="#444444">dims</FONT></TD>'
+            f'<TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="9">{text}</FONT></TD></TR>')
 
 
 def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:

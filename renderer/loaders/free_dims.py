@@ -1,0 +1,322 @@
+"""Values for the free input dims nothing pins, so the default picture, headline and metrics count real sizes.
+
+A free dim that no ``--dim``, ``--inputs`` or profile pins is *assumed* a value, which the legend, ``info`` and the
+metrics headline state ("batch=1 assumed (--dim to change)"). What a dim is comes from its name, then from where it
+sits (``renderer/data/free-dims.json`` holds the names and defaults):
+
+* batch: a dim named like a batch (``batch``, ``batch_size``, ``N``), or any leading dim not named otherwise
+  (``unk__56``, ``p2o.DynamicDimension.0``, ``-1``, ``?``): 1, or the batch the model's metadata states;
+* height / width: named so, or the two spatial axes of a 4-D input with 1, 3 or 4 channels (NCHW or NHWC): 224, or the
+  image size the metadata (``imgsz``) or an HF ``config.json`` beside the model states;
+* sequence: named like a length (``seq``, ``sequence_length``, ``tokens``, ``frames``…), or a later axis of an integer
+  (token id) input or of a 3-D input: 128, or the model's context length when that is shorter (``genai_config.json``
+  or ``config.json`` beside it);
+* head: a KV cache's head size (``head_size``, ``kv_cache_dim``): the ``head_size`` of a ``genai_config.json``
+  beside the model (``head_dim`` of a ``config.json``), else 64;
+* past: a KV cache's past length (``past_sequence_length``): 0, a prefill;
+* total: ``total_sequence_length`` = past + sequence (a cache's dims are tied, see ``caches``);
+* a dim named like an expression of other input dims (``past_sequence_length + sequence_length``) is computed;
+* any other: 1.
+
+A metadata entry named like the dim itself (``batch: 1``) gives its value first. The dims of one KV cache are tied:
+pinning two of sequence / past / total gives the third, and ``--dim prefill=N`` / ``--dim decode=N`` are presets
+(N prompt tokens and no past; one token after N cached ones).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import LoaderError
+from ..escape import clean
+from ..ir import AssumedDim
+
+TIED = "a KV cache's total = past + sequence"
+"""The source of a cache dim that follows from the other two (``AssumedDim.source``)."""
+EXPRESSION = "its expression"
+"""The source of a dim named like an expression of the others."""
+PRESETS = ("prefill", "decode")
+"""``--dim`` names that set a KV cache's dims at once (when the model has no input dim of that name)."""
+_CONFIG_BYTES = 1 << 20  # a config beside the model is a few kB; a larger one is not what we look for
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One place a free dim sits: ``input``'s axis ``axis``, in a shape of ints (fixed) and names (free)."""
+
+    dim: str
+    input: str
+    axis: int
+    shape: tuple[int | str, ...]
+    integer: bool  # the input holds integers (token ids, positions)
+
+
+@dataclass(frozen=True, slots=True)
+class Cache:
+    """The tied dims of one KV cache: total = past + sequence (``total`` may be absent)."""
+
+    sequence: str
+    past: str
+    total: str | None
+
+
+@cache
+def _data() -> dict[str, Any]:
+    return json.loads(resources.files("renderer.data").joinpath("free-dims.json").read_text("utf-8"))
+
+
+def role_by_name(name: str) -> str | None:
+    """The role ``name`` says (``batch``, ``sequence``, ``past``…), None for a generic or unknown name."""
+    lowered = name.strip().lower()
+    if re.fullmatch(_data()["generic"], lowered):
+        return None
+    return next((r["role"] for r in _data()["roles"] if re.search(r["pattern"], lowered)), None)
+
+
+def _role_by_place(slot: Slot) -> str:
+    """What a dim whose name says nothing is, by where it sits."""
+    shape, channels = slot.shape, set(_data()["channels"])
+    if slot.axis == 0:
+        return "batch"
+    if len(shape) == 4 and not slot.integer:
+        if shape[1] in channels and slot.axis in (2, 3):
+            return "height" if slot.axis == 2 else "width"
+        if shape[3] in channels and slot.axis in (1, 2):
+            return "height" if slot.axis == 1 else "width"
+    if slot.integer or len(shape) == 3 and slot.axis == 1:
+        return "sequence"
+    return "other"
+
+
+def roles(slots: Sequence[Slot]) -> dict[str, str]:
+    """Each free dim's role: by its name, else by its first place (batch wins when any place is leading)."""
+    found: dict[str, str] = {}
+    for slot in slots:
+        named = role_by_name(slot.dim)
+        role = named or _role_by_place(slot)
+        if slot.dim not in found or (named is None and role == "batch" and found[slot.dim] == "other"):
+            found[slot.dim] = role
+    for name in found:
+        if _only_names(name, list(found)):
+            found[name] = "expression"
+    return found
+
+
+def _stem(name: str) -> str:
+    return re.sub(r"(^|[_ .])(past|total)(?=$|[_ .])", "", name.lower()).strip("_ .")
+
+
+def caches(names: Sequence[str], found: Mapping[str, str]) -> list[Cache]:
+    """The KV caches among the free dims: a past dim and the sequence dim of the same stem, with the total dim of
+    that stem when there is one (``past_sequence_length``, ``sequence_length``, ``total_sequence_length``)."""
+    sequences = [n for n in names if found.get(n) == "sequence"]
+    result = []
+    for past in (n for n in names if found.get(n) == "past"):
+        stem = _stem(past)
+        sequence = next((n for n in sequences if n.lower() == stem), None)
+        if sequence is None and len(sequences) == 1:
+            sequence = sequences[0]
+        if sequence is None:
+            continue
+        total = next((n for n in names if found.get(n) == "total" and _stem(n) in (stem, sequence.lower())), None)
+        result.append(Cache(sequence, past, total))
+    return result
+
+
+def expression_value(name: str, values: Mapping[str, int]) -> int | None:
+    """The value of a dim named like arithmetic of other dims (``past_sequence_length + sequence_length``), None
+    when it is no such expression or names a dim without a value."""
+    if not re.search(r"[-+*/]", name):
+        return None
+    text, known = name, sorted(values, key=len, reverse=True)
+    for i, other in enumerate(known):
+        if other != name and other in text:
+            text = text.replace(other, f" _d{i} ")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    return _evaluate(tree.body, {f"_d{i}": values[n] for i, n in enumerate(known)})
+
+
+def _evaluate(node: ast.AST, names: Mapping[str, int]) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        left, right = _evaluate(node.left, names), _evaluate(node.right, names)
+        if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):
+            return None
+        ops = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
+        return ops.get(type(node.op), left // right if right else None)
+    return None
+
+
+def presets(given: Mapping[str, int], names: Sequence[str], found: Mapping[str, str], path: object,
+            check: bool = True) -> dict[str, int]:
+    """``given`` with ``--dim prefill=N`` / ``decode=N`` spelled out on every KV cache (a model's own dim of
+    that name wins); with ``check`` a LoaderError when the model has no cache for them (else they are dropped)."""
+    wanted = {k: v for k, v in given.items() if k.strip() in PRESETS and k not in names}
+    if not wanted:
+        return dict(given)
+    kv = caches(names, found)
+    if not kv and not check:
+        return {k: v for k, v in given.items() if k not in wanted}
+    if not kv:
+        name = next(iter(wanted))
+        raise LoaderError(f"{path}: --dim {clean(name, 20)}=N sets a KV cache's dims, and this model's free input "
+                          "dims hold no past length (past_sequence_length)")
+    result = {k: v for k, v in given.items() if k not in wanted}
+    for key, value in wanted.items():
+        for one in kv:
+            step = {one.sequence: value, one.past: 0} if key.strip() == "prefill" else {one.sequence: 1, one.past: value}
+            result.update(step)
+    return result
+
+
+def _ints(text: str) -> list[int]:
+    return [int(t) for t in re.findall(r"\d+", text)][:2]
+
+
+def _dig(config: Any, keys: Sequence[str]) -> Any:
+    for key in keys:
+        config = config.get(key) if isinstance(config, dict) else None
+    return config
+
+
+def _configs(folder: Path) -> dict[str, tuple[int, str]]:
+    """What the configs beside the model say: {"context" | "batch" | "height" | "width": (value, file)}."""
+    said: dict[str, tuple[int, str]] = {}
+    for file, wanted in _data()["configs"].items():
+        path = folder / file
+        try:
+            if not path.is_file() or path.stat().st_size > _CONFIG_BYTES:
+                continue
+            config = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        for what, places in wanted.items():
+            for keys in places:
+                found = _dig(config, keys)
+                sizes = _ints(json.dumps(found)) if isinstance(found, (int, list, dict)) and found else []
+                if sizes and what == "image":
+                    said.setdefault("height", (sizes[0], file))
+                    said.setdefault("width", (sizes[-1], file))
+                elif sizes and not isinstance(found, bool):
+                    said.setdefault(what, (sizes[0], file))
+    return said
+
+
+def _metadata(metadata: Mapping[str, str], found: Mapping[str, str]) -> dict[str, tuple[int, str]]:
+    """What the model's metadata says: a dim's own name, or a role ("batch", "height", "width") → (value, key)."""
+    said: dict[str, tuple[int, str]] = {}
+    lowered = {k.strip().lower(): (k, v) for k, v in metadata.items()}
+    for name in found:
+        key, value = lowered.get(name.lower(), ("", ""))
+        if re.fullmatch(r"\s*\d+\s*", value):
+            said[name] = (int(value), key)
+    for key in _data()["metadata_batch"]:
+        if key in lowered and re.fullmatch(r"\s*\d+\s*", lowered[key][1]):
+            said.setdefault("batch", (int(lowered[key][1]), lowered[key][0]))
+    for key in _data()["metadata_image_size"]:
+        sizes = _ints(lowered[key][1]) if key in lowered else []
+        if sizes:
+            said.setdefault("height", (sizes[0], lowered[key][0]))
+            said.setdefault("width", (sizes[-1], lowered[key][0]))
+    return said
+
+
+def _default(name: str, role: str, said: Mapping[str, tuple[int, str]]) -> tuple[int, str]:
+    defaults = _data()["defaults"]
+    if name in said:
+        return said[name][0], f"the model's metadata {said[name][1]}"
+    if role in ("batch", "height", "width", "head") and role in said:
+        value, where = said[role]
+        return value, where if where.endswith(".json") else f"the model's metadata {where}"
+    if role == "sequence" and "context" in said and said["context"][0] < defaults["sequence"]:
+        return said["context"][0], f"the context length in {said['context'][1]}"
+    return defaults.get(role, defaults["other"]), "default"
+
+
+def assume(path: Path, slots: Sequence[Slot], given: Mapping[str, int], metadata: Mapping[str, str],
+           notes: list[str]) -> tuple[dict[str, int], list[AssumedDim]]:
+    """The values to pin: ``given`` with the tied cache dims it implies, and an assumed value for every other free
+    dim (in input order). Lines for the user (a cache dim given alone) go to ``notes``."""
+    names = list(dict.fromkeys(slot.dim for slot in slots))
+    found = roles(slots)
+    said = {**_configs(path.parent), **_metadata(metadata, found)}
+    kv = caches(names, found)
+    values = dict(given)
+    sources: dict[str, str] = {}
+    for one in kv:
+        tied = _tie(path, one, values, notes)
+        values.update(tied)
+        sources.update((name, TIED) for name in tied)
+    totals = {one.total: one for one in kv if one.total is not None}
+    later = {n for n in names if n not in values and (n in totals or found[n] == "expression")}
+    for name in names:
+        if name not in values and name not in later:
+            values[name], sources[name] = _default(name, found[name], said)
+    for name in names:
+        if name in later and name in totals:
+            one = totals[name]
+            values[name], sources[name] = values[one.past] + values[one.sequence], TIED
+        elif name in later:
+            value = expression_value(name, values)
+            values[name], sources[name] = (value, EXPRESSION) if value is not None else (1, "default")
+    assumed = [AssumedDim(n, values[n], found[n], sources[n]) for n in names if n in sources and n not in given]
+    return {n: values[n] for n in names if n in values}, assumed
+
+
+def _only_names(name: str, names: Sequence[str]) -> bool:
+    """``name`` is an expression of the other free dims (not of dims inside the graph)."""
+    return expression_value(name, {n: 1 for n in names if n != name}) is not None
+
+
+def _tie(path: object, one: Cache, values: Mapping[str, int], notes: list[str]) -> dict[str, int]:
+    """The cache dims ``values`` implies: two of sequence / past / total give the third; a LoaderError when all
+    three are given and disagree; one given alone keeps the others' defaults, and a note names the pair to give."""
+    seq, past, total = (values.get(n) if n else None for n in (one.sequence, one.past, one.total))
+    given = [n for n, v in ((one.sequence, seq), (one.past, past), (one.total, total)) if v is not None and n]
+    if one.total is None or not given:
+        return {}
+    if len(given) == 3 and total != past + seq:  # type: ignore[operator]
+        raise LoaderError(f"{path}: --dim {clean(one.total, 60)}={total} is not {clean(one.past, 60)} + "
+                          f"{clean(one.sequence, 60)} ({past} + {seq}): a KV cache's total length is past + sequence")
+    if len(given) == 2:
+        if total is None:
+            return {one.total: past + seq}  # type: ignore[operator]
+        return {one.past: total - seq} if past is None else {one.sequence: total - past}
+    if len(given) == 1:
+        notes.append(f"{path}: {clean(given[0], 60)} alone does not say both other dims of the KV cache (total = past "
+                     f"+ sequence): pin two of --dim {clean(one.sequence, 60)}=N --dim {clean(one.past, 60)}=N --dim "
+                     f"{clean(one.total, 60)}=N, or use --dim prefill=N (N prompt tokens) or --dim decode=N (one "
+                     "token after N cached)")
+        if total is not None:
+            return {one.past: 0, one.sequence: total}
+    return {}
+
+
+def described(assumed: Sequence[AssumedDim]) -> str:
+    """``batch=1, height=224 assumed; total_sequence_length=129 following (--dim to change)``: the values taken,
+    then those that follow from them (a KV cache's total, an expression); "" when nothing is assumed."""
+    if not assumed:
+        return ""
+    chosen = [f"{clean(a.name, 40)}={a.value}" for a in assumed if a.source not in (TIED, EXPRESSION)]
+    follow = [f"{clean(a.name, 40)}={a.value}" for a in assumed if a.source in (TIED, EXPRESSION)]
+    text = f"{', '.join(chosen)} assumed" if chosen else ""
+    if follow:
+        text += ("; " if text else "") + f"{', '.join(follow)} following"
+    return f"{text} (--dim to change)"
+
+
+__all__ = ["PRESETS", "Cache", "Slot", "assume", "caches", "described", "expression_value", "presets", "roles"]
