@@ -363,6 +363,8 @@ class Model:
     pinnable_dims: list[str] = field(default_factory=list)
     """The names ``--dim`` can pin, as the file declares them (pinning leaves this as it was): the symbolic dims
     of an ONNX model's inputs, a TFLite model's dynamic input axes (``axisK``, ``batch`` for axis 0)."""
+    pinned_dims: dict[str, int] = field(default_factory=dict)
+    """Every input dim the load pinned by name, given or assumed, and its value (ONNX)."""
     assumed_dims: list[AssumedDim] = field(default_factory=list)
     """The free input dims nothing pinned and the values the shapes were computed with (stated in the legend,
     ``info`` and the metrics headline)."""

@@ -9,7 +9,9 @@ the LLMs are onnxruntime-genai's builder's (``genai_models``)."""
 from __future__ import annotations
 
 import collections
+import csv
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import SVG_NS, parse_svg, run_cli
+from conftest import SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 from renderer import metrics
 from renderer.loaders import load_model
 from renderer.loaders.free_dims import Slot, roles
@@ -107,6 +109,8 @@ def test_held_out_models_state_the_dims_they_assume_everywhere(key: str, tmp_pat
     run = run_cli("render", path, "-o", svg, "--collapse", "none")
     assert run.returncode == 0, run.stderr
     assert stated(legend_texts(svg)) == want
+    formula = next((t for t in legend_texts(svg) if t.startswith("= ")), None)
+    assert (formula is not None) == (key != "ddddocr"), legend_texts(svg)  # a width only: no polynomial
     by_hand = run_cli("metrics", path, "-o", tmp_path / "p.csv", *[a for n, v in want.items() for a in ("--dim", f"{n}={v}")])
     pinned = by_hand.stderr.splitlines()[-1]
     assert by_hand.returncode == 0 and "assumed" not in pinned, by_hand.stderr
@@ -295,3 +299,100 @@ def test_a_genai_llm_is_a_stated_prefill_and_decode_is_one_step(genai_model, tmp
         assert "n/a" not in _macs(run.stderr.splitlines()[-1]), run.stderr
     alone = run_cli("metrics", path, "-o", tmp_path / "a.csv", "--dim", "sequence_length=1")
     assert "pin two of --dim sequence_length=N --dim past_sequence_length=N" in one_line(alone.stderr, "alone")
+
+
+# ---- MACs as formulas of the assumed dims -------------------------------------------------------------------------
+
+def _evaluate(text: str, values: dict[str, int]) -> Fraction:
+    """An exact formula as the CSV writes it (``4096·batch·seq + 1/2·seq²``) at ``values``."""
+    total = Fraction(0)
+    for term in text.split(" + "):
+        product = Fraction(1)
+        for factor in term.split("·"):
+            base = factor.rstrip("²³")
+            exponent = {"²": 2, "³": 3}.get(factor[-1], 1) if base != factor else 1
+            product *= Fraction(base) if re.fullmatch(r"-?\d+(/\d+)?", base) else Fraction(values[base]) ** exponent
+        total += product
+    return total
+
+
+def test_interpolation_is_exact_and_refuses_what_is_no_polynomial() -> None:
+    from renderer.metrics.dim_formulas import fit_ops, interpolate
+
+    grids = [[1, 2], [8, 24, 40]]
+    cost = lambda b, s: 3 + 2 * b * s + Fraction(5, 2) * b * s * s  # noqa: E731
+    polynomial = interpolate(("b", "s"), grids, {(b, s): cost(b, s) for b in grids[0] for s in grids[1]})
+    assert all(polynomial({"b": b, "s": s}) == cost(b, s) for b in (1, 7, 30) for s in (0, 5, 1000))
+    assert polynomial.text(exact=True) == "3 + 2·b·s + 5/2·b·s²"
+    values = [[1, 2, 3], [8, 24, 40, 56]]
+    points = [(b, s) for b in values[0] for s in values[1]]
+    loaded = {p: {"even": int(cost(*p)) * 2, "floor": p[0] * (p[1] // 3), "none": None} for p in points}
+    fitted = fit_ops(("b", "s"), values, loaded)
+    assert fitted["even"] is not None and fitted["floor"] is None and fitted["none"] is None
+
+
+def test_a_kv_cache_models_macs_are_one_formula_of_its_dims(tmp_path: Path) -> None:
+    """QKᵀ over past + current (8 per score) + the mask add (1) + the key projection (64 per token): the legend and
+    headline give the polynomial, and it counts what a load pinned at other sizes counts."""
+    path = kv_model(tmp_path / "kv.onnx")
+    run = run_cli("metrics", path, "-o", tmp_path / "kv.csv")
+    headline = run.stderr.splitlines()[-1]
+    assert headline.endswith("; MACs = 64·batch_size·sequence_length + 9·batch_size·sequence_length·"
+                             "past_sequence_length + 9·batch_size·sequence_length²"), headline
+    svg = tmp_path / "kv.svg"
+    assert run_cli("render", path, "-o", svg).returncode == 0
+    legend = " ".join(legend_texts(svg))
+    assert "MACs formula = 64·batch_size·sequence_length + 9·batch_size·" in legend, legend
+    for batch, sequence, past in ((3, 1, 500), (2, 77, 0), (1, 5, 9)):
+        model = load_model(path, dims={"batch_size": batch, "sequence_length": sequence, "past_sequence_length": past})
+        assert metrics.model_costs(model).totals()["macs"] == \
+            64 * batch * sequence + 9 * batch * sequence * (sequence + past)
+
+
+@pytest.mark.parametrize("source", ["tiny_transformer", "genai", "yolov8n_320", "silero_vad_v6"])
+def test_each_operators_formula_in_the_csv_counts_other_sizes(source: str, tmp_path: Path, request) -> None:  # type: ignore[no-untyped-def]
+    """The CSV's exact ``macs_formula`` of every operator, evaluated at sizes never loaded, equals the MACs of a
+    load pinned at them; the tooltip carries the rounded one."""
+    if source == "genai":
+        path = request.getfixturevalue("genai_model")("fp32")
+        other = {"batch_size": 2, "sequence_length": 3, "past_sequence_length": 57}
+    elif source == "tiny_transformer":
+        path = Path(__file__).resolve().parent.parent / "samples" / "onnx" / "tiny_transformer.onnx"
+        other = {"batch": 3, "seq": 50}
+    else:  # held out: batch (height and width stay at the metadata's 320), a VAD's seq_len
+        path = wheel_model(source)
+        other = {"batch": 2} if source == "yolov8n_320" else {"seq_len": 300}
+    out = tmp_path / "m.csv"
+    assert run_cli("metrics", path, "-o", out).returncode == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    formulas = {row["id"]: row["macs_formula"] for row in rows if row["kind"] == "operator"}
+    assert formulas and all(formulas.values()), formulas
+    pinned = load_model(path, dims=other)
+    ops, _ = metrics.compute(pinned, {"macs"}, set(), progress=False)
+    for node in pinned.nodes():
+        assert _evaluate(formulas[f"{node.graph.index}:{node.index}"], other) == ops[node.key]["macs"], node.name
+    svg = tmp_path / "m.svg"
+    assert run_cli("render", path, "-o", svg, "--collapse", "none").returncode == 0
+    tips = [tooltip_of(g) for g in svg_groups(parse_svg(svg), "op").values()]
+    assert tips and all("(of the assumed dims)" in tip for tip in tips)
+
+
+def test_configs_and_metadata_beside_the_model_are_read_within_bounds(tmp_path: Path) -> None:
+    """A genai_config.json's context length shortens the sequence and its head size is taken; sizes past any input
+    size (a hostile file), unreadable JSON and an expression dim that overflows fall back to the defaults."""
+    path = kv_model(tmp_path / "kv.onnx")
+    (tmp_path / "genai_config.json").write_text('{"model": {"context_length": 48, "decoder": {"head_size": 8}}}')
+    model = load_model(path)
+    assert _cache_shapes(model) == (48, 0, 48)
+    assert {d.name: d.source for d in model.assumed_dims}["sequence_length"] == "the context length in genai_config.json"
+    (tmp_path / "genai_config.json").write_text('{"model": {"context_length": 100000000000000000000}}')
+    assert _cache_shapes(load_model(path)) == (128, 0, 128)
+    (tmp_path / "genai_config.json").write_text("{not json")
+    assert _cache_shapes(load_model(path)) == (128, 0, 128)
+    proto = onnx.load(str(path))
+    helper.set_model_props(proto, {"batch_size": "99999999999999"})
+    onnx.save(proto, path)
+    assert load_model(path).main.inputs[0].type.shape[0] == 1
+    overflow = kv_model(tmp_path / "overflow.onnx", "past_sequence_length * 99999999999 * sequence_length")
+    shapes = {v.name: v.type.shape for v in load_model(overflow, dims={"decode": 3}).main.inputs}
+    assert shapes["mask"] == (1, 1, 1)  # no value: the "other" default, not an int64 overflow

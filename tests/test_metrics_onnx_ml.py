@@ -159,7 +159,7 @@ def test_a_colour_metric_with_no_value_anywhere_draws_na_boxes(tmp_path: Path) -
     legend = next(g for g in parse_svg(svg).iter("{http://www.w3.org/2000/svg}g") if g.get("id") == "legend")
     assert "without a value" in "".join(t.text or "" for t in legend.iter("{http://www.w3.org/2000/svg}text"))
 
-    done = run_cli("render", path, "--color-by", "macs", "-o", svg)  # the batch dim is free: MACs n/a everywhere
+    done = run_cli("render", path, "--color-by", "macs", "--keep-free-dims", "-o", svg)  # MACs n/a everywhere
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if "macs" in line or "--dim" in line]
     assert len(said) == 1 and "X.axis0" in said[0], done.stderr

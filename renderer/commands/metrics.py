@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
     from ..metrics.export import export_format, render
     from ..loaders.free_dims import described
+    from ..metrics.dim_formulas import add_formulas, total_line
     from ..metrics.input_dims import pin_advice
     from .common import count, load_noted, note, stage, warn
 
@@ -70,13 +71,15 @@ def run(args: argparse.Namespace) -> int:
     with stage("metrics") as facts:
         ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)
         facts.append(f"{count(len(ops), 'operator')}, {count(len(tensors), 'tensor')}")
+    if op_names is None or "macs" in op_names:
+        add_formulas(model, ops)
     with stage("write") as facts:
         atomic.write_text(args.output, render(model, ops, tensors, fmt), read)
         facts.append(args.output)
     if advice := pin_advice(model, "macs"):
         warn(advice)
     figures = ", ".join(f"{k} {v}" for k, v in totals(model).items())
-    assumed = described(model.assumed_dims)
+    assumed = "; ".join(part for part in (described(model.assumed_dims), total_line(model)) if part)
     note(f"wrote metrics of {sum(1 for v in ops.values() if v)} operators and "
          f"{sum(1 for v in tensors.values() if v)} tensors to {args.output} ({figures})"
          + (f"; {assumed}" if assumed else ""))

@@ -45,6 +45,8 @@ EXPRESSION = "its expression"
 """The source of a dim named like an expression of the others."""
 PRESETS = ("prefill", "decode")
 """``--dim`` names that set a KV cache's dims at once (when the model has no input dim of that name)."""
+LARGEST = 1 << 24
+"""The largest size read from metadata, a config or an expression (16,777,216): beyond is no input size."""
 _CONFIG_BYTES = 1 << 20  # a config beside the model is a few kB; a larger one is not what we look for
 
 
@@ -133,7 +135,12 @@ def caches(names: Sequence[str], found: Mapping[str, str]) -> list[Cache]:
 
 def expression_value(name: str, values: Mapping[str, int]) -> int | None:
     """The value of a dim named like arithmetic of other dims (``past_sequence_length + sequence_length``), None
-    when it is no such expression or names a dim without a value."""
+    when it is no such expression, names a dim without a value or comes out no size (negative, past ``LARGEST``)."""
+    value = _expression(name, values)
+    return value if value is not None and 0 <= value <= LARGEST else None
+
+
+def _expression(name: str, values: Mapping[str, int]) -> int | None:
     if not re.search(r"[-+*/]", name):
         return None
     text, known = name, sorted(values, key=len, reverse=True)
@@ -142,7 +149,7 @@ def expression_value(name: str, values: Mapping[str, int]) -> int | None:
             text = text.replace(other, f" _d{i} ")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a hostile name is no expression
         return None
     return _evaluate(tree.body, {f"_d{i}": values[n] for i, n in enumerate(known)})
 
@@ -184,7 +191,8 @@ def presets(given: Mapping[str, int], names: Sequence[str], found: Mapping[str, 
 
 
 def _ints(text: str) -> list[int]:
-    return [int(t) for t in re.findall(r"\d+", text)][:2]
+    """The first two sizes in ``text`` (``[320, 320]``, ``640x480``); none past ``LARGEST`` (a hostile file)."""
+    return [int(t) for t in re.findall(r"\d+", text) if len(t) <= 9 and 0 < int(t) <= LARGEST][:2]
 
 
 def _dig(config: Any, keys: Sequence[str]) -> Any:
@@ -222,11 +230,11 @@ def _metadata(metadata: Mapping[str, str], found: Mapping[str, str]) -> dict[str
     lowered = {k.strip().lower(): (k, v) for k, v in metadata.items()}
     for name in found:
         key, value = lowered.get(name.lower(), ("", ""))
-        if re.fullmatch(r"\s*\d+\s*", value):
-            said[name] = (int(value), key)
+        if re.fullmatch(r"\s*\d+\s*", value) and _ints(value):
+            said[name] = (_ints(value)[0], key)
     for key in _data()["metadata_batch"]:
-        if key in lowered and re.fullmatch(r"\s*\d+\s*", lowered[key][1]):
-            said.setdefault("batch", (int(lowered[key][1]), lowered[key][0]))
+        if key in lowered and re.fullmatch(r"\s*\d+\s*", lowered[key][1]) and _ints(lowered[key][1]):
+            said.setdefault("batch", (_ints(lowered[key][1])[0], lowered[key][0]))
     for key in _data()["metadata_image_size"]:
         sizes = _ints(lowered[key][1]) if key in lowered else []
         if sizes:
@@ -279,7 +287,7 @@ def assume(path: Path, slots: Sequence[Slot], given: Mapping[str, int], metadata
 
 def _only_names(name: str, names: Sequence[str]) -> bool:
     """``name`` is an expression of the other free dims (not of dims inside the graph)."""
-    return expression_value(name, {n: 1 for n in names if n != name}) is not None
+    return _expression(name, {n: 1 for n in names if n != name}) is not None
 
 
 def _tie(path: object, one: Cache, values: Mapping[str, int], notes: list[str]) -> dict[str, int]:

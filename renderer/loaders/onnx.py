@@ -179,6 +179,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         model.graphs[index].not_run = why
     model.pinnable_dims = free
     model.assumed_dims = assumed
+    model.pinned_dims = dict(dims)
     return model
 
 

@@ -261,7 +261,20 @@ class _Emitter:
         for key, value in node.attributes.items():
             lines.append(f"{key} = {escape.clean(_value_text(value), 120)}")
         lines.extend(_stored_and_annotated(node.metadata, entry))
+        formula = self._formula(node)
+        if formula:
+            lines.append(f"macs = {formula} (of the assumed dims)")
         return escape.tooltip(lines)
+
+    def _formula(self, node: Node) -> str:
+        """The op's MACs as a polynomial of the assumed dims (``metrics.dim_formulas``), "" without one."""
+        if not self.model.assumed_dims:
+            return ""
+        from ..metrics.dim_formulas import formulas
+
+        found = formulas(self.model)
+        polynomial = found.ops.get(node.key) if found is not None else None
+        return polynomial.text() if polynomial is not None else ""
 
     def _folded_lines(self, node: Node) -> list[str]:
         """What the folded inputs of ``node`` were computed from, and the annotations of the folded ops."""
@@ -510,13 +523,20 @@ class _Emitter:
 
 
 def _assumed_row(model: Model) -> str:
-    """The legend row stating the values taken for the free input dims (``Model.assumed_dims``), wrapped."""
+    """The legend rows stating the values taken for the free input dims (``Model.assumed_dims``) and the MACs as
+    a formula of them (``metrics.dim_formulas``), wrapped."""
     from ..loaders.free_dims import described
+    from ..metrics.dim_formulas import total_line
 
-    lines = textwrap.wrap(escape.clean(described(model.assumed_dims), CAPTION_CHARS * 4), CAPTION_CHARS)
-    text = '<BR ALIGN="LEFT"/>'.join(escape.html_text(line, CAPTION_CHARS + 1) for line in lines)
-    return (f'<TR><TD ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="9" COLOR="#444444">dims</FONT></TD>'
-            f'<TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="9">{text}</FONT></TD></TR>')
+    formula = total_line(model).removeprefix("MACs = ")
+    rows = [("dims", described(model.assumed_dims))] + ([("MACs formula", f"= {formula}")] if formula else [])
+    cells = []
+    for key, text in rows:
+        lines = textwrap.wrap(escape.clean(text, CAPTION_CHARS * 4), CAPTION_CHARS)
+        wrapped = '<BR ALIGN="LEFT"/>'.join(escape.html_text(line, CAPTION_CHARS + 1) for line in lines)
+        cells.append(f'<TR><TD ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="9" COLOR="#444444">{key}</FONT></TD>'
+                     f'<TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="9">{wrapped}</FONT></TD></TR>')
+    return "".join(cells)
 
 
 def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:

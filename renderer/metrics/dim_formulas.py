@@ -1,0 +1,236 @@
+"""MACs as exact polynomials of the free dims a load assumed (``Model.assumed_dims``): ``1.02G·batch``,
+``51.8k·batch·seq + 144·batch·seq²``, so one run answers every size.
+
+The model is loaded again (shapes from onnx inference alone, and from the onnxruntime run only when some operator
+needs it) on a grid of values of its assumed batch, sequence and past dims (degree + 1 values of
+each: ``DEGREES``, ``STEP`` apart, from the assumed one; a KV cache's total follows), and each operator's MACs are
+interpolated through the grid exactly (rational Lagrange interpolation, a tensor product over the dims). Loads off
+the grid check it: each dim one value further with the others at their assumed ones, then all at once. An
+operator whose counts miss a check (a cost with a floor, a size read from values) gets no polynomial, and the
+model's total gets none then. Image height and width stay at their assumed values (convolutions round their
+output sizes: no polynomial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..ir import ElementKey, Model
+from ..numbers import format_count
+
+DEGREES = {"batch": 1, "sequence": 2, "past": 1}
+"""The dims a formula is a polynomial of, and the degree fitted in each (one more load checks it)."""
+STEP = {"batch": 1, "sequence": 16, "past": 16}
+"""How far apart the loaded values of each kind of dim are."""
+MAX_WORK = 20_000
+"""Operators × loads above which no formula is fitted (a big model loaded many times over would be slow)."""
+SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+Monomial = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Polynomial:
+    """Σ coefficient · Π name^exponent over ``names``; exact (Fraction coefficients)."""
+
+    names: tuple[str, ...]
+    terms: Mapping[Monomial, Fraction]
+
+    def __call__(self, values: Mapping[str, int]) -> Fraction:
+        total = Fraction(0)
+        for powers, coefficient in self.terms.items():
+            term = coefficient
+            for name, power in zip(self.names, powers):
+                term *= values[name] ** power
+            total += term
+        return total
+
+    def __add__(self, other: Polynomial) -> Polynomial:
+        terms = dict(self.terms)
+        for powers, coefficient in other.terms.items():
+            terms[powers] = terms.get(powers, Fraction(0)) + coefficient
+        return Polynomial(self.names, {p: c for p, c in terms.items() if c})
+
+    def text(self, exact: bool = False) -> str:
+        """``2.1M·seq + 16k·seq²``: the terms by degree, coefficients as the headline writes counts (``exact``:
+        in full, ``2097152·seq + 16384·seq²``, fractions as ``1/2``)."""
+        if not self.terms:
+            return "0"
+        parts = []
+        for powers in sorted(self.terms, key=lambda p: (sum(p), p)):
+            factors = [name + (str(power).translate(SUPERSCRIPTS) if power > 1 else "")
+                       for name, power in zip(self.names, powers) if power]
+            coefficient = self.terms[powers]
+            number = str(coefficient) if exact else format_count(
+                int(coefficient) if coefficient.denominator == 1 else float(coefficient))
+            parts.append("·".join(([number] if coefficient != 1 or not factors else []) + factors))
+        return " + ".join(parts).replace("+ -", "− ")
+
+
+@dataclass(frozen=True)
+class Formulas:
+    """Each operator's MACs polynomial (None where no polynomial fits) and the model total's."""
+
+    names: tuple[str, ...]
+    ops: Mapping[ElementKey, Polynomial | None]
+    total: Polynomial | None
+    missing: bool = False
+    """Some load left an operator counted at the assumed sizes without a count (its shapes need a run)."""
+
+
+def variables(model: Model) -> list[tuple[str, int, str]]:
+    """(name, assumed value, role) of the assumed dims formulas are polynomials of."""
+    return [(d.name, d.value, d.role) for d in model.assumed_dims if d.role in DEGREES]
+
+
+def _values(value: int, role: str) -> list[int]:
+    """The values a dim is loaded at: degree + 1 for the fit, then one more that checks it."""
+    return [value + k * STEP[role] for k in range(DEGREES[role] + 2)]
+
+
+def _macs(model: Model) -> dict[ElementKey, int | None]:
+    from . import model_costs
+    from .formulas import Cost
+
+    return {key: op.cost.macs if isinstance(op.cost, Cost) else None for key, op in model_costs(model).ops.items()}
+
+
+def _basis(xs: Sequence[int]) -> list[list[Fraction]]:
+    """The Lagrange basis of ``xs``: for each i the coefficients (by power) of the polynomial 1 at xs[i], 0 at
+    the others."""
+    result = []
+    for i, xi in enumerate(xs):
+        poly, scale = [Fraction(1)], Fraction(1)
+        for j, xj in enumerate(xs):
+            if j != i:
+                poly = [a - xj * b for a, b in zip([Fraction(0), *poly], [*poly, Fraction(0)])]
+                scale *= xi - xj
+        result.append([c / scale for c in poly])
+    return result
+
+
+def interpolate(names: tuple[str, ...], grids: Sequence[Sequence[int]],
+                values: Mapping[tuple[int, ...], int]) -> Polynomial:
+    """The polynomial of degree < len(grids[i]) in each name through ``values`` (grid point → value), exactly."""
+    bases = [_basis(grid) for grid in grids]
+    terms: dict[Monomial, Fraction] = {}
+    for point, value in values.items():
+        if not value:
+            continue
+        product: dict[Monomial, Fraction] = {(): Fraction(value)}
+        for axis, x in enumerate(point):
+            poly = bases[axis][list(grids[axis]).index(x)]
+            product = {(*powers, power): c * coefficient for powers, c in product.items()
+                       for power, coefficient in enumerate(poly) if coefficient}
+        for powers, c in product.items():
+            terms[powers] = terms.get(powers, Fraction(0)) + c
+    return Polynomial(names, {p: c for p, c in terms.items() if c})
+
+
+def _grid_points(grids: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    points: list[tuple[int, ...]] = [()]
+    for grid in grids:
+        points = [(*p, x) for p in points for x in grid]
+    return points
+
+
+def _checks(names: tuple[str, ...], values: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """Points off the grid: each dim at its checking value with the others at their base, then all at once."""
+    base = [v[0] for v in values]
+    points = [tuple(v[-1] if i == axis else base[i] for i, v in enumerate(values)) for axis in range(len(names))]
+    return points + ([tuple(v[-1] for v in values)] if len(names) > 1 else [])
+
+
+def fit_ops(names: tuple[str, ...], values: Sequence[Sequence[int]],
+            loaded: Mapping[tuple[int, ...], Mapping[ElementKey, int | None]]) -> dict[ElementKey, Polynomial | None]:
+    """Each operator's polynomial through its MACs at the grid of ``values`` (all but each dim's last value),
+    None where a load has no count or the fit misses a checking point (``_checks``)."""
+    grids = [v[:-1] for v in values]
+    grid, checks = _grid_points(grids), _checks(names, values)
+    result: dict[ElementKey, Polynomial | None] = {}
+    for key in loaded[grid[0]]:
+        counts = {point: loaded[point].get(key) for point in grid + checks}
+        if any(count is None for count in counts.values()):
+            result[key] = None
+            continue
+        polynomial = interpolate(names, grids, {p: counts[p] for p in grid})  # type: ignore[misc]
+        fits = all(polynomial(dict(zip(names, p))) == counts[p] for p in checks)
+        result[key] = polynomial if fits else None
+    return result
+
+
+def formulas(model: Model) -> Formulas | None:
+    """The MACs polynomials of ``model``'s assumed batch and length dims (computed once per model), None when it
+    assumed none, cannot be loaded again, or is too big to load that often (``MAX_WORK``)."""
+    cached = _CACHE.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    found = _compute(model, shape_run=False)  # onnx inference alone is cheap; the onnxruntime run only if needed
+    if found is not None and found.total is None and found.missing:
+        found = _compute(model, shape_run=True)
+    _CACHE.clear()
+    _CACHE[id(model)] = (model, found)
+    return found
+
+
+_CACHE: dict[int, tuple[Model, Formulas | None]] = {}
+
+
+def _compute(model: Model, shape_run: bool) -> Formulas | None:
+    from ..errors import AnnographError
+    from ..loaders import load_model
+
+    dims = variables(model)
+    names = tuple(name for name, _, _ in dims)
+    values = [_values(value, role) for _, value, role in dims]
+    points = _grid_points([v[:-1] for v in values]) + _checks(names, values)
+    if not dims or model.format != "onnx" or len(points) * sum(len(g.nodes) for g in model.graphs) > MAX_WORK:
+        return None
+    base = {name: value for name, value, _ in dims}
+    pinned = {k: v for k, v in model.pinned_dims.items() if k not in base and k not in _followers(model)}
+    loaded: dict[tuple[int, ...], Mapping[ElementKey, int | None]] = {}
+    try:
+        for point in points:
+            at = dict(zip(names, point))
+            loaded[point] = _macs(model) if at == base else _macs(
+                load_model(model.path, dims={**pinned, **at}, check_dims=False, shape_run=shape_run))
+    except AnnographError:  # a size the model refuses (a reshape fixed to the traced length): no formula
+        return None
+    ops = fit_ops(names, values, loaded)
+    at_base = loaded[tuple(base[n] for n in names)]
+    counted = [ops[key] for key, count in at_base.items() if count is not None]
+    total = None
+    if counted and all(p is not None for p in counted):
+        total = Polynomial(names, {})
+        for polynomial in counted:
+            total = total + polynomial  # type: ignore[operator]
+    missing = any(count is None for counts in loaded.values() for key, count in counts.items()
+                  if at_base.get(key) is not None)
+    return Formulas(names, ops, total, missing)
+
+
+def _followers(model: Model) -> set[str]:
+    """The assumed dims that follow from others (a KV cache's total, expressions): recomputed at every load."""
+    from ..loaders.free_dims import EXPRESSION, TIED
+
+    return {d.name for d in model.assumed_dims if d.source in (TIED, EXPRESSION)}
+
+
+def total_line(model: Model) -> str:
+    """``MACs = 1.02G·batch`` for the legend and the headline; "" without a formula."""
+    found = formulas(model)
+    return f"MACs = {found.total.text()}" if found is not None and found.total is not None else ""
+
+
+def add_formulas(model: Model, ops: dict[ElementKey, dict[str, object]]) -> None:
+    """``macs_formula`` beside ``macs`` for every operator with a polynomial (the metrics CSV/JSON column)."""
+    found = formulas(model) if model.assumed_dims else None
+    for key, polynomial in (found.ops.items() if found is not None else ()):
+        if polynomial is not None and key in ops:
+            ops[key]["macs_formula"] = polynomial.text(exact=True)
+
+
+__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "total_line",
+           "variables"]
