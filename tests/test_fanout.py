@@ -89,7 +89,7 @@ def check_uses(overview: Path, model: onnx.ModelProto) -> int:
         root = parse_svg(path)
         ops = {g.findtext(f"{SVG_NS}title"): g for g in root.iter(f"{SVG_NS}g") if "op" in _classes(g)}
         boxes = {g.findtext(f"{SVG_NS}title") for g in root.iter(f"{SVG_NS}g") if "group" in _classes(g)}
-        edges = {g.findtext(f"{SVG_NS}title"): g for g in root.iter(f"{SVG_NS}g") if "edge" in _classes(g)}
+        edges = [(g.findtext(f"{SVG_NS}title"), g) for g in root.iter(f"{SVG_NS}g") if "edge" in _classes(g)]
         for use in (g for g in root.iter(f"{SVG_NS}g") if "use" in _classes(g)):
             anchor = next(use.iter(f"{SVG_NS}a"))
             tip = anchor.get(f"{XLINK_NS}title")
@@ -106,10 +106,12 @@ def check_uses(overview: Path, model: onnx.ModelProto) -> int:
             target, _, element = unquote(anchor.get(f"{XLINK_NS}href")).partition("#")
             assert element in ids[(path.parent / target).resolve() if target else path.resolve()], (path.name, element)
             name = use.findtext(f"{SVG_NS}title")
-            out = [(title, g) for title, g in edges.items() if title.startswith(f"{name}->")]
+            out = [(title, g) for title, g in edges if title.startswith(f"{name}->")]
             assert len(out) == 1, (name, out)
-            reader = out[0][0].split("->")[1]
-            assert re.fullmatch(r"t-\d+-\d+(\.\d+)?", out[0][1].get("id")), out[0][1].get("id")
+            reader, edge = out[0][0].split("->")[1], out[0][1].get("id")
+            assert re.fullmatch(r"t-\d+-\d+(\.\d+)?", edge), edge
+            if reader not in ops and reader not in boxes:  # split between two columns: its head side is id-c
+                reader = next(title.split("->")[1] for title, g in edges if g.get("id") == f"{edge}-c")
             if reader not in boxes:  # a group box reads it inside; an operator names it in its tooltip
                 assert f" {tensor} " in ops[reader].find(f".//{SVG_NS}a").get(f"{XLINK_NS}title") + " ", tensor
             count += 1
