@@ -25,14 +25,15 @@ class Run:
     stderr: str
 
 
-def run_cli(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 300) -> Run:
-    """``python -m renderer ARGS`` in a subprocess, the way the console command runs."""
+def run_cli(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 300,
+            cwd: Path = ROOT) -> Run:
+    """``python -m renderer ARGS`` in a subprocess (in ``cwd``), the way the console command runs."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
     if env:
         full_env.update(env)
     done = subprocess.run([sys.executable, "-m", "renderer", *map(str, args)], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=ROOT)
+                          env=full_env, timeout=timeout, cwd=cwd)
     return Run(done.returncode, done.stdout, done.stderr)
 
 

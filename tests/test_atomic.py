@@ -247,7 +247,8 @@ def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
         "export-json-over-model": (["export", m, "-a", a, "--to", "json", "-o", m], onnx_model),
         "metrics-json-over-model": (["metrics", m, "--table-format", "json", "-o", m], onnx_model),
         "export-over-tflite": (["export", str(tfl), "--to", "json", "-o", str(tfl)], tfl),
-        "render-default-output-is-model": (["render", str(disguised)], disguised),
+        # run in the model's folder: render without -o writes MODEL_STEM.svg in the current folder
+        "render-default-output-is-model": (["render", disguised.name], disguised),
         "render-over-annotations": (["render", m, "-a", str(notes), "-o", str(notes)], notes),
         "render-over-model-dot-slash": (["render", str(disguised), "-o", f"{folder}/x.dot", "-o",
                                          f"{folder}/./model.svg"], disguised),
@@ -273,7 +274,7 @@ def _overwrite_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
 def test_an_output_never_overwrites_an_input(case: str, tmp_path: Path) -> None:
     args, kept = _overwrite_cases(tmp_path)[case]
     before = kept.read_bytes()
-    run = run_cli(*args)
+    run = run_cli(*args, cwd=kept.parent)
     assert run.returncode != 0, f"{case}: exit 0\n{run.stderr}"
     assert "Traceback" not in run.stderr, run.stderr
     assert "is an input of this run" in run.stderr, run.stderr
