@@ -454,12 +454,14 @@ class _Emitter:
             if folded and "operators" in totals:
                 totals["operators"] += f" ({folded:,} folded into the boxes that read them)"
         meta = list(totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
-        for key, value in meta[:LEGEND_META_ROWS]:
+        for i, (key, value) in enumerate(meta[:LEGEND_META_ROWS]):
+            if i == len(totals) and model.assumed_dims:
+                rows.append(_assumed_row(model))  # the sizes the totals are of, before the graph's own values
             rows.append(
                 f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
                 f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>'
             )
-        if model.assumed_dims:
+        if model.assumed_dims and len(totals) >= min(len(meta), LEGEND_META_ROWS):
             rows.append(_assumed_row(model))
         if group_heat is not None:
             rows.append(self._colorbar(group_heat, "group box fill"))
