@@ -2,9 +2,10 @@
 
     python benchmarks/bench_coverage.py [--only NAME] [--skip-big] [--genai] [--tokens 32]
 
-For each model, ``annograph metrics`` runs three ways and the script reads the written table back:
+For each model, ``annograph metrics`` runs four ways and the script reads the written table back:
 
-    * plain: the model as it is (free input dims left free);
+    * plain: the model as it is, free input dims left free (``--keep-free-dims``);
+    * assumed: the default, free dims at the values ``loaders.free_dims`` states (batch 1, sequence 128…);
     * pinned: every free input dim pinned with ``--dim`` (batch-like dims 1, others 16, or the sizes of the
       model's own inputs below); the default zero-input onnxruntime run then fills what static inference misses;
     * inputs: ``--inputs FILE.npz`` with those arrays (real-looking values: token ids, a full mask, speed 1).
@@ -206,17 +207,18 @@ def coverage(path: Path, extra: list[str], folder: Path) -> tuple[int, str]:
 
 
 def _row(case: Case, folder: Path) -> tuple[int, list[str]]:
-    """(the model's operator count, its three cells)."""
+    """(the model's operator count, its four cells)."""
     import numpy as np
 
-    count, plain = coverage(case.path, [], folder)
+    count, plain = coverage(case.path, ["--keep-free-dims"], folder)
+    assumed = coverage(case.path, [], folder)[1]
     if case.path.suffix != ".onnx":
-        return count, [plain, "(static dims)", "—"]
+        return count, [plain, assumed, "(static dims)", "—"]
     feeds = case.feeds if case.feeds is not None else _declared_feeds(case.path)
     pins = _pins(case.path, feeds)
     pinned = coverage(case.path, pins, folder)[1] if pins else "(no free dims)"
     np.savez(folder / "inputs.npz", **feeds)
-    return count, [plain, pinned, coverage(case.path, ["--inputs", str(folder / "inputs.npz")], folder)[1]]
+    return count, [plain, assumed, pinned, coverage(case.path, ["--inputs", str(folder / "inputs.npz")], folder)[1]]
 
 
 def main() -> None:
@@ -232,7 +234,7 @@ def main() -> None:
         big = not args.skip_big and (not args.only or args.only in BIG)
         cases = _samples() + _generated(folder, args.tokens, big) + (_genai(folder, 8) if args.genai else [])
         print("MAC coverage: operators with MACs / all · with MACs > 0 / not zero-cost")
-        print(f"{'model':34} {'ops':>6}  {'plain':>15}  {'--dim pinned':>15}  {'--inputs':>15}")
+        print(f"{'model':34} {'ops':>6}  {'plain':>15}  {'assumed':>15}  {'--dim pinned':>15}  {'--inputs':>15}")
         for case in cases:
             if args.only and args.only not in case.name:
                 continue
