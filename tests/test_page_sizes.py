@@ -35,9 +35,9 @@ def _svg_size(root) -> tuple[float, float]:  # type: ignore[no-untyped-def]
 
 
 def _boxes(root) -> int:  # type: ignore[no-untyped-def]
-    """Drawn boxes: every Graphviz node but the legend."""
+    """Drawn boxes: every Graphviz node but the legend and the stubs that turn from one column to another."""
     return sum(1 for g in root.iter(f"{SVG_NS}g") if "node" in (g.get("class") or "").split()
-               and not (g.get("id") or "").endswith("-legend"))
+               and "column-stub" not in (g.get("class") or "").split() and not (g.get("id") or "").endswith("-legend"))
 
 
 def _drawn_ids(path: Path) -> list[str]:

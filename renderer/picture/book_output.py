@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from . import graphviz_run
+from . import columns, graphviz_run
+from .columns import Columns
 from .. import progress
 from ..numbers import count
 from .dot import Scene
@@ -45,12 +47,14 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
     budgets: dict[str, int] = {}
     for attempt in range(REPLANS + 1):
         with progress.stage("DOT") as facts:
-            sources = [emit_page(scene, book, page, links) for page in book.pages]
+            shapes = [Columns() for _ in book.pages]
+            sources = [emit_page(scene, book, page, links, shape) for page, shape in zip(book.pages, shapes)]
             facts.append(f"{count(len(sources), 'page')}, {count(sum(map(len, sources)), 'character')}")
         limit = MAX_PAGE_PT if attempt < REPLANS else None
         try:
             with progress.stage("layout") as facts:
-                laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit)
+                laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit, shapes,
+                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape))
                 facts.append(count(len(laid), "page"))
             break
         except _PagesTooBig as e:
@@ -100,9 +104,12 @@ def _replan(scene: Scene, book: Book, too_big: list[Page], sides: list[float], b
 
 
 def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: float | None,
-                  max_side: float | None = None) -> list[dict[str, bytes]]:
+                  max_side: float | None = None, shapes: list[Columns] | None = None,
+                  reshape: Callable[[int, Columns], str] | None = None) -> list[dict[str, bytes]]:
     """Each page's DOT (``sources``, in book order) laid out once and rendered to ``formats``; pages in
-    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error.
+    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error. With ``shapes``
+    (what each page's emission recorded) and ``reshape`` (page index, columns → its DOT again), a page laid out
+    as a long strip is laid out again in columns (``columns.lay_out``), its source in ``sources`` replaced.
 
     Raises:
         _PagesTooBig: detail pages (and the pages of a focused view) over ``max_side`` a side (found before
@@ -114,11 +121,12 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
     workers = max(1, min(len(sources), os.cpu_count() or 1))
 
     def one(index: int) -> dict[str, bytes]:
-        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        again = None if reshape is None else lambda shape: reshape(index, shape)
         try:
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
-                laid = _render_page(sources[index], formats, left,
-                                    max_side if index or book.kind == "focus" else None)
+                sources[index], laid = _lay_out_page(sources[index], formats, deadline,
+                                                     max_side if index or book.kind == "focus" else None,
+                                                     shapes[index] if shapes else None, again)
                 facts.append(f"{book.pages[index].title}, {count(len(sources[index]), 'character')} of DOT")
             return laid
         except graphviz_run.TooBig as e:
@@ -151,13 +159,28 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
     return results
 
 
+def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_side: float | None,
+                  shape: Columns | None, again: Callable[[Columns], str] | None) -> tuple[str, dict[str, bytes]]:
+    """One page laid out (``_render_page``) by ``deadline``; in columns when it comes out a long strip and
+    ``again`` emits it anew (``columns.lay_out``). Returns the source drawn and its formats."""
+
+    def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
+        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        return _render_page(text, formats, left, max_side, check)
+
+    if shape is None or again is None:
+        return source, render(source, None)
+    return columns.lay_out(source, shape, again, render)
+
+
 def _render_page(source: str, formats: list[str], timeout: float | None,
-                 max_side: float | None) -> dict[str, bytes]:
+                 max_side: float | None, check: Callable[[bytes], None] | None = None) -> dict[str, bytes]:
     """One page's DOT laid out and rendered to ``formats``; again without the overview's rows when dot fails
     on them."""
     try:
-        return graphviz_run.render_formats(source, formats, timeout=timeout, max_side=max_side, palette_png=True)
-    except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
+        return graphviz_run.render_formats(source, formats, timeout=timeout, max_side=max_side, palette_png=True,
+                                           check=check)
+    except (graphviz_run.LayoutTimeout, graphviz_run.TooBig, columns.Reshape):
         raise
     except RenderError:
         if not _ROWS.search(source):

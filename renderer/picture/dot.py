@@ -19,6 +19,7 @@ from .. import escape
 from ..records import Annotations, Entry, metric_value
 from ..colors import NA_COLOR, category_colors, text_color
 from .fanout import far_readers
+from .columns import Columns, Sheet
 from .folding import Folding, NodeKey
 from ..heatmap import DefaultMetric, Heatmap
 from ..ir import Graph, Model, Node, SubgraphRef, Value
@@ -61,14 +62,17 @@ class Scene:
     """The default colour metric ``rendering.prepare`` chose and why (None: the caller named the metric)."""
 
 
-def emit(scene: Scene) -> str:
-    """The DOT source for ``scene``."""
-    return _Emitter(scene).run()
+def emit(scene: Scene, columns: Columns | None = None) -> str:
+    """The DOT source for ``scene``; in ``columns`` (``renderer.picture.columns``) once they are cut."""
+    return _Emitter(scene, columns).run()
 
 
 class _Emitter:
-    def __init__(self, scene: Scene) -> None:
+    def __init__(self, scene: Scene, columns: Columns | None = None) -> None:
         self.scene = scene
+        self.columns = columns
+        if columns is not None:
+            columns.rankdir = scene.options.rankdir
         self.model = scene.model
         self.opts = scene.options
         self.folding = scene.folding
@@ -90,17 +94,19 @@ class _Emitter:
         )
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
         dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
-        dot.node("legend", label=escape.html_label(self._legend()), id="legend", tooltip=escape.attr("legend"))
+        sheet = Sheet(dot, self.columns)
+        sheet.node("legend", label=escape.html_label(self._legend()), id="legend", tooltip=escape.attr("legend"))
         self.far = self._far_readers()
-        self._graph_body(dot, self.model.main)
+        self._graph_body(sheet, self.model.main)
         for graph in self.model.graphs[1:]:
             if graph.index not in self.drawn_graphs:  # subgraphs nobody references (other signatures)
-                self._cluster(dot, graph)
+                self._cluster(sheet, graph)
+        sheet.finish()
         return dot.source
 
     # -- graphs ---------------------------------------------------------------------------------------------
 
-    def _graph_body(self, container: graphviz.Digraph, graph: Graph) -> None:
+    def _graph_body(self, container: Sheet, graph: Graph) -> None:
         self.drawn_graphs.add(graph.index)
         for value in graph.inputs:
             self._io_node(container, value, "input")
@@ -121,7 +127,7 @@ class _Emitter:
         for value in graph.values:
             self._edges(container, value)
 
-    def _cluster(self, container: graphviz.Digraph, graph: Graph) -> None:
+    def _cluster(self, container: Sheet, graph: Graph) -> None:
         with container.subgraph(name=f"cluster_{graph.index}") as sub:
             owner = graph.parent
             caption = f"graph {graph.index}"
@@ -135,7 +141,7 @@ class _Emitter:
             )
             self._graph_body(sub, graph)
 
-    def _link_cluster(self, container: graphviz.Digraph, node: Node, sub: Graph) -> None:
+    def _link_cluster(self, container: Sheet, node: Node, sub: Graph) -> None:
         target = self._any_drawn_node(sub)
         if target is None:
             return
@@ -157,7 +163,7 @@ class _Emitter:
 
     # -- nodes ----------------------------------------------------------------------------------------------
 
-    def _op_node(self, container: graphviz.Digraph, node: Node) -> None:
+    def _op_node(self, container: Sheet, node: Node) -> None:
         entry = self.scene.annotations.ops.get(node.key)
         fill = self._fill(node, entry)
         ink = text_color(fill)
@@ -308,7 +314,7 @@ class _Emitter:
             lines.append(f"… and {len(with_values) - FOLDED_OPS_LISTED} more folded ops with values")
         return lines
 
-    def _io_node(self, container: graphviz.Digraph, value: Value, role: str) -> None:
+    def _io_node(self, container: Sheet, value: Value, role: str) -> None:
         fill = "#eef3f8" if role == "input" else "#f3eef8"
         text = (
             f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="4" COLOR="{BORDER_COLOR}" '
@@ -322,7 +328,7 @@ class _Emitter:
             + ("" if role == "input" else "-out"), **{"class": f"graph-{role}"}, tooltip=self._tensor_tooltip(value),
         )
 
-    def _constant_node(self, container: graphviz.Digraph, value: Value) -> None:
+    def _constant_node(self, container: Sheet, value: Value) -> None:
         text = (
             f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="2" COLOR="#9a9a9a" BGCOLOR="#f7f7f7">'
             f'<TR><TD><FONT POINT-SIZE="8">{escape.html_text(value.name, LABEL_CHARS)}<BR/>'
@@ -333,7 +339,7 @@ class _Emitter:
 
     # -- edges ----------------------------------------------------------------------------------------------
 
-    def _edges(self, container: graphviz.Digraph, value: Value) -> None:
+    def _edges(self, container: Sheet, value: Value) -> None:
         ends = self._edge_ends(value)
         if ends is None:
             return
@@ -378,7 +384,7 @@ class _Emitter:
         edges = [pair for _, pairs in fans for pair in pairs]
         return far_readers(fans, edges, lambda name: name.startswith("op_"))  # type: ignore[return-value]
 
-    def _use_node(self, container: graphviz.Digraph, value: Value, name: str, ident: str, href: str,
+    def _use_node(self, container: Sheet, value: Value, name: str, ident: str, href: str,
                   where: str = "") -> None:
         """The stub at a far reader of a crowded tensor (``fanout``): ``x_mask · from Cast 0:12``, linked to
         ``href`` (the producer, ``where`` it is: "on page 3")."""

@@ -24,6 +24,7 @@ from .aggregate import combine, rule_for, shares
 from .fanout import far_readers, longest_path_ranks
 from ..records import MetricInfo
 from ..colors import Scale, text_color
+from .columns import Columns, Sheet
 from .dot import (BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Scene, _Emitter, _io_name, _op_name, _origin_id,
                   _row, _unique)
 from .grouping import Group, display_path, series_prefix
@@ -54,9 +55,9 @@ FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
 
 
-def emit_page(scene: Scene, book: Book, page: Page, links: Links) -> str:
-    """The DOT source of one page."""
-    return _PageEmitter(scene, book, page, links).run()
+def emit_page(scene: Scene, book: Book, page: Page, links: Links, columns: Columns | None = None) -> str:
+    """The DOT source of one page; in ``columns`` (``renderer.picture.columns``) once they are cut."""
+    return _PageEmitter(scene, book, page, links, columns).run()
 
 
 def group_heatmap(scene: Scene, groups: list[Group], aggregate: str | None = None) -> Heatmap | None:
@@ -86,8 +87,8 @@ def group_heatmap(scene: Scene, groups: list[Group], aggregate: str | None = Non
 
 
 class _PageEmitter(_Emitter):
-    def __init__(self, scene: Scene, book: Book, page: Page, links: Links) -> None:
-        super().__init__(scene)
+    def __init__(self, scene: Scene, book: Book, page: Page, links: Links, columns: Columns | None = None) -> None:
+        super().__init__(scene, columns)
         self.book, self.page, self.links = book, page, links
         self.highlight = frozenset(n.key for n in page.highlight)
         self.local: dict[tuple[str, int, int], str] = {}
@@ -133,8 +134,12 @@ class _PageEmitter(_Emitter):
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
         dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
         drawn = page.drawn_ops()
+        rows = page.index == 0 and opts.rankdir == "TB"
+        if self.columns is not None:
+            self.columns.allowed = not rows  # the overview's rows are screen-shaped already
+        sheet = Sheet(dot, self.columns)
         legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
-        dot.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=escape.attr("legend"))
+        sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=escape.attr("legend"))
         for node in drawn:
             self.local[node.key] = _op_name(node)
         for run in self.runs:
@@ -143,22 +148,23 @@ class _PageEmitter(_Emitter):
             for group in run:
                 for member in group.members():
                     self.local[member.key] = name
-        self._content(dot, page.ops, page.inlines, page.boxes)
+        self._content(sheet, page.ops, page.inlines, page.boxes)
         for graph_index in page.io_graphs:
             graph = self.model.graphs[graph_index]
             for value in graph.inputs:
-                self._io_node(dot, value, "input")
+                self._io_node(sheet, value, "input")
                 self.local[("in", graph_index, value.index)] = _io_name(value)
             for value in graph.outputs:
-                self._io_node(dot, value, "output")
+                self._io_node(sheet, value, "output")
                 self.local[("out", graph_index, value.index)] = _io_name(value, "output")
-        self._page_edges(dot, drawn)
+        self._page_edges(sheet, drawn)
         for name, (label, href, tip) in self.stubs.items():
             attrs = {"href": href} if href else {}
-            dot.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
-                     **{"class": "stub"})
-        if page.index == 0 and opts.rankdir == "TB":
+            sheet.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
+                       **{"class": "stub"})
+        if rows:
             self._rows(dot, self._item_sizes(drawn))
+        sheet.finish()
         return dot.source
 
     def _rows(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]]) -> None:
@@ -236,7 +242,7 @@ class _PageEmitter(_Emitter):
 
     # -- content --------------------------------------------------------------------------------------------
 
-    def _content(self, container: graphviz.Digraph, ops: list[Node], inlines: list[Inline],
+    def _content(self, container: Sheet, ops: list[Node], inlines: list[Inline],
                  boxes: list[list[Group]], path: tuple[str, ...] = ()) -> None:
         """Draw ``ops``, ``inlines`` (as clusters) and ``boxes`` into ``container``, the clusters ``path`` deep;
         each item's cluster path is kept for the overview's rows (``_rows``)."""
@@ -298,7 +304,7 @@ class _PageEmitter(_Emitter):
                           f"<B>{escape.html_text(shown, 24)}</B>", 9))
         return lines
 
-    def _box_node(self, container: graphviz.Digraph, group: Group) -> None:
+    def _box_node(self, container: Sheet, group: Group) -> None:
         target = self.book.page_of_group[id(group)]
         key = self.book.box_key(group)
         number = self._value_of(group)
@@ -316,7 +322,7 @@ class _PageEmitter(_Emitter):
         container.node(self._box_name(group), label=escape.html_label(label), id=f"box-{key}",
                        href=self._href(group), tooltip=escape.tooltip(tip), **{"class": "group"})
 
-    def _run_node(self, container: graphviz.Digraph, run: list[Group]) -> None:
+    def _run_node(self, container: Sheet, run: list[Group]) -> None:
         """One box for structurally identical siblings: what one instance holds, and a cell per instance
         (filled by its value, linked to its page)."""
         members = list(run[0].members())
@@ -367,7 +373,7 @@ class _PageEmitter(_Emitter):
 
     # -- edges ----------------------------------------------------------------------------------------------
 
-    def _page_edges(self, container: graphviz.Digraph, drawn: list[Node]) -> None:
+    def _page_edges(self, container: Sheet, drawn: list[Node]) -> None:
         ends = [(value, self._value_ends(value)) for value in self._page_values(drawn)]
         far = far_readers([(value.key, pairs) for value, pairs in ends], [pair for _, pairs in ends for pair in pairs],
                           lambda name: name.startswith(("op_", "box_")))
@@ -430,7 +436,7 @@ class _PageEmitter(_Emitter):
             ends.append((ends[0][0] if ends else self._materialise(source, "in"), self._fan(value, boxes)))
         return ends
 
-    def _page_use(self, container: graphviz.Digraph, value: Value, k: int) -> str:
+    def _page_use(self, container: Sheet, value: Value, k: int) -> str:
         """A far reader's stub for ``value`` (``fanout``), linked to what gives it: its producer, on this page or
         another, or the graph input."""
         producer = value.producer
@@ -445,7 +451,7 @@ class _PageEmitter(_Emitter):
                        href, where)
         return name
 
-    def _body_links(self, container: graphviz.Digraph, drawn: list[Node]) -> None:
+    def _body_links(self, container: Sheet, drawn: list[Node]) -> None:
         """The dashed link from each operator drawn here to the first operator of a body it runs, when that is
         drawn here too."""
         for node in drawn:

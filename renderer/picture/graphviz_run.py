@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import GraphvizNotFound, RenderError
 
@@ -45,7 +45,8 @@ def dot_program() -> str:
 
 
 def render_formats(source: str, formats: list[str], timeout: float | None = None,
-                   max_side: float | None = None, palette_png: bool = False) -> dict[str, bytes]:
+                   max_side: float | None = None, palette_png: bool = False,
+                   check: Callable[[bytes], None] | None = None) -> dict[str, bytes]:
     """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf).
 
     One ``dot`` run writes the SVG, the PDF and the laid-out graph (``-Tdot``: the source with every position)
@@ -61,26 +62,34 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
     (measured with perf on a 1,293 × 3,812 px page: 0.08 s against 0.25 s); gd's palette is then snapped to
     the colours the source names (``snap_palette``), so fills and the white ground keep their exact colours.
 
+    ``check``: given the layout in ``-Tplain`` form (every node's place and size), written by the same run,
+    before any PNG is drawn; it may raise to refuse the layout (``renderer.picture.columns`` asks for a page in
+    columns).
+
     Raises:
         TooBig: the layout, padding included, is over ``max_side`` points wide or high.
     """
-    if formats == ["svg"] and max_side is not None:  # one run writing to a pipe; the size is in the SVG's header
+    if formats == ["svg"] and max_side is not None and check is None:  # one run writing to a pipe; the size is in the SVG's header
         svg = run_dot(source, "svg", timeout=timeout)
         width, height = svg_size(svg)
         if max(width, height) > max_side:
             raise TooBig(width, height)
         return {"svg": svg}
-    if len(formats) <= 1 and max_side is None and not (palette_png and "png" in formats):
+    if len(formats) <= 1 and max_side is None and check is None and not (palette_png and "png" in formats):
         return {fmt: run_dot(source, fmt, timeout=timeout) for fmt in formats}
     for fmt in formats:
         if fmt not in FORMATS:
             raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
     deadline = None if timeout is None else time.monotonic() + timeout
     drawn = _drawn_in_layout_run(formats)
-    result, positioned = _lay_out(source, drawn, deadline, timeout, max_side, palette_png)
+    result, positioned = _lay_out(source, drawn + (["plain"] if check else []), deadline, timeout, max_side,
+                                  palette_png)
+    places = result.pop("plain", b"")
     width, height = laid_out_size(positioned)
     if max_side is not None and max(width, height) > max_side:
         raise TooBig(width, height)
+    if check is not None:
+        check(places)
     if "pdf" in result and max(width, height) > MAX_PDF_INCHES * 72 - 2 * PDF_SLACK_PT:
         result, positioned = _lay_out(source, [f for f in drawn if f != "pdf"], deadline, timeout)  # scaled
     neato = [_program("neato"), "-n2", "-Gpad=0"]
@@ -185,7 +194,8 @@ def laid_out_size(positioned: bytes) -> tuple[float, float]:
 
 
 def _left(deadline: float | None, timeout: float | None) -> float | None:
-    return None if deadline is None else max(0.1, deadline - time.monotonic())
+    """What is left of ``timeout`` by ``deadline``: at least 0.1 s (never more than the whole budget)."""
+    return None if deadline is None else max(min(0.1, timeout or 0.1), deadline - time.monotonic())
 
 
 def _program(name: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import atomic, escape
-from . import dot, graphviz_run
+from . import columns, dot, graphviz_run
+from .columns import Columns
 from ..annotations import Annotations
 from ..records import AnnotationSet
 from ..errors import RenderError
@@ -163,13 +166,26 @@ def flat_limit(scene: dot.Scene) -> float | None:
     return MAX_PAGE_PT if scene.options.collapse == "auto" else None
 
 
-def lay_out_flat(scene: dot.Scene, source: str, formats: list[str]) -> dict[str, bytes]:
-    """One Graphviz layout of the flat picture in ``formats``.
+def lay_out_flat(scene: dot.Scene, source: str, formats: list[str],
+                 shape: Columns | None = None) -> tuple[str, dict[str, bytes]]:
+    """The flat picture laid out in ``formats``: once, or again in columns when it comes out a long strip
+    (``columns.lay_out``; ``shape``: what the emission of ``source`` recorded). Returns the source drawn too.
 
     Raises:
-        graphviz_run.TooBig: over ``flat_limit`` a side (the caller draws pages instead).
+        graphviz_run.TooBig: over ``flat_limit`` a side, or (``--collapse auto``) a strip longer than
+            ``columns.PAGED_STRIP_PT``: the caller draws pages instead.
     """
-    return graphviz_run.render_formats(source, formats, timeout=scene.options.timeout, max_side=flat_limit(scene))
+    timeout = scene.options.timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
+        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check)
+
+    if shape is None:
+        return source, render(source, None)
+    paged = columns.PAGED_STRIP_PT if flat_limit(scene) is not None else None
+    return columns.lay_out(source, shape, lambda again: dot.emit(scene, again), render, paged)
 
 
 def _focus(scene: dot.Scene) -> Book:
@@ -210,13 +226,13 @@ def _focus(scene: dot.Scene) -> Book:
     return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
 
 
-def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan) -> list[bytes]:
-    """Every output of ``plan`` as one flat picture, from one Graphviz layout; a Markdown summary links to the
-    plan's pictures."""
+def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, shape: Columns | None = None) -> list[bytes]:
+    """Every output of ``plan`` as one flat picture, from one Graphviz layout (two or three when it is laid
+    out again in columns: ``lay_out_flat``); a Markdown summary links to the plan's pictures."""
     formats = plan.formats
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     with stage("layout") as facts, waiting("dot"):
-        laid = lay_out_flat(scene, source, laid_out) if laid_out else {}
+        source, laid = lay_out_flat(scene, source, laid_out, shape) if laid_out else (source, {})
         facts.append(", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items())) or "no Graphviz output")
     produced = []
     for k, fmt in enumerate(formats):
@@ -276,10 +292,12 @@ def draw(scene: dot.Scene, plan: OutputPlan) -> Drawing:
         facts.append("one picture" if book is None else f"{len(book.pages)} pages")
     if book is None:
         with stage("DOT") as facts:
-            source = dot.emit(scene)
+            shape = Columns()
+            source = dot.emit(scene, shape)
             facts.append(count(len(source), "character"))
         try:
-            produced: Written = [(o.path, data) for o, data in zip(plan.outputs, _produce_all(scene, source, plan))]
+            produced: Written = [(o.path, data) for o, data in zip(plan.outputs,
+                                                                    _produce_all(scene, source, plan, shape))]
             return Drawing(scene, None, produced)
         except graphviz_run.TooBig as e:
             with stage("plan") as facts:

@@ -1,0 +1,335 @@
+"""Long pages wrapped into side-by-side columns, so that no page is a strip.
+
+A page is laid out once as it is. When its long side is over ``LONG_SIDE_PT`` and more than ``MAX_ASPECT`` times
+its short side, and that long side runs along the ranks (a chain drawn top to bottom), the page's top-level items
+(an operator, a group's box, a stub, a group drawn in full as a cluster, a subgraph's body) are cut into
+consecutive bands at the places the first layout put them, each band a column: a cluster without a frame (``column-N`` in the SVG), the columns
+side by side in reading order (an invisible head on top of each, the heads on one rank, tied left to right).
+Under ``--rankdir LR`` the same bands are rows stacked top to bottom. The cuts fall between items where the
+fewest edges cross, never through a cluster. An edge from one column to another runs to a stub at its tail and
+from a stub at its head, one pair for each two columns, so no edge runs the length of the page: between a column
+and the next, the pair is the turn, drawn bold in the link colour ("continues in column 2 →" at the foot,
+"column 2, continued from column 1" on top).
+
+Same input, same bytes: the bands come from dot's own (deterministic) first layout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import graphviz
+
+from .. import escape
+from . import graphviz_run
+
+LONG_SIDE_PT = 3000.0
+"""A page may be long and narrow up to this long a side; past it, at most ``MAX_ASPECT`` : 1."""
+MAX_ASPECT = 3.0
+TARGET_ASPECT = 1.6
+"""Width / height that the columns aim at: a 1,600 × 1,000 window."""
+MAX_COLUMNS = 12
+TRIES = 3
+"""Layouts of one page at most: as it is, in columns, and once more with the count of columns corrected."""
+CUT_WINDOW = 0.25
+"""A cut may move this share of a column's length from its even place, to where fewer edges cross."""
+PAGED_STRIP_PT = 6000.0
+"""A flat picture laid out as a strip longer than this is drawn as an overview with pages instead (each page then
+in columns where it needs them): an overview reads at a glance where a picture of many columns does not."""
+PAD_PT = 2 * 0.3 * 72
+"""What the emitters' ``pad`` (0.3 in each side) adds to the size dot's ``-Tplain`` gives."""
+TURN_COLOR = "#1a4f8b"
+STUB_FILL = "#f4f4f4"
+
+_NODE = re.compile(rb"^node (\S+) (-?[0-9.e+-]+) (-?[0-9.e+-]+) ([0-9.e+-]+) ([0-9.e+-]+) ", re.M)
+_EDGE = re.compile(rb"^edge (\S+) (\S+) ", re.M)
+_GRAPH = re.compile(rb"^graph [0-9.e+-]+ ([0-9.e+-]+) ([0-9.e+-]+)", re.M)
+
+
+@dataclass(slots=True)
+class Columns:
+    """How a page's items are cut into columns: filled in by the emitter (``atoms``, through ``Sheet``) and by
+    the layout (``column``, ``count``).
+
+    Attributes:
+        rankdir: the page's ``rankdir`` (TB: columns left to right; LR: rows top to bottom).
+        allowed: False for a page whose items are already wrapped into rows (the overview).
+        atoms: each top-level item (a node's or a cluster's name) → the names of the nodes in it, in the order
+            the emitter declared them.
+        column: atom → its column, from 0; empty while the page is one column.
+        count: columns.
+        first: the first layout (``-Tplain``), which the cuts are chosen from.
+    """
+
+    rankdir: str = "TB"
+    allowed: bool = True
+    atoms: dict[str, list[str]] = field(default_factory=dict)
+    column: dict[str, int] = field(default_factory=dict)
+    count: int = 1
+    first: bytes = b""
+    _node_column: dict[str, int] = field(default_factory=dict)
+
+    def of(self, name: str) -> int | None:
+        """The column of node ``name`` (None: not cut into columns, or not a node of this page)."""
+        if not self.column:
+            return None
+        if not self._node_column:
+            self._node_column = {n: self.column[a] for a, names in self.atoms.items() if a in self.column
+                                 for n in names}
+        return self._node_column.get(name)
+
+    def assign(self, column: dict[str, int], count: int) -> None:
+        self.column, self.count, self._node_column = column, count, {}
+
+
+class Reshape(Exception):
+    """A layout too long for its width: lay the page out again in ``columns`` (already assigned)."""
+
+
+class Sheet:
+    """What an emitter draws its page into instead of the ``graphviz.Digraph`` itself: nodes and clusters
+    declared at its top level go into their column's cluster, and an edge between two columns does not rank
+    its ends. Records every top-level item's nodes in ``columns.atoms``. ``finish`` before reading the source."""
+
+    def __init__(self, graph: graphviz.Digraph, columns: Columns | None, atom: str | None = None,
+                 root: Sheet | None = None) -> None:
+        self.graph, self.columns, self.atom = graph, columns, atom
+        self.root = root or self
+        self._bands: dict[int, graphviz.Digraph] = {}
+        self._stubs: set[str] = set()
+        self._crossed: set[tuple[str, str]] = set()
+
+    def _record(self, atom: str, name: str) -> None:
+        if self.columns is not None:
+            names = self.columns.atoms.setdefault(atom, [])
+            if name not in names:
+                names.append(name)
+
+    def _band(self, atom: str) -> graphviz.Digraph:
+        """The graph an item declared at the top level goes into: its column's cluster, or the page."""
+        columns = self.columns
+        if self.atom is not None or columns is None or atom not in columns.column:
+            return self.graph
+        return self.root._column_graph(columns.column[atom])
+
+    def _column_graph(self, number: int) -> graphviz.Digraph:
+        band = self._bands.get(number)
+        if band is None:
+            band = self._bands[number] = graphviz.Digraph(name=f"cluster_col{number}")
+            # nothing a cluster inside would take for its own (a nested cluster inherits what is not set on it)
+            band.attr(label="", color="transparent", id=f"column-{number + 1}")
+        return band
+
+    def node(self, name: str, **attrs: object) -> None:
+        self._record(self.atom or name, name)
+        self._band(self.atom or name).node(name, **attrs)  # type: ignore[arg-type]
+
+    def edge(self, tail: str, head: str, **attrs: object) -> None:
+        """An edge; between two columns, it runs to a stub at its tail ("to column 3") and from a stub at its
+        head ("from column 1"), the stubs of a column and the next drawn as the turn."""
+        columns = self.columns
+        start = end = None
+        if columns is not None and columns.column:
+            start, end = columns.of(tail), columns.of(head)
+        if start is None or end is None or start == end:
+            self.graph.edge(tail, head, **attrs)  # type: ignore[arg-type]
+        elif attrs.get("style") != "invis":
+            self.root._cross(tail, head, start, end, attrs)
+
+    def _cross(self, tail: str, head: str, start: int, end: int, attrs: dict[str, object]) -> None:
+        out, into = self._stub(start, end, "to"), self._stub(end, start, "from")
+        if (tail, out) not in self._crossed:
+            self._crossed.add((tail, out))
+            self.graph.edge(tail, out, **{k: v for k, v in attrs.items() if k != "lhead"})  # type: ignore[arg-type]
+        head_side = {k: v for k, v in attrs.items() if k not in ("ltail", "label")}
+        if "id" in attrs:
+            head_side["id"] = f"{attrs['id']}-c"
+        self.graph.edge(into, head, **head_side)  # type: ignore[arg-type]
+
+    def _stub(self, here: int, there: int, way: str) -> str:
+        """The stub in column ``here`` for edges to (``way`` "to") or from column ``there``; between a column
+        and the next, the turn: "continues in column 2 →" at the foot, "column 2, continued from column 1" on top."""
+        name = f"col{way}_{here}_{there}"
+        if name not in self._stubs:
+            self._stubs.add(name)
+            turn = abs(here - there) == 1 and (there > here) == (way == "to")
+            band = "column" if self.columns is None or self.columns.rankdir in ("TB", "BT") else "row"
+            text = (f"continues in {band} {there + 1} →" if way == "to" else
+                    f"{band} {here + 1}, continued from {band} {there + 1}") if turn else f"{way} {band} {there + 1}"
+            shown = f"<B>{text}</B>" if turn else text
+            font = f'<FONT POINT-SIZE="{10 if turn else 8}" COLOR="{TURN_COLOR}">{shown}</FONT>'
+            label = (f'<TABLE BORDER="{2 if turn else 1}" CELLBORDER="0" CELLPADDING="4" '
+                     f'COLOR="{TURN_COLOR if turn else "#9a9a9a"}" BGCOLOR="{STUB_FILL}" STYLE="rounded">'
+                     f"<TR><TD>{font}</TD></TR></TABLE>")
+            self._column_graph(here).node(
+                name, label=escape.html_label(label), id=f"col-{way}-{here + 1}-{there + 1}",
+                tooltip=escape.tooltip([f"{way} {band} {there + 1} (the {band}s read in order, {band} 1 first)"]),
+                **{"class": "column-stub" + (" turn" if turn else "")})
+        return name
+
+    def attr(self, *args: object, **attrs: object) -> None:
+        self.graph.attr(*args, **attrs)  # type: ignore[arg-type]
+
+    @contextlib.contextmanager
+    def subgraph(self, name: str | None = None) -> Iterator[Sheet]:
+        atom = self.atom or name
+        parent = self._band(atom) if atom is not None else self.graph
+        with parent.subgraph(name=name) as inner:
+            yield Sheet(inner, self.columns, atom, self.root)
+
+    def finish(self) -> None:
+        """The columns' clusters, in order, each under an invisible head: the heads on one rank outside the
+        clusters, tied left to right (a flat edge orders its ends only outside clusters)."""
+        columns = self.columns
+        if columns is None or not columns.column:
+            return
+        numbers = sorted(self._bands)
+        firsts: dict[int, str] = {}
+        for atom, number in columns.column.items():
+            if number not in firsts and columns.atoms.get(atom) and atom != "legend":
+                firsts[number] = columns.atoms[atom][0]
+        with self.graph.subgraph() as same:
+            same.attr(rank="same")
+            for number in numbers:
+                same.node(f"colhead_{number}", shape="point", style="invis", width="0", height="0", label="")
+        for number in numbers:
+            self.graph.subgraph(self._bands[number])
+            if number in firsts:
+                self.graph.edge(f"colhead_{number}", firsts[number], style="invis", weight="10")
+        for left, right in zip(numbers, numbers[1:]):
+            self.graph.edge(f"colhead_{left}", f"colhead_{right}", style="invis", weight="100")
+
+
+def too_long(width: float, height: float) -> bool:
+    """Whether a page of this size (points) is a strip: over ``LONG_SIDE_PT`` and ``MAX_ASPECT`` : 1."""
+    long, short = max(width, height), max(1.0, min(width, height))
+    return long > LONG_SIDE_PT and long > MAX_ASPECT * short
+
+
+def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Callable[[bytes], None] | None:
+    """The ``graphviz_run.render_formats`` check of one try: raise ``Reshape`` (``columns`` assigned) when the
+    layout is a strip along its ranks and columns would help; None on the last try. ``pages_over``: a strip
+    longer than this on the first try raises ``graphviz_run.TooBig`` instead (a flat picture drawn as pages)."""
+    if last or not columns.allowed:
+        return None
+
+    def check(plain: bytes) -> None:
+        size = _GRAPH.search(plain)
+        if size is None:
+            return
+        width, height = float(size.group(1)) * 72 + PAD_PT, float(size.group(2)) * 72 + PAD_PT
+        if not too_long(width, height):
+            return
+        vertical = columns.rankdir in ("TB", "BT")
+        along, across = (height, width) if vertical else (width, height)
+        if not columns.column:
+            if along <= across:
+                return  # wide across the ranks: columns do not help
+            if pages_over is not None and along > pages_over:
+                raise graphviz_run.TooBig(width, height)
+            columns.first = plain
+            count = round(math.sqrt(_aim(columns.rankdir) * along / across))
+        else:  # laid out in columns already: correct the count by how far off the shape came out
+            count = round(columns.count * math.sqrt(_aim(columns.rankdir) / (across / along)))
+            if count == columns.count:
+                return
+        count = max(2, min(MAX_COLUMNS, count))
+        assignment = cut(columns, count)
+        if not assignment or assignment == columns.column:
+            return
+        columns.assign(assignment, 1 + max(assignment.values()))
+        raise Reshape()
+
+    return check
+
+
+def _aim(rankdir: str) -> float:
+    """Across / along the ranks that the columns (or rows) aim at."""
+    return TARGET_ASPECT if rankdir in ("TB", "BT") else 1 / TARGET_ASPECT
+
+
+def cut(columns: Columns, count: int) -> dict[str, int]:
+    """Each atom's column: ``count`` bands of about equal length along the ranks of the first layout, each cut
+    between items, where the fewest edges cross near its even place (empty: no place to cut)."""
+    spans = _spans(columns)
+    atoms = {}
+    for atom, names in columns.atoms.items():
+        placed = [spans[n] for n in names if n in spans]
+        if placed and atom != "legend":
+            atoms[atom] = (min(s for s, _ in placed), max(e for _, e in placed))
+    if len(atoms) < 2:
+        return {}
+    centre = {n: (s + e) / 2 for n, (s, e) in spans.items()}
+    edges = [(centre[t], centre[h]) for t, h in ((m.group(1).decode("utf-8", "replace"),
+                                                   m.group(2).decode("utf-8", "replace"))
+                                                  for m in _EDGE.finditer(columns.first)) if t in centre and h in centre]
+    cuts = _cuts(sorted(atoms.values()), edges, count)
+    if not cuts:
+        return {}
+    column = {atom: sum(start >= c for c in cuts) for atom, (start, _) in atoms.items()}
+    column["legend"] = 0
+    return column
+
+
+def _spans(columns: Columns) -> dict[str, tuple[float, float]]:
+    """Each node's extent along the ranks in the first layout (points from the first rank's side)."""
+    size = _GRAPH.search(columns.first)
+    height = float(size.group(2)) if size else 0.0
+    vertical = columns.rankdir in ("TB", "BT")
+    spans: dict[str, tuple[float, float]] = {}
+    for match in _NODE.finditer(columns.first):
+        x, y, w, h = (float(v) * 72 for v in match.groups()[1:])
+        spans[match.group(1).decode("utf-8", "replace")] = (height * 72 - y - h / 2, height * 72 - y + h / 2) \
+            if vertical else (x - w / 2, x + w / 2)
+    if columns.rankdir in ("BT", "RL"):
+        total = max((end for _, end in spans.values()), default=0.0)
+        spans = {n: (total - end, total - start) for n, (start, end) in spans.items()}
+    return spans
+
+
+def _cuts(spans: list[tuple[float, float]], edges: list[tuple[float, float]], count: int) -> list[float]:
+    """Places to cut (along the ranks) into ``count`` bands: gaps between the items' spans, each chosen near
+    its even place where the fewest edges cross it."""
+    gaps: list[float] = []
+    reach = spans[0][1]
+    for start, end in spans[1:]:
+        if start > reach:
+            gaps.append((reach + start) / 2)
+        reach = max(reach, end)
+    if not gaps:
+        return []
+    low, high = spans[0][0], reach
+    step = (high - low) / count
+    chosen: list[float] = []
+    for k in range(1, count):
+        even = low + k * step
+        later = [g for g in gaps if not chosen or g > chosen[-1]]
+        near = [g for g in later if abs(g - even) <= CUT_WINDOW * step]
+        if near:
+            chosen.append(min(near, key=lambda g: (sum(1 for a, b in edges if min(a, b) < g < max(a, b)),
+                                                   abs(g - even))))
+        elif later:
+            chosen.append(min(later, key=lambda g: abs(g - even)))
+    return chosen
+
+
+def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
+            render: Callable[[str, Callable[[bytes], None] | None], dict[str, bytes]],
+            pages_over: float | None = None) -> tuple[str, dict[str, bytes]]:
+    """``source`` (emitted into ``columns``) laid out by ``render(source, check)``; a strip along its ranks is
+    emitted again in columns (``emit``) and laid out again, at most ``TRIES`` layouts. Returns the source
+    drawn and what ``render`` made of it.
+
+    Raises:
+        graphviz_run.TooBig: the first layout is a strip longer than ``pages_over``.
+    """
+    for attempt in range(TRIES):
+        try:
+            return source, render(source, checker(columns, attempt == TRIES - 1, pages_over if not attempt else None))
+        except Reshape:
+            source = emit(columns)
+    raise AssertionError("the last try has no check")  # pragma: no cover
