@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html.parser
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -497,9 +498,11 @@ def test_a_picture_too_big_for_one_page_goes_to_pages_as_render_draws_it(tmp_pat
     from renderer.picture.pages import MAX_PAGE_PT
 
     model = ONNX / "light_resnet50.onnx"
-    flat = tmp_path / "flat.svg"
+    flat = tmp_path / "flat.dot"  # the picture's DOT as emitted, before a layout could wrap it into columns
     assert run_cli("render", model, "--collapse", "none", "--color-by", "none", "-o", flat).returncode == 0
-    assert max(svg_size(flat)) > MAX_PAGE_PT  # one picture would be too big: the case under test
+    (tmp_path / "flat.svg").write_bytes(subprocess.run(["dot", "-Tsvg", str(flat)], capture_output=True,
+                                                       check=True).stdout)
+    assert max(svg_size(tmp_path / "flat.svg")) > MAX_PAGE_PT  # one picture would be too big: the case under test
     runs = write_sparse_runs(model, tmp_path / "runs", 2)
     single = tmp_path / "single" / "m.svg"
     single.parent.mkdir()

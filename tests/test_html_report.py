@@ -350,7 +350,7 @@ def test_book_search_switches_to_the_page_holding_the_operator(open_report, book
     link.evaluate(CLICK)  # where it is: at a readable size the overview may not fit the window
     assert target.startswith("#page-") and page.eval_on_selector("section.current", "s => '#' + s.id") == target
     # a stub of a tensor coming from another page links to its producer there
-    stub = page.locator('section.current a').filter(has_text=re.compile("from")).first
+    stub = page.locator('section.current g.stub a').filter(has_text=re.compile("from")).first
     href = stub.evaluate("a => a.getAttributeNS('http://www.w3.org/1999/xlink', 'href')")
     producer = next(o for o in data["ops"] if "#" + o["el"] == href)
     stub.evaluate(CLICK)

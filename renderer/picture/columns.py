@@ -1,15 +1,15 @@
 """Long pages wrapped into side-by-side columns, so that no page is a strip.
 
-A page is laid out once as it is. When its long side is over ``LONG_SIDE_PT`` and more than ``MAX_ASPECT`` times
-its short side, and that long side runs along the ranks (a chain drawn top to bottom), the page's top-level items
-(an operator, a group's box, a stub, a group drawn in full as a cluster, a subgraph's body) are cut into
-consecutive bands at the places the first layout put them, each band a column: a cluster without a frame (``column-N`` in the SVG), the columns
-side by side in reading order (an invisible head on top of each, the heads on one rank, tied left to right).
-Under ``--rankdir LR`` the same bands are rows stacked top to bottom. The cuts fall between items where the
-fewest edges cross, never through a cluster. An edge from one column to another runs to a stub at its tail and
-from a stub at its head, one pair for each two columns, so no edge runs the length of the page: between a column
-and the next, the pair is the turn, drawn bold in the link colour ("continues in column 2 →" at the foot,
-"column 2, continued from column 1" on top).
+A page is laid out once as it is. When its long side is over ``LONG_SIDE_PT`` and more than ``MAX_ASPECT``
+times its short side, and that long side runs along the ranks (a chain drawn top to bottom), the page's
+top-level items (an operator, a group's box, a stub, a group drawn in full as a cluster, a subgraph's body) are
+cut into consecutive bands where the first layout put them, each band a column: a cluster without a frame
+(``column-N`` in the SVG, for rows too), the columns side by side in reading order (an invisible head on top
+of each, the heads on one rank, tied left to right). Under ``--rankdir LR`` the same bands are rows stacked top
+to bottom. The cuts fall between items where the fewest edges cross, never through a cluster. An edge from one
+column to another runs to a stub at its tail and from a stub at its head, one pair for each two columns, so no
+edge runs the length of the page; between a column and the next, the pair is the turn, drawn bold in the link
+colour ("continues in column 2 →" at the foot, "column 2, continued from column 1" on top).
 
 Same input, same bytes: the bands come from dot's own (deterministic) first layout.
 """
@@ -33,11 +33,11 @@ MAX_ASPECT = 3.0
 TARGET_ASPECT = 1.6
 """Width / height that the columns aim at: a 1,600 × 1,000 window."""
 MAX_COLUMNS = 12
-TRIES = 3
-"""Layouts of one page at most: as it is, in columns, and once more with the count of columns corrected."""
+TRIES = 4
+"""Layouts of one page at most: as it is, in columns, and up to twice more with the count of columns corrected."""
 CUT_WINDOW = 0.25
 """A cut may move this share of a column's length from its even place, to where fewer edges cross."""
-PAGED_STRIP_PT = 6000.0
+PAGED_STRIP_PT = 9000.0
 """A flat picture laid out as a strip longer than this is drawn as an overview with pages instead (each page then
 in columns where it needs them): an overview reads at a glance where a picture of many columns does not."""
 PAD_PT = 2 * 0.3 * 72
@@ -85,9 +85,15 @@ class Columns:
     def assign(self, column: dict[str, int], count: int) -> None:
         self.column, self.count, self._node_column = column, count, {}
 
+    @property
+    def word(self) -> str:
+        """What a band is called: a column (side by side), or under ``--rankdir LR`` a row."""
+        return "column" if self.rankdir in ("TB", "BT") else "row"
+
 
 class Reshape(Exception):
     """A layout too long for its width: lay the page out again in ``columns`` (already assigned)."""
+
 
 
 class Sheet:
@@ -157,7 +163,7 @@ class Sheet:
         if name not in self._stubs:
             self._stubs.add(name)
             turn = abs(here - there) == 1 and (there > here) == (way == "to")
-            band = "column" if self.columns is None or self.columns.rankdir in ("TB", "BT") else "row"
+            band = self.columns.word if self.columns is not None else "column"
             text = (f"continues in {band} {there + 1} →" if way == "to" else
                     f"{band} {here + 1}, continued from {band} {there + 1}") if turn else f"{way} {band} {there + 1}"
             shown = f"<B>{text}</B>" if turn else text
@@ -188,6 +194,8 @@ class Sheet:
         if columns is None or not columns.column:
             return
         numbers = sorted(self._bands)
+        for number in numbers:
+            self.graph.subgraph(self._bands[number])
         firsts: dict[int, str] = {}
         for atom, number in columns.column.items():
             if number not in firsts and columns.atoms.get(atom) and atom != "legend":
@@ -195,13 +203,14 @@ class Sheet:
         with self.graph.subgraph() as same:
             same.attr(rank="same")
             for number in numbers:
-                same.node(f"colhead_{number}", shape="point", style="invis", width="0", height="0", label="")
+                same.node(f"colhead_{number}", **_INVISIBLE)
         for number in numbers:
-            self.graph.subgraph(self._bands[number])
             if number in firsts:
                 self.graph.edge(f"colhead_{number}", firsts[number], style="invis", weight="10")
         for left, right in zip(numbers, numbers[1:]):
             self.graph.edge(f"colhead_{left}", f"colhead_{right}", style="invis", weight="100")
+
+_INVISIBLE = {"shape": "point", "style": "invis", "width": "0", "height": "0", "label": ""}
 
 
 def too_long(width: float, height: float) -> bool:
@@ -224,17 +233,17 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         width, height = float(size.group(1)) * 72 + PAD_PT, float(size.group(2)) * 72 + PAD_PT
         if not too_long(width, height):
             return
-        vertical = columns.rankdir in ("TB", "BT")
-        along, across = (height, width) if vertical else (width, height)
+        along, across = (height, width) if columns.rankdir in ("TB", "BT") else (width, height)
+        aim = _aim(columns.rankdir)
         if not columns.column:
             if along <= across:
-                return  # wide across the ranks: columns do not help
+                return  # wide across the ranks: columns do not help (stacking its parts left them mostly empty)
             if pages_over is not None and along > pages_over:
                 raise graphviz_run.TooBig(width, height)
             columns.first = plain
-            count = round(math.sqrt(_aim(columns.rankdir) * along / across))
-        else:  # laid out in columns already: correct the count by how far off the shape came out
-            count = round(columns.count * math.sqrt(_aim(columns.rankdir) / (across / along)))
+            count = round(math.sqrt(aim * along / across))
+        else:  # laid out in columns already: correct their count by how far off the shape came out
+            count = round(columns.count * math.sqrt(aim * along / across))
             if count == columns.count:
                 return
         count = max(2, min(MAX_COLUMNS, count))
@@ -264,9 +273,9 @@ def cut(columns: Columns, count: int) -> dict[str, int]:
     if len(atoms) < 2:
         return {}
     centre = {n: (s + e) / 2 for n, (s, e) in spans.items()}
-    edges = [(centre[t], centre[h]) for t, h in ((m.group(1).decode("utf-8", "replace"),
-                                                   m.group(2).decode("utf-8", "replace"))
-                                                  for m in _EDGE.finditer(columns.first)) if t in centre and h in centre]
+    ends = ((m.group(1).decode("utf-8", "replace"), m.group(2).decode("utf-8", "replace"))
+            for m in _EDGE.finditer(columns.first))
+    edges = [(centre[t], centre[h]) for t, h in ends if t in centre and h in centre]
     cuts = _cuts(sorted(atoms.values()), edges, count)
     if not cuts:
         return {}

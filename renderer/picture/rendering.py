@@ -179,7 +179,7 @@ def lay_out_flat(scene: dot.Scene, source: str, formats: list[str],
     deadline = None if timeout is None else time.monotonic() + timeout
 
     def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
-        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        left = None if deadline is None or timeout is None else max(min(timeout, 0.1), deadline - time.monotonic())
         return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check)
 
     if shape is None:
