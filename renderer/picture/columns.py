@@ -241,7 +241,7 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
             if pages_over is not None and along > pages_over:
                 raise graphviz_run.TooBig(width, height)
             columns.first = plain
-            count = round(math.sqrt(aim * along / across))
+            count = math.ceil(math.sqrt(aim * along / across))
         else:  # laid out in columns already: correct their count by how far off the shape came out
             count = round(columns.count * math.sqrt(aim * along / across))
             if count == columns.count:
@@ -273,15 +273,39 @@ def cut(columns: Columns, count: int) -> dict[str, int]:
     if len(atoms) < 2:
         return {}
     centre = {n: (s + e) / 2 for n, (s, e) in spans.items()}
-    ends = ((m.group(1).decode("utf-8", "replace"), m.group(2).decode("utf-8", "replace"))
-            for m in _EDGE.finditer(columns.first))
-    edges = [(centre[t], centre[h]) for t, h in ends if t in centre and h in centre]
+    edges = [(centre[t], centre[h]) for t, h in _names(columns.first) if t in centre and h in centre]
     cuts = _cuts(sorted(atoms.values()), edges, count)
     if not cuts:
         return {}
     column = {atom: sum(start >= c for c in cuts) for atom, (start, _) in atoms.items()}
+    _follow_neighbours(column, columns.atoms, [(t, h) for t, h in _names(columns.first) if t in centre and h in centre])
     column["legend"] = 0
     return column
+
+
+def _follow_neighbours(column: dict[str, int], atoms: dict[str, list[str]], edges: list[tuple[str, str]]) -> None:
+    """A lone node that only feeds (a stub, a graph input) or only reads (a graph output) nodes of one column
+    goes into that column: a stub drawn at its reader never needs a stub of its own to reach it."""
+    into: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {}
+    for tail, head in edges:
+        out.setdefault(tail, set()).add(head)
+        into.setdefault(head, set()).add(tail)
+    owner = {n: a for a, names in atoms.items() if a in column for n in names}
+    for atom, names in atoms.items():
+        if atom not in column or len(names) != 1:
+            continue
+        name = names[0]
+        ends = out.get(name, set()) if not into.get(name) else into[name] if not out.get(name) else set()
+        places = {column[owner[n]] for n in ends if n in owner}
+        if len(places) == 1:
+            column[atom] = places.pop()
+
+
+def _names(plain: bytes) -> list[tuple[str, str]]:
+    """The (tail, head) names of every edge of a ``-Tplain`` layout."""
+    return [(m.group(1).decode("utf-8", "replace"), m.group(2).decode("utf-8", "replace"))
+            for m in _EDGE.finditer(plain)]
 
 
 def _spans(columns: Columns) -> dict[str, tuple[float, float]]:
