@@ -74,7 +74,7 @@ def _check_book(overview: Path, model: Path, compact: bool = True) -> list[tuple
 @pytest.fixture(scope="module")
 def chain_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("chain") / "chain.svg"
-    run = run_cli("render", CNN_CHAIN, "-o", out, "--no-sidecar", timeout=600)
+    run = run_cli("render", CNN_CHAIN, "-o", out, "--no-sidecar", "--keep-free-dims", timeout=600)
     assert run.returncode == 0, run.stderr
     return out
 
@@ -160,7 +160,7 @@ def test_pdf_and_png_pages_are_the_svg_pages_unshrunk(tmp_path: Path, chain_repo
     from pypdf import PdfReader
 
     pdf, png = tmp_path / "c.pdf", tmp_path / "c.png"
-    run = run_cli("render", CNN_CHAIN, "-o", pdf, "-o", png, "--no-sidecar", timeout=600)
+    run = run_cli("render", CNN_CHAIN, "-o", pdf, "-o", png, "--no-sidecar", "--keep-free-dims", timeout=600)
     assert run.returncode == 0, run.stderr
     svg_sizes = [_svg_size(parse_svg(p)) for p in _book(chain_report)]
     reader = PdfReader(io.BytesIO(pdf.read_bytes()))
