@@ -10,7 +10,7 @@ sits (``renderer/data/free-dims.json`` holds the names and defaults):
   image size the metadata (``imgsz``) or an HF ``config.json`` beside the model states;
 * sequence: named like a length (``seq``, ``sequence_length``, ``tokens``, ``frames``…), or a later axis of an integer
   (token id) input or of a 3-D input: 128, or the model's context length when that is shorter (``genai_config.json``
-  or ``config.json`` beside it);
+  or ``config.json`` beside it, or the rows of its position-embedding table);
 * head: a KV cache's head size (``head_size``, ``kv_cache_dim``): the ``head_size`` of a ``genai_config.json``
   beside the model (``head_dim`` of a ``config.json``), else 64;
 * past: a KV cache's past length (``past_sequence_length``): 0, a prefill;
@@ -251,17 +251,21 @@ def _default(name: str, role: str, said: Mapping[str, tuple[int, str]]) -> tuple
         value, where = said[role]
         return value, where if where.endswith(".json") else f"the model's metadata {where}"
     if role == "sequence" and "context" in said and said["context"][0] < defaults["sequence"]:
-        return said["context"][0], f"the context length in {said['context'][1]}"
+        value, where = said["context"]
+        return value, where if where.startswith("the model's") else f"the context length in {where}"
     return defaults.get(role, defaults["other"]), "default"
 
 
 def assume(path: Path, slots: Sequence[Slot], given: Mapping[str, int], metadata: Mapping[str, str],
-           notes: list[str]) -> tuple[dict[str, int], list[AssumedDim]]:
+           notes: list[str], positions: int | None = None) -> tuple[dict[str, int], list[AssumedDim]]:
     """The values to pin: ``given`` with the tied cache dims it implies, and an assumed value for every other free
-    dim (in input order). Lines for the user (a cache dim given alone) go to ``notes``."""
+    dim (in input order). Lines for the user (a cache dim given alone) go to ``notes``. ``positions``: the rows of
+    the model's position table, the longest sequence it takes."""
     names = list(dict.fromkeys(slot.dim for slot in slots))
     found = roles(slots)
     said = {**_configs(path.parent), **_metadata(metadata, found)}
+    if positions is not None and 0 < positions < said.get("context", (LARGEST + 1, ""))[0]:
+        said["context"] = (positions, "the model's position table")
     kv = caches(names, found)
     values = dict(given)
     sources: dict[str, str] = {}

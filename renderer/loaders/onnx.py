@@ -196,7 +196,15 @@ def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None
     if not assume:
         return given, []
     metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
-    return free_dims.assume(path, slots, given, metadata, notes)
+    return free_dims.assume(path, slots, given, metadata, notes, _position_rows(proto.graph))
+
+
+def _position_rows(graph: onnx.GraphProto) -> int | None:
+    """The rows of the model's position-embedding table (a Gather from a constant named ``position``): the
+    longest sequence it takes, so an assumed length stays within it."""
+    tables = {t.name: t.dims[0] for t in graph.initializer if "position" in t.name.lower() and len(t.dims) == 2}
+    rows = [tables[n.input[0]] for n in graph.node if n.op_type == "Gather" and n.input and n.input[0] in tables]
+    return min(rows) if rows else None
 
 
 def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
