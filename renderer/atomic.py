@@ -62,7 +62,7 @@ def write_all(
     for k, (path, data) in enumerate(items):
         if isinstance(data, dict):
             _check_folder(Path(path), data, inputs)
-            _refuse_inside(Path(path), [Path(other) for j, (other, _) in enumerate(items) if j != k])
+            refuse_inside(Path(path), [Path(other) for j, (other, _) in enumerate(items) if j != k])
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in items:
@@ -103,7 +103,7 @@ def _check_folder(path: Path, files: dict[str, bytes], inputs: list[PathLike]) -
     refuse_inputs([*held, *(path / name for name in files)], inputs)
 
 
-def _refuse_inside(folder: Path, others: list[Path]) -> None:
+def refuse_inside(folder: Path, others: list[Path]) -> None:
     """RenderError when another output of the run is the folder ``folder`` or inside it (replacing the folder
     would take it away)."""
     home = os.path.realpath(folder)

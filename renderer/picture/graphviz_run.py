@@ -231,9 +231,11 @@ def _run(command: list[str], data: bytes, timeout: float | None, budget: float |
             done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
         limit = budget if budget is not None else timeout
-        raise LayoutTimeout(f"Graphviz did not finish within {limit:g} s (raise --timeout, or render a subgraph)") from None
+        raise LayoutTimeout(f"Graphviz did not finish within {limit:.3g} s (raise --timeout, or render a subgraph)") from None
     except OSError as e:
         raise RenderError(f"cannot run Graphviz: {e}") from None
+    if done.returncode == -signal.SIGXFSZ:  # Graphviz writes its own files now (the PDF, the positions)
+        raise RenderError("cannot write Graphviz's output: the file size limit was reached")
     if done.returncode != 0:
         message = _first_error(done.stderr)
         raise RenderError(f"Graphviz failed with exit status {done.returncode}: {message}")

@@ -160,6 +160,9 @@ class OutputPlan:
         unknown."""
         names, also, inputs = [str(n) for n in names], tuple(map(str, also)), list(dict.fromkeys(map(str, inputs)))
         atomic.refuse_inputs([*names, *also], inputs)
+        written = [*names, *also]
+        for k, name in enumerate(names):  # refused before anything is loaded or drawn, not at the write
+            atomic.refuse_inside(pages_path(name), [Path(other) for j, other in enumerate(written) if j != k])
         return cls(tuple(Output(name, output_format(name, fmt)) for name in names), tuple(inputs), also)
 
     def with_inputs(self, inputs: Iterable[str | Path]) -> OutputPlan:
