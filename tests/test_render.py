@@ -462,7 +462,10 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     annotated = tmp_path / "annotated.svg"
     assert run_cli("render", FACE, "-a", profile, "-o", annotated, "--no-sidecar").returncode == 0
     widen = conv.inputs[1].producer
-    tooltip = tooltip_of(svg_groups(parse_svg(annotated), "op")[conv.element_id])
+    drawn = {}  # the annotated picture may be drawn as pages (its labels are longer): the box is on one of them
+    for picture in [annotated, *sorted(annotated.parent.glob(f"{annotated.name}.pages/*.svg"))]:
+        drawn.update(svg_groups(parse_svg(picture), "op"))
+    tooltip = tooltip_of(drawn[conv.element_id])
     assert f"folded DEQUANTIZE {widen.graph.index}:{widen.index}: " in tooltip and "latency_us" in tooltip
 
     shown = tmp_path / "shown.svg"

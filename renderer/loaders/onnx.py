@@ -202,8 +202,10 @@ def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None
 def _position_rows(graph: onnx.GraphProto) -> int | None:
     """The rows of the model's position-embedding table (a Gather from a constant named ``position``): the
     longest sequence it takes, so an assumed length stays within it."""
-    tables = {t.name: t.dims[0] for t in graph.initializer if "position" in t.name.lower() and len(t.dims) == 2}
-    rows = [tables[n.input[0]] for n in graph.node if n.op_type == "Gather" and n.input and n.input[0] in tables]
+    tables = {decode_text(t.name): t.dims[0] for t in graph.initializer
+              if "position" in decode_text(t.name).lower() and len(t.dims) == 2}
+    rows = [tables[decode_text(n.input[0])] for n in graph.node
+            if n.op_type == "Gather" and n.input and decode_text(n.input[0]) in tables]
     return min(rows) if rows else None
 
 

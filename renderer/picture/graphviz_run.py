@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from ..errors import GraphvizNotFound, RenderError
+from ..numbers import format_number
 
 
 class LayoutTimeout(RenderError):
@@ -231,7 +232,7 @@ def _run(command: list[str], data: bytes, timeout: float | None, budget: float |
             done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
         limit = budget if budget is not None else timeout
-        raise LayoutTimeout(f"Graphviz did not finish within {limit:.3g} s (raise --timeout, or render a subgraph)") from None
+        raise LayoutTimeout(f"Graphviz did not finish within {format_number(limit)} s (raise --timeout, or render a subgraph)") from None
     except OSError as e:
         raise RenderError(f"cannot run Graphviz: {e}") from None
     if done.returncode == -signal.SIGXFSZ:  # Graphviz writes its own files now (the PDF, the positions)
