@@ -77,7 +77,7 @@ def test_shape_chains_fold_into_the_reshape_that_reads_them(generated: Path, tmp
     model = renderer.load_model(generated)
     expected = data_invariant_nodes(generated)
     out = tmp_path / "folded.svg"
-    run = run_cli("render", generated, "-o", out, "--no-sidecar")
+    run = run_cli("render", generated, "-o", out, "--no-sidecar", "--collapse", "none")  # one picture, no pages
     assert run.returncode == 0, run.stderr
     svg = parse_svg(out)
     ops = svg_groups(svg, "op")
@@ -125,7 +125,7 @@ def test_heatmap_fits_the_drawn_boxes_and_folded_annotations_reach_the_reader(ge
 
     out = tmp_path / "latency.svg"
     assert run_cli("render", generated, "-a", notes, "--color-by", "latency_us", "-o", out,
-                   "--no-sidecar", "-q").returncode == 0
+                   "--no-sidecar", "-q", "--collapse", "none").returncode == 0  # one picture, no pages
     reshape = next(n for n in model.main.nodes if n.name == "/encoder/layer.1/attention/self/Reshape")
     shape = next(n for n in model.main.nodes if n.name == "/encoder/layer.1/attention/self/Shape")
     tooltip = tooltip_of(svg_groups(parse_svg(out), "op")[reshape.element_id])

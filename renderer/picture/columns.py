@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import graphviz
 
 from .. import escape
+from ..errors import RenderError
 from . import graphviz_run
 
 LONG_SIDE_PT = 3000.0
@@ -360,9 +361,18 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
     Raises:
         graphviz_run.TooBig: the first layout is a strip longer than ``pages_over``.
     """
+    previous = None
     for attempt in range(TRIES):
         try:
             return source, render(source, checker(columns, attempt == TRIES - 1, pages_over if not attempt else None))
         except Reshape:
-            source = emit(columns)
+            previous, source = source, emit(columns)
+        except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
+            raise
+        except RenderError:
+            if previous is None:
+                raise
+            # dot could not route the edges of these columns (Graphviz 2.43: "Pshortestpath failed"): the layout
+            # before them is drawn instead
+            return previous, render(previous, None)
     raise AssertionError("the last try has no check")  # pragma: no cover
