@@ -56,8 +56,9 @@ print(json.dumps(usage))
 
 
 def _cases(folder: Path) -> dict[str, tuple[list[str], int]]:
-    import hostile_models as H
     import numpy as np
+
+    import hostile_models as H
 
     files = {"growing": H.growing_loop(), "endless": H.endless_loop(), "computed": H.computed_tensor(1 << 29),
              "static": H.static_tensor(1 << 29)}

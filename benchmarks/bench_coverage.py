@@ -52,8 +52,8 @@ class Case:
 def _generated(folder: Path, tokens: int, big: bool) -> list[Case]:
     import numpy as np
     import onnx
-
     import transformer_models
+
     import tts_transformer
 
     ids = (np.arange(tokens, dtype=np.int64).reshape(1, tokens) * 7) % tts_transformer.VOCAB

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ONNX, SVG_NS, TFLITE, XLINK_NS, first_fill, parse_svg, run_cli, svg_groups
-
 import renderer
+from conftest import ONNX, SVG_NS, TFLITE, XLINK_NS, first_fill, parse_svg, run_cli, svg_groups
 from renderer.numbers import format_number
 
 TITLE = f"{XLINK_NS}title"
@@ -73,7 +72,7 @@ def assert_same_but_fills_and_values(a: bytes, b: bytes) -> int:
     caption's texts. Returns how many fills differ."""
     ra, rb = parse_svg(a), parse_svg(b)
     ops_a = {id(t): g for g in svg_groups(ra, "op").values() for t in op_texts(g)[-2:]}
-    caption_a = {id(e) for e in ra.find(f".//*[@id='batch-caption']").iter()}
+    caption_a = {id(e) for e in ra.find(".//*[@id='batch-caption']").iter()}
     fills = 0
     ea, eb = list(ra.iter()), list(rb.iter())
     assert len(ea) == len(eb)
@@ -542,8 +541,8 @@ def _hrefs(path: Path) -> list[str]:
 
 def test_a_paged_model_is_laid_out_once_per_page(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Three runs × two metrics of a paged model: Graphviz runs once per page of the book, not per picture."""
-    from renderer.picture import graphviz_run
     from renderer.batch import ModelJob, run_job
+    from renderer.picture import graphviz_run
 
     runs = write_sparse_runs(ONNX / "bert_scoped.onnx", tmp_path / "runs", 3)
     calls: list[str] = []

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import pytest
 
 from conftest import ONNX, TFLITE

@@ -22,7 +22,6 @@ import pytest
 
 import hostile_models as H
 from conftest import ONNX, ROOT, escaping_external_data, one_line_error, run_cli
-
 from renderer import inputs
 from renderer.errors import AnnographError
 from renderer.loaders import isolated, load_model

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, ROOT, TFLITE, parse_svg, SVG_NS
 
+from conftest import ONNX, ROOT, SVG_NS, TFLITE, parse_svg
 from renderer.commands.cli import COMMANDS, with_command
 
 TINY = ONNX / "tiny_cnn.onnx"

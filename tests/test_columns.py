@@ -13,13 +13,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import SVG_NS, parse_svg, run_cli
-from wheel_models import MODELS, wheel_model
-
 import renderer
+from conftest import SVG_NS, parse_svg, run_cli
 from renderer.options import RenderOptions
 from renderer.picture import dot, graphviz_run
 from renderer.picture.rendering import prepare
+from wheel_models import MODELS, wheel_model
 
 LONG_SIDE = 3000.0
 MAX_ASPECT = 3.0

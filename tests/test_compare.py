@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ONNX, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups
-
 import renderer
+from conftest import ONNX, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups
 from renderer.annotations import load_annotations
 from renderer.compare import error_metrics
 

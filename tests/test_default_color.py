@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from picture_checks import PROFILE, TINY_CNN, profile_latencies, viridis_hex
 
 from conftest import ONNX, SAMPLES, SVG_NS, first_fill, parse_svg, run_cli, svg_groups
+from picture_checks import PROFILE, TINY_CNN, profile_latencies, viridis_hex
 
 
 def fills(svg: Path) -> set[str | None]:

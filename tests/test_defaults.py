@@ -10,10 +10,10 @@ from pathlib import Path
 
 import onnx
 import pytest
-from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups, tooltip_of
 from onnx import TensorProto, helper
 
 import renderer
+from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups, tooltip_of
 from renderer.colors import Scale
 
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"

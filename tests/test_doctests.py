@@ -6,6 +6,7 @@ import doctest
 import importlib
 
 import pytest
+
 from payloads import ROOT
 
 MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, ROOT, one_line_error, run_cli
 
+from conftest import ONNX, ROOT, one_line_error, run_cli
 from renderer.annotations import load_annotations, read_file
 from renderer.annotations.model_explorer import color_for
 from renderer.exporters import ExportOptions, exporter

@@ -15,9 +15,8 @@ import onnx
 import pytest
 
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
-from wheel_models import keys, wheel_model
-
 from renderer.picture.fanout import FAR_READERS, far_readers, settled_ranks
+from wheel_models import keys, wheel_model
 
 MAX_AREA_PER_BOX = 150_000
 """pt² of page per drawn box, counting only operators, group boxes and graph inputs/outputs (never stubs)."""

@@ -15,9 +15,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import ONNX, ROOT, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 
 import renderer
+from conftest import ONNX, ROOT, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 from renderer.picture.folding import fold
 from renderer.picture.rendering import prepare
 

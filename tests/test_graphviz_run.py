@@ -69,8 +69,9 @@ def test_a_layout_over_the_pdf_cap_keeps_its_svg() -> None:
     """The PDF's size cap (199 inches) is a graph attribute of the run that also writes the SVG: a layout
     bigger than it is laid out again for the SVG, which stays the bytes ``dot -Tsvg`` writes; the PDF is scaled
     to the cap."""
-    from pypdf import PdfReader
     import io
+
+    from pypdf import PdfReader
 
     from renderer.picture.graphviz_run import MAX_PDF_INCHES, render_formats, run_dot
 

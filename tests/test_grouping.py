@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, ROOT, TFLITE
 
-from renderer.picture.folding import fold
-from renderer.picture import grouping
-from renderer.picture.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment
+from conftest import ONNX, ROOT, TFLITE
 from renderer.ir import Graph, Model, Node
 from renderer.loaders import load_model
+from renderer.picture import grouping
+from renderer.picture.folding import fold
+from renderer.picture.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import transformer_models  # noqa: E402

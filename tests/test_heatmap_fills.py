@@ -12,9 +12,9 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups
 
 import renderer
+from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups
 from renderer.picture.folding import fold
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, run_cli
 
 import renderer
+from conftest import ONNX, run_cli
 from renderer.id_rules import IdIndex, Unresolved
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"  # 18 operators, 45 tensors in graph 0

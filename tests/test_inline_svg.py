@@ -4,10 +4,10 @@ the same picture and to other files, hostile text; and what it refuses."""
 from __future__ import annotations
 
 import pytest
-from picture_checks import inlined_prefix
 
 import payloads as P
 from conftest import SVG_NS, parse_svg
+from picture_checks import inlined_prefix
 
 DOT = """digraph g {
   a [style=filled, fillcolor="red:blue", id="op-0-0", href="#op-0-1", tooltip="to b"]

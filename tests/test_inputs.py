@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import payloads as P
-from conftest import ONNX, ROOT, TFLITE, one_line_error, run_cli
+from conftest import ONNX, ROOT
 
 
 class Pipe:
@@ -146,8 +146,8 @@ def test_endless_devices_are_refused_quickly(device: str, tmp_path: Path) -> Non
 
 def test_fifo_without_a_writer_ends_with_one_line(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     """It used to block in open() for ever. Now the wait has an end (STREAM_WAIT_SECONDS, shortened here)."""
-    from renderer.commands import cli
     from renderer import inputs
+    from renderer.commands import cli
 
     fifo = tmp_path / "notes.yaml"
     os.mkfifo(fifo)
@@ -161,8 +161,8 @@ def test_fifo_without_a_writer_ends_with_one_line(tmp_path: Path, monkeypatch, c
 
 
 def test_fifo_whose_writer_comes_late_is_read(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from renderer.commands import cli
     from renderer import inputs
+    from renderer.commands import cli
 
     fifo = tmp_path / "notes.yaml"
     os.mkfifo(fifo)

@@ -99,8 +99,8 @@ def test_functions_that_were_split_stay_short() -> None:
 def test_module_names_say_what_they_hold_and_dead_code_stays_gone() -> None:
     """Issue 12 found ``annotations/model.py`` (not the ML model), ``metrics/profile.py`` (no profiling), two
     ``ids.py``, and ``Annotations.entry`` and ``Node.constant_inputs`` that nothing called."""
-    from renderer.records import Annotations
     from renderer.ir import Node
+    from renderer.records import Annotations
 
     modules = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")]
     assert "annotations/model.py" not in modules and "metrics/profile.py" not in modules

@@ -281,7 +281,6 @@ def test_missing_external_data_does_not_stop_a_plain_render(external_model: Path
 def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> None:
     """A location that climbs out of the model's folder is never followed."""
     from conftest import escaping_external_data
-
     from renderer.errors import LoaderError
     from renderer.loaders import load_model
 
@@ -455,8 +454,8 @@ def test_csv_with_millions_of_columns_is_cut_and_said(tmp_path: Path) -> None:
 def test_a_million_keys_on_one_operator_are_cut_and_said(tmp_path: Path) -> None:
     """1M meta keys with --show all took over 60 s and 2 GB: now the first MAX_VALUES_PER_ELEMENT are kept, a box
     draws MAX_DRAWN_VALUES of them and counts the rest, and one line says each cut."""
-    from renderer.records import MAX_VALUES_PER_ELEMENT
     from renderer.picture.dot import MAX_DRAWN_VALUES
+    from renderer.records import MAX_VALUES_PER_ELEMENT
 
     keys = tmp_path / "keys.json"
     with open(keys, "w", encoding="utf-8") as f:

@@ -15,7 +15,6 @@ import pytest
 import tflite
 
 import tflite_build as fb
-
 from renderer.data import categories
 from renderer.errors import LoaderError
 from renderer.loaders import tflite as loader

@@ -12,10 +12,10 @@ import tflite
 from onnx import TensorProto, helper, numpy_helper
 
 from renderer import metrics, numbers
-from renderer.records import Annotations, Entry, metric_value
 from renderer.loaders import load_model
 from renderer.metrics.op_costs import peak_activation_bytes
 from renderer.options import RenderOptions
+from renderer.records import Annotations, Entry, metric_value
 
 ROOT = Path(__file__).resolve().parent.parent
 ONNX = ROOT / "samples" / "onnx"

@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
 
+from conftest import ONNX, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
 from renderer import metrics
 from renderer.annotations import load_annotations
-from renderer.records import metric_value
 from renderer.loaders import load_model
+from renderer.records import metric_value
 
 
 def fills(svg: Path) -> dict[str, str | None]:

@@ -16,10 +16,10 @@ import numpy as np
 import onnx
 import pytest
 import tflite
-import recurrent_models
-import tflite_build as tb
 from onnx import TensorProto, helper, numpy_helper
 
+import recurrent_models
+import tflite_build as tb
 from conftest import parse_svg, run_cli, svg_groups, tooltip_of
 from renderer.numbers import format_number
 

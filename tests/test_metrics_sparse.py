@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tflite
+
 import tflite_build as tb
 import wheel_models
-
 from conftest import parse_svg, run_cli, svg_groups, tooltip_of
 
 T, OP = tflite.TensorType, tflite.BuiltinOperator

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tflite
-from conftest import TFLITE
 
+from conftest import TFLITE
 from renderer import metrics
 from renderer.loaders import load_model
 

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, page_ids
 
 import payloads as P
 from conftest import ROOT, parse_svg, svg_groups
+from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, page_ids
 
 
 @pytest.fixture
@@ -143,7 +143,6 @@ def test_hostile_names_display_inert(payload: P.Payload, tmp_path: Path) -> None
     """A model and annotations carrying the payload in every field, and the payload as title: both display
     forms hold no script, handler or link, and short payloads show as literal text."""
     import renderer
-
     from test_injection import _normal, hostile_annotations
 
     model = renderer.load_model(P.hostile_onnx(payload.text, tmp_path / "hostile.onnx"))

@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, TFLITE, ROOT, run_cli
 
 import renderer
-from renderer.data import categories
-from renderer.data import operators
+from conftest import ONNX, ROOT, TFLITE, run_cli
+from renderer.data import categories, operators
 from renderer.errors import OperatorDataError
 from renderer.ir import SubgraphRef
 from renderer.metrics import onnx_ops, tflite_ops

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONNX, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
-
 import renderer
-from renderer.commands.cli import COMMANDS, build_parser
+from conftest import ONNX, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
+from renderer.commands.cli import build_parser
 from renderer.commands.common import PICTURE_OPTIONS, SHARED
 from renderer.options import RenderOptions, from_values
 

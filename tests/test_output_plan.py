@@ -12,11 +12,24 @@ import pytest
 
 import payloads as P
 from conftest import ONNX, ROOT, one_line_error, run_cli
-
 from renderer.errors import RenderError, UsageError
-from renderer.picture.output_plan import (FOLDER_FORMATS, MAX_PICTURES, OUTPUT_FORMATS, PICTURE_FORMATS, Links,
-                                          Output, OutputPlan, bytes_plan, folder_names, is_page_file,
-                                          output_format, page_file, page_stem, pages_folder, pages_path)
+from renderer.picture.output_plan import (
+    FOLDER_FORMATS,
+    MAX_PICTURES,
+    OUTPUT_FORMATS,
+    PICTURE_FORMATS,
+    Links,
+    Output,
+    OutputPlan,
+    bytes_plan,
+    folder_names,
+    is_page_file,
+    output_format,
+    page_file,
+    page_stem,
+    pages_folder,
+    pages_path,
+)
 
 FORMATS = P.output_formats()
 

@@ -12,9 +12,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
-
 import renderer
+from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli, transformer_models
 from renderer.picture.folding import fold
 
 INDEX_RANGE = re.compile(r"\bops? \d+\s*[–-]\s*\d+|\bstages? \d")

@@ -12,9 +12,8 @@ from urllib.parse import unquote
 import onnx
 import pytest
 
-from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
-
 import renderer
+from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
 from renderer.picture.folding import fold
 
 MAX_SIDE_PT = 199 * 72  # what graphviz_run leaves unshrunk in a PDF; under the 200 in PDF viewers open
@@ -319,8 +318,8 @@ def _fan_out(path: Path, readers: int) -> Path:
 def test_a_focus_page_laid_out_too_big_is_cut_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """200 readers of one tensor around --focus hub --radius 1: a view no prediction flags (few operators, two
     ranks), laid out ~9,000 pt wide. With the limit lowered to 5,000 pt, its layout's size cuts it into parts."""
-    from renderer.picture import book_output, pages
     from renderer.options import RenderOptions
+    from renderer.picture import book_output, pages
 
     monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)
     monkeypatch.setattr(book_output, "MAX_PAGE_PT", LOWERED)

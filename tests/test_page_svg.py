@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SVG_NS, XLINK_NS, parse_svg, run_cli
 
+from conftest import SVG_NS, XLINK_NS, parse_svg, run_cli
 from wheel_models import wheel_model
 
 

@@ -14,9 +14,8 @@ from urllib.parse import unquote
 import onnx
 import pytest
 
-from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
-
 import renderer
+from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
 from renderer.picture.folding import fold
 from renderer.picture.grouping import scope_of
 from renderer.picture.pages import needs_pages

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONNX, ROOT, SAMPLES, run_cli, transformer_models
-
 import renderer
+from conftest import ONNX, ROOT, SAMPLES, run_cli, transformer_models
 from renderer.commands.cli import COMMANDS, build_parser
 
 BAR = re.compile(rb"\d+%\|")  # tqdm's "NN%|" before the bar itself

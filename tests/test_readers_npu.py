@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import ONNX, ROOT, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
 
 FIXTURES = ROOT / "tests" / "fixtures"

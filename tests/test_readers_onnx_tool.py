@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ONNX, one_line_error, run_cli
 
+from conftest import ONNX, one_line_error, run_cli
 from renderer.annotations import load_annotations, onnx_tool_csv, read_file
 from renderer.errors import AnnotationError
 from renderer.loaders import load_model

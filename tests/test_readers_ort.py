@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ONNX, one_line_error, run_cli
 
+from conftest import ONNX, one_line_error, run_cli
 from renderer.annotations import AnnotationSet, Entry, load_annotations, merge, ort_profile, read_file
 from renderer.errors import AnnotationError
 from renderer.loaders import load_model

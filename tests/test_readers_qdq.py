@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import ONNX, ROOT, run_cli
 
+from conftest import ONNX, ROOT, run_cli
 from renderer.annotations import load_annotations, ort_qdq_loss, read_file
 from renderer.errors import AnnotationError
 from renderer.loaders import load_model

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 from conftest import ONNX, parse_svg, run_cli, svg_groups, tooltip_of
-
 from renderer.annotations.sidecar import sidecars
 
 

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TFLITE, one_line_error, run_cli
 
+from conftest import ROOT, TFLITE, one_line_error, run_cli
 from renderer.annotations import load_annotations, read_file, tflite_benchmark, tflite_quant_debug
 from renderer.errors import AnnotationError
 from renderer.loaders import load_model

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ONNX, TFLITE, one_line_error, run_cli
 
+from conftest import ONNX, TFLITE, one_line_error, run_cli
 from renderer.annotations import load_annotations, model_explorer, netron_attachment, read_file
 from renderer.errors import AnnotationError
 from renderer.loaders import load_model

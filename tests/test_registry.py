@@ -3,8 +3,6 @@ in a shipped module."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import payloads as P
 import registry
 from payloads import ROOT

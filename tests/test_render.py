@@ -10,12 +10,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import (
-    ONNX, ROOT, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of,
-)
 
 import renderer
-from renderer.colors import get_cmap, text_color, to_hex, contrast_ratio
+from conftest import (
+    ONNX,
+    ROOT,
+    SVG_NS,
+    TFLITE,
+    first_fill,
+    one_line_error,
+    parse_svg,
+    run_cli,
+    svg_groups,
+    tooltip_of,
+)
+from renderer.colors import contrast_ratio, get_cmap, text_color, to_hex
 from renderer.picture.folding import fold
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
@@ -248,7 +257,7 @@ def test_ids_by_name_output_tensor_and_index() -> None:
         index.operator("0:9999")
     control = renderer.load_model(ONNX / "control_flow.onnx")
     sub = control.graphs[1]
-    assert IdIndex.build(control).operator(f"1:0") == sub.nodes[0].key
+    assert IdIndex.build(control).operator("1:0") == sub.nodes[0].key
 
 
 @pytest.mark.parametrize("ident", ["\u0661", "\uff11", "0:\uff11", "\u00b2", "\u0661:0", "9" * 5000, "0:" + "9" * 30])

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from picture_checks import PROFILE, TINY_CNN
 
 from conftest import ONNX, run_cli
+from picture_checks import PROFILE, TINY_CNN
 
 # (model, annotation files): a flat picture coloured by its profile's main metric (the default); a model
 # planned as one picture whose layout is too big for a page (drawn as pages); a big model planned as pages.

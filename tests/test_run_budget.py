@@ -26,7 +26,6 @@ import pytest
 import hostile_models as H
 import tts_int8
 from conftest import ROOT
-
 from renderer.loaders import isolated, ort_shapes
 
 TOKENS = 32
@@ -154,7 +153,6 @@ def test_compare_counts_the_tensors_it_keeps_of_unknown_size(tmp_path: Path) -> 
     """compare keeps every tensor of both models: those no static shape sizes are allowed the largest tensor each
     (a weight counted at float32)."""
     import tts_transformer
-
     from renderer.compare.core import _sizes
     from renderer.loaders import load_model
 
@@ -173,7 +171,6 @@ def test_compare_counts_the_tensors_it_keeps_of_unknown_size(tmp_path: Path) -> 
 def test_verbose_says_what_the_run_may_take(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import tts_transformer
-
     from renderer.commands import cli
 
     monkeypatch.delenv(isolated.MEMORY_ENV, raising=False)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, latencies, page_ids
 
 import payloads as P
 from conftest import ROOT, SVG_NS, parse_svg, svg_groups
+from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, latencies, page_ids
 
 INLINE_ID = re.compile(r'id="ag[0-9a-f]{8}-')
 CONF = 'project = "annograph test"\nextensions = ["renderer.integrations.sphinx"]\n'
@@ -275,7 +275,7 @@ def test_unmatched_ids_are_coverage_warnings(project: Path) -> None:
                                        "models/tiny_cnn.latency.yaml, models/other.yaml\n", encoding="utf-8")
     result = build(project)
     [warning] = result.warnings.splitlines()
-    assert f"index.rst:4: WARNING: annograph: " in warning and "no/such/op" in warning
+    assert "index.rst:4: WARNING: annograph: " in warning and "no/such/op" in warning
     assert "[annograph.coverage]" in warning
     assert len(divs(result.page())) == 1
 
@@ -291,8 +291,8 @@ def test_latex_gets_a_pdf_and_text_the_alt_text(project: Path) -> None:
 
 
 def test_a_big_model_is_an_overview_linking_to_its_pages(project: Path) -> None:
-    from renderer.picture.folding import fold
     from renderer.loaders import load_model
+    from renderer.picture.folding import fold
     from renderer.picture.pages import plan
 
     shutil.copy(P.SAMPLES / "onnx" / "bert_scoped.onnx", project / "models")

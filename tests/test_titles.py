@@ -11,10 +11,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ONNX, SVG_NS, parse_svg, run_cli
-from wheel_models import wheel_model
-
 from renderer.picture.grouping import Group
 from renderer.picture.titles import distinct_titles, own_title
+from wheel_models import wheel_model
 
 
 def _unet(path: Path) -> Path:

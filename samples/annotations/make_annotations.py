@@ -80,7 +80,7 @@ def main() -> int:
     rows = ["id,kind,latency_us,style.fillcolor"]
     for name, value in latency.items():
         rows.append(f"{name},operator,{value:.2f},")
-    rows.append(f"image,tensor,,")
+    rows.append("image,tensor,,")
     (HERE / "tiny_cnn_qdq_u8.latency.csv").write_text("\n".join(rows) + "\n")
     return 0
 
