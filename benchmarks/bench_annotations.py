@@ -8,7 +8,7 @@ match nothing, each row with a latency, a note and a count. Each stage runs in a
 peak resident memory (ru_maxrss) is its own:
 
     baseline   csv.reader over the file, keeping nothing (the floor for any CSV reader)
-    read       renderer.annotations.read_file (the generic reader)
+    read       renderer.annotations.registry.read_file (the generic reader)
     merge      read_file + matching every id to the model (load_annotations)
     dot        load_annotations + the DOT of the annotated picture (to_dot, no Graphviz)
 
@@ -31,12 +31,12 @@ DEFAULT_MODEL = ROOT / "samples" / "onnx" / "tiny_cnn.onnx"
 
 STAGES = {
     "baseline": "import csv\nwith open(PATH, newline='', encoding='utf-8') as f:\n    for row in csv.reader(f):\n        pass\n",
-    "read": "from renderer.annotations import read_file\nfrom renderer.loaders import load_model\n"
+    "read": "from renderer.annotations.registry import read_file\nfrom renderer.loaders.registry import load_model\n"
             "model = load_model(MODEL)\nSTART()\nread_file(PATH, model)\n",
-    "merge": "from renderer.annotations import load_annotations\nfrom renderer.loaders import load_model\n"
+    "merge": "from renderer.annotations.registry import load_annotations\nfrom renderer.loaders.registry import load_model\n"
              "model = load_model(MODEL)\nSTART()\nload_annotations([PATH], model)\n",
-    "dot": "from renderer.annotations import load_annotations\nfrom renderer.loaders import load_model\n"
-           "from renderer.picture.rendering import to_dot\nmodel = load_model(MODEL)\nSTART()\n"
+    "dot": "from renderer.annotations.registry import load_annotations\nfrom renderer.loaders.registry import load_model\n"
+           "from renderer.compose.rendering import to_dot\nmodel = load_model(MODEL)\nSTART()\n"
            "to_dot(model, load_annotations([PATH], model))\n",
 }
 
@@ -55,7 +55,7 @@ print(json.dumps({{"seconds": elapsed, "peak_mib": resource.getrusage(resource.R
 
 def ids_for(model_path: Path) -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     model = load_model(model_path)
     ids = [n.name for n in model.main.nodes if n.name] + [f"{n.graph.index}:{n.index}" for n in model.nodes()]

@@ -171,7 +171,7 @@ def _pins(path: Path, feeds: dict[str, Any]) -> list[str]:
     """``--dim`` arguments pinning each free input dim to its array's size."""
     import onnx
 
-    from renderer.loaders.onnx import unnamed_dim_name
+    from renderer.loaders.free_dims import unnamed_dim_name
 
     proto = onnx.load(str(path), load_external_data=False)
     pins: dict[str, int] = {}

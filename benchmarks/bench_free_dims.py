@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def models() -> list[Path]:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
     from wheel_models import MODELS, cache_dir
 
     found = []
@@ -51,7 +51,7 @@ def seconds(path: Path, extra: list[str], out: Path, repeat: int) -> float:
 
 
 def formula(path: Path) -> str:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
     from renderer.metrics.dim_formulas import total_line
 
     model = load_model(path)

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import transformer_models  # noqa: E402
-from renderer.loaders import load_model  # noqa: E402
+from renderer.loaders.registry import load_model  # noqa: E402
 from renderer.picture.folding import fold  # noqa: E402
 from renderer.picture.grouping import group_model  # noqa: E402
 

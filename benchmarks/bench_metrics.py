@@ -164,9 +164,10 @@ def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
 def bench(name: str, build, repeat: int) -> None:  # type: ignore[no-untyped-def]
     import onnx_tool
 
-    from renderer import atomic, metrics
-    from renderer.loaders import load_model
-    from renderer.metrics.export import render
+    from renderer.files import atomic
+    from renderer.metrics import builtin as metrics
+    from renderer.loaders.registry import load_model
+    from renderer.exporters.metric_table import render
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.onnx"

@@ -50,7 +50,7 @@ def profile(model: Path, feeds: dict, folder: Path, optimized: bool) -> Path:
 
 def measure(model: Path, **source: object) -> tuple[float, int, int, object, float]:
     """(seconds to load, operators with MACs, operators, the mel output's shape, total MACs)."""
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     seconds, macs = measure_ops(model, **source)
     counted = [v for v in macs.values() if not isinstance(v, str)]
@@ -63,7 +63,7 @@ def silero(folder: Path) -> None:
 
     import numpy as np
 
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     model = ROOT / "samples" / "onnx" / "silero_vad.onnx"
     audio = np.random.default_rng(0).standard_normal((1, 512)).astype(np.float32)
@@ -96,8 +96,8 @@ def silero(folder: Path) -> None:
 
 def measure_ops(model: Path, **source: object) -> tuple[float, dict]:
     """(seconds to load, operator key → its MACs or the n/a reason)."""
-    from renderer import metrics
-    from renderer.loaders import load_model
+    from renderer.metrics import builtin as metrics
+    from renderer.loaders.registry import load_model
 
     started = time.perf_counter()
     loaded = load_model(model, **source)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Mutation fuzzing of every model loader and annotation reader, driven by the registries.
 
-Targets are built from ``renderer.loaders.LOADERS`` and ``renderer.annotations.READERS``, seeded with the
+Targets are built from ``renderer.loaders.registry.LOADERS`` and ``renderer.annotations.registry.READERS``, seeded with the
 files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``), and from the
 command paths of ``tests/registry.py`` (``--dim`` values, the onnxruntime shape run, ``embed``), which run the
 command on the input in-process. One input
@@ -147,7 +147,7 @@ def onnx_edit(data: bytes, rng: random.Random, blob: bytes = b"") -> bytes:
 def _onnx_edit(data: bytes, rng: random.Random, blob: bytes) -> bytes:
     import onnx
 
-    from renderer.loaders import onnx as onnx_loader
+    from renderer.loaders.onnx import loader as onnx_loader
 
     if not onnx_loader.match(data[:64]):
         return data
@@ -281,7 +281,7 @@ def _tflite_fields(data: bytes) -> tuple[tuple[int, int], ...]:
     """(offset, size) of the scalar fields and index vectors a TFLite loader follows."""
     import tflite
 
-    from renderer.loaders import tflite as tflite_loader
+    from renderer.loaders.tflite import loader as tflite_loader
 
     if not tflite_loader.match(data[:64]):
         return ()
@@ -365,11 +365,11 @@ class Target:
 def _after_load(model) -> None:  # type: ignore[no-untyped-def]
     """What a render does with a freshly loaded model, short of Graphviz: ids, the annotations embedded in the
     model, built-in metrics (one that reads the weights, with the tensor-size cap), the DOT."""
-    from renderer import metrics
-    from renderer.annotations import merge
+    from renderer.metrics import builtin as metrics
+    from renderer.annotations.merge import merge
     from renderer.annotations.embedded import from_model
-    from renderer.options import RenderOptions
-    from renderer.picture.rendering import to_dot
+    from renderer.core.options import RenderOptions
+    from renderer.compose.rendering import to_dot
 
     annotations = merge(from_model(model), model)
     weighty = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
@@ -385,15 +385,15 @@ def _load(module: ModuleType, path: Path) -> None:
 
 @cache
 def _reader_model(path: str):  # type: ignore[no-untyped-def]
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     return load_model(path)
 
 
 def _read(module: ModuleType, path: Path) -> None:
-    from renderer.annotations import merge
-    from renderer.options import RenderOptions
-    from renderer.picture.rendering import to_dot
+    from renderer.annotations.merge import merge
+    from renderer.core.options import RenderOptions
+    from renderer.compose.rendering import to_dot
 
     model = _reader_model(str(payloads.reader_model(module)))
     result = module.read(path, model)
@@ -411,7 +411,7 @@ class DownstreamError(Exception):
 
 
 def _downstream(call: Callable[[], None]) -> None:
-    from renderer.errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     try:
         call()
@@ -467,7 +467,7 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 def check(target: Target, path: Path, timeout: float) -> tuple[str, str]:
     """Run ``target`` on ``path``: ("ok" | "error" | "downstream-error", message) or ("FAIL", details)."""
-    from renderer.errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     try:
         with time_limit(timeout):

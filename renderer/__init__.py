@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import AnnographError, AnnotationError, GraphvizNotFound, LoaderError, MetricError, RenderError
-from .options import RenderOptions
-from .version import __version__
+from renderer.core.errors import (
+    AnnographError, AnnotationError, GraphvizNotFound, LoaderError, MetricError, RenderError,
+)
+from renderer.core.options import RenderOptions
+from renderer.version import __version__
 
 __all__ = [
     "AnnographError", "AnnotationError", "GraphvizNotFound", "LoaderError", "MetricError", "RenderError",
@@ -24,16 +26,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .annotations import load_annotations
-    from .loaders import load_model
-    from .integrations.notebook import show
-    from .picture.rendering import render, to_dot
+    from renderer.annotations.registry import load_annotations
+    from renderer.loaders.registry import load_model
+    from renderer.integrations.notebook import show
+    from renderer.compose.rendering import render, to_dot
 
 _LAZY = {
-    "load_model": ("loaders", "load_model"),
-    "load_annotations": ("annotations", "load_annotations"),
-    "render": ("picture.rendering", "render"),
-    "to_dot": ("picture.rendering", "to_dot"),
+    "load_model": ("loaders.registry", "load_model"),
+    "load_annotations": ("annotations.registry", "load_annotations"),
+    "render": ("compose.rendering", "render"),
+    "to_dot": ("compose.rendering", "to_dot"),
     "show": ("integrations.notebook", "show"),
 }
 

@@ -1,5 +1,5 @@
 import sys
 
-from .commands.cli import main
+from renderer.commands.cli import main
 
 sys.exit(main())

@@ -2,9 +2,9 @@
 
 Everything here is driven by the registries, so a loader, reader or output format added later is covered
 without editing the tests:
-    * ``renderer.loaders.LOADERS``       → ``loader_modules()``
-    * ``renderer.annotations.READERS``   → ``reader_modules()``
-    * ``renderer.picture.output_plan.OUTPUT_FORMATS`` → ``output_formats()``
+    * ``renderer.loaders.registry.LOADERS``       → ``loader_modules()``
+    * ``renderer.annotations.registry.READERS``   → ``reader_modules()``
+    * ``renderer.compose.output_plan.OUTPUT_FORMATS`` → ``output_formats()``
 
 Seed files for fuzzing are found, not listed: every file under ``samples/`` and ``tests/fixtures/`` that a
 loader recognises (by ``match`` on its first bytes, or by extension), and for each annotation reader the files
@@ -125,27 +125,27 @@ def for_cli(text: str) -> str:
 
 
 def loader_modules() -> list[ModuleType]:
-    from renderer.loaders import loader_modules as modules
+    from renderer.loaders.registry import loader_modules as modules
 
     return modules()
 
 
 def reader_modules() -> list[ModuleType]:
-    from renderer.annotations import reader_modules as modules
+    from renderer.annotations.registry import reader_modules as modules
 
     return modules()
 
 
 def output_formats() -> list[str]:
     """Every distinct output format, in a stable order."""
-    from renderer.picture.output_plan import OUTPUT_FORMATS
+    from renderer.compose.output_plan import OUTPUT_FORMATS
 
     return sorted(set(OUTPUT_FORMATS.values()))
 
 
 def extension(fmt: str) -> str:
     """The first file extension that produces ``fmt``."""
-    from renderer.picture.output_plan import OUTPUT_FORMATS
+    from renderer.compose.output_plan import OUTPUT_FORMATS
 
     return next(ext for ext, f in OUTPUT_FORMATS.items() if f == fmt)
 
@@ -215,7 +215,7 @@ def path_seeds(name: str) -> list[Seed]:
 def reader_files(module: ModuleType) -> list[Path]:
     """The sample and fixture files ``read_file`` would hand to ``module``, where they lie (beside the files a
     reader may look for: a TensorRT profile's layer information)."""
-    from renderer.annotations import HEAD_CHARS
+    from renderer.annotations.registry import HEAD_CHARS
 
     readers = reader_modules()
     found = []
@@ -746,7 +746,7 @@ def check_output(fmt: str, data: bytes, folder: Path) -> str | None:
 def errors_are_ours(call: Callable[[], object], path: Path) -> str | None:
     """Run ``call``; return None on success or the message of the AnnographError it raised, asserting the
     message is one non-empty line naming ``path``'s file. Any other exception propagates (a test failure)."""
-    from renderer.errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     try:
         call()

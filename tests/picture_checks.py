@@ -2,7 +2,7 @@
 shared by the Jupyter, Sphinx and default-colour tests.
 
 The expected boxes come from the model (the operators the folding draws) and the expected fills from the
-sample file's numbers through matplotlib's viridis, computed here, not by ``renderer.colors``.
+sample file's numbers through matplotlib's viridis, computed here, not by ``renderer.colour.maps``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What the fuzz and injection tests (and ``fuzz/harness.py``) know about each loader and annotation reader.
 
-The package registries (``renderer.loaders.LOADERS``, ``renderer.annotations.READERS``) say which modules
+The package registries (``renderer.loaders.registry.LOADERS``, ``renderer.annotations.registry.READERS``) say which modules
 exist; this one says how to test them, and lives on the test side so that shipped modules carry no test hooks.
 ``test_registry.py`` checks that every module in the package registries has an entry here.
 
-Per loader (``LOADERS``, keyed by the module's name in ``renderer.loaders.LOADERS``):
+Per loader (``LOADERS``, keyed by the module's name in ``renderer.loaders.registry.LOADERS``):
 
 ``seeds``
     Extra fuzz seeds: paths relative to the repository root (glob patterns allowed), or a callable taking no
@@ -13,7 +13,7 @@ Per loader (``LOADERS``, keyed by the module's name in ``renderer.loaders.LOADER
 
 Per extra output (``OUTPUTS``, outputs an option other than ``-o`` writes): see ``OutputEntry``.
 
-Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.READERS``), ``seeds`` as above and:
+Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.registry.READERS``), ``seeds`` as above and:
 
 ``model``
     Path, relative to the repository root, of the sample model that the reader's seed files refer to (their
@@ -110,7 +110,7 @@ def _tflite_benchmark(text: str) -> tuple[str, bytes]:
     """Regular-run rows naming ``text`` as an output tensor and as a custom op's type (the hostile TFLite
     model's operators 0 and 2). The tables are tab- and line-based, as benchmark_model writes them: tabs and
     line breaks in ``text`` become spaces, as no real row could hold them."""
-    from renderer.annotations.tflite_benchmark import REGULAR
+    from renderer.annotations.readers.tflite_benchmark import REGULAR
 
     flat = " ".join(text.replace("\t", " ").splitlines()) or "Custom"
     header = "\t".join(["[node type]", "[start]", "[first]", "[avg ms]", "[%]", "[cdf%]", "[mem KB]",
@@ -204,7 +204,7 @@ def _tflite_quant_debug(text: str) -> tuple[str, bytes]:
 
 def _ort_qdq_loss(text: str) -> tuple[str, bytes]:
     """Results for activation ``text`` and weight ``text·w`` (the hostile models' names), models ``text``."""
-    from renderer.annotations.ort_qdq_loss import FORMAT_MARKER
+    from renderer.annotations.readers.ort_qdq_loss import FORMAT_MARKER
 
     doc = {"format": FORMAT_MARKER, "float_model": text, "qdq_model": text,
            "activations": {text: {"qdq_err": 30.5, "xmodel_err": 28.0}, text + "·out": 12.0},
@@ -225,7 +225,7 @@ def _onnx_tool_csv(text: str) -> tuple[str, bytes]:
 
 def _netron_attachment(text: str) -> tuple[str, bytes]:
     """Items of every kind with target, name and value ``text`` (a node and tensor of the hostile models)."""
-    from renderer.annotations.netron_attachment import SIGNATURE
+    from renderer.annotations.readers.netron_attachment import SIGNATURE
 
     items = [{"kind": kind, "target": "" if kind == "model" else text, "name": text, "value": text}
              for kind in ("model", "graph", "node", "value")]
@@ -512,7 +512,7 @@ def command(path: Path, argv: list[str], output: Path) -> str:
     error on one line; AssertionError for anything else (exit status 2, "internal error", a traceback, exit 0
     without the output)."""
     from renderer.commands.cli import main
-    from renderer.errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     output.unlink(missing_ok=True)
     err = io.StringIO()
@@ -587,7 +587,7 @@ def dims_argv(path: Path) -> list[str]:
 def _dims(path: Path) -> None:
     """The ``--dim`` values of the file through the option parser, the loader's pinning and re-inference, the
     MAC counts and the "pin these dims" hints and stderr line, into a DOT picture coloured by MACs."""
-    from renderer.errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     out = _scratch() / "dims.dot"
     try:
@@ -819,7 +819,7 @@ EMBED_NOTES = "graph: {meta: {run: fuzz}}\noperators:\n  - {id: '0', meta: {late
 def _embed(path: Path) -> None:
     """The model in the file embedded (an operator value, a graph value), and the copy read back."""
     from renderer.annotations.embedded import ENTRY, from_model
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     folder = _scratch()
     notes = folder / "notes.yaml"
@@ -941,7 +941,7 @@ OUTPUTS: dict[str, OutputEntry] = {
     # the pull-request summary, with the longest top table (its links go to the -o pictures of the same run)
     "summary": OutputEntry(args=lambda path: ["--summary", path, "--summary-rows", "50"], fmt="md", suffix=".md"),
 }
-"""Outputs besides the ``-o`` formats (``renderer.picture.output_plan.OUTPUT_FORMATS``), by name."""
+"""Outputs besides the ``-o`` formats (``renderer.compose.output_plan.OUTPUT_FORMATS``), by name."""
 
 PATHS: dict[str, PathEntry] = {
     "dims": PathEntry(_dims, _dims_seeds),
@@ -978,8 +978,10 @@ COMMANDS: dict[str, CommandEntry] = {
 
 
 def registry_name(module: object) -> str:
-    """The key of a loader or reader module in the package registry (its last dotted name)."""
-    return str(getattr(module, "__name__")).rsplit(".", 1)[-1]
+    """The key of a loader or reader module in the package registry: a loader's format package
+    (``renderer.loaders.onnx.loader`` → ``onnx``), a reader's module name."""
+    parts = str(getattr(module, "__name__")).split(".")
+    return parts[-2] if parts[-1] == "loader" else parts[-1]
 
 
 def loader(module: object) -> LoaderEntry:

@@ -17,8 +17,8 @@ import pytest
 import tts_transformer
 from conftest import parse_svg, run_cli
 from renderer.data.units import additive_kind
-from renderer.picture.aggregate import rule_for
-from renderer.records import MetricInfo
+from renderer.colour.aggregate import rule_for
+from renderer.core.records import MetricInfo
 
 SMALL = 200
 

@@ -179,8 +179,8 @@ def test_one_unwritable_output_of_several_changes_none(tmp_path: Path) -> None:
 
 
 def test_write_all_is_all_or_nothing(tmp_path: Path) -> None:
-    from renderer import atomic
-    from renderer.errors import RenderError
+    from renderer.files import atomic
+    from renderer.core.errors import RenderError
 
     a, b = tmp_path / "a.svg", tmp_path / "b.svg"
     a.write_bytes(OLD)
@@ -365,8 +365,8 @@ def test_diff_summary_takes_only_markdown(tmp_path: Path) -> None:
 
 
 def test_refuse_inputs_compares_files_not_names(tmp_path: Path) -> None:
-    from renderer.atomic import refuse_inputs
-    from renderer.errors import RenderError
+    from renderer.files.atomic import refuse_inputs
+    from renderer.core.errors import RenderError
 
     model = tmp_path / "m.onnx"
     model.write_bytes(b"x")
@@ -537,7 +537,7 @@ def test_a_pages_folder_that_is_a_symlink_leaves_no_hidden_link(tmp_path: Path, 
 
 
 def test_page_file_names_are_exact() -> None:
-    from renderer.picture.output_plan import is_page_file
+    from renderer.files.page_names import is_page_file
 
     assert is_page_file("page-001.svg", {"svg"}) and is_page_file("page-1234.dot", {"dot", "svg"})
     for name in ("page-notes.dot", "page-1.svg", "page-000.svg", "page-0001.svg", "page-001.svg.bak", "Page-001.svg",

@@ -11,7 +11,7 @@ import pytest
 
 import renderer
 from conftest import ONNX, SVG_NS, TFLITE, XLINK_NS, first_fill, parse_svg, run_cli, svg_groups
-from renderer.numbers import format_number
+from renderer.core.numbers import format_number
 
 TITLE = f"{XLINK_NS}title"
 
@@ -270,7 +270,7 @@ def operator_ids(svg: bytes) -> set[str]:
 
 def rendered_ids(model: Path) -> set[str]:
     """The operator ids of ``render``'s picture of ``model``."""
-    from renderer.picture.rendering import render_bytes
+    from renderer.compose.rendering import render_bytes
 
     return operator_ids(render_bytes(renderer.load_model(str(model))))
 

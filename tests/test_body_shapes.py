@@ -68,7 +68,7 @@ def kernel_events(profile: Path) -> dict[str, dict[str, Any]]:
 
 def operator_ids(model: Path) -> dict[str, tuple[str, str]]:
     """Node name → (its ``S:N`` id, op type), over every graph of the model as annograph numbers them."""
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     loaded = load_model(model, shape_run=False)
     return {node.name: (f"{graph.index}:{node.index}", node.op_type)
@@ -198,7 +198,7 @@ def test_a_profile_too_long_to_make_costs_one_line(bodies: dict[str, Path], tmp_
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A Loop of 50,000 steps records an event per node and step: the profiled run gets a budget from the plain
     run's time, and past it the bodies keep no shapes, said in one line; the command still succeeds."""
-    from renderer.loaders import ort_shapes
+    from renderer.loaders.onnx import ort_shapes
 
     monkeypatch.setattr(ort_shapes, "PROFILE_SECONDS", 0.5)
     monkeypatch.setattr(ort_shapes, "PROFILE_FACTOR", 1)
@@ -312,7 +312,7 @@ def test_tflite_sizes_read_from_a_shape_stay_counted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", sorted(TFLITE.glob("*.tflite")), ids=lambda path: path.name)
 def test_tflite_samples_have_no_size_read_from_input_values(path: Path, tmp_path: Path) -> None:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
     from renderer.loaders.value_sizes import tflite_value_sized
 
     model = load_model(path)

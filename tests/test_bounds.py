@@ -1,5 +1,5 @@
 """Issue 19: every child run under one resource policy (``renderer/loaders/isolated.py``), ``compare`` in the child,
-and ``.npz`` files read from their headers first (``renderer.inputs.NpzArchive``).
+and ``.npz`` files read from their headers first (``renderer.files.inputs.NpzArchive``).
 
 The hostile models are a few hundred bytes (``hostile_models.py``); the limits are set low through
 ``ANNOGRAPH_RUN_MEMORY`` / ``ANNOGRAPH_RUN_SECONDS`` so that each case ends in seconds. The memory each takes with
@@ -22,9 +22,10 @@ import pytest
 
 import hostile_models as H
 from conftest import ONNX, ROOT, escaping_external_data, one_line_error, run_cli
-from renderer import inputs
-from renderer.errors import AnnographError
-from renderer.loaders import isolated, load_model
+from renderer.files import inputs
+from renderer.core.errors import AnnographError
+from renderer.loaders import isolated
+from renderer.loaders.registry import load_model
 
 LOW = {"ANNOGRAPH_RUN_MEMORY": "160MiB", "ANNOGRAPH_RUN_SECONDS": "20"}
 
@@ -46,7 +47,7 @@ def test_a_tiny_model_gets_the_floor_and_the_machine_caps_everything() -> None:
 def test_the_address_space_limit_of_this_process_caps_a_run() -> None:
     """``ulimit -v`` (RLIMIT_AS) is part of what the machine allows: a run never plans beyond it."""
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY));"
-            "from renderer.loaders import isolated; print(isolated.limits(10**12).memory)")
+            "from renderer.loaders.registry import isolated; print(isolated.limits(10**12).memory)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert 0 < int(done.stdout) <= int((3 << 30) * isolated.MACHINE_SHARE)

@@ -1,4 +1,4 @@
-"""``renderer/colors.py``: where a value falls on the colour map under each norm (linear, log, quantile, a centre),
+"""``renderer/colour/maps.py``: where a value falls on the colour map under each norm (linear, log, quantile, a centre),
 ``--vmin``/``--vmax``, values without a colour (None, NaN, ±inf), that the colours are matplotlib's for the map,
 and that text on every colour of every map meets WCAG AA (4.5:1)."""
 
@@ -14,8 +14,8 @@ from matplotlib import colormaps as mpl_colormaps
 from matplotlib.colors import LinearSegmentedColormap, to_hex
 
 from conftest import ROOT
-from renderer.colors import NA_COLOR, Scale, contrast_ratio, get_cmap, own_colormaps, text_color
-from renderer.errors import MetricError
+from renderer.colour.maps import NA_COLOR, Scale, contrast_ratio, get_cmap, own_colormaps, text_color
+from renderer.core.errors import MetricError
 
 OWN = sorted(p.stem for p in (ROOT / "colormaps").glob("*.json") if p.stem != "categories")
 MATPLOTLIB = ["viridis", "magma", "coolwarm", "RdYlGn", "Greys"]

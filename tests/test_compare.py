@@ -11,8 +11,8 @@ import pytest
 
 import renderer
 from conftest import ONNX, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups
-from renderer.annotations import load_annotations
-from renderer.compare import error_metrics
+from renderer.annotations.registry import load_annotations
+from renderer.compare.metrics import error_metrics
 
 METRICS = ("max_abs_error", "mean_abs_error", "rmse", "rel_error", "cosine", "sqnr_db")
 

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 import renderer
 from conftest import ONNX, first_fill, parse_svg, run_cli, svg_groups, tooltip_of
-from renderer.colors import Scale
+from renderer.colour.maps import Scale
 
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 HEAT_LOW = "#fff7d6"  # first stop of colormaps/heat.json

@@ -380,7 +380,7 @@ def test_tflite_operators_pair_by_output_tensor(tmp_path: Path) -> None:
     out, summary = tmp_path / "t.svg", tmp_path / "t.md"
     run = run_cli("diff", model, copy, "--metric", "params", "-o", out, "--summary", summary, "--fail-above", "0%")
     assert run.returncode == 0, run.stderr
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     count = sum(len(g.nodes) for g in load_model(model).graphs)
     line = next(ln for ln in run.stderr.splitlines() if "matched" in ln)
@@ -412,7 +412,7 @@ def test_summary_stays_small_for_a_huge_diff() -> None:
     """The worst case for the summary's size: 20,000 operators with 300-character names, half worse and half
     better, every one past the gate, one in ten on one side only, and the largest --summary-rows."""
     from renderer import diff as differ
-    from renderer.options import SUMMARY_MAX_TOP_K
+    from renderer.core.options import SUMMARY_MAX_TOP_K
 
     changes = []
     for i in range(20_000):

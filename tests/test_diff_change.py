@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX
-from renderer.annotations import load_annotations
+from renderer.annotations.registry import load_annotations
 from renderer.diff import build
 from renderer.diff.change import Diff, Threshold, parse_share
-from renderer.errors import UsageError
-from renderer.loaders import load_model
+from renderer.core.errors import UsageError
+from renderer.loaders.registry import load_model
 
 MODEL = load_model(ONNX / "tiny_cnn.onnx")
 NAMES = [node.display_name for node in MODEL.nodes()]

@@ -120,7 +120,7 @@ def dynamic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _nodes(path: Path) -> dict[str, tuple[int, str]]:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     return {n.name: (n.index, n.op_type) for n in load_model(path).main.nodes}
 

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 import registry
 import renderer
 from conftest import ONNX, TFLITE, run_cli
-from renderer.errors import AnnographError, LoaderError
+from renderer.core.errors import AnnographError, LoaderError
 
 BERT = ONNX / "bert_scoped.onnx"
 TINY = ONNX / "tiny_cnn.onnx"

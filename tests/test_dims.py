@@ -13,8 +13,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tts_transformer
-from renderer import metrics
-from renderer.loaders import load_model, ort_shapes
+from renderer.metrics import builtin as metrics
+from renderer.loaders.registry import load_model
+from renderer.loaders.onnx import ort_shapes
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "onnx"
 INPUT_DIMS = ("DynamicDimension.0", "DynamicDimension.1", "DynamicDimension.2")

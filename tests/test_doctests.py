@@ -14,7 +14,7 @@ MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffi
 
 
 def test_the_documented_modules_are_found() -> None:
-    assert {"renderer.escape", "renderer.colors", "renderer.annotations.style"} <= set(MODULES)
+    assert {"renderer.core.escape", "renderer.colour.maps", "renderer.annotations.style"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

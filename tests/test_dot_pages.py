@@ -17,12 +17,12 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import ONNX
-from renderer.loaders import load_model
-from renderer.options import RenderOptions
+from renderer.loaders.registry import load_model
+from renderer.core.options import RenderOptions
 from renderer.picture.dot_pages import emit_page
-from renderer.picture.output_plan import Links
+from renderer.files.page_names import Links
 from renderer.picture.pages import Book, Page
-from renderer.picture.rendering import plan_book, prepare
+from renderer.compose.rendering import plan_book, prepare
 
 OVERVIEW = "m.svg"
 INTERNAL_ID = re.compile(r"\b(?:op|t|box|stub|x|cl)-\d+(?:-\d+)*\b|\b(?:op|box|stub)_\w+|\('op',")

@@ -12,10 +12,10 @@ import pytest
 
 from conftest import ONNX, ROOT, TFLITE, one_line_error, run_cli
 from payloads import hostile_tflite
-from renderer.annotations import load_annotations
+from renderer.annotations.registry import load_annotations
 from renderer.annotations.embedded import ENTRY, from_model
 from renderer.exporters.embed_tflite import with_metadata
-from renderer.loaders import load_model
+from renderer.loaders.registry import load_model
 
 DEBUGGER = ROOT / "tests" / "fixtures" / "tflite_debugger"
 
@@ -292,7 +292,7 @@ def test_tflite_is_parsed_once_and_embed_writes_what_was_loaded(tmp_path: Path, 
     import tflite
 
     from renderer.exporters.embed_tflite import embed
-    from renderer.records import Annotations, Entry
+    from renderer.core.records import Annotations, Entry
 
     source = tmp_path / "nabu.tflite"
     source.write_bytes((TFLITE / "okay_nabu.tflite").read_bytes())
@@ -329,9 +329,10 @@ def _imported_modules(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
+            found |= {alias.name.split(".")[0] for alias in node.names} | {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             found.add("." * node.level + (node.module or "").split(".")[0])
+            found |= {f"{node.module}.{alias.name}" for alias in node.names} | {node.module or ""}
     return found
 
 
@@ -352,7 +353,7 @@ def test_only_the_loaders_read_tflite_files() -> None:
         assert not _imported_modules(path) & {"tflite", "flatbuffers", "struct"} - (
             {"struct"} if name == "exporters/embed_tflite.py" else set()), name
         assert not _calls(path) & {"unpack", "unpack_from", "GetRootAsModel", "Offset", "Indirect", "Vector"}, name
-    assert not _imported_modules(package / "exporters/embed_onnx.py") & {"onnx_wire"}
+    assert not _imported_modules(package / "exporters/embed_onnx.py") & {"renderer.loaders.onnx.wire"}
     outside = [p for p in package.rglob("*.py") if "loaders" not in p.parts
                and _imported_modules(p) & {"tflite", "flatbuffers"}]
     assert outside == []
@@ -364,8 +365,8 @@ def test_tflite_embed_through_the_api_reads_back_the_same(tmp_path: Path, model_
     """Every operator and tensor of every subgraph annotated, embedded through the API, read back through the
     loader: the same annotations; the file's own metadata entries stay, in order, with ours after them."""
     from renderer.exporters.embed_tflite import embed
-    from renderer.loaders import tflite as tflite_loader
-    from renderer.records import Annotations, Entry
+    from renderer.loaders.tflite import loader as tflite_loader
+    from renderer.core.records import Annotations, Entry
 
     model = load_model(model_path)
     notes = Annotations(
@@ -391,7 +392,7 @@ def test_onnx_embed_rebuilds_the_file_from_the_loaders_parse(tmp_path: Path, mon
     import os
 
     from renderer.exporters.embed_onnx import embed
-    from renderer.records import Annotations, Entry
+    from renderer.core.records import Annotations, Entry
 
     source = tmp_path / "m.onnx"
     source.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())
@@ -423,7 +424,7 @@ def test_onnx_embed_rebuilds_the_file_from_the_loaders_parse(tmp_path: Path, mon
 def test_onnx_stored_proto_is_the_file_as_stored(name: str, dims: dict[str, int]) -> None:
     """What the loader changed (inferred and pinned shapes, weights left in the mapped file) is put back:
     byte for byte what protobuf makes of the file."""
-    from renderer.loaders.onnx import stored_proto
+    from renderer.loaders.onnx.loader import stored_proto
 
     model = load_model(ONNX / name, dims=dims or None)
     rebuilt = stored_proto(model).SerializeToString()

@@ -1,4 +1,4 @@
-"""``renderer/escape.py``: a table of hostile strings × every escaping function, with the text each rule must
+"""``renderer/core/escape.py``: a table of hostile strings × every escaping function, with the text each rule must
 give; then the same strings through the real consumers (Graphviz, an XML parser, markdown-it as GitHub reads a
 comment, URL decoding), checking that what a reader sees is the cleaned text, as typed."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, SVG_NS, parse_svg, run_cli
 from payloads import markdown_tokens
-from renderer import escape
+from renderer.core import escape
 
 B = "\\"  # one backslash, to keep the table readable
 HOSTILE = {

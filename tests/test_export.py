@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, one_line_error, run_cli
-from renderer.annotations import load_annotations, read_file
-from renderer.annotations.model_explorer import color_for
-from renderer.exporters import ExportOptions, exporter
-from renderer.loaders import load_model
+from renderer.annotations.registry import load_annotations, read_file
+from renderer.annotations.readers.model_explorer import color_for
+from renderer.exporters.registry import exporter
+from renderer.exporters.protocol import ExportOptions
+from renderer.loaders.registry import load_model
 
 FIXTURES = ROOT / "tests" / "fixtures"
 DEBUGGER = FIXTURES / "tflite_debugger"
@@ -89,7 +90,7 @@ def test_tflite_ids_round_trip(tmp_path: Path) -> None:
     model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
     original = load_annotations(DEBUGGER / "layer_stats.csv", model)
     for name in ("generic_csv", "generic_json"):
-        module = __import__(f"renderer.exporters.{name}", fromlist=["export"])
+        module = __import__(f"renderer.exporters.registry.{name}", fromlist=["export"])
         out = tmp_path / f"x{module.EXTENSION}"
         out.write_text(module.export(model, original, ExportOptions()).text)
         assert plain(load_annotations(out, model)) == plain(original)

@@ -20,10 +20,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
-from renderer import metrics
-from renderer.loaders import load_model
+from renderer.metrics import builtin as metrics
+from renderer.loaders.registry import load_model
 from renderer.loaders.free_dims import Slot, roles
-from renderer.numbers import format_count
+from renderer.core.numbers import format_count
 from wheel_models import wheel_model
 
 # held-out model → the assumed values the load must state, as ``name=value`` (from names, places, metadata)
@@ -37,7 +37,7 @@ HELD_OUT = {
 }
 ASSUMED = re.compile(r"(?P<dims>(?:[^\s,;:]+=\d+, )*[^\s,;:]+=\d+) assumed(?:; (?P<follow>[^(]*) following)? "
                      r"\(--dim to change\)")
-# op types whose MACs differ from onnx-tool's by a documented convention (renderer/metrics/__init__.py: functions
+# op types whose MACs differ from onnx-tool's by a documented convention (renderer/metrics/builtin.py: functions
 # weighted by instruction cost there, one op per element here; BatchNormalization, pooling, Softmax, LSTM's
 # elementwise part, ConvTranspose counted by output there) and Mul/Range, which also count a few scalar shape ops
 CONVENTIONS = {"Div", "Softmax", "BatchNormalization", "LayerNormalization", "GlobalAveragePool", "Erf", "Sigmoid",

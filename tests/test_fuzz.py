@@ -151,7 +151,7 @@ def test_hostile_numbers_lines_and_record_counts(module, kind: str, tmp_path: Pa
     import math
     import tracemalloc
 
-    from renderer.records import metric_value
+    from renderer.core.records import metric_value
 
     size = {"huge_line": HUGE_LINE, "many_records": MANY_RECORDS}.get(kind, 0)
     name, data = harness.payloads.registry.reader(module).hostile(kind, size)
@@ -201,7 +201,7 @@ def test_time_guard_stops_a_hang(tmp_path: Path) -> None:
 
 def test_foreign_exception_is_a_failure(tmp_path: Path) -> None:
     """The classification itself: our error naming the file passes; anything else is reported."""
-    from renderer.errors import LoaderError
+    from renderer.core.errors import LoaderError
 
     path = tmp_path / "model.bin"
     path.write_bytes(b"x")

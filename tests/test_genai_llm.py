@@ -130,7 +130,7 @@ def test_the_picture_shows_attention_macs(genai_model, tmp_path: Path) -> None:
 
 def test_int4_parameters_equal_fp32s_and_the_configs(genai_model, tmp_path: Path) -> None:
     import renderer
-    from renderer.metrics import model_costs
+    from renderer.metrics.builtin import model_costs
 
     counts = {}
     for precision in ("int4", "int4-asym", "fp32"):
@@ -178,7 +178,7 @@ def test_a_tied_int4_embedding_counts_as_the_fp32_one(genai_model, tmp_path: Pat
     """With the embedding tied to the LM head, the int4 model reads the head's packed weight through a Reshape
     into a GatherBlockQuantized: the table's values are parameters there, counted once in the total."""
     import renderer
-    from renderer.metrics import model_costs
+    from renderer.metrics.builtin import model_costs
 
     totals = {p: model_costs(renderer.load_model(genai_model(p), dims=PREFILL)).totals()["params"]
               for p in ("int4-tied", "fp32-tied")}
@@ -194,6 +194,6 @@ def test_a_tied_int4_embedding_counts_as_the_fp32_one(genai_model, tmp_path: Pat
 
 def counts_untied(genai_model, dims: dict[str, int]) -> int:  # type: ignore[no-untyped-def]
     import renderer
-    from renderer.metrics import model_costs
+    from renderer.metrics.builtin import model_costs
 
     return model_costs(renderer.load_model(genai_model("fp32"), dims=dims)).totals()["params"]

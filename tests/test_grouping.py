@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, TFLITE
-from renderer.ir import Graph, Model, Node
-from renderer.loaders import load_model
+from renderer.core.ir import Graph, Model, Node
+from renderer.loaders.registry import load_model
 from renderer.picture import grouping
 from renderer.picture.folding import fold
 from renderer.picture.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment

@@ -1,4 +1,4 @@
-"""``renderer/heatmap.py``: a metric picked out of real annotations on a real model, the scale fitted to the
+"""``renderer/colour/heatmap.py``: a metric picked out of real annotations on a real model, the scale fitted to the
 drawn operators only, infinities at the ends of the map, the default colour map of a higher-is-better metric,
 which metric colours a picture when none is asked for, and the errors for a metric that is not there."""
 
@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from conftest import ONNX, SAMPLES
-from renderer.annotations import load_annotations
-from renderer.colors import NA_COLOR, Scale
-from renderer.errors import MetricError
-from renderer.heatmap import build, builtin_default, default_metric, infinite_value, number_of, resolve_metric
-from renderer.loaders import load_model
-from renderer.numbers import format_number
+from renderer.annotations.registry import load_annotations
+from renderer.colour.maps import NA_COLOR, Scale
+from renderer.core.errors import MetricError
+from renderer.colour.heatmap import build, builtin_default, default_metric, infinite_value, number_of, resolve_metric
+from renderer.loaders.registry import load_model
+from renderer.core.numbers import format_number
 
 MODEL = load_model(ONNX / "tiny_cnn.onnx")
 LATENCY = SAMPLES / "annotations" / "tiny_cnn.latency.yaml"
@@ -117,7 +117,7 @@ def test_the_only_metric_is_the_default(tmp_path: Path) -> None:
 
 
 def test_builtin_default_is_macs_when_shapes_are_known() -> None:
-    from renderer.metrics import model_costs
+    from renderer.metrics.builtin import model_costs
     from renderer.metrics.op_costs import Cost
 
     chosen = builtin_default(MODEL, lambda node: True)

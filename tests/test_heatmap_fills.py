@@ -1,7 +1,7 @@
 """Box fills under every norm with a range that does not start at 0, read back from the rendered SVG.
 
 The expected colours are computed here from matplotlib's colour map and the norm's definition, not through
-``renderer.colors``: a scale that divided by ``vmax`` instead of ``vmax - vmin`` passed the older tests,
+``renderer.colour.maps``: a scale that divided by ``vmax`` instead of ``vmax - vmin`` passed the older tests,
 which all used ``--vmin 0``.
 """
 

@@ -210,7 +210,7 @@ def test_search_centres_and_highlights_the_operator(open_report, tiny: Path) -> 
 
 
 def test_hovering_a_box_shows_all_its_values(open_report, tiny: Path) -> None:  # type: ignore[no-untyped-def]
-    from renderer.numbers import format_number
+    from renderer.core.numbers import format_number
 
     opened = open_report(tiny)
     page = opened.page
@@ -225,7 +225,7 @@ def test_hovering_a_box_shows_all_its_values(open_report, tiny: Path) -> None:  
         # besides the file's value, the metrics annograph computed: every one, not the six a box shows
         assert {"params", "macs", "flops", "weight_bytes", "output_bytes"} <= set(shown), shown
         assert list(shown) == [k for k, _, _ in ops[name]["values"]] and len(shown) > 6
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     model = load_model(ONNX / "tiny_cnn.onnx")
     conv = next(n for n in model.nodes() if n.name == "stem/conv")
@@ -640,11 +640,11 @@ def _hostile_report(folder: Path, book: bool) -> Path:
     """A model with every payload as a node name, annotations with every payload as key and value, the short
     payloads as its title: rendered to HTML flat, or as a book of several pages (the three hottest operators,
     a page each, and an index page)."""
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
     from renderer.annotations.embedded import from_model
-    from renderer.loaders import load_model
-    from renderer.options import RenderOptions
-    from renderer.picture.rendering import render
+    from renderer.loaders.registry import load_model
+    from renderer.core.options import RenderOptions
+    from renderer.compose.rendering import render
 
     model = load_model(P.combined_onnx(folder / "all.onnx"))
     files = []

@@ -8,7 +8,7 @@ import pytest
 
 import renderer
 from conftest import ONNX, run_cli
-from renderer.id_rules import IdIndex, Unresolved
+from renderer.core.id_rules import IdIndex, Unresolved
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"  # 18 operators, 45 tensors in graph 0
 CONTROL_FLOW = ONNX / "control_flow.onnx"  # graphs of 4, 3, 2 and 5 operators

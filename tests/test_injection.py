@@ -35,7 +35,7 @@ def _normal(text: str) -> str:
 
 
 def render_all(model, annotations, options, folder: Path, formats: list[str]) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
-    from renderer.picture.rendering import render
+    from renderer.compose.rendering import render
 
     outputs = [folder / f"out{P.extension(fmt)}" for fmt in formats]
     render(model, annotations, options, output=outputs)
@@ -51,7 +51,7 @@ def check_all(outputs: dict[str, bytes], folder: Path, literal: str | None) -> N
 
 
 def hostile_annotations(text: str, model, folder: Path, ids: list[str]):  # type: ignore[no-untyped-def]
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
     from renderer.annotations.embedded import from_model
 
     files = [P.annotation_file(text, syntax, folder, ids) for syntax in P.GENERIC_SYNTAXES]
@@ -60,7 +60,7 @@ def hostile_annotations(text: str, model, folder: Path, ids: list[str]):  # type
 
 
 def _options(text: str):  # type: ignore[no-untyped-def]
-    from renderer.options import RenderOptions
+    from renderer.core.options import RenderOptions
 
     return RenderOptions(title=text, color_by="latency_ms", show=["all"], edge_by="bytes")
 
@@ -70,7 +70,7 @@ def _options(text: str):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
 def test_onnx_fields(payload: P.Payload, tmp_path: Path) -> None:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     model = load_model(P.hostile_onnx(payload.text, tmp_path / "hostile.onnx"))
     first = model.main.nodes[0]
@@ -85,7 +85,7 @@ def test_onnx_fields(payload: P.Payload, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
 def test_tflite_fields(payload: P.Payload, tmp_path: Path) -> None:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     path = tmp_path / "hostile.tflite"
     path.write_bytes(P.hostile_tflite(payload.text))
@@ -101,8 +101,8 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
     """Each tool reader's injection file (``tests/registry.py``) is detected as its own format and names an
     operator of the hostile model (ONNX, or TFLite when the reader's registry model is), so the injected strings
     really reach the outputs."""
-    from renderer.annotations import load_annotations
-    from renderer.loaders import load_model
+    from renderer.annotations.registry import load_annotations
+    from renderer.loaders.registry import load_model
 
     text = "<b>x</b>"
     models = {".onnx": load_model(P.hostile_onnx(text, tmp_path / "hostile.onnx"))}
@@ -187,7 +187,7 @@ def test_title_through_a_subprocess(tmp_path: Path) -> None:
 
 def _all_payload_annotations(model, folder: Path):  # type: ignore[no-untyped-def]
     """One file per generic syntax holding every payload as an id, key and value."""
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
     from renderer.annotations.embedded import from_model
 
     files = []
@@ -204,8 +204,8 @@ def _all_payload_annotations(model, folder: Path):  # type: ignore[no-untyped-de
 def test_every_format_with_every_payload(kind: str, tmp_path: Path) -> None:
     """A model carrying all payloads at once (ONNX built; the real okay_nabu.tflite with its tensor names
     overwritten in place), rendered to every registered output format."""
-    from renderer.loaders import load_model
-    from renderer.options import RenderOptions
+    from renderer.loaders.registry import load_model
+    from renderer.core.options import RenderOptions
 
     if kind == "onnx":
         model = load_model(P.combined_onnx(tmp_path / "all.onnx"))
@@ -232,14 +232,14 @@ def test_every_format_with_every_payload(kind: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
 def test_tflite_sample_with_patched_names(payload: P.Payload, tmp_path: Path) -> None:
     """The real okay_nabu.tflite with every tensor name overwritten in place by the payload."""
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     path = tmp_path / "nabu.tflite"
     path.write_bytes(P.patch_tflite_names(P.NABU.read_bytes(), payload.text))
     model = load_model(path)
     prefix = payload.text.encode()[:4].decode("utf-8", "ignore")
     assert all(v.name.startswith(prefix) for v in model.values() if len(v.name) > 6)
-    from renderer.options import RenderOptions
+    from renderer.core.options import RenderOptions
 
     outputs = render_all(model, None, RenderOptions(title=payload.text), tmp_path, ["svg", "dot"])
     check_all(outputs, tmp_path, None)
@@ -272,7 +272,7 @@ def test_escape_rules_show_text_as_written_in_dot_output(case: tuple[str, str, s
     """html_text, attr and tooltip, as the real ``dot`` reads them, against texts written out here."""
     import graphviz
 
-    from renderer import escape
+    from renderer.core import escape
 
     _, text, shown, hover = case
     one_line = re.sub(r"[\r\n]+", " ", text)  # a plain label breaks lines at newlines, on purpose
@@ -298,7 +298,7 @@ def test_escape_rules_keep_every_payload_as_clean_text_through_dot(tmp_path: Pat
     against written-out texts by the test above)."""
     import graphviz
 
-    from renderer import escape
+    from renderer.core import escape
 
     dot = graphviz.Digraph("G")
     expected: dict[str, str] = {}
@@ -329,7 +329,7 @@ def test_escape_rules_keep_every_payload_as_clean_text_through_dot(tmp_path: Pat
 def test_characters_xml_forbids_are_replaced() -> None:
     """U+FFFE and U+FFFF (and lone surrogates) are not XML 1.0 characters: Graphviz refuses them in a label and a
     tooltip holding one is not well-formed XML. Every destination shows U+FFFD instead."""
-    from renderer import escape
+    from renderer.core import escape
 
     assert escape.clean("a\ufffeb\uffffc\ud800d\ufffd") == "a\ufffdb\ufffdc\ufffdd\ufffd"
     assert escape.html_text("<\uffff>") == "&lt;\ufffd&gt;"
@@ -340,7 +340,7 @@ def test_characters_xml_forbids_are_replaced() -> None:
 def test_style_values_cannot_carry_markup() -> None:
     """Style is the one annotation field that reaches a Graphviz attribute raw: only checked values pass."""
     from renderer.annotations.style import validate_style
-    from renderer.errors import AnnotationError
+    from renderer.core.errors import AnnotationError
 
     for p in P.PAYLOADS:
         for key in ("fillcolor", "color", "fontcolor", "penwidth", "arrowsize", "style"):
@@ -365,7 +365,7 @@ def test_hostile_style_in_a_file_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_graphviz_exit_status_1_is_an_error() -> None:
     """``dot`` exits 1 on a broken HTML label yet still prints a picture; that must not count as success."""
-    from renderer.errors import RenderError
+    from renderer.core.errors import RenderError
     from renderer.picture.graphviz_run import run_dot
 
     source = 'digraph G { a [label=<<B>bold</I>>]; }'
@@ -398,7 +398,7 @@ def test_info_prints_no_control_characters(payload: P.Payload, tmp_path: Path) -
 
 def _exporters() -> list:  # type: ignore[type-arg]
     try:
-        from renderer.exporters import exporter_modules
+        from renderer.exporters.registry import exporter_modules
     except ImportError:
         return []
     return exporter_modules()
@@ -412,14 +412,14 @@ def test_exported_files_parse_and_read_back(payload: P.Payload, tmp_path: Path) 
     import io
     import json
 
-    from renderer.annotations import read_file
-    from renderer.errors import AnnographError
-    from renderer.loaders import load_model
+    from renderer.annotations.registry import read_file
+    from renderer.core.errors import AnnographError
+    from renderer.loaders.registry import load_model
 
     modules = _exporters()
     if not modules:
         pytest.skip("no exporters registered")
-    from renderer.exporters import ExportOptions
+    from renderer.exporters.protocol import ExportOptions
 
     model = load_model(P.hostile_onnx(payload.text, tmp_path / "hostile.onnx"))
     annotations = hostile_annotations(payload.text, model, tmp_path, ids=["0", "0:1"])
@@ -449,8 +449,8 @@ def test_subgraph_link_tooltip_is_literal(tmp_path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper
 
-    from renderer.loaders import load_model
-    from renderer.options import RenderOptions
+    from renderer.loaders.registry import load_model
+    from renderer.core.options import RenderOptions
 
     op_type = r"\N\G\L<b>"
     body = helper.make_graph([helper.make_node("Identity", ["a"], ["b"], name="inner")], "body",
@@ -479,7 +479,7 @@ def test_dim_values_no_dim_can_take_are_one_line_errors(value: str, tmp_path: Pa
     """Through the option parser (``--dim=--`` included, which argparse used to hand over as an empty list): a
     value that is no ASCII whole number of int64 is refused in one line naming the option, never read as some
     other number; the few that are plain numbers pin the dim to that number."""
-    from renderer.errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     model, out = registry.dims_model(), tmp_path / "pinned.dot"
     argv = ["render", str(model), "--show", "macs", f"--dim=height={value}", "--dim=width=8", "--dim=batch=1",
@@ -523,7 +523,7 @@ def test_dim_names_carrying_payloads(payload: P.Payload, tmp_path: Path) -> None
     pinned = tmp_path / "pinned.svg"
     argv = ["render", str(model), "--show", "output_bytes", "-o", str(pinned), f"--dim={P.for_cli(payload.text)}=3"]
     if "\x00" in payload.text:
-        from renderer.errors import AnnographError
+        from renderer.core.errors import AnnographError
 
         with pytest.raises(AnnographError, match="pins nothing: this model has no free input dim called") as error:
             registry.command(model, argv, pinned)

@@ -52,7 +52,7 @@ def test_hostile_text_stays_text(payload: P.Payload) -> None:
     still only text."""
     import graphviz
 
-    from renderer import escape
+    from renderer.core import escape
     from renderer.picture.graphviz_run import run_dot
     from renderer.reports.inline_svg import inline, prefix_for
 
@@ -78,7 +78,7 @@ def test_hostile_text_stays_text(payload: P.Payload) -> None:
     ('<svg xmlns="http://www.w3.org/2000/svg"><g id="a">', "does not parse"),
 ])
 def test_active_or_broken_svgs_are_refused(svg: str, word: str) -> None:
-    from renderer.errors import RenderError
+    from renderer.core.errors import RenderError
     from renderer.reports.inline_svg import inline
 
     with pytest.raises(RenderError, match=word):

@@ -261,8 +261,8 @@ def external_model(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
 
 
 def test_missing_external_data_is_named_when_weights_are_read(external_model: Path) -> None:
-    from renderer.errors import LoaderError
-    from renderer.loaders import load_model
+    from renderer.core.errors import LoaderError
+    from renderer.loaders.registry import load_model
 
     model = load_model(external_model)  # the weights are not needed to load
     weights = [v.initializer for v in model.values() if v.initializer is not None and v.initializer.location]
@@ -281,8 +281,8 @@ def test_missing_external_data_does_not_stop_a_plain_render(external_model: Path
 def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> None:
     """A location that climbs out of the model's folder is never followed."""
     from conftest import escaping_external_data
-    from renderer.errors import LoaderError
-    from renderer.loaders import load_model
+    from renderer.core.errors import LoaderError
+    from renderer.loaders.registry import load_model
 
     path = escaping_external_data(tmp_path)
     loaded = load_model(path)
@@ -292,7 +292,7 @@ def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> No
 
 
 def _statistics() -> list[str]:
-    from renderer import metrics
+    from renderer.metrics import builtin as metrics
 
     names = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
     return [n for n in names if n.startswith(("weight_", "value_"))]
@@ -306,8 +306,8 @@ def test_max_tensor_elements_flag_exists() -> None:
 @pytest.mark.skipif(not _statistics(), reason="no weight-statistic metrics registered")
 def test_tensor_statistics_are_capped() -> None:
     """Statistics over weights larger than the cap are skipped with a note, never computed."""
-    from renderer import metrics
-    from renderer.loaders import load_model
+    from renderer.metrics import builtin as metrics
+    from renderer.loaders.registry import load_model
 
     model = load_model(ONNX / "tiny_cnn.onnx")
     names = set(_statistics())
@@ -388,7 +388,7 @@ def test_yaml_alias_bomb_is_cheap(tmp_path: Path) -> None:
 
 
 def test_nested_values_are_cut_not_expanded(tmp_path: Path) -> None:
-    from renderer.annotations import generic
+    from renderer.annotations.readers import generic
 
     path = tmp_path / "nested.json"
     path.write_text('{"operators": [{"id": 0, "meta": {"big": [' + ",".join(["[1, 2, 3]"] * 100_000) + "]}}]}",
@@ -408,8 +408,8 @@ def test_file_name_with_a_newline_stays_one_line(tmp_path: Path) -> None:
 
 def test_oversized_yaml_is_refused_with_advice(tmp_path: Path) -> None:
     """PyYAML holds a whole document (~80 bytes a character): past the cap the answer is one line, at once."""
-    from renderer.annotations import generic
-    from renderer.errors import AnnotationError
+    from renderer.annotations.readers import generic
+    from renderer.core.errors import AnnotationError
 
     path = tmp_path / "huge.yaml"
     row = '  - id: "stem/conv"\n    meta: {latency_ms: 1.5}\n'
@@ -455,7 +455,7 @@ def test_a_million_keys_on_one_operator_are_cut_and_said(tmp_path: Path) -> None
     """1M meta keys with --show all took over 60 s and 2 GB: now the first MAX_VALUES_PER_ELEMENT are kept, a box
     draws MAX_DRAWN_VALUES of them and counts the rest, and one line says each cut."""
     from renderer.picture.dot import MAX_DRAWN_VALUES
-    from renderer.records import MAX_VALUES_PER_ELEMENT
+    from renderer.core.records import MAX_VALUES_PER_ELEMENT
 
     keys = tmp_path / "keys.json"
     with open(keys, "w", encoding="utf-8") as f:

@@ -1,4 +1,4 @@
-"""Weights read straight from the mapped ONNX file (renderer/loaders/onnx_wire.py) equal what onnx reads.
+"""Weights read straight from the mapped ONNX file (renderer/loaders/onnx/wire.py) equal what onnx reads.
 
 The loader hands protobuf a copy of the file without the large ``raw_data`` fields and views those bytes in
 place; these tests check the light copy is the same model minus those bytes, every weight reads back equal
@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ONNX, one_line_error, run_cli
-from renderer.errors import LoaderError
-from renderer.loaders import load_model, onnx_wire
+from renderer.core.errors import LoaderError
+from renderer.loaders.registry import load_model
+from renderer.loaders.onnx import wire as onnx_wire
 
 
 def _big_model(path: Path) -> dict[str, np.ndarray]:

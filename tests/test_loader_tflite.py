@@ -16,8 +16,8 @@ import tflite
 
 import tflite_build as fb
 from renderer.data import categories
-from renderer.errors import LoaderError
-from renderer.loaders import tflite as loader
+from renderer.core.errors import LoaderError
+from renderer.loaders.tflite import loader
 
 
 def decoded_options(node) -> dict:  # type: ignore[no-untyped-def]
@@ -464,7 +464,7 @@ def build_dynamic_sequence_model(custom_last: bool = False) -> bytes:
 
 
 def test_dims_pin_any_axis_and_litert_propagates_them(tmp_path):
-    from renderer import metrics
+    from renderer.metrics import builtin as metrics
 
     path = write(tmp_path, build_dynamic_sequence_model())
     model = loader.load(path, dims={"batch": 2, "axis1": 128})

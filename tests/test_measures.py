@@ -39,7 +39,7 @@ def test_numbers_no_float_holds_are_refused_saying_why(text: str, why: str) -> N
 
 def test_a_refused_cell_names_file_line_column_and_column_name() -> None:
     from renderer.annotations.measures import Where, measure
-    from renderer.errors import AnnotationError
+    from renderer.core.errors import AnnotationError
 
     with pytest.raises(AnnotationError, match=r"^f.csv:3:42: Op Cycles '9{24}… \(4,000 characters\)' is past the "
                                               r"float range$"):
@@ -51,7 +51,7 @@ def test_a_refused_cell_names_file_line_column_and_column_name() -> None:
 
 def test_sums_past_the_float_range_are_refused() -> None:
     from renderer.annotations.measures import mean, total
-    from renderer.errors import AnnotationError
+    from renderer.core.errors import AnnotationError
 
     assert total([1.7e308, -1.7e308, 5], "f", "x") == 5 and mean([1.0, 2.0], "f", "x") == 1.5
     with pytest.raises(AnnotationError, match="^f:4: op_cycles adds up past the float range"):

@@ -1,7 +1,7 @@
 """Per-node params and MACs cross-checked against onnx-tool, run for real on three real models of different kinds.
 
 For every node both tools count:
-    * MACs are equal, except for the op types listed in ``renderer.metrics``'s table of intended differences
+    * MACs are equal, except for the op types listed in ``renderer.metrics.builtin``'s table of intended differences
       (onnx-tool weights functions by x86 instruction cost); for those that are elementwise in both tools the
       ratio onnx-tool / ours must be one constant per op type, which still checks that both count the same
       elements.
@@ -22,13 +22,13 @@ import numpy as np
 import onnx
 import pytest
 
-from renderer import metrics
-from renderer.loaders import load_model
+from renderer.metrics import builtin as metrics
+from renderer.loaders.registry import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 ONNX = ROOT / "samples" / "onnx"
 
-# Op types whose MACs differ by convention (documented in renderer/metrics/__init__.py).
+# Op types whose MACs differ by convention (documented in renderer/metrics/builtin.py).
 INTENDED = {"Div", "Softmax", "BatchNormalization", "LayerNormalization", "GlobalAveragePool", "Erf"}
 # Of those, the ones both tools count per element, so that onnx-tool / ours is one constant per op type.
 PROPORTIONAL = {"Div", "Softmax", "BatchNormalization"}

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 import recurrent_models
 import tflite_build as tb
 from conftest import parse_svg, run_cli, svg_groups, tooltip_of
-from renderer.numbers import format_number
+from renderer.core.numbers import format_number
 
 OPS_PER_UNIT = {"LSTM": 13, "GRU": 11, "RNN": 2}
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}

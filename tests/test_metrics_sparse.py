@@ -152,7 +152,7 @@ def shown_sparsity(tooltip: str) -> float | None:
 @pytest.mark.parametrize("key", ["face_detection_full_range_sparse", "mediapipe_face_detection_full_range_sparse"])
 def test_mediapipe_sparse_blazeface(key: str, tmp_path: Path) -> None:
     path = wheel_models.wheel_model(key)
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     model = load_model(path)
     interpreter = litert(path)
@@ -187,7 +187,7 @@ def test_mediapipe_sparse_blazeface(key: str, tmp_path: Path) -> None:
 def test_sparsity_parameters_that_do_not_fit_the_buffer(tmp_path: Path) -> None:
     """Segments indexing more values than the buffer holds (a corrupt file): the data stays the flat stored
     values, a note says what disagrees, and nothing is counted as dense."""
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     segments, indices, values = csr(DENSE)
 

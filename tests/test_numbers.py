@@ -1,4 +1,4 @@
-"""``renderer/numbers.py``: every displayed number reads back as the number it stands for (to the precision each
+"""``renderer/core/numbers.py``: every displayed number reads back as the number it stands for (to the precision each
 form promises), the suffix and plural rules, the figures of a real model's header, and that no other module
 rounds numbers for display on its own."""
 
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from onnx import numpy_helper
 
 from conftest import ONNX, ROOT
-from renderer import numbers
-from renderer.loaders import load_model
-from renderer.picture.rendering import to_dot
+from renderer.core import numbers
+from renderer.loaders.registry import load_model
+from renderer.compose.rendering import to_dot
 
 SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 BINARY = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}

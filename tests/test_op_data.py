@@ -16,8 +16,8 @@ import pytest
 import renderer
 from conftest import ONNX, ROOT, TFLITE, run_cli
 from renderer.data import categories, operators
-from renderer.errors import OperatorDataError
-from renderer.ir import SubgraphRef
+from renderer.core.errors import OperatorDataError
+from renderer.core.ir import SubgraphRef
 from renderer.metrics import onnx_ops, tflite_ops
 
 FORMATS = {"onnx": onnx_ops, "tflite": tflite_ops}
@@ -174,7 +174,7 @@ def test_every_operator_with_subgraphs_is_control_flow_in_the_data(path: Path) -
     assert runners
     for node in runners:
         assert categories.runs_subgraphs(model.format, node.op_type), node.op_type
-    from renderer import metrics
+    from renderer.metrics import builtin as metrics
 
     totals = metrics.model_costs(model).totals()
     uncountable = [n for n in model.nodes() if categories.runs_subgraphs(model.format, n.op_type)]

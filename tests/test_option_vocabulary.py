@@ -17,7 +17,7 @@ import renderer
 from conftest import ONNX, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 from renderer.commands.cli import build_parser
 from renderer.commands.common import PICTURE_OPTIONS, SHARED
-from renderer.options import RenderOptions, from_values
+from renderer.core.options import RenderOptions, from_values
 
 OWN_MEANING = {
     ("-o", "--output"): "every command writes its own kind of output: a picture, a folder, a table, a model",

@@ -1,4 +1,4 @@
-"""The output plan (``renderer.picture.output_plan``): each output's format, its pages folder, the page file
+"""The output plan (``renderer.compose.output_plan``): each output's format, its pages folder, the page file
 names and the links between them, the pictures a summary links to, and the refusal of outputs that are inputs;
 then a real book written through it, its files and links read back."""
 
@@ -12,24 +12,11 @@ import pytest
 
 import payloads as P
 from conftest import ONNX, ROOT, one_line_error, run_cli
-from renderer.errors import RenderError, UsageError
-from renderer.picture.output_plan import (
-    FOLDER_FORMATS,
-    MAX_PICTURES,
-    OUTPUT_FORMATS,
-    PICTURE_FORMATS,
-    Links,
-    Output,
-    OutputPlan,
-    bytes_plan,
-    folder_names,
-    is_page_file,
-    output_format,
-    page_file,
-    page_stem,
-    pages_folder,
-    pages_path,
+from renderer.core.errors import RenderError, UsageError
+from renderer.compose.output_plan import (
+    FOLDER_FORMATS, MAX_PICTURES, OUTPUT_FORMATS, PICTURE_FORMATS, Output, OutputPlan, bytes_plan, folder_names, output_format,
 )
+from renderer.files.page_names import Links, is_page_file, page_file, page_stem, pages_folder, pages_path
 
 FORMATS = P.output_formats()
 
@@ -160,8 +147,8 @@ def test_a_book_is_written_where_the_plan_says_and_links_as_it_says(tmp_path: Pa
     """A real model drawn as pages (DOT: no layout), through ``render``: the overview and each page file are
     where the plan names them, and every link in the overview's DOT is one of the plan's links."""
     from renderer.integrations.loading import load
-    from renderer.options import RenderOptions
-    from renderer.picture.rendering import render
+    from renderer.core.options import RenderOptions
+    from renderer.compose.rendering import render
 
     loaded = load(str(ONNX / "tiny_transformer.onnx"), [], RenderOptions(collapse=1, color_by="macs"))
     plan = OutputPlan.build([tmp_path / "t.dot", tmp_path / "t.md"])

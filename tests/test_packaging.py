@@ -33,7 +33,7 @@ def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     probe = (
-        "import renderer.colors as c, renderer.reports.report as r, renderer.data.resources as res\n"
+        "import renderer.colour.maps as c, renderer.reports.report as r, renderer.data.resources as res\n"
         "assert 'heat' in c.own_colormaps(), c.own_colormaps()\n"
         "assert str(res.folder('templates')).startswith(%r), res.folder('templates')\n"
         "import renderer.reports.explore as e\n"

@@ -199,7 +199,8 @@ def test_a_page_laid_out_too_big_is_planned_again(tmp_path: Path, monkeypatch: p
                                                    chain_report: Path) -> None:
     """With the limit lowered to 5,000 pt, pages that come out taller (a chain of 90 operators: ~9,000 pt) are
     planned again with fewer operators until they fit."""
-    from renderer.picture import book_output, pages
+    from renderer.compose import book_output
+    from renderer.picture import pages
 
     monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)
     monkeypatch.setattr(book_output, "MAX_PAGE_PT", LOWERED)
@@ -318,8 +319,9 @@ def _fan_out(path: Path, readers: int) -> Path:
 def test_a_focus_page_laid_out_too_big_is_cut_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """200 readers of one tensor around --focus hub --radius 1: a view no prediction flags (few operators, two
     ranks), laid out ~9,000 pt wide. With the limit lowered to 5,000 pt, its layout's size cuts it into parts."""
-    from renderer.options import RenderOptions
-    from renderer.picture import book_output, pages
+    from renderer.core.options import RenderOptions
+    from renderer.compose import book_output
+    from renderer.picture import pages
 
     monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)
     monkeypatch.setattr(book_output, "MAX_PAGE_PT", LOWERED)

@@ -44,7 +44,7 @@ def big_report(big: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
     return out, notes
 
 
-def _latency_file(model: renderer.ir.Model, path: Path) -> dict[str, float]:
+def _latency_file(model: renderer.core.ir.Model, path: Path) -> dict[str, float]:
     """A latency per operator, different for each: ``(index * 37) % 101 + 1`` µs."""
     values = {}
     with path.open("w", newline="", encoding="utf-8") as f:
@@ -67,7 +67,7 @@ def _ids(root: object, prefix: str) -> list[str]:
     return [g.get("id") for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").startswith(prefix)]  # type: ignore[attr-defined]
 
 
-def _drawn(model: renderer.ir.Model) -> list[renderer.ir.Node]:
+def _drawn(model: renderer.core.ir.Model) -> list[renderer.core.ir.Node]:
     folding = fold(model)
     return [n for n in model.nodes() if folding.is_drawn(n)]
 

@@ -243,7 +243,7 @@ def test_compare_counts_the_tensors_it_measures(transformer: Path, columns: int,
 
 def test_the_python_api_draws_nothing(big_weight: Path, tmp_path: Path) -> None:
     out = tmp_path / "api.svg"
-    code = ("import renderer; from renderer.options import RenderOptions; "
+    code = ("import renderer; from renderer.core.options import RenderOptions; "
             f"m = renderer.load_model({str(big_weight)!r}); "
             f"renderer.render(m, None, RenderOptions(color_by='weight_mean'), output={str(out)!r})")
     status, shown, stdout = _on_terminal([], code)

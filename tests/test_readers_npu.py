@@ -181,7 +181,7 @@ def test_vela_operators_without_outputs_and_a_second_subgraph(vela_out: Path, tm
 def test_vela_legacy_core_layout() -> None:
     """The legacy core's header (``TFLite_operator``, two ``Network%``) read from its real output."""
     import renderer
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
 
     path = FIXTURES / "vela" / "tiny_keras_int8_asymmetric.legacy_per-layer.csv"
     model = renderer.load_model(TINY_INT8)
@@ -340,7 +340,7 @@ def test_openvino_execution_graph_attributes_fused_layers(name: str, openvino_ou
 
 def test_openvino_semicolons_in_names_and_bad_times(tmp_path: Path) -> None:
     import renderer
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
 
     header = "layerName;execStatus;layerType;execType;realTime (ms);cpuTime (ms);"
     report = tmp_path / "benchmark_detailed_counters_report.csv"
@@ -402,7 +402,7 @@ def test_tensorrt_raw_separators_and_bad_profiles(tmp_path: Path) -> None:
     """Layer info with the separator written raw (not ``\\u001f``) is read; a profile without its count header
     or with a non-numeric time is one error naming the file."""
     import renderer
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
 
     profile = tmp_path / "run.profile.json"
     profile.write_bytes((TRT / "tiny_cnn.profile.json").read_bytes())
@@ -441,7 +441,7 @@ def test_vela_unquoted_name_with_commas(tmp_path: Path) -> None:
     import payloads
     import renderer
     from registry import _vela  # the injection file: rows named by the hostile model's tensors
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
 
     (tmp_path / "m.tflite").write_bytes(payloads.hostile_tflite("a,b, c"))
     name, data = _vela("a,b, c")
@@ -458,7 +458,7 @@ def test_vela_unquoted_name_with_commas(tmp_path: Path) -> None:
 def test_tensorrt_layer_info_with_names_only(tmp_path: Path) -> None:
     """An engine built without detailed verbosity lists its layers as bare names: the names are split then."""
     import renderer
-    from renderer.annotations import load_annotations
+    from renderer.annotations.registry import load_annotations
 
     profile = tmp_path / "run_profile.json"
     profile.write_bytes((TRT / "tiny_cnn.profile.json").read_bytes())

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import ONNX, one_line_error, run_cli
-from renderer.annotations import load_annotations, onnx_tool_csv, read_file
-from renderer.errors import AnnotationError
-from renderer.loaders import load_model
+from renderer.annotations.registry import load_annotations, read_file
+from renderer.annotations.readers import onnx_tool_csv
+from renderer.core.errors import AnnotationError
+from renderer.loaders.registry import load_model
 
 onnx_tool = pytest.importorskip("onnx_tool")
 

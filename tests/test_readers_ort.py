@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from conftest import ONNX, one_line_error, run_cli
-from renderer.annotations import AnnotationSet, Entry, load_annotations, merge, ort_profile, read_file
-from renderer.errors import AnnotationError
-from renderer.loaders import load_model
+from renderer.annotations.registry import load_annotations, read_file
+from renderer.annotations.merge import merge
+from renderer.core.records import AnnotationSet, Entry
+from renderer.annotations.readers import ort_profile
+from renderer.core.errors import AnnotationError
+from renderer.loaders.registry import load_model
 
 ort = pytest.importorskip("onnxruntime")
 

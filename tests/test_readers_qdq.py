@@ -11,9 +11,10 @@ import onnx
 import pytest
 
 from conftest import ONNX, ROOT, run_cli
-from renderer.annotations import load_annotations, ort_qdq_loss, read_file
-from renderer.errors import AnnotationError
-from renderer.loaders import load_model
+from renderer.annotations.registry import load_annotations, read_file
+from renderer.annotations.readers import ort_qdq_loss
+from renderer.core.errors import AnnotationError
+from renderer.loaders.registry import load_model
 
 qdq_loss_debug = pytest.importorskip("onnxruntime.quantization.qdq_loss_debug")
 

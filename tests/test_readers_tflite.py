@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TFLITE, one_line_error, run_cli
-from renderer.annotations import load_annotations, read_file, tflite_benchmark, tflite_quant_debug
-from renderer.errors import AnnotationError
-from renderer.loaders import load_model
+from renderer.annotations.registry import load_annotations, read_file
+from renderer.annotations.readers import tflite_benchmark, tflite_quant_debug
+from renderer.core.errors import AnnotationError
+from renderer.loaders.registry import load_model
 
 FIXTURES = ROOT / "tests" / "fixtures"
 DEBUGGER = FIXTURES / "tflite_debugger"

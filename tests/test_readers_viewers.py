@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, TFLITE, one_line_error, run_cli
-from renderer.annotations import load_annotations, model_explorer, netron_attachment, read_file
-from renderer.errors import AnnotationError
-from renderer.loaders import load_model
+from renderer.annotations.registry import load_annotations, read_file
+from renderer.annotations.readers import model_explorer, netron_attachment
+from renderer.core.errors import AnnotationError
+from renderer.loaders.registry import load_model
 
 
 def write(path: Path, doc: object) -> Path:

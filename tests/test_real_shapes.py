@@ -246,8 +246,8 @@ def test_compare_pins_unnamed_dims_by_their_names() -> None:
     """``compare``'s inputs take ``--dim input.axis1=512`` for silero_vad's unnamed dims, as the loader names them."""
     import onnxruntime as ort
 
-    from renderer.compare.inputs import InputSpec, concrete_shape
-    from renderer.loaders import load_model
+    from renderer.loaders.feeds import InputSpec, concrete_shape
+    from renderer.loaders.registry import load_model
 
     session = ort.InferenceSession(str(SILERO), providers=["CPUExecutionProvider"])
     dims = {"input.axis0": 1, "input.axis1": 512, "state.axis1": 1}
@@ -260,7 +260,7 @@ def test_compare_pins_unnamed_dims_by_their_names() -> None:
 
 def test_a_profile_of_a_model_with_static_shapes_adds_no_line() -> None:
     """tiny_cnn's shapes are all static: its profile colours it and says nothing about shapes."""
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     profile = ONNX.parent / "annotations" / "tiny_cnn.ort_profile.json"
     assert load_model(ONNX / "tiny_cnn.onnx", profiles=[profile]).notes == []
@@ -290,7 +290,7 @@ def test_an_empty_size_from_zero_inputs_is_called_out(tmp_path: Path) -> None:
     """NonZero on zeros finds nothing: the sizes after it are empty, and the note says so instead of counting 0."""
     from onnx import TensorProto, helper, numpy_helper
 
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     graph = helper.make_graph(
         [helper.make_node("NonZero", ["x"], ["where"], name="where"),

@@ -24,7 +24,7 @@ from conftest import (
     svg_groups,
     tooltip_of,
 )
-from renderer.colors import contrast_ratio, get_cmap, text_color, to_hex
+from renderer.colour.maps import contrast_ratio, get_cmap, text_color, to_hex
 from renderer.picture.folding import fold
 
 TINY_CNN = ONNX / "tiny_cnn.onnx"
@@ -32,7 +32,7 @@ FACE = TFLITE / "face_detection_short_range.tflite"
 NABU = TFLITE / "okay_nabu.tflite"
 
 
-def drawn_ops(model: renderer.ir.Model) -> list:  # type: ignore[name-defined]
+def drawn_ops(model: renderer.core.ir.Model) -> list:  # type: ignore[name-defined]
     folding = fold(model)
     return [n for n in model.nodes() if folding.is_drawn(n)]
 
@@ -106,7 +106,7 @@ def test_fills_follow_the_colour_map(tmp_path: Path) -> None:
 
 
 def test_own_colour_map_log_norm_and_centre() -> None:
-    from renderer.colors import Scale, own_colormaps
+    from renderer.colour.maps import Scale, own_colormaps
 
     heat = own_colormaps()["heat"]["colors"]
     scale = Scale.fit([1.0, 10.0, 100.0], cmap="heat", norm="log")
@@ -132,7 +132,7 @@ def test_text_is_readable_on_every_fill(cmap: str) -> None:
 
 
 def test_category_headers_are_readable() -> None:
-    from renderer.colors import category_colors
+    from renderer.colour.maps import category_colors
 
     for name, fill in category_colors().items():
         assert contrast_ratio(fill, text_color(fill)) >= 4.5, name
@@ -246,7 +246,7 @@ def test_json_yaml_csv_and_netron_text_agree(tmp_path: Path) -> None:
 
 def test_ids_by_name_output_tensor_and_index() -> None:
     model = renderer.load_model(ONNX / "unnamed_nodes.onnx")
-    from renderer.id_rules import IdIndex, Unresolved
+    from renderer.core.id_rules import IdIndex, Unresolved
 
     index = IdIndex.build(model)
     node = next(n for n in model.main.nodes if n.op_type != "Constant")
@@ -264,7 +264,7 @@ def test_ids_by_name_output_tensor_and_index() -> None:
 def test_ids_are_ascii_digits_only(ident: str) -> None:
     """Unicode digits are names, never indices: re's \\d read "١" and "１" as operator 1, and "²" (which passes
     isdigit but not int) or 5000 digits raised inside the reader."""
-    from renderer.id_rules import IdIndex, Unresolved, whole_number
+    from renderer.core.id_rules import IdIndex, Unresolved, whole_number
 
     index = IdIndex.build(renderer.load_model(TINY_CNN))
     with pytest.raises(Unresolved):
@@ -313,8 +313,8 @@ def test_numbers_too_large_for_a_float_are_text(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 1.7e308])
 def test_non_finite_scale_options_are_refused_by_the_api(option: str, value: float) -> None:
     """The CLI refuses them in argparse; RenderOptions from Python reach Scale.fit, which says the same."""
-    from renderer.colors import Scale
-    from renderer.errors import MetricError
+    from renderer.colour.maps import Scale
+    from renderer.core.errors import MetricError
 
     with pytest.raises(MetricError, match=f"--{option} .* is not a finite number"):
         Scale.fit([1.0, 2.0], **{option: value})
@@ -359,7 +359,7 @@ def test_name_wins_over_index(tmp_path: Path) -> None:
     )
     path = tmp_path / "n.onnx"
     onnx.save(helper.make_model(graph), path)
-    from renderer.id_rules import IdIndex
+    from renderer.core.id_rules import IdIndex
 
     index = IdIndex.build(renderer.load_model(path))
     assert index.operator("1") == ("op", 0, 0)  # the node named "1", not operator 1
@@ -458,7 +458,7 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     filter_shape = "×".join(map(str, conv.inputs[1].producer.inputs[0].type.shape))
     texts = " ".join(t.text or "" for t in ops[conv.element_id].iter(f"{SVG_NS}text"))
     assert f"filter [{filter_shape}] float16→float32" in texts
-    from renderer.picture.rendering import prepare
+    from renderer.compose.rendering import prepare
 
     scene = prepare(model, None, renderer.RenderOptions(color_by="macs"))
     assert scene.heatmap is not None and not {n.key for n in widening} & set(scene.heatmap.values)
@@ -565,7 +565,7 @@ def test_help_is_instant_and_imports_nothing_heavy() -> None:
 
 
 def test_source_gradient_and_thresholds_colour_when_no_cmap_is_given() -> None:
-    from renderer.colors import Scale
+    from renderer.colour.maps import Scale
 
     graded = Scale.fit([0.0, 10.0], stops=[(0.0, "#000000"), (1.0, "#ffffff")])
     assert graded.color(0.0) == "#000000" and graded.color(10.0) == "#ffffff"

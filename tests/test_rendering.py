@@ -1,4 +1,4 @@
-"""The one composer (``renderer.picture.rendering``): every way in draws the picture ``annograph render`` draws.
+"""The one composer (``renderer.compose.rendering``): every way in draws the picture ``annograph render`` draws.
 
 The command, ``renderer.render``, ``renderer.render_bytes``, ``renderer.show`` (Jupyter) and the Sphinx
 directive's ``draw`` all go through ``rendering.compose`` (scene → one picture or a book of pages, with the
@@ -59,7 +59,7 @@ def test_the_api_writes_the_commands_files(drawn, tmp_path: Path) -> None:  # ty
 
 def test_render_bytes_is_the_commands_picture(drawn) -> None:  # type: ignore[no-untyped-def]
     import renderer
-    from renderer.picture.rendering import render_bytes
+    from renderer.compose.rendering import render_bytes
 
     _, model_path, notes, cli = drawn
     model = renderer.load_model(str(model_path))
@@ -93,7 +93,7 @@ def test_the_default_colour_is_decided_once_and_said_by_the_api_too(tmp_path: Pa
     """``prepare`` decides the default colour metric for every caller and says the pin advice (a warning, which
     the quiet API prints too) as the command does; the scene keeps the choice."""
     import renderer
-    from renderer.picture.rendering import prepare
+    from renderer.compose.rendering import prepare
 
     model_path = ONNX / "bert_scoped.onnx"  # free input dims kept free: MACs unknown until they are pinned
     run = run_cli("render", model_path, "--color-by", "macs", "--keep-free-dims", "-o", tmp_path / "cli.svg")

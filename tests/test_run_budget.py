@@ -26,7 +26,8 @@ import pytest
 import hostile_models as H
 import tts_int8
 from conftest import ROOT
-from renderer.loaders import isolated, ort_shapes
+from renderer.loaders import isolated
+from renderer.loaders.onnx import ort_shapes
 
 TOKENS = 32
 PEAK = """
@@ -154,7 +155,7 @@ def test_compare_counts_the_tensors_it_keeps_of_unknown_size(tmp_path: Path) -> 
     (a weight counted at float32)."""
     import tts_transformer
     from renderer.compare.core import _sizes
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     path = tmp_path / "tts.onnx"
     onnx.save(tts_transformer.build(), path)

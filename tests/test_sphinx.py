@@ -291,7 +291,7 @@ def test_latex_gets_a_pdf_and_text_the_alt_text(project: Path) -> None:
 
 
 def test_a_big_model_is_an_overview_linking_to_its_pages(project: Path) -> None:
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
     from renderer.picture.folding import fold
     from renderer.picture.pages import plan
 

@@ -107,7 +107,7 @@ def test_folded_operators_counted_and_marked(tmp_path: Path) -> None:
     text = summary.read_text(encoding="utf-8")
     P.check_markdown(text.encode())
     boxes = len(svg_groups(parse_svg(svg), "op"))
-    from renderer.loaders import load_model
+    from renderer.loaders.registry import load_model
 
     names = {node.name for node in load_model(ONNX / "tiny_cnn_qdq_u8.onnx").nodes()}
     operators = len(names)

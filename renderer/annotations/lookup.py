@@ -12,12 +12,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .. import inputs
-from ..data.categories import with_role
-from ..errors import AnnotationError
-from ..ir import Model, Node, Value
-from ..records import Entry, Ref
-from .measures import finite_decoder, parse, refused, total
+from renderer.files import inputs
+from renderer.data.categories import with_role
+from renderer.core.errors import AnnotationError
+from renderer.core.ir import Model, Node, Value
+from renderer.core.records import Entry, Ref
+from renderer.annotations.measures import finite_decoder, parse, refused, total
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""

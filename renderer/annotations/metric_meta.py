@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AnnotationError
-from ..records import MetricInfo
+from renderer.core.errors import AnnotationError
+from renderer.core.records import MetricInfo
 
 UNIT_CHARS = 20
 DESCRIPTION_CHARS = 300

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import AnnotationError
+from renderer.core.errors import AnnotationError
 
 COLOR_ATTRS = frozenset({"fillcolor", "color", "fontcolor"})
 NUMBER_ATTRS = {"penwidth": (0.0, 20.0), "arrowsize": (0.0, 5.0)}

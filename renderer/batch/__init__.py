@@ -7,6 +7,6 @@ a Dask cluster), ``parallel`` spreads jobs, ``contact_sheet`` writes index.html.
 
 from __future__ import annotations
 
-from .job import ModelJob, ModelResult, Picture, run_job
+from renderer.batch.job import ModelJob, ModelResult, Picture, run_job
 
 __all__ = ["ModelJob", "ModelResult", "Picture", "run_job"]

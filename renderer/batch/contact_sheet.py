@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import RenderError
-from ..picture.output_plan import pages_folder
-from .job import ModelResult
+from renderer.core.errors import RenderError
+from renderer.files.page_names import pages_folder
+from renderer.batch.job import ModelResult
 
 TEMPLATE = "batch_index.html.j2"
 GENERATOR = "annograph batch"
@@ -23,8 +23,8 @@ it may replace (``written_by_batch``)."""
 
 
 def html(results: list[ModelResult], title: str) -> str:
-    from ..escape import clean
-    from ..reports.report import environment
+    from renderer.core.escape import clean
+    from renderer.reports.report import environment
 
     models: list[dict[str, Any]] = []
     for result in results:

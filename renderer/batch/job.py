@@ -14,20 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..annotations import Annotations, input_paths, load_annotations
-from ..colors import NA_COLOR, text_color
-from ..errors import AnnographError, MetricError
-from ..picture.folding import fold
-from ..heatmap import Heatmap, build
-from ..ir import ElementKey, Model
-from ..numbers import format_number
-from ..options import RenderOptions
-from . import caption
-from .layout import BookLayout, Layout, lay_out
+from renderer.annotations.registry import input_paths, load_annotations
+from renderer.core.records import Annotations
+from renderer.colour.maps import NA_COLOR, text_color
+from renderer.core.errors import AnnographError, MetricError
+from renderer.picture.folding import fold
+from renderer.colour.heatmap import Heatmap, build
+from renderer.core.ir import ElementKey, Model
+from renderer.core.numbers import format_number
+from renderer.core.options import RenderOptions
+from renderer.batch import caption
+from renderer.batch.layout import BookLayout, Layout, lay_out
 
 if TYPE_CHECKING:
-    from ..picture.dot import Scene
-    from ..picture.pages import Book, Page
+    from renderer.picture.dot import Scene
+    from renderer.picture.pages import Book, Page
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NAME_CHARS = 60
@@ -116,7 +117,7 @@ def run_job(job: ModelJob) -> ModelResult:
 
 
 def _run(job: ModelJob) -> ModelResult:
-    from ..loaders import load_model
+    from renderer.loaders.registry import load_model
 
     result = ModelResult(job.model, job.token())
     if not job.runs:
@@ -181,7 +182,7 @@ def _add_builtin(model: Model, runs: list[tuple[str, Annotations]], metrics: lis
                  options: RenderOptions) -> None:
     """Built-in metrics asked for (``--color-by macs``, or the default) added to each run's annotations where
     the run's file gives none, as ``render`` adds them."""
-    from .. import metrics as builtin
+    from renderer.metrics import builtin
 
     wanted = set(metrics) & set(builtin.OP_METRICS)
     if wanted:
@@ -194,7 +195,7 @@ def _default_metrics(job: ModelJob, model: Model, runs: list[tuple[str, Annotati
     """The metric every run is coloured by when no --color-by is given: render's rule over all the runs
     (``rendering.default_colour``: the only numeric operator metric of the runs, else the main metric each
     declares, else when none brings one render's built-in default, MACs or weight bytes)."""
-    from ..picture.rendering import default_colour
+    from renderer.compose.rendering import default_colour
 
     chosen = default_colour(model, [notes for _, notes in runs], job.options.show_constants)
     if chosen.metric is None:
@@ -261,8 +262,8 @@ def _picture(layout: Layout | BookLayout, name: str, heat: Heatmap | None, metri
              options: RenderOptions) -> list[tuple[str, bytes | dict[str, bytes]]]:
     """The picture's files: ``name``, and for a book its pages folder (every page recoloured, its links to
     the overview and the other pages naming ``name``)."""
-    from .. import escape
-    from ..picture.output_plan import pages_folder
+    from renderer.core import escape
+    from renderer.files.page_names import pages_folder
 
     first = layout.pages[0] if isinstance(layout, BookLayout) else layout
     fills: dict[ElementKey, bytes] = {}
@@ -300,9 +301,9 @@ def _group_boxes(scene: Scene, book: Book, page: Page) -> tuple[str, dict[str, d
     """The fills, text colours and tooltip values of the group boxes (and run cells) on ``page``, as ``render``
     colours them (``dot_pages.group_heatmap``: the page's boxes on a scale of their own), and what the caption
     says of that scale."""
-    from .. import escape
-    from ..picture.aggregate import rule_for
-    from ..picture.dot_pages import group_heatmap
+    from renderer.core import escape
+    from renderer.colour.aggregate import rule_for
+    from renderer.picture.dot_pages import group_heatmap
 
     groups = [group for run in page.all_boxes() for group in run]
     box_heat = group_heatmap(scene, groups, scene.options.aggregate) if scene.heatmap is not None else None

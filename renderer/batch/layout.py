@@ -7,17 +7,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..annotations import Annotations
-from ..records import Entry
-from ..picture.folding import fold
-from ..picture.dot import Scene
-from ..heatmap import NO_COLOR
-from ..ir import Model
-from ..options import RenderOptions
-from . import caption, svg_template
+from renderer.core.records import Annotations
+from renderer.core.records import Entry
+from renderer.picture.folding import fold
+from renderer.picture.dot import Scene
+from renderer.colour.heatmap import NO_COLOR
+from renderer.core.ir import Model
+from renderer.core.options import RenderOptions
+from renderer.batch import caption, svg_template
 
 if TYPE_CHECKING:
-    from ..picture.pages import Book
+    from renderer.picture.pages import Book
 
 SENTINEL_FILL = "#010203"
 """Placeholder box fill: a colour no colour map produces, dark so the text on it is written with a fill."""
@@ -72,8 +72,9 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
     """Render ``model`` once with placeholders sized for the longest metric name and value of the batch, as
     ``render`` draws it (``rendering.compose``): one picture, or an overview and pages, each page laid out
     once: a big model, or one whose flat picture comes out bigger than a page."""
-    from ..picture.output_plan import Output, OutputPlan, page_file
-    from ..picture.rendering import compose
+    from renderer.compose.output_plan import Output, OutputPlan
+    from renderer.files.page_names import page_file
+    from renderer.compose.rendering import compose
 
     key_chars = max(1, min(key_chars, MAX_KEY_CHARS))
     value_chars = max(3, value_chars)

@@ -11,8 +11,8 @@ import os
 import uuid
 from collections.abc import Iterator
 
-from ..errors import AnnographError, UsageError
-from .job import ModelJob, ModelResult, run_job
+from renderer.core.errors import AnnographError, UsageError
+from renderer.batch.job import ModelJob, ModelResult, run_job
 
 
 def local_workers(requested: int | None) -> int:
@@ -35,7 +35,7 @@ def run_local(jobs: list[ModelJob], workers: int) -> Iterator[ModelResult]:
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    from ..progress import silence
+    from renderer.core.progress import silence
 
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=silence) as pool:
         futures = [pool.submit(run_job, job) for job in jobs]

@@ -13,8 +13,8 @@ import re
 import xml.parsers.expat
 from dataclasses import dataclass
 
-from ..errors import RenderError
-from ..ir import ElementKey
+from renderer.core.errors import RenderError
+from renderer.core.ir import ElementKey
 
 Slot = tuple[str, ElementKey | None]
 """(kind, operator): kinds ``fill`` (box background), ``ink`` (a text colour on the box), ``key`` (the metric

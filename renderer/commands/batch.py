@@ -34,7 +34,7 @@ LEFT_OUT = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import PICTURE_OPTIONS, SHARED, add_options
+    from renderer.commands.common import PICTURE_OPTIONS, SHARED, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
@@ -57,17 +57,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import atomic
-    from ..batch import ModelJob
-    from ..batch.contact_sheet import earlier_files, html
-    from ..batch.job import model_prefixes
-    from ..batch.parallel import local_workers, run_dask, run_local
-    from ..errors import AnnographError, UsageError
-    from ..loaders import check_dims
-    from ..numbers import count
-    from ..progress import bar
-    from .common import stage, warn
-    from .render import render_options
+    from renderer.files import atomic
+    from renderer.batch import ModelJob
+    from renderer.batch.contact_sheet import earlier_files, html
+    from renderer.batch.job import model_prefixes
+    from renderer.batch.parallel import local_workers, run_dask, run_local
+    from renderer.core.errors import AnnographError, UsageError
+    from renderer.loaders.registry import check_dims
+    from renderer.core.numbers import count
+    from renderer.core.progress import bar
+    from renderer.commands.common import stage, warn
+    from renderer.commands.render import render_options
 
     options = render_options(args)
     metrics = tuple(m.strip() for m in (args.color_by or "").split(",") if m.strip())
@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _take(result, folder: Path, inputs: list, ours: set[str], done: list) -> None:  # type: ignore[no-untyped-def, type-arg]
     """Say how one model went and write its pictures (never over a file an earlier batch did not write)."""
-    from .. import atomic
-    from ..errors import RenderError
-    from .common import note, warn
+    from renderer.files import atomic
+    from renderer.core.errors import RenderError
+    from renderer.commands.common import note, warn
 
     for line in result.notes:
         warn(line)

@@ -12,10 +12,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import AnnographError
+from renderer.core.errors import AnnographError
 
 # Each module exposes HELP (one line), add_arguments(parser) and run(args) -> int; -q / -v are added to every
-# command here (renderer.progress holds what they mean).
+# command here (renderer.core.progress holds what they mean).
 COMMANDS: tuple[str, ...] = ("info", "render", "batch", "metrics", "compare", "diff", "embed", "export")
 
 USAGE = """annograph [-h] [--version] COMMAND ...
@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
     exit with status 2, as argparse's own do."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        from ..escape import clean
+        from renderer.core.escape import clean
 
         self.exit(EXIT_USAGE, f"annograph: error: {clean(message, 2000)} (see {self.prog} --help)\n")
 
@@ -54,8 +54,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .common import add_verbosity_arguments, require_output_names
-    from ..version import __version__
+    from renderer.commands.common import add_verbosity_arguments, require_output_names
+    from renderer.version import __version__
 
     parser = _Parser(
         prog="annograph",
@@ -100,7 +100,7 @@ def with_command(argv: Sequence[str]) -> list[str]:
 
 def _check_implied_model(argv: list[str], given: Sequence[str]) -> None:
     """``annograph inf m.onnx`` (a mistyped command) says so, instead of "inf: no such file"."""
-    from ..errors import UsageError
+    from renderer.core.errors import UsageError
 
     first = given[0] if given else ""
     if argv[:1] != ["render"] or given[:1] == ["render"] or first.startswith("-") or os.path.exists(first):
@@ -123,15 +123,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnnographError as e:
         parser.error(str(e))
     args = parser.parse_args(argv)
-    from .common import verbosity_of
-    from ..progress import verbosity
+    from renderer.commands.common import verbosity_of
+    from renderer.core.progress import verbosity
 
     try:
         with verbosity(verbosity_of(args)):
             return int(args.run(args) or 0)
     except AnnographError as e:
-        from ..errors import UsageError
-        from ..escape import clean
+        from renderer.core.errors import UsageError
+        from renderer.core.escape import clean
 
         # one line whatever the message carries (a file name with a newline, control characters)
         print(f"annograph: error: {clean(str(e), 2000)}", file=sys.stderr)
@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("annograph: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        from .. import inputs
-        from ..escape import clean
+        from renderer.files import inputs
+        from renderer.core.escape import clean
 
         file = inputs.read_when_out_of_memory()
         print(f"annograph: error: {clean(file, 500)}: out of memory reading it" if file else
@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(set ANNOGRAPH_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
         return 1
     finally:
-        from .. import inputs
+        from renderer.files import inputs
 
         inputs.forget()
 

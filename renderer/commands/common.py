@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..numbers import count
-from ..options import SUMMARY_MAX_TOP_K, default
-from ..progress import Verbosity, from_flags, note, stage, warn
+from renderer.core.numbers import count
+from renderer.core.options import SUMMARY_MAX_TOP_K, default
+from renderer.core.progress import Verbosity, from_flags, note, stage, warn
 
 LARGEST_OPTION = 1e300  # so that differences and sums of option values stay finite
 
@@ -237,8 +237,8 @@ def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: 
     ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union).
     ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``).
     ``keep_free``: ``--keep-free-dims``, no value assumed for the dims left free."""
-    from ..loaders import load_model
-    from ..loaders.pinning import parse
+    from renderer.loaders.registry import load_model
+    from renderer.core.pinning import parse
 
     with stage("load") as facts:
         model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or (),
@@ -258,7 +258,7 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
 
     Prints one coverage line per source that has rows (a warning when some ids match nothing, else a note).
     """
-    from ..annotations import load_annotations, shape_profiles
+    from renderer.annotations.registry import load_annotations, shape_profiles
 
     path = model_path or args.model
     profiles = shape_profiles(path, args.annotations, args.annotations_format, sidecar=not args.no_sidecar)

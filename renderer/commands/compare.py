@@ -19,7 +19,7 @@ legend shows it); an exact match has an SQNR of "inf". Dumps are .npz files keye
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import add_options, non_negative_int, positive_seconds
+    from renderer.commands.common import add_options, non_negative_int, positive_seconds
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="*", metavar="REFERENCE CANDIDATE", help="two ONNX or two TFLite models")
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def byte_size(text: str) -> int:
     """argparse type: a size above 0 (bytes, or with KiB, MiB, GiB)."""
-    from ..loaders.isolated import parse_bytes
+    from renderer.loaders.isolated import parse_bytes
 
     try:
         value = parse_bytes(text)
@@ -57,12 +57,14 @@ def byte_size(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from .. import atomic
-    from ..annotations import model_files
-    from ..compare import compare_dumps, compare_models, document
-    from ..errors import AnnographError, UsageError
-    from ..loaders.pinning import parse as parse_dims
-    from .common import count, load_noted, stage, warn
+    from renderer.files import atomic
+    from renderer.annotations.registry import model_files
+    from renderer.compare.models import compare_models
+    from renderer.compare.core import compare_dumps
+    from renderer.compare import document
+    from renderer.core.errors import AnnographError, UsageError
+    from renderer.core.pinning import parse as parse_dims
+    from renderer.commands.common import count, load_noted, stage, warn
 
     inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]
     atomic.refuse_inputs([args.output, *(args.save_dumps or [])], inputs)
@@ -107,7 +109,7 @@ def _npz(arrays: dict) -> bytes:  # type: ignore[type-arg]
 
 
 def _summary(comparison, output: str) -> None:  # type: ignore[no-untyped-def]
-    from .common import note, warn
+    from renderer.commands.common import note, warn
 
     compared = [r for r in comparison.results if r.metrics is not None]
     problems = [r for r in comparison.results if r.metrics is None]

@@ -42,7 +42,7 @@ LEFT_OUT = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options
+    from renderer.commands.common import PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="one model (with --before/--after files), or "
@@ -85,13 +85,13 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import diff as differ
-    from ..annotations import input_paths
-    from ..errors import UsageError
-    from ..picture.output_plan import OutputPlan
-    from ..progress import note, warn
-    from ..picture.rendering import produce
-    from ..reports.summary import check_link_base, check_summary_name, check_top_k
+    from renderer import diff as differ
+    from renderer.annotations.registry import input_paths
+    from renderer.core.errors import UsageError
+    from renderer.compose.output_plan import OutputPlan
+    from renderer.core.progress import note, warn
+    from renderer.compose.rendering import produce
+    from renderer.reports.summary import check_link_base, check_summary_name, check_top_k
 
     if len(args.models) not in (1, 2):
         raise UsageError("diff takes one model (with --before and --after files) or two models")
@@ -131,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
 def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[no-untyped-def]
     """Each operator past the gate on stderr, worst first; how many were under the share floor (or why there is
     none); the total."""
-    from ..escape import clean
-    from ..progress import note, warn
+    from renderer.core.escape import clean
+    from renderer.core.progress import note, warn
 
     for item in gate.crossing[:STDERR_LISTED]:
         change = diff.change_text(item, threshold.relative, compact=True)
@@ -154,11 +154,11 @@ def _say_gate(diff, threshold, total_threshold, gate) -> None:  # type: ignore[n
 
 def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """(the model to draw, the diff, every file read: the models', their sidecars, the readers' side files)."""
-    from .. import diff as differ
-    from ..annotations import input_paths, load_annotations
-    from ..loaders.pinning import check_union
-    from ..loaders.pinning import parse as parse_dims
-    from .common import load_noted, say_coverage
+    from renderer import diff as differ
+    from renderer.annotations.registry import input_paths, load_annotations
+    from renderer.core.pinning import check_union
+    from renderer.core.pinning import parse as parse_dims
+    from renderer.commands.common import load_noted, say_coverage
 
     def annotations(paths: list[str], model, own: bool):  # type: ignore[no-untyped-def]
         notes = load_annotations(paths, model, fmt=args.annotations_format, strict=args.strict,
@@ -186,9 +186,9 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _default_metric(after, model) -> str:  # type: ignore[no-untyped-def]
     """The metric a diff compares when no --metric is given: the one render would colour the after side by."""
-    from ..errors import MetricError
-    from ..progress import note
-    from ..picture.rendering import default_colour
+    from renderer.core.errors import MetricError
+    from renderer.core.progress import note
+    from renderer.compose.rendering import default_colour
 
     default = default_colour(model, [after])
     if default.metric is None:
@@ -209,6 +209,6 @@ def _names(before: list[str], after: list[str]) -> tuple[str, str]:
 
 def _base_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The picture options given (layout, pages, focus…): the diff sets the colours (``diff.render_options``)."""
-    from ..options import from_values
+    from renderer.core.options import from_values
 
     return from_values(vars(args))

@@ -17,7 +17,7 @@ embedded before; other metadata is kept."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import ANNOTATION_OPTIONS, add_options
+    from renderer.commands.common import ANNOTATION_OPTIONS, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
@@ -26,12 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..atomic import refuse_inputs
-    from ..errors import AnnographError
-    from ..numbers import count
-    from ..progress import waiting
-    from .common import note, stage
-    from .export import load_annotated
+    from renderer.files.atomic import refuse_inputs
+    from renderer.core.errors import AnnographError
+    from renderer.core.numbers import count
+    from renderer.core.progress import waiting
+    from renderer.commands.common import note, stage
+    from renderer.commands.export import load_annotated
 
     source, output = Path(args.model), Path(args.output)
     refuse_inputs([output], [source, *args.annotations])
@@ -41,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
             "nothing to embed: the annotation files match no operator or tensor of the model"
         )
     if model.format == "onnx":
-        from ..exporters.embed_onnx import embed
+        from renderer.exporters.embed_onnx import embed
     elif model.format == "tflite":
-        from ..exporters.embed_tflite import embed
+        from renderer.exporters.embed_tflite import embed
     else:
         raise AnnographError(
             f"{source}: embedding is supported for ONNX and TFLite models, not {model.format}"

@@ -17,7 +17,7 @@ FORMATS = ("model-explorer", "netron", "csv", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import ANNOTATION_OPTIONS, add_options
+    from renderer.commands.common import ANNOTATION_OPTIONS, add_options
 
     parser.epilog = EXAMPLES
     parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_annotated(args: argparse.Namespace, embedded: bool = True) -> tuple[Any, Any]:
-    from .common import load_annotated as load
+    from renderer.commands.common import load_annotated as load
 
     return load(args, embedded=embedded)
 
@@ -49,11 +49,12 @@ def default_output(model: str, fmt: str, extension: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..annotations import input_paths
-    from ..atomic import refuse_inputs, write_text
-    from ..exporters import ExportOptions, exporter
-    from ..progress import waiting
-    from .common import count, note, stage, warn
+    from renderer.annotations.registry import input_paths
+    from renderer.files.atomic import refuse_inputs, write_text
+    from renderer.exporters.registry import exporter
+    from renderer.exporters.protocol import ExportOptions
+    from renderer.core.progress import waiting
+    from renderer.commands.common import count, note, stage, warn
 
     module = exporter(args.to)
     output = args.output or default_output(args.model, args.to, module.EXTENSION)

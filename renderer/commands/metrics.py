@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_deprecated_alias, add_options
+from renderer.commands.common import add_deprecated_alias, add_options
 
 HELP = "compute parameters, MACs, memory, sparsity and weight statistics into a .json/.csv annotation file"
 
@@ -40,15 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import atomic
-    from ..annotations import model_files
-    from ..errors import AnnographError, UsageError
-    from ..metrics import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
-    from ..metrics.export import export_format, render
-    from ..loaders.free_dims import described
-    from ..metrics.dim_formulas import add_formulas, total_line
-    from ..metrics.input_dims import pin_advice
-    from .common import count, load_noted, note, stage, warn
+    from renderer.files import atomic
+    from renderer.annotations.registry import model_files
+    from renderer.core.errors import AnnographError, UsageError
+    from renderer.metrics.builtin import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
+    from renderer.exporters.metric_table import export_format, render
+    from renderer.loaders.free_dims import described
+    from renderer.metrics.dim_formulas import add_formulas, total_line
+    from renderer.metrics.builtin import pin_advice
+    from renderer.commands.common import count, load_noted, note, stage, warn
 
     fmt = export_format(args.output, args.table_format)
     if args.max_tensor_elements < 0:
@@ -88,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _profiles(paths: list[str]) -> list[str]:
     """``paths``, each checked to be an onnxruntime profile (the only annotation files metrics reads: for shapes)."""
-    from ..annotations import reader_of
-    from ..errors import AnnotationError
+    from renderer.annotations.registry import reader_of
+    from renderer.core.errors import AnnotationError
 
     for path in paths:
         found = reader_of(path)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..picture.output_plan import OutputPlan
+    from renderer.compose.output_plan import OutputPlan
 
 HELP = "render a model as an annotated graph (.svg .pdf .png .dot .html .md, chosen by extension)"
 
@@ -20,7 +20,9 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .common import ANNOTATION_OPTIONS, PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options
+    from renderer.commands.common import (
+        ANNOTATION_OPTIONS, PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options,
+    )
 
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
@@ -35,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def summary_outputs(args: argparse.Namespace) -> list[str]:
     """``--summary``'s file as an extra output (checked: one model, a .md name), or none."""
-    from ..errors import UsageError
-    from ..reports.summary import check_summary_name
+    from renderer.core.errors import UsageError
+    from renderer.reports.summary import check_summary_name
 
     if args.summary is None:
         return []
@@ -48,21 +50,21 @@ def summary_outputs(args: argparse.Namespace) -> list[str]:
 
 def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """RenderOptions from the parsed options (``options.from_values``; absent ones at their defaults)."""
-    from ..options import from_values
+    from renderer.core.options import from_values
 
     return from_values(vars(args))
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import AnnographError
-    from ..picture.output_plan import OutputPlan
-    from ..progress import bar
-    from .common import warn
+    from renderer.core.errors import AnnographError
+    from renderer.compose.output_plan import OutputPlan
+    from renderer.core.progress import bar
+    from renderer.commands.common import warn
 
     options = render_options(args)
     jobs, folder = _jobs(args)
     if extra := summary_outputs(args):
-        from ..reports.summary import check_link_base, check_top_k
+        from renderer.reports.summary import check_link_base, check_top_k
 
         check_link_base(options.summary_link_base)
         check_top_k(options.summary_top_k)
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     plans = [(model, OutputPlan.build(outputs, inputs=read)) for model, outputs in jobs]  # all refused up front
     several = len(jobs) > 1
     if several:  # a --dim may belong to some of the models only; one none of them has is an error
-        from ..loaders import check_dims
+        from renderer.loaders.registry import check_dims
 
         check_dims([model for model, _ in jobs], options.dims)
     created = _make_folder(folder) if folder is not None else []
@@ -101,13 +103,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
-    from ..picture.rendering import render
-    from .common import load_annotated, warn
+    from renderer.compose.rendering import render
+    from renderer.commands.common import load_annotated, warn
 
     model, annotations = load_annotated(args, model_path, check_dims=check_dims)
     render(model, annotations, options, output=plan)  # the default colour metric is decided there
     if options.show == ["all"]:
-        from ..picture.dot import MAX_DRAWN_VALUES
+        from renderer.picture.dot import MAX_DRAWN_VALUES
 
         crowded = sum(len(e.values) > MAX_DRAWN_VALUES for e in annotations.ops.values())
         if crowded:
@@ -124,8 +126,8 @@ def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | 
     refused before anything is rendered: renaming one for the user would leave files nobody asked for, and
     writing both would silently keep only the last.
     """
-    from ..errors import AnnographError
-    from ..picture.output_plan import folder_names
+    from renderer.core.errors import AnnographError
+    from renderer.compose.output_plan import folder_names
 
     formats = [f.strip().lower() for f in (args.format or "svg").split(",") if f.strip()]
     folder = next((o for o in args.output if o.endswith(("/", "\\")) or Path(o).is_dir()), None)
@@ -148,7 +150,7 @@ def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | 
 
 def _make_folder(folder: str) -> list[Path]:
     """Create the batch folder; the folders this created, deepest first."""
-    from ..errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     missing = []
     path = Path(folder)

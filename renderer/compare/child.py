@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AnnographError, first_line
-from ..loaders import isolated
-from ..numbers import format_bytes
-from .core import check_same_inputs, make_feeds, measure
+from renderer.core.errors import AnnographError, first_line
+from renderer.loaders import isolated
+from renderer.core.numbers import format_bytes
+from renderer.compare.core import check_same_inputs, make_feeds, measure
 
 
 def _compare(request: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def _over(request: dict[str, Any], runtime: str) -> str:
 
 
 def _onnx(request: dict[str, Any]) -> dict[str, Any]:
-    from .onnx_run import OnnxRun
+    from renderer.compare.onnx_run import OnnxRun
 
     reference, candidate = request["reference"], request["candidate"]
     ref_run, cand_run = OnnxRun(reference), OnnxRun(candidate)
@@ -69,7 +69,7 @@ def _onnx(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tflite(request: dict[str, Any]) -> dict[str, Any]:
-    from .tflite_run import TfliteRun
+    from renderer.compare.tflite_run import TfliteRun
 
     reference, candidate = request["reference"], request["candidate"]
     ref_run, cand_run = TfliteRun(reference), TfliteRun(candidate)

@@ -6,16 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AnnographError
-from ..id_rules import IdIndex, Unresolved
-from ..ir import ElementKey, Model
-from ..numbers import format_bytes
-from ..progress import bar, waiting_then_counting
-from .inputs import InputSpec, load_feeds, random_feeds
-from .metrics import error_metrics
+from renderer.core.errors import AnnographError
+from renderer.core.id_rules import IdIndex, Unresolved
+from renderer.core.ir import ElementKey, Model
+from renderer.core.numbers import format_bytes
+from renderer.core.progress import bar, waiting_then_counting
+from renderer.loaders.feeds import InputSpec, load_feeds, random_feeds
+from renderer.compare.metrics import error_metrics
 
 if TYPE_CHECKING:
-    from ..loaders.isolated import Sizes
+    from renderer.loaders.isolated import Sizes
 
 MAX_LISTED = 5
 
@@ -143,9 +143,9 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
     import os
     import tempfile
 
-    from ..annotations import model_files
-    from ..inputs import NpzArchive
-    from ..loaders import isolated
+    from renderer.annotations.registry import model_files
+    from renderer.files.inputs import NpzArchive
+    from renderer.loaders import isolated
 
     model = models[0]
     sizes = [_sizes(path, m, max_tensor_bytes) for path, m in zip((reference, candidate), models)]
@@ -183,9 +183,9 @@ def _sizes(path: str, model: Model, max_tensor_bytes: int) -> Sizes:
     import math
     import os
 
-    from ..loaders import isolated
-    from ..metrics.formulas import NotCountable
-    from ..metrics.op_costs import value_bytes
+    from renderer.loaders import isolated
+    from renderer.metrics.formulas import NotCountable
+    from renderer.metrics.op_costs import value_bytes
 
     total = os.stat(path).st_size
     unknown = largest = 0
@@ -210,7 +210,7 @@ def _regular(path: str, archive: Any, folder: str) -> str:
     """``path`` itself when the child can open it again; a pipe's arrays copied to a file in ``folder``."""
     import os
 
-    from ..inputs import is_stream
+    from renderer.files.inputs import is_stream
 
     if not is_stream(path):
         return path
@@ -247,7 +247,7 @@ def _comparison(reference: str, candidate: str, model: Model, answer: dict[str, 
 def compare_dumps(reference: str, candidate: str, model: Model) -> Comparison:
     """Two ``.npz`` dumps keyed by tensor id (name, ``N`` or ``S:N``) of ``model``, read header first and compared
     one pair of arrays at a time (``inputs.NpzArchive``)."""
-    from ..inputs import NpzArchive
+    from renderer.files.inputs import NpzArchive
 
     comparison = Comparison(model, reference, candidate)
     index = IdIndex.build(model)

@@ -6,13 +6,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..annotations.metric_meta import describe
-from ..numbers import format_number
-from ..exporters.stable_ids import StableIds
-from ..id_rules import IdIndex, Unresolved
-from ..ir import ElementKey
-from .core import Comparison, TensorResult
-from .metrics import METRICS, json_value
+from renderer.annotations.metric_meta import describe
+from renderer.core.numbers import format_number
+from renderer.exporters.stable_ids import StableIds
+from renderer.core.id_rules import IdIndex, Unresolved
+from renderer.core.ir import ElementKey
+from renderer.compare.core import Comparison, TensorResult
+from renderer.compare.metrics import METRICS, json_value
 
 
 def document(comparison: Comparison) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..records import MetricInfo
+from renderer.core.records import MetricInfo
 
 SOURCE = "compare"
 

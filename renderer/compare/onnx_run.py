@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnographError, LoaderError, first_line
-from ..loaders.isolated import allocation_failed
-from .inputs import InputSpec, fixed_sizes
+from renderer.core.errors import AnnographError, LoaderError, first_line
+from renderer.loaders.isolated import allocation_failed
+from renderer.loaders.feeds import InputSpec, fixed_sizes
 
 ORT_TYPES = {
     "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",

@@ -12,9 +12,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnographError, first_line
-from ..loaders.isolated import allocation_failed
-from .inputs import InputSpec, fixed_sizes
+from renderer.core.errors import AnnographError, first_line
+from renderer.loaders.isolated import allocation_failed
+from renderer.loaders.feeds import InputSpec, fixed_sizes
 
 
 def _interpreter_class() -> Any:

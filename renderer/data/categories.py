@@ -4,7 +4,7 @@ operator does to a weight flowing through it."""
 
 from __future__ import annotations
 
-from .operators import CATEGORIES, operator, with_role
+from renderer.data.operators import CATEGORIES, operator, with_role
 
 __all__ = ["CATEGORIES", "category", "runs_subgraphs", "with_role"]
 

@@ -47,7 +47,7 @@ from functools import cache, partial
 from importlib import resources
 from typing import Any, TypeVar
 
-from ..errors import OperatorDataError, first_line
+from renderer.core.errors import OperatorDataError, first_line
 
 CATEGORIES: tuple[str, ...] = (
     "layer", "attention", "activation", "pool", "normalization", "elementwise", "reduce",

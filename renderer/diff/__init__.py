@@ -8,11 +8,11 @@ render options, ``summary`` writes the Markdown summary.
 
 from __future__ import annotations
 
-from .annotate import annotations, change_key, render_options
-from .build import one_model, side_values, two_models
-from .change import ONLY_AFTER, ONLY_BEFORE, Diff, Gate, OpChange, Threshold, parse_share
-from .matching import Matching, match
-from .summary import GateView, markdown
+from renderer.diff.annotate import annotations, change_key, render_options
+from renderer.diff.build import one_model, side_values, two_models
+from renderer.diff.change import ONLY_AFTER, ONLY_BEFORE, Diff, Gate, OpChange, Threshold, parse_share
+from renderer.diff.matching import Matching, match
+from renderer.diff.summary import GateView, markdown
 
 __all__ = [
     "ONLY_AFTER", "ONLY_BEFORE", "Diff", "Gate", "GateView", "Matching", "OpChange", "Threshold", "annotations",

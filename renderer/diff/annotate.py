@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import escape
-from ..records import Annotations, Entry, MetricInfo
-from ..options import RenderOptions
-from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
+from renderer.core import escape
+from renderer.core.records import Annotations, Entry, MetricInfo
+from renderer.core.options import RenderOptions
+from renderer.diff.change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
 
 BEFORE_AFTER = "before → after"
 STATUS = "diff"

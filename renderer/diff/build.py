@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..records import Annotations, MetricInfo
-from ..errors import MetricError
-from ..heatmap import number_of, resolve_metric
-from ..ir import ElementKey, Model
-from .change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
-from .matching import match
+from renderer.core.records import Annotations, MetricInfo
+from renderer.core.errors import MetricError
+from renderer.colour.heatmap import number_of, resolve_metric
+from renderer.core.ir import ElementKey, Model
+from renderer.diff.change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
+from renderer.diff.matching import match
 
 
 def side_values(model: Model, annotations: Annotations, metric: str,
@@ -15,7 +15,7 @@ def side_values(model: Model, annotations: Annotations, metric: str,
     """Each operator's number for ``metric`` on one side (a built-in metric is computed from ``model`` where
     the files give none), and what is known of the metric; MetricError naming the side when no operator has
     one."""
-    from .. import metrics as builtin
+    from renderer.metrics import builtin
 
     if metric in builtin.OP_METRICS:
         annotations = builtin.augment(model, annotations.copy(), {metric})

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..picture.aggregate import combine, rule_for
-from ..records import MetricInfo
-from ..errors import UsageError
-from ..escape import clean
-from ..ir import ElementKey
-from ..numbers import format_number, signed
-from .matching import Matching
+from renderer.colour.aggregate import combine, rule_for
+from renderer.core.records import MetricInfo
+from renderer.core.errors import UsageError
+from renderer.core.escape import clean
+from renderer.core.ir import ElementKey
+from renderer.core.numbers import format_number, signed
+from renderer.diff.matching import Matching
 
 ONLY_BEFORE = "only before"
 ONLY_AFTER = "only after"

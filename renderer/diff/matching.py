@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..ir import ElementKey, Model, Node
-from .twins import qdq_helpers, quantized_pairs
+from renderer.core.ir import ElementKey, Model, Node
+from renderer.diff.twins import qdq_helpers, quantized_pairs
 
 
 @dataclass(slots=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import escape
-from .change import ONLY_AFTER, ONLY_BEFORE, Diff, Gate, OpChange, Threshold
+from renderer.core import escape
+from renderer.diff.change import ONLY_AFTER, ONLY_BEFORE, Diff, Gate, OpChange, Threshold
 
 TOP = 10
 CROSSING_ROWS = 30
@@ -31,7 +31,7 @@ def markdown(diff: Diff, gate: GateView | None = None, pictures: list[str] | Non
              link_base: str | None = None) -> str:
     """The summary: totals before and after, the top regressions and improvements, what the gate found, and
     the operators one side lacks. Pictures link relative to the summary, or under ``link_base``."""
-    from ..reports.report import environment
+    from renderer.reports.report import environment
 
     links = [escape.markdown_link(path, path, link_base) for path in pictures or []]
     text = environment().get_template("diff.md.j2").render(**_view(diff, gate, links, top),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..ir import ElementKey, Model, Node
+from renderer.core.ir import ElementKey, Model, Node
 
 TWIN_TYPES: dict[str, frozenset[str]] = {
     "MatMul": frozenset({"MatMulInteger", "QLinearMatMul", "DynamicQuantizeMatMul", "MatMulNBits",

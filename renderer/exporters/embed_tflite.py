@@ -26,27 +26,16 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ..annotations import input_paths
-from ..annotations.embedded import ENTRY, document
-from ..records import Annotations
-from ..atomic import write_bytes
-from ..errors import AnnographError, LoaderError
-from ..ir import Model
-from ..loaders import tflite as tflite_loader
-from ..loaders.tflite_layout import (
-    BUFFER_DATA,
-    BUFFERS,
-    DESCRIPTION,
-    IDENTIFIER,
-    META_BUFFER,
-    META_NAME,
-    METADATA,
-    METADATA_BUFFER,
-    OPERATOR_CODES,
-    SIGNATURE_DEFS,
-    SUBGRAPHS,
-    VERSION,
-    Layout,
+from renderer.annotations.registry import input_paths
+from renderer.annotations.embedded import ENTRY, document
+from renderer.core.records import Annotations
+from renderer.files.atomic import write_bytes
+from renderer.core.errors import AnnographError, LoaderError
+from renderer.core.ir import Model
+from renderer.loaders.tflite import loader as tflite_loader
+from renderer.loaders.tflite.layout import (
+    BUFFER_DATA, BUFFERS, DESCRIPTION, IDENTIFIER, META_BUFFER, META_NAME, METADATA, METADATA_BUFFER, OPERATOR_CODES,
+    SIGNATURE_DEFS, SUBGRAPHS, VERSION, Layout,
 )
 
 ALIGN = 64

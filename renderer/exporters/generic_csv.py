@@ -13,10 +13,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..records import Annotations, Entry
-from ..ir import Model
-from . import ExportOptions, ExportResult
-from .stable_ids import StableIds
+from renderer.core.records import Annotations, Entry
+from renderer.core.ir import Model
+from renderer.exporters.protocol import ExportOptions, ExportResult
+from renderer.exporters.stable_ids import StableIds
 
 NAME = "csv"
 DESCRIPTION = "annograph's generic CSV (readable back with render -a)"

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..annotations.metric_meta import describe
-from ..records import Annotations, Entry, json_values
-from ..ir import Model
-from . import ExportOptions, ExportResult
-from .stable_ids import StableIds
+from renderer.annotations.metric_meta import describe
+from renderer.core.records import Annotations, Entry, json_values
+from renderer.core.ir import Model
+from renderer.exporters.protocol import ExportOptions, ExportResult
+from renderer.exporters.stable_ids import StableIds
 
 NAME = "json"
 DESCRIPTION = "annograph's generic JSON (readable back with render -a)"

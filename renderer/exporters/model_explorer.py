@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import Annotations, metric_value
-from ..errors import MetricError
-from ..ir import ElementKey, Graph, Model
-from . import ExportOptions, ExportResult
-from .model_explorer_onnx_ids import MAIN_GRAPH_FALLBACK, onnx_node_ids
+from renderer.core.records import Annotations, metric_value
+from renderer.core.errors import MetricError
+from renderer.core.ir import ElementKey, Graph, Model
+from renderer.exporters.protocol import ExportOptions, ExportResult
+from renderer.annotations.model_explorer_ids import MAIN_GRAPH_FALLBACK, onnx_node_ids
 
 NAME = "model-explorer"
 DESCRIPTION = "Model Explorer node data JSON (one metric; --metric to choose)"
@@ -34,7 +34,7 @@ STOPS = 5
 
 
 def export(model: Model, annotations: Annotations, options: ExportOptions) -> ExportResult:
-    from ..heatmap import resolve_metric
+    from renderer.colour.heatmap import resolve_metric
 
     notes: list[str] = []
     available = [name for name in _numeric_metrics(annotations)]
@@ -122,7 +122,7 @@ def _tflite_graph_id(graph: Graph) -> str:
 def _gradient(
     values: list[float], metric: str, annotations: Annotations, cmap: str | None
 ) -> list[dict[str, Any]]:
-    from ..colors import Scale
+    from renderer.colour.maps import Scale
 
     info = annotations.metrics.get(metric)
     if cmap is None and info is not None and info.higher_is_better:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import Annotations, json_values, metric_value
-from ..ir import Model
-from . import ExportOptions, ExportResult
+from renderer.core.records import Annotations, json_values, metric_value
+from renderer.core.ir import Model
+from renderer.exporters.protocol import ExportOptions, ExportResult
 
 NAME = "netron"
 DESCRIPTION = "Netron attachment JSON (open beside the model in Netron)"

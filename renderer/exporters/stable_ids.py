@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import AnnographError
-from ..id_rules import IdIndex, Unresolved
-from ..ir import ElementKey, Model
+from renderer.core.errors import AnnographError
+from renderer.core.id_rules import IdIndex, Unresolved
+from renderer.core.ir import ElementKey, Model
 
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AnnographError
-from ..options import RenderOptions
+from renderer.core.errors import AnnographError
+from renderer.core.options import RenderOptions
 
 PathLike = str | Path
 
@@ -47,7 +47,7 @@ def render_options(options: RenderOptions | None = None, **given: Any) -> Render
     Raises:
         AnnographError: a name that is not a RenderOptions field, or a bad ``collapse``.
     """
-    from ..options import from_values
+    from renderer.core.options import from_values
 
     names = {f.name for f in dataclasses.fields(RenderOptions)}
     unknown = sorted(set(given) - names)
@@ -68,9 +68,10 @@ def load(
     Raises:
         AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
     """
-    from ..annotations import Annotations, load_annotations, shape_profiles
-    from ..ir import Model
-    from ..loaders import load_model
+    from renderer.annotations.registry import load_annotations, shape_profiles
+    from renderer.core.records import Annotations
+    from renderer.core.ir import Model
+    from renderer.loaders.registry import load_model
 
     options = options or RenderOptions()
     notes: list[str] = []
@@ -92,7 +93,7 @@ def load(
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
     """Every file a render reads, before anything is loaded: the model, its sidecars, the annotation files."""
-    from ..annotations.sidecar import sidecars
+    from renderer.annotations.sidecar import sidecars
 
     found = sidecars(model_path) if sidecar else []
     return [Path(model_path), *[p for p in found if str(p) not in map(str, annotation_paths)],

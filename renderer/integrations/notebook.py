@@ -21,12 +21,12 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import escape
-from .loading import Loaded, load, render_options
-from ..options import RenderOptions
+from renderer.core import escape
+from renderer.integrations.loading import Loaded, load, render_options
+from renderer.core.options import RenderOptions
 
 if TYPE_CHECKING:
-    from ..picture.rendering import Drawing
+    from renderer.compose.rendering import Drawing
 
 _SHOWN: dict[str, int] = {}
 """How many times each SVG (by hash) has been displayed in this process."""
@@ -73,14 +73,14 @@ class Picture:
 
     def _inlined(self) -> str:
         """The SVG with its ids under a prefix no earlier display in this process has used."""
-        from ..reports.inline_svg import inline, prefix_for
+        from renderer.reports.inline_svg import inline, prefix_for
 
         digest = hashlib.sha256(self.svg.encode("utf-8")).hexdigest()
         count = _SHOWN[digest] = _SHOWN.get(digest, -1) + 1
         return inline(self.svg, prefix_for(digest, str(count)))
 
     def _html(self, body: str) -> str:
-        from ..reports.inline_svg import fit_width
+        from renderer.reports.inline_svg import fit_width
 
         lines = list(self.notes)
         if self.pages > 1:
@@ -96,9 +96,9 @@ class Picture:
 
         SVG is written as shown; any other format (pdf, png, dot, html, md) is rendered from the same inputs.
         """
-        from ..annotations import input_paths
-        from ..picture.output_plan import OutputPlan
-        from ..picture.rendering import render
+        from renderer.annotations.registry import input_paths
+        from renderer.compose.output_plan import OutputPlan
+        from renderer.compose.rendering import render
 
         loaded = self._loaded
         plan = OutputPlan.build([path], fmt, input_paths(loaded.model, loaded.annotations))
@@ -117,7 +117,7 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
         annotations: None, one annotation file, a list of them, or ``renderer.load_annotations``'s result.
             The model's sidecar files are read too, as the command does (``sidecar=False`` to skip).
         color_by: the metric filling the boxes; by default the annotations' only numeric operator metric, or
-            their tool's main one (``renderer.heatmap.default_metric``).
+            their tool's main one (``renderer.colour.heatmap.default_metric``).
         options: a RenderOptions to start from.
         **fields: any RenderOptions field (``cmap="viridis"``, ``collapse="none"``, ``show="all"``...).
 
@@ -133,9 +133,9 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
 def draw_svg(loaded: Loaded) -> Drawing:
     """The drawing of one SVG (of the overview, for a book of pages), checked for active content: composed as
     ``annograph render -o model.svg`` composes it (``rendering.compose``)."""
-    from ..picture.output_plan import bytes_plan
-    from ..picture.rendering import compose
-    from ..reports.inline_svg import parse
+    from renderer.compose.output_plan import bytes_plan
+    from renderer.compose.rendering import compose
+    from renderer.reports.inline_svg import parse
 
     drawing = compose(loaded.model, loaded.annotations, loaded.options, bytes_plan("svg"))
     parse(drawing.produced[0][1].decode("utf-8"))  # type: ignore[union-attr]

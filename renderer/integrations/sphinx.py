@@ -52,8 +52,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from ..errors import AnnographError
-from ..version import __version__
+from renderer.core.errors import AnnographError
+from renderer.version import __version__
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -103,7 +103,7 @@ class AnnographDirective(SphinxDirective):
             return []
 
     def _picture(self) -> annograph:
-        from . import loading
+        from renderer.integrations import loading
 
         model = self._path(self.arguments[0])
         annotations = [self._path(p) for p in _split(self.options.get("annotations", ""))]
@@ -124,7 +124,7 @@ class AnnographDirective(SphinxDirective):
         for line in json.loads(notes.read_text(encoding="utf-8"))["unmatched"]:
             logger.warning("annograph: %s", line, location=(self.env.docname, self.lineno),
                            type="annograph", subtype="coverage")
-        from ..picture.output_plan import pages_path
+        from renderer.files.page_names import pages_path
 
         node = annograph()
         node.update_all_atts({
@@ -140,8 +140,8 @@ class AnnographDirective(SphinxDirective):
     def _drop_idle_dims(self, model: str, fields: dict[str, Any]) -> None:
         """``:dims:`` on a model whose input shapes are all fixed pins nothing and loses nothing: a warning at
         the directive's line (the command line warns on stderr), and the picture is drawn without them."""
-        from ..loaders import detect
-        from ..loaders.pinning import idle
+        from renderer.loaders.registry import detect
+        from renderer.core.pinning import idle
 
         if fields.get("dims") and not detect(Path(model)).pinnable(Path(model)):
             for name, value in fields.pop("dims").items():
@@ -152,7 +152,7 @@ class AnnographDirective(SphinxDirective):
 
     def _fields(self) -> dict[str, Any]:
         """RenderOptions fields from the directive's options, as text where the command line takes text."""
-        from ..loaders.pinning import parse as parse_dims
+        from renderer.core.pinning import parse as parse_dims
 
         fields: dict[str, Any] = {}
         for option, name in (("color-by", "color_by"), ("cmap", "cmap"), ("collapse", "collapse"),
@@ -187,10 +187,10 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
     import shutil
     import tempfile
 
-    from . import loading
-    from ..reports.inline_svg import parse
-    from ..picture.output_plan import pages_path
-    from ..picture.rendering import render
+    from renderer.integrations import loading
+    from renderer.reports.inline_svg import parse
+    from renderer.files.page_names import pages_path
+    from renderer.compose.rendering import render
 
     loaded = loading.load(model, annotations, loading.render_options(**fields), sidecar=sidecar)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -223,8 +223,8 @@ def _one_line(error: BaseException) -> str:
 
 def _ship(source: Path, folder: Path) -> None:
     """Copy the picture (and its pages) into ``folder`` unless it is there already."""
-    from .. import atomic
-    from ..picture.output_plan import pages_path
+    from renderer.files import atomic
+    from renderer.files.page_names import pages_path
 
     target = folder / source.name
     if not target.is_file():
@@ -236,8 +236,8 @@ def _ship(source: Path, folder: Path) -> None:
 
 
 def visit_html(self: Any, node: annograph) -> None:
-    from .. import escape
-    from ..reports.inline_svg import fit_width, inline, prefix_for
+    from renderer.core import escape
+    from renderer.reports.inline_svg import fit_width, inline, prefix_for
 
     source = Path(node["svg"])
     # the n-th picture of the page: unique on the page, and the same prefix in every build
@@ -267,8 +267,8 @@ def visit_html(self: Any, node: annograph) -> None:
 
 
 def visit_latex(self: Any, node: annograph) -> None:
-    from . import loading
-    from ..picture.rendering import render
+    from renderer.integrations import loading
+    from renderer.compose.rendering import render
 
     source = Path(node["svg"])
     pdf = source.with_suffix(".pdf")
@@ -279,7 +279,7 @@ def visit_latex(self: Any, node: annograph) -> None:
             render(loaded.model, loaded.annotations, loaded.options, output=str(pdf))
         target = Path(self.builder.outdir) / pdf.name
         if not target.is_file():
-            from .. import atomic
+            from renderer.files import atomic
 
             atomic.write_bytes(target, pdf.read_bytes())
     except (AnnographError, OSError) as e:
@@ -317,7 +317,7 @@ def _add_css(app: Sphinx) -> None:
 
 def _write_css(app: Sphinx, exception: BaseException | None) -> None:
     if exception is None and app.builder.format == "html":
-        from .. import atomic
+        from renderer.files import atomic
 
         static = Path(app.outdir) / "_static"
         static.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import LoaderError
-from ..escape import clean
-from ..ir import AssumedDim
+from renderer.core.errors import LoaderError
+from renderer.core.escape import clean
+from renderer.core.ir import AssumedDim
 
 TIED = "a KV cache's total = past + sequence"
 """The source of a cache dim that follows from the other two (``AssumedDim.source``)."""
@@ -332,3 +332,8 @@ def described(assumed: Sequence[AssumedDim]) -> str:
 
 
 __all__ = ["PRESETS", "Cache", "Slot", "assume", "caches", "described", "expression_value", "presets", "roles"]
+
+
+def unnamed_dim_name(input_name: str, axis: int) -> str:
+    """The name ``--dim`` pins an input's unnamed dim by: ``input_name.axisN``."""
+    return f"{input_name}.axis{axis}"

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..numbers import format_bytes
+from renderer.core.numbers import format_bytes
 
 FLOOR = 1 << 30
 """Memory any run may take beyond the runtime itself, whatever the model (a model of 300 bytes gets this)."""
@@ -200,7 +200,7 @@ def _parse_seconds(text: str) -> float:
 
 
 def _from_env(name: str, default: Any, parse: Callable[[str], Any]) -> Any:
-    from ..errors import AnnographError
+    from renderer.core.errors import AnnographError
 
     text = os.environ.get(name)
     if not text:
@@ -239,7 +239,7 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
     import subprocess
     import sys
 
-    from ..progress import detail
+    from renderer.core.progress import detail
 
     if not isinstance(limit, Limits):
         limit = limits(0, float(limit))

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..data.operators import operator, with_fold, with_size_from
-from ..escape import clean
+from renderer.data.operators import operator, with_fold, with_size_from
+from renderer.core.escape import clean
 
 if TYPE_CHECKING:
     import onnx
 
-    from ..ir import Graph, Node
+    from renderer.core.ir import Graph, Node
 
 _NAMED = 3
 """Tensors named in a note."""

@@ -1,190 +1,22 @@
-"""Built-in metrics computed from the model itself (parameters, MACs, memory, sparsity, weight statistics).
-
-``augment`` adds them to the annotations so they work wherever a metric from a file does (``--color-by macs``,
-tooltips, reports, exports); ``totals`` gives the model-wide figures for the picture's header.
-
-Cheap metrics (shapes and attributes only) are always added to every operator. Metrics that read weight
-data are added only when asked for by name. A value a file already gives for the same element and name is
-never overwritten. An op whose cost cannot be computed gets ``"n/a (reason)"``, never a silent 0.
-
-Intended differences from onnx-tool (whose per-node numbers the tests compare with ours):
-
-=========================  ==========================================  ==========================================
-What                       annograph                                   onnx-tool 1.0
-=========================  ==========================================  ==========================================
-MACs, Conv/Gemm/MatMul,    equal: multiply-accumulates, + one per      (same)
-pooling, Add/Mul/Relu…     output element for a bias add
-MACs, functions and        one operation per element (Div, Exp, Erf,   weighted by x86 instruction cost (Div 4,
-divisions                  Sigmoid, Sqrt… = 1)                         Exp 32, Sqrt 24; Erf 0)
-MACs, Softmax              3 per element (exp, sum, divide)            36 per element
-MACs, BatchNormalization   1 per element (inference: folded x·a + b)   31 per element
-MACs, LayerNormalization   5 per element                               7 per element + 29 per normalized row
-MACs, GlobalAveragePool    one add per input + one divide per output   one add per input + 4 per output
-MACs, ConvTranspose        inputs × (weights / input channels)         outputs × (weights / input channels)
-MACs, LSTM / GRU           gates' MACs (peepholes included) + 13       same gate MACs, transcendental-weighted
-                           (LSTM) / 11 (GRU) per hidden unit and step  elementwise part
-params, shared weight      counted at every op that reads it           counted at the first reader only
-params, scalar constant    1                                           0 (its shape has no dims)
-params, weight behind a    counted at the consuming op (Conv, Gemm…)   counted at the DequantizeLinear only
-DequantizeLinear           and at the DequantizeLinear
-params, scales and zero    0 (bytes in weight_bytes): a quantized      counted as elements
-points (Q/DQ, QLinear…)    model has its float model's parameters
-=========================  ==========================================  ==========================================
-
-Model totals count each stored tensor once.
+"""Built-in metrics computed from the model itself: which there are and how they join the annotations
+(``builtin``), the per-operator cost pass (``op_costs``), the formulas (``formulas``, ``onnx_ops``, ``tflite_ops``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from renderer.metrics.builtin import (
+    ALL_TENSOR_METRICS, CHEAP_OP_METRICS, DEFAULT_MAX_TENSOR_ELEMENTS, EXPENSIVE_OP_METRICS, EXPENSIVE_TENSOR_METRICS, OP_METRICS, TENSOR_METRICS, augment, compute, totals,
+)
 
-from ..records import Annotations, Entry, MetricInfo
-from ..ir import ElementKey, Model
-from ..numbers import format_bytes, format_count
-from ..options import RenderOptions
-
-# name → (unit, description). The cheap ones are added to every operator on every render.
-CHEAP_OP_METRICS: dict[str, tuple[str, str]] = {
-    "params": ("", "elements of the op's weight inputs: its constants and the stored weights it reaches through "
-                   "a dequantization (a sparse weight: its dense elements); ONNX-ML ops: the learned values in "
-                   "their attributes"),
-    "weight_bytes": ("B", "bytes of those weights as stored"),
-    "output_bytes": ("B", "bytes of the op's outputs (activations)"),
-    "macs": ("", "multiply-accumulates (+1 per output for a bias add); elementwise and normalization ops count "
-                 "one operation per element (softmax 3, layer norm 5), data movement 0"),
-    "flops": ("", "2 × MACs, the usual convention, applied to every op (per-element counts included)"),
-    "intensity": ("FLOP/B", "FLOPs per byte moved (activation inputs + weights + outputs)"),
-}
-EXPENSIVE_OP_METRICS: dict[str, tuple[str, str]] = {
-    "sparsity": ("", "fraction of the op's weight values equal to the zero point this op uses for them "
-                     "(DequantizeLinear / integer-op zero points, TFLite quantization; 0.0 for float weights); "
-                     "the values a sparse TFLite tensor does not store count as zeros"),
-    "effective_macs": ("", "MACs left when the multiplications by zero weights are skipped"),
-    "weight_min": ("", "smallest stored weight value (raw codes for quantized weights)"),
-    "weight_max": ("", "largest stored weight value (raw codes for quantized weights)"),
-    "weight_mean": ("", "mean of the stored weight values"),
-    "weight_std": ("", "standard deviation of the stored weight values"),
-    "weight_zero_fraction": ("", "fraction of stored weight values that are exactly 0 (not zero-point aware; "
-                                 "see sparsity)"),
-}
-TENSOR_METRICS: dict[str, tuple[str, str]] = {
-    "bytes": ("B", "size of the tensor in bytes (from dtype and static shape)"),
-    "elements": ("", "number of elements (from the static shape)"),
-}
-EXPENSIVE_TENSOR_METRICS: dict[str, tuple[str, str]] = {
-    "value_min": ("", "smallest stored value of a constant"),
-    "value_max": ("", "largest stored value of a constant"),
-    "value_mean": ("", "mean of a constant's stored values"),
-    "value_std": ("", "standard deviation of a constant's stored values"),
-    "value_zero_fraction": ("", "fraction of a constant's stored values that are exactly 0"),
-}
-OP_METRICS = {**CHEAP_OP_METRICS, **EXPENSIVE_OP_METRICS}
-ALL_TENSOR_METRICS = {**TENSOR_METRICS, **EXPENSIVE_TENSOR_METRICS}
-
-DEFAULT_MAX_TENSOR_ELEMENTS = 50_000_000
-
-_cache: list[tuple[Model, int, Any]] = []
-
-
-def model_costs(model: Model) -> Any:
-    """The cheap per-op pass, computed once per model (the last model is remembered)."""
-    from .op_costs import ModelCosts
-
-    count = sum(len(g.nodes) for g in model.graphs)
-    if _cache and _cache[0][0] is model and _cache[0][1] == count:
-        return _cache[0][2]
-    costs = ModelCosts.build(model)
-    _cache[:] = [(model, count, costs)]
-    return costs
-
-
-def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[str] | None = None,
-            max_tensor_elements: int = DEFAULT_MAX_TENSOR_ELEMENTS, progress: bool = True,
-            ) -> tuple[dict[ElementKey, dict[str, Any]], dict[ElementKey, dict[str, Any]]]:
-    """Built-in metric values: ({op key: {name: value}}, {tensor key: {name: value}}).
-
-    Args:
-        model: the loaded model.
-        op_names: operator metrics to compute (default: all of ``OP_METRICS``).
-        tensor_names: tensor metrics to compute (default: all of ``ALL_TENSOR_METRICS``).
-        max_tensor_elements: statistics are skipped, and said so, for larger tensors.
-        progress: allow a progress bar on stderr for long weight passes.
-    """
-    from .tensors import tensor_values
-    from .weight_metrics import compute as weight_compute
-
-    op_names = set(OP_METRICS) if op_names is None else op_names & set(OP_METRICS)
-    tensor_names = set(ALL_TENSOR_METRICS) if tensor_names is None else tensor_names & set(ALL_TENSOR_METRICS)
-    costs = model_costs(model)
-    ops: dict[ElementKey, dict[str, Any]] = {}
-    cheap = op_names & set(CHEAP_OP_METRICS)
-    if cheap:
-        for key, op in costs.ops.items():
-            ops[key] = {k: v for k, v in op.cheap_metrics().items() if k in cheap}
-    tensors: dict[ElementKey, dict[str, Any]] = {}
-    if tensor_names & set(TENSOR_METRICS):
-        tensors = tensor_values(model, tensor_names & set(TENSOR_METRICS))
-    expensive_ops = op_names & set(EXPENSIVE_OP_METRICS)
-    expensive_tensors = tensor_names & set(EXPENSIVE_TENSOR_METRICS)
-    if expensive_ops or expensive_tensors:
-        op_extra, tensor_extra = weight_compute(costs, expensive_ops, expensive_tensors, max_tensor_elements,
-                                                progress)
-        for key, values in op_extra.items():
-            ops.setdefault(key, {}).update(values)
-        for key, values in tensor_extra.items():
-            tensors.setdefault(key, {}).update(values)
-    return ops, tensors
-
-
-def augment(
-    model: Model, annotations: Annotations, wanted: set[str], options: RenderOptions | None = None,
-) -> Annotations:
-    """Return ``annotations`` with the built-in metrics added where no file provides them.
-
-    The cheap operator metrics are always added; expensive operator metrics and all tensor metrics only when
-    named in ``wanted``.
-    """
-    limit = options.max_tensor_elements if options is not None else DEFAULT_MAX_TENSOR_ELEMENTS
-    op_names = set(CHEAP_OP_METRICS) | (wanted & set(EXPENSIVE_OP_METRICS))
-    tensor_names = wanted & set(ALL_TENSOR_METRICS)
-    ops, tensors = compute(model, op_names, tensor_names, limit)
-    _merge(annotations.ops, ops)
-    _merge(annotations.tensors, tensors)
-    infos = {**OP_METRICS, **ALL_TENSOR_METRICS}
-    for name in op_names | tensor_names:
-        unit, description = infos[name]
-        annotations.metrics.setdefault(name, MetricInfo(name, source="builtin", unit=unit, description=description))
-    return annotations
-
-
-def _merge(target: dict[ElementKey, Entry], computed: dict[ElementKey, dict[str, Any]]) -> None:
-    for key, values in computed.items():
-        if not values:
-            continue
-        entry = target.get(key)
-        if entry is None:
-            entry = target[key] = Entry()
-        for name, value in values.items():
-            entry.values.setdefault(name, value)
-
-
-def totals(model: Model) -> dict[str, str]:
-    """Model-wide figures shown in the picture's header (display strings)."""
-    figures = model_costs(model).totals()
-    text = {"operators": f"{sum(len(g.nodes) for g in model.graphs):,}"}
-    if len(model.graphs) > 1:
-        text["graphs"] = str(len(model.graphs))
-    text["parameters"] = format_count(figures["params"])
-    macs, uncounted = figures["macs"], figures["macs_uncounted"]
-    if uncounted and not macs:
-        text["MACs"] = f"n/a ({uncounted} {'op' if uncounted == 1 else 'ops'} without a count)"
-    else:
-        text["MACs"] = format_count(macs) + (f" (+{uncounted} ops n/a)" if uncounted else "")
-    text["weights"] = format_bytes(figures["weight_bytes"])
-    peak, unknown = figures["peak_activation_bytes"], figures["peak_unknown"]
-    if unknown and not peak:
-        text["peak activations"] = f"n/a ({unknown} sizes unknown)"
-    else:
-        text["peak activations"] = ("≥ " if unknown else "") + format_bytes(peak) + (
-            f" ({unknown} sizes unknown)" if unknown else "")
-    return text
+__all__ = [
+    "ALL_TENSOR_METRICS",
+    "CHEAP_OP_METRICS",
+    "DEFAULT_MAX_TENSOR_ELEMENTS",
+    "EXPENSIVE_OP_METRICS",
+    "EXPENSIVE_TENSOR_METRICS",
+    "OP_METRICS",
+    "TENSOR_METRICS",
+    "augment",
+    "compute",
+    "totals",
+]

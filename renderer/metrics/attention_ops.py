@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .formulas import Cost, NotCountable, attention, causal_scores, matmul, per_element, prod
-from .opview import Op
+from renderer.metrics.formulas import Cost, NotCountable, attention, causal_scores, matmul, per_element, prod
+from renderer.metrics.opview import Op
 
 
 def _heads(op: Op, name: str) -> int:

@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import first_line
-from ..progress import bar as progress_bar
-from ..ir import Value
-from ..numbers import format_count
-from .formulas import MALFORMED, NotCountable, malformed, prod
-from .opview import label
-from .weights import ZeroPoint, numeric
+from renderer.core.errors import first_line
+from renderer.core.progress import bar as progress_bar
+from renderer.core.ir import Value
+from renderer.core.numbers import format_count
+from renderer.metrics.formulas import MALFORMED, NotCountable, malformed, prod
+from renderer.metrics.opview import label
+from renderer.metrics.weights import ZeroPoint, numeric
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..ir import ElementKey, Model
-from ..numbers import format_count
+from renderer.core.ir import ElementKey, Model
+from renderer.core.numbers import format_count
 
 DEGREES = {"batch": 1, "sequence": 2, "past": 1}
 """The dims a formula is a polynomial of, and the degree fitted in each (one more load checks it)."""
@@ -91,8 +91,8 @@ def _values(value: int, role: str) -> list[int]:
 
 
 def _macs(model: Model) -> dict[ElementKey, int | None]:
-    from . import model_costs
-    from .formulas import Cost
+    from renderer.metrics.builtin import model_costs
+    from renderer.metrics.formulas import Cost
 
     return {key: op.cost.macs if isinstance(op.cost, Cost) else None for key, op in model_costs(model).ops.items()}
 
@@ -179,8 +179,8 @@ _CACHE: dict[int, tuple[Model, Formulas | None]] = {}
 
 
 def _compute(model: Model, shape_run: bool) -> Formulas | None:
-    from ..errors import AnnographError
-    from ..loaders import load_model
+    from renderer.core.errors import AnnographError
+    from renderer.loaders.registry import load_model
 
     dims = variables(model)
     names = tuple(name for name, _, _ in dims)
@@ -213,7 +213,7 @@ def _compute(model: Model, shape_run: bool) -> Formulas | None:
 
 def _followers(model: Model) -> set[str]:
     """The assumed dims that follow from others (a KV cache's total, expressions): recomputed at every load."""
-    from ..loaders.free_dims import EXPRESSION, TIED
+    from renderer.loaders.free_dims import EXPRESSION, TIED
 
     return {d.name for d in model.assumed_dims if d.source in (TIED, EXPRESSION)}
 

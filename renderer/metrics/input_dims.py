@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ..ir import Dim, Graph, Model, Value
-from ..loaders.value_sizes import named
+from renderer.core.ir import Dim, Graph, Model, Value
+from renderer.loaders.value_sizes import named
 
 
 def top_graph(graph: Graph) -> Graph:
@@ -94,22 +94,3 @@ def unpinned_reason(value: Value, label: str) -> str:
 
 SHAPE_METRICS = frozenset({"macs", "flops", "intensity", "output_bytes", "effective_macs"})
 """Built-in operator metrics that need the activations' shapes."""
-
-
-def pin_advice(model: Model, metric: str, given: set[tuple[str, int, int]] = frozenset()) -> str:  # type: ignore[assignment]
-    """One line naming the free input dims and the ``--dim`` flags to add, when ``metric`` needs shapes and some
-    operators (other than those in ``given``, which have a value from a file) go without it because of them;
-    "" otherwise."""
-    from . import model_costs
-
-    free = model_free_dims(model)
-    if metric not in SHAPE_METRICS or not free:
-        return ""
-    costs = model_costs(model).ops
-    waiting = sum(1 for key, op in costs.items()
-                  if key not in given and "--dim " in str(op.cheap_metrics().get("macs", "")))
-    if not waiting:
-        return ""
-    names = ", ".join(free)
-    return (f"{model.path}: {waiting} of {len(costs)} operators have no {metric} while the input dims {names} are "
-            f"free; add {flags(free)}")

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..data.operators import operator
-from ..ir import TensorAttribute
-from .formulas import Cost, NotCountable, matmul, per_element, prod
-from .opview import Op
+from renderer.data.operators import operator
+from renderer.core.ir import TensorAttribute
+from renderer.metrics.formulas import Cost, NotCountable, matmul, per_element, prod
+from renderer.metrics.opview import Op
 
 _POST_TRANSFORM_OPS = {"NONE": 0, "SOFTMAX": 3, "SOFTMAX_ZERO": 3, "LOGISTIC": 1, "PROBIT": 1}
 _KERNEL_OPS = {"LINEAR": 0, "POLY": 2, "RBF": 2, "SIGMOID": 2}
@@ -204,7 +204,7 @@ def attribute_weights(op: Op) -> tuple[int, int]:
 
 
 def _attribute_bytes(value: Any) -> int:
-    from .tensors import DTYPE_BITS
+    from renderer.metrics.tensors import DTYPE_BITS
 
     if isinstance(value, TensorAttribute):
         return (value.size * DTYPE_BITS.get(value.dtype, 0) + 7) // 8

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from ..data.categories import runs_subgraphs
-from ..data.operators import formula_table, operator
-from . import attention_ops
-from .formulas import (
-    ZERO, Cost, NotCountable, convolution, einsum, matmul, per_element, pooling, prod, recurrent,
-    reduction, resize, transposed_convolution,
+from renderer.data.categories import runs_subgraphs
+from renderer.data.operators import formula_table, operator
+from renderer.metrics import attention_ops
+from renderer.metrics.formulas import (
+    ZERO, Cost, NotCountable, convolution, einsum, matmul, per_element, pooling, prod, recurrent, reduction, resize,
+    transposed_convolution,
 )
-from . import onnx_ml
-from .opview import Op
+from renderer.metrics import onnx_ml
+from renderer.metrics.opview import Op
 
 
 def _conv(op: Op) -> Cost:

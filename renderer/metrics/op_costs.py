@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.categories import runs_subgraphs
-from ..ir import ElementKey, Model, Node, Value
-from . import onnx_ops, tflite_ops
-from .formulas import MALFORMED, Cost, NotCountable, malformed, prod
-from .opview import Op, label, static_shape
-from .packed import packed_values
-from .tensors import DTYPE_BITS
-from .weights import Source, is_transparent, trace
+from renderer.data.categories import runs_subgraphs
+from renderer.core.ir import ElementKey, Model, Node, Value
+from renderer.metrics import onnx_ops, tflite_ops
+from renderer.metrics.formulas import MALFORMED, Cost, NotCountable, malformed, prod
+from renderer.metrics.opview import Op, label, static_shape
+from renderer.metrics.packed import packed_values
+from renderer.metrics.tensors import DTYPE_BITS
+from renderer.metrics.weights import Source, is_transparent, trace
 
 
 @dataclass(slots=True)
@@ -206,7 +206,7 @@ class ModelCosts:
 
     @classmethod
     def build(cls, model: Model) -> ModelCosts:
-        from ..progress import each
+        from renderer.core.progress import each
 
         sizes: dict[int, int | str] = {}
         nodes = [node for graph in model.graphs for node in graph.nodes]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Node, Value
-from .formulas import NotCountable, prod
-from .input_dims import not_run, unpinned_reason
-from .weights import trace
+from renderer.core.ir import Node, Value
+from renderer.metrics.formulas import NotCountable, prod
+from renderer.metrics.input_dims import not_run, unpinned_reason
+from renderer.metrics.weights import trace
 
 
 def label(value: Value) -> str:

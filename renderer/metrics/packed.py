@@ -11,11 +11,11 @@ bytes follow from the type's bits.
 
 from __future__ import annotations
 
-from ..data.operators import operator
-from ..ir import Node
-from .formulas import prod
-from .tensors import DTYPE_BITS
-from .weights import trace
+from renderer.data.operators import operator
+from renderer.core.ir import Node
+from renderer.metrics.formulas import prod
+from renderer.metrics.tensors import DTYPE_BITS
+from renderer.metrics.weights import trace
 
 
 def _int_attr(node: Node, name: str, default: int) -> int:

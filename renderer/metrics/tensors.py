@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import ElementKey, Model
+from renderer.core.ir import ElementKey, Model
 
 DTYPE_BITS: dict[str, int] = {
     "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32, "int16": 16,
@@ -26,7 +26,7 @@ def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int | None:
 
 def tensor_values(model: Model, names: set[str]) -> dict[ElementKey, dict[str, Any]]:
     """``bytes`` and/or ``elements`` of every tensor with a static shape."""
-    from ..progress import each
+    from renderer.core.progress import each
 
     result: dict[ElementKey, dict[str, Any]] = {}
     for value in each(list(model.values()), "tensor sizes", "tensor"):

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from ..data.categories import runs_subgraphs
-from ..data.operators import formula_table, operator
-from .formulas import (
+from renderer.data.categories import runs_subgraphs
+from renderer.data.operators import formula_table, operator
+from renderer.metrics.formulas import (
     ZERO, Cost, NotCountable, convolution, matmul, per_element, pooling, prod, recurrent, reduction, resize,
     transposed_convolution,
 )
-from .opview import Op
+from renderer.metrics.opview import Op
 
 @dataclass(frozen=True, slots=True)
 class _Direction:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import ElementKey, Value
-from . import data
-from .formulas import MALFORMED, Cost, NotCountable, malformed
-from .op_costs import ModelCosts, OpCosts, na
-from .weights import Source, zero_point
+from renderer.core.ir import ElementKey, Value
+from renderer.metrics import data
+from renderer.metrics.formulas import MALFORMED, Cost, NotCountable, malformed
+from renderer.metrics.op_costs import ModelCosts, OpCosts, na
+from renderer.metrics.weights import Source, zero_point
 
 OP_STAT_PREFIX = "weight_"
 TENSOR_STAT_PREFIX = "value_"

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from ..data import categories
-from ..ir import Node, Value
-from .formulas import NotCountable
+from renderer.data import categories
+from renderer.core.ir import Node, Value
+from renderer.metrics.formulas import NotCountable
 
 if TYPE_CHECKING:
     import numpy as np

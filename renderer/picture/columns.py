@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import graphviz
 
-from .. import escape
-from ..errors import RenderError
-from . import graphviz_run
+from renderer.core import escape
+from renderer.core.errors import RenderError
+from renderer.picture import graphviz_run
 
 LONG_SIDE_PT = 3000.0
 """A page may be long and narrow up to this long a side; past it, at most ``MAX_ASPECT`` : 1."""

@@ -5,7 +5,7 @@ Element ids in the SVG (set through Graphviz's ``id`` attribute):
     ``t-S-N``    the first edge of tensor N       class ``tensor``; further edges ``t-S-N.K``
     ``io-S-N``   the box of graph input/output tensor N
     ``legend``   the title, meta and colour-bar table
-All user text reaches the DOT only through ``renderer.escape``.
+All user text reaches the DOT only through ``renderer.core.escape``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 
 import graphviz
 
-from .. import escape
-from ..records import Annotations, Entry, metric_value
-from ..colors import NA_COLOR, category_colors, text_color
-from .fanout import far_readers
-from .columns import Columns, Sheet
-from .folding import Folding, NodeKey
-from ..heatmap import DefaultMetric, Heatmap
-from ..ir import Graph, Model, Node, SubgraphRef, Value
-from ..numbers import format_number
-from ..options import RenderOptions
+from renderer.core import escape
+from renderer.core.records import Annotations, Entry, metric_value
+from renderer.colour.maps import NA_COLOR, category_colors, text_color
+from renderer.picture.fanout import far_readers
+from renderer.picture.columns import Columns, Sheet
+from renderer.picture.folding import Folding, NodeKey
+from renderer.colour.heatmap import DefaultMetric, Heatmap
+from renderer.core.ir import Graph, Model, Node, SubgraphRef, Value
+from renderer.core.numbers import format_number
+from renderer.core.options import RenderOptions
 
 FONT = "Helvetica"
 BORDER_COLOR = "#5a5a5a"
@@ -276,7 +276,7 @@ class _Emitter:
         """The op's MACs as a polynomial of the assumed dims (``metrics.dim_formulas``), "" without one."""
         if not self.model.assumed_dims:
             return ""
-        from ..metrics.dim_formulas import formulas
+        from renderer.metrics.dim_formulas import formulas
 
         found = formulas(self.model)
         polynomial = found.ops.get(node.key) if found is not None else None
@@ -533,8 +533,8 @@ class _Emitter:
 def _assumed_row(model: Model) -> str:
     """The legend rows stating the values taken for the free input dims (``Model.assumed_dims``) and the MACs as
     a formula of them (``metrics.dim_formulas``), wrapped."""
-    from ..loaders.free_dims import described
-    from ..metrics.dim_formulas import total_line
+    from renderer.loaders.free_dims import described
+    from renderer.metrics.dim_formulas import total_line
 
     formula = total_line(model).removeprefix("MACs = ")
     rows = [("dims", described(model.assumed_dims))] + ([("MACs formula", f"= {formula}")] if formula else [])

@@ -19,22 +19,23 @@ from collections import Counter
 from collections.abc import Iterable
 import graphviz
 
-from .. import escape
-from .aggregate import combine, rule_for, shares
-from .fanout import far_readers, longest_path_ranks
-from ..records import MetricInfo
-from ..colors import Scale, text_color
-from .columns import Columns, Sheet
-from .dot import (BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Scene, _Emitter, _io_name, _op_name, _origin_id,
-                  _row, _unique)
-from .grouping import Group, display_path, series_prefix
-from ..heatmap import Heatmap
-from ..ir import Node, Value
-from ..metrics.tensors import tensor_bytes
-from ..numbers import format_bytes, format_number, percent
-from .pages import Book, Inline, Page
-from .output_plan import Links
-from .titles import distinct_titles, own_title
+from renderer.core import escape
+from renderer.colour.aggregate import combine, rule_for, shares
+from renderer.picture.fanout import far_readers, longest_path_ranks
+from renderer.core.records import MetricInfo
+from renderer.colour.maps import Scale, text_color
+from renderer.picture.columns import Columns, Sheet
+from renderer.picture.dot import (
+    BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Scene, _Emitter, _io_name, _op_name, _origin_id, _row, _unique,
+)
+from renderer.picture.grouping import Group, display_path, series_prefix
+from renderer.colour.heatmap import Heatmap
+from renderer.core.ir import Node, Value
+from renderer.metrics.tensors import tensor_bytes
+from renderer.core.numbers import format_bytes, format_number, percent
+from renderer.picture.pages import Book, Inline, Page
+from renderer.files.page_names import Links
+from renderer.picture.titles import distinct_titles, own_title
 
 STUB_FILL = "#f4f4f4"
 GROUP_PLAIN_FILL = "#f2f5f9"

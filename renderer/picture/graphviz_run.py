@@ -13,8 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from ..errors import GraphvizNotFound, RenderError
-from ..numbers import format_number
+from renderer.core.errors import GraphvizNotFound, RenderError
+from renderer.core.numbers import format_number
 
 
 class LayoutTimeout(RenderError):

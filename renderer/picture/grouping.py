@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from renderer.ir import Graph, Model, Node
+from renderer.core.ir import Graph, Model, Node
 
 SCOPED_SHARE = 0.3
 """Least share of a graph's drawn operators with a scope for its names to be used. Measured on the samples:
@@ -718,7 +718,7 @@ SUMMARY_TYPES = 4
 def computes(nodes: Iterable[Node], fmt: str = "onnx", most: int = SUMMARY_TYPES) -> str:
     """What ``nodes`` compute, as their op types (``MatMul Softmax Add Mul …``): weight-bearing and costly
     categories before element-wise and shape plumbing, then the more frequent first."""
-    from ..data.categories import category
+    from renderer.data.categories import category
 
     counts = Counter(n.op_type for n in nodes)
     ranked = sorted(counts, key=lambda t: (_CATEGORY_RANK.get(category(fmt, t), len(_CATEGORY_RANK)), -counts[t], t))

@@ -12,10 +12,9 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..errors import UsageError
-from .grouping import Group, display_path, group_model, name_run, repeated_runs
-from ..ir import Graph, Model, Node, Value
-from .output_plan import page_stem
+from renderer.picture.grouping import Group, display_path, group_model, name_run, repeated_runs
+from renderer.core.ir import Graph, Model, Node, Value
+from renderer.files.page_names import page_stem
 
 NodeKey = tuple[str, int, int]
 
@@ -143,16 +142,6 @@ class Book:
         if page.group is group or page.group.kind != PACK_KIND:
             return str(page.index)
         return f"{page.index}-{1 + next(i for i, g in enumerate(page.group.children) if g is group)}"
-
-
-def collapse_depth(text: str) -> str | int:
-    """``--collapse`` value: ``auto``, ``none`` or a depth ≥ 1."""
-    value = text.strip().lower()
-    if value in ("auto", "none"):
-        return value
-    if value.isascii() and value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise UsageError(f"--collapse {text!r}: use auto, none or a depth (1, 2, …)")
 
 
 def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "auto",

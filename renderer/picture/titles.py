@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from ..ir import Graph, SubgraphRef
-from .grouping import SYNTHETIC_KINDS, Group, computes
+from renderer.core.ir import Graph, SubgraphRef
+from renderer.picture.grouping import SYNTHETIC_KINDS, Group, computes
 
 PASSED_OVER = SYNTHETIC_KINDS | {"packed"}
 """Kinds whose names are no qualifier (``pages.PACK_KIND`` is ``packed``)."""

@@ -15,15 +15,15 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from .. import escape
-from ..records import metric_value
-from ..numbers import format_number
-from ..picture.dot import Scene
-from ..data.resources import folder
+from renderer.core import escape
+from renderer.core.records import metric_value
+from renderer.core.numbers import format_number
+from renderer.picture.dot import Scene
+from renderer.data.resources import folder
 
 if TYPE_CHECKING:
-    from ..ir import Node
-    from ..picture.pages import Book
+    from renderer.core.ir import Node
+    from renderer.picture.pages import Book
 
 HOT_SPOTS = 10
 """Operators listed as hot spots (the worst by the colour metric)."""

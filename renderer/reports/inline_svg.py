@@ -21,7 +21,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING
 
-from ..errors import RenderError
+from renderer.core.errors import RenderError
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element

@@ -22,7 +22,7 @@ import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from .inline_svg import SVG_NS, XLINK_NS, parse, serialise
+from renderer.reports.inline_svg import SVG_NS, XLINK_NS, parse, serialise
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element

@@ -9,15 +9,15 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from .. import escape
-from ..records import metric_value
-from ..numbers import format_number
-from ..picture.dot import Scene
-from ..errors import RenderError
-from ..data.resources import folder
+from renderer.core import escape
+from renderer.core.records import metric_value
+from renderer.core.numbers import format_number
+from renderer.picture.dot import Scene
+from renderer.core.errors import RenderError
+from renderer.data.resources import folder
 
 if TYPE_CHECKING:
-    from ..picture.pages import Book
+    from renderer.picture.pages import Book
 
 TOP_ROWS = 50
 
@@ -112,7 +112,7 @@ def _inline_svg(svg: str, boxes: set[str], tips: dict[str, str]):  # type: ignor
     it can end the ``<noscript>``."""
     import markupsafe
 
-    from .page_svg import compact
+    from renderer.reports.page_svg import compact
 
     text, taken = compact(svg, boxes)
     for box, tip in taken.items():
@@ -132,7 +132,7 @@ def _explorable(scene: Scene, book: Book | None, pages: list[dict[str, Any]], ti
     ``tips`` add) and its script."""
     import markupsafe
 
-    from . import explore
+    from renderer.reports import explore
 
     view = _view(scene)
     data = explore.data(scene, book, tips)
@@ -161,7 +161,7 @@ def markdown(scene: Scene, pictures: list[str] | None = None) -> str:
     """The pull-request summary (``renderer.reports.summary``): model, totals, the top operators by the colour metric,
     annotation coverage, and links to ``pictures``, the pictures of the same run relative to the summary
     (``OutputPlan.pictures_for``)."""
-    from . import summary
+    from renderer.reports import summary
 
     pictures = pictures or []
     return _environment().get_template("report.md.j2").render(**summary.view(scene, pictures))

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import escape
-from ..picture.aggregate import rule_for
-from ..numbers import format_number, percent
-from ..picture.dot import Scene
-from ..errors import UsageError
-from ..heatmap import number_of
-from ..options import SUMMARY_MAX_TOP_K
+from renderer.core import escape
+from renderer.colour.aggregate import rule_for
+from renderer.core.numbers import format_number, percent
+from renderer.picture.dot import Scene
+from renderer.core.errors import UsageError
+from renderer.colour.heatmap import number_of
+from renderer.core.options import SUMMARY_MAX_TOP_K
 
 MAX_COVERAGE = 10
 MAX_META = 8

@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from renderer.loaders import load_model
+from renderer.loaders.registry import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "fixtures" / "tflite_benchmark"

@@ -3,7 +3,7 @@
     python samples/tools/ort_qdq_loss_to_json.py model.onnx model_qdq.onnx -o qdq_loss.json
     annograph render model_qdq.onnx -a qdq_loss.json --color-by qdq_err
 
-The JSON is the shape annograph's ``qdq-loss`` reader documents (``renderer/annotations/ort_qdq_loss.py``)::
+The JSON is the shape annograph's ``qdq-loss`` reader documents (``renderer/annotations/readers/ort_qdq_loss.py``)::
 
     {"format": "onnxruntime.quantization.qdq_loss_debug", "float_model": ..., "qdq_model": ...,
      "activations": {"<tensor>": {"qdq_err": dB, "xmodel_err": dB}}, "weights": {"<weight>": dB}}

@@ -1,0 +1,760 @@
+"""ONNX loader: ModelProto → ir.Model.
+
+Graph numbering: the main graph is 0; subgraphs (If branches, Loop and Scan bodies, any GRAPH attribute)
+follow depth-first in node order, then attribute order. A subgraph that reads a value of an enclosing graph
+refers to the outer ``ir.Value`` directly, so edges cross from the outer graph into the subgraph.
+
+Weights are not read at load time. The file is memory-mapped; the large ``raw_data`` of main-graph
+initializers is located in the protobuf wire format (``onnx_wire``) and left out of what protobuf parses, and
+their ``ir.Tensor`` readers return numpy views over the mapped bytes. External data is read when a metric
+first asks for it.
+
+``Model.raw`` is a ``Loaded``: the parsed proto and what loading changed in it, from which ``stored_proto``
+rebuilds the file's own ModelProto for writers that edit a copy (``annograph embed``) without a second parse.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from renderer.core import ir
+from renderer.data.categories import category
+from renderer.core.errors import LoaderError, OperatorDataError, first_line
+from renderer.core.progress import detail
+from renderer.loaders.registry import decode_text, refuse_impossible_shapes
+from renderer.loaders.protocol import RealValues
+from renderer.loaders import free_dims
+from renderer.loaders.free_dims import unnamed_dim_name
+from renderer.loaders.onnx import wire as onnx_wire, ort_shapes
+from renderer.loaders.mapped import map_file
+
+if TYPE_CHECKING:
+    import onnx
+
+FORMAT = "onnx"
+EXTENSIONS = (".onnx", ".onnxmodel", ".pb")
+
+# ModelProto field tags that can open a file: ir_version(1), producer_name(2), producer_version(3),
+# domain(4), model_version(5), doc_string(6), graph(7), opset_import(8), metadata_props(14).
+_FIRST_TAGS = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72}
+
+_SHAPE_INFERENCE_MAX_BYTES = 2**31 - 1  # onnx.shape_inference refuses protos over 2 GiB
+
+
+def match(head: bytes) -> bool:
+    """A protobuf whose first field is ir_version (tag 0x08) with a plausible value."""
+    return len(head) >= 2 and head[0] == 0x08 and 1 <= head[1] <= 64 and (len(head) < 3 or head[2] in _FIRST_TAGS)
+
+
+def _dtype_names() -> dict[int, str]:
+    import onnx
+
+    names: dict[int, str] = {}
+    for name, number in onnx.TensorProto.DataType.items():
+        if name == "UNDEFINED":
+            continue
+        names[number] = {"FLOAT": "float32", "DOUBLE": "float64", "FLOAT16": "float16"}.get(name, name.lower())
+    return names
+
+
+def _parse(path: Path) -> tuple[Any, onnx_wire.Split | None, onnx.ModelProto]:
+    """(the mapped file, where its large weights lie, the proto parsed without them)."""
+    import onnx
+
+    buffer = map_file(path)
+    parts = onnx_wire.split(buffer)
+    try:
+        if parts is not None:  # large weights stay in the mapped file; protobuf parses the rest
+            proto = onnx.load_model_from_string(parts.light)
+        else:
+            proto = onnx.load_model_from_string(bytes(buffer))  # the bytes read once (a pipe cannot be reread)
+    except Exception as e:  # protobuf raises DecodeError, RuntimeWarning-like errors, ValueError…
+        raise LoaderError(f"{path}: not a valid ONNX model ({first_line(e)})") from None
+    if not proto.HasField("graph"):
+        raise LoaderError(f"{path}: not a valid ONNX model (no graph)")
+    return buffer, parts, proto
+
+
+def pinnable(path: Path) -> list[str]:
+    """The names ``--dim`` can pin in the model at ``path`` (its inputs' symbolic dims, and the KV cache presets
+    ``prefill``/``decode`` when it has a cache), without loading it."""
+    graph = _parse(path)[2].graph
+    _name_unnamed_dims(graph)
+    free = _symbolic(graph.input)
+    slots = _slots(graph)
+    has_cache = bool(free_dims.caches(free, free_dims.roles(slots)))
+    return free + [p for p in free_dims.PRESETS if has_cache and p not in free]
+
+
+def _slots(graph: onnx.GraphProto) -> list[free_dims.Slot]:
+    """Where each symbolic dim of the main graph's inputs sits (``free_dims``)."""
+    import onnx
+
+    integers = {onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+    initializers = {t.name for t in graph.initializer}
+    slots = []
+    for value in graph.input:
+        if value.name in initializers or not value.type.HasField("tensor_type"):
+            continue
+        tensor = value.type.tensor_type
+        shape = tuple(d.dim_param if d.HasField("dim_param") else int(d.dim_value) for d in tensor.shape.dim)
+        for axis, dim in enumerate(shape):
+            if isinstance(dim, str) and dim:
+                slots.append(free_dims.Slot(dim, decode_text(value.name), axis, shape, tensor.elem_type in integers))
+    return slots
+
+
+UNNAMED = ("", "?")
+"""dim_param values that name nothing: an empty one, and the ``?`` some exporters write for "unknown" (a negative
+dim_value, ``-1``, is named too)."""
+
+
+def _name_unnamed_dims(graph: onnx.GraphProto) -> None:
+    """Give the main graph inputs' unnamed dims (neither a size nor a name, or ``?``) a name ``--dim`` can pin
+    (``unnamed_dim_name``), so they are free dims like named ones: hints name them, pinning one fixes it."""
+    initializers = {t.name for t in graph.initializer}
+    for value in graph.input:
+        if value.name in initializers or not value.type.HasField("tensor_type"):
+            continue
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if (dim.dim_value < 0 if dim.HasField("dim_value") else dim.dim_param in UNNAMED):
+                dim.dim_param = unnamed_dim_name(value.name, axis)  # a -1 size says "any" too
+
+
+def _symbolic(values: Any) -> list[str]:
+    """The symbolic dims of ``values`` (ValueInfoProtos), in order, each once."""
+    names: dict[str, None] = {}
+    for value in values:
+        if value.type.HasField("tensor_type"):
+            names.update((d.dim_param, None) for d in value.type.tensor_type.shape.dim
+                         if d.HasField("dim_param") and d.dim_param)
+    return list(names)
+
+
+def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
+         shape_run: bool = True, values: RealValues | None = None, assume: bool = True) -> ir.Model:
+    import onnx
+
+    buffer, parts, proto = _parse(path)
+    if proto.ir_version > onnx.IR_VERSION:
+        raise LoaderError(
+            f"{path}: ONNX IR version {proto.ir_version} is newer than this onnx package supports "
+            f"({onnx.IR_VERSION}); upgrade onnx"
+        )
+    newest = onnx.defs.onnx_opset_version()
+    for opset in proto.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version > newest:
+            raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
+    file_shapes = _shapes(proto)
+    _name_unnamed_dims(proto.graph)
+    free = _symbolic(proto.graph.input)
+    values = values or RealValues()
+    notes: list[str] = []
+    dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes)
+    feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
+    if dims:
+        _pin_dims(proto.graph, dims)
+    if feeds is not None:
+        ort_shapes.pin_to_feeds(proto.graph, feeds)
+    if dims or feeds:
+        _drop_symbolic_shapes(proto.graph)
+    proto = _infer_shapes(proto)
+    weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
+    idle: dict[int, str] = {}
+    if values.profiles:
+        proto, note, idle = _shapes_from_profiles(path, proto, weights, values.profiles)
+        notes.append(note)
+    elif shape_run:
+        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
+        notes.extend(ran)
+    model = _build(path, proto, weights)
+    model.raw = Loaded(proto, file_shapes, weights)
+    model.notes.extend(note for note in notes if note)
+    for index, why in idle.items():
+        model.graphs[index].not_run = why
+    model.pinnable_dims = free
+    model.assumed_dims = assumed
+    model.pinned_dims = dict(dims)
+    return model
+
+
+def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None, check_dims: bool, assume: bool,
+                 notes: list[str]) -> tuple[dict[str, int], list[ir.AssumedDim]]:
+    """The dims to pin (``--dim``'s, resolved to the model's names, the KV cache presets spelled out and the
+    tied cache dims completed) and, with ``assume``, a value for every other free input dim (``free_dims``)."""
+    from renderer.core.pinning import resolve
+
+    slots = _slots(proto.graph)
+    free = _symbolic(proto.graph.input)
+    given = free_dims.presets(dims or {}, free, free_dims.roles(slots), path, check_dims)
+    given = resolve(path, given, free, _symbolic([*proto.graph.value_info, *proto.graph.output]), check_dims)
+    if not assume:
+        return given, []
+    metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
+    return free_dims.assume(path, slots, given, metadata, notes, _position_rows(proto.graph))
+
+
+def _position_rows(graph: onnx.GraphProto) -> int | None:
+    """The rows of the model's position-embedding table (a Gather from a constant named ``position``): the
+    longest sequence it takes, so an assumed length stays within it."""
+    tables = {decode_text(t.name): t.dims[0] for t in graph.initializer
+              if "position" in decode_text(t.name).lower() and len(t.dims) == 2}
+    rows = [tables[decode_text(n.input[0])] for n in graph.node
+            if n.op_type == "Gather" and n.input and decode_text(n.input[0]) in tables]
+    return min(rows) if rows else None
+
+
+def _shapes_from_profiles(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
+                          profiles: tuple[Path, ...]) -> tuple[onnx.ModelProto, str, dict[int, str]]:
+    """``proto`` with the shapes the onnxruntime ``profiles`` recorded (``profile_shapes``), the line to say, and
+    the subgraphs the profiled run never entered (``Graph.not_run``)."""
+    from renderer.loaders.onnx import profile_shapes
+
+    shapes = profile_shapes.recorded(_build(path, proto, weights), profiles)
+    pinned = profile_shapes.pin_inputs(proto.graph, shapes.get(0, {}))
+    if pinned:
+        _drop_symbolic_shapes(proto.graph)
+        proto = _infer_shapes(proto)
+    written = profile_shapes.write(graphs(proto.graph), shapes)
+    if written:
+        proto = _infer_shapes(proto)
+    remaining = profile_shapes.left(graphs(proto.graph), shapes)
+    idle = _idle(proto, shapes, "the profiled onnxruntime run did not take this subgraph")
+    return proto, profile_shapes.note(path, profiles, pinned, written, remaining), idle
+
+
+def _idle(proto: onnx.ModelProto, shapes: dict[int, Any], why: str) -> dict[int, str]:
+    """Subgraph index → ``why``, for the subgraphs with no recorded operator (``shapes`` has no entry)."""
+    return {index: why for index in range(1, len(graphs(proto.graph))) if index not in shapes}
+
+
+def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
+                     feeds: dict[str, Any] | None, source: str) -> tuple[onnx.ModelProto, list[str], dict[int, str]]:
+    """``proto`` with the shapes one onnxruntime run gives (``ort_shapes``), the lines to say, and the subgraphs
+    the run never entered (``Graph.not_run``). When subgraphs lack shapes a second run is profiled, and the profile
+    gives those of the branches and bodies it ran."""
+    import tempfile
+
+    from renderer.loaders.onnx import profile_shapes
+
+    inner = sum(len(ort_shapes.missing_shapes(sub)) for sub in graphs(proto.graph)[1:])
+    with tempfile.TemporaryDirectory(prefix="annograph-run-") as folder:
+        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner)
+        if profile is None:
+            return proto, notes, {}
+        shapes = profile_shapes.recorded(_build(path, proto, weights), [profile])
+    shapes.pop(0, None)  # the main graph's shapes came from the run's outputs
+    written = profile_shapes.write(graphs(proto.graph), shapes)
+    if written:
+        proto = _infer_shapes(proto)
+    missed, not_run = profile_shapes.left(graphs(proto.graph), shapes)
+    on = f"the inputs of {source}" if feeds is not None else "zero inputs"
+    still = f"; {missed} tensors it ran still have no shape" if missed else ""
+    inside = f"{path}: shapes of {written} tensors inside If/Loop/Scan bodies were taken from onnxruntime's profile " \
+             f"of a run on {on} (the subgraphs it ran){still}{profile_shapes.not_run_clause(not_run)}"
+    run_on = f"the inputs of {Path(source).name}" if feeds is not None else "zero inputs"
+    return proto, [*notes, inside], _idle(proto, shapes, f"the onnxruntime run on {run_on} did not take this subgraph")
+
+
+def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:
+    try:
+        return refuse_impossible_shapes(_Builder(path, proto, weights).build(), path)
+    except (LoaderError, OperatorDataError):  # the data's fault, not the model's
+        raise
+    except Exception as e:
+        raise LoaderError(f"{path}: malformed ONNX model ({type(e).__name__}: {first_line(e)})") from None
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """``Model.raw`` of an ONNX model: the parsed file, as the loader changed it, and what it changed."""
+
+    proto: onnx.ModelProto  # with inferred shapes and pinned dims, without the large raw_data in ``weights``
+    file_shapes: list[onnx.GraphProto]  # per graph (``graphs`` order): the file's input, output and value_info
+    weights: dict[int, tuple[Any, int, int]]  # main-graph initializer index → (mapped file, offset, length)
+
+
+def stored_proto(model: ir.Model) -> onnx.ModelProto:
+    """The ModelProto as stored in ``model``'s file, for writers that edit a copy: rebuilt from the loader's
+    parse (the shapes it inferred or pinned put back as the file had them, the large weights' bytes copied
+    from the mapped file), not by reading or parsing the file again. External data stays where it is."""
+    import onnx
+
+    if model.format != FORMAT or not isinstance(model.raw, Loaded):
+        raise LoaderError(f"{model.path}: not a loaded ONNX model")
+    loaded = model.raw
+    proto = onnx.ModelProto()
+    proto.CopyFrom(loaded.proto)
+    for graph, stored in zip(graphs(proto.graph), loaded.file_shapes, strict=True):
+        for field in ("input", "output", "value_info"):
+            del getattr(graph, field)[:]
+            getattr(graph, field).extend(getattr(stored, field))
+    for index, (buffer, offset, length) in loaded.weights.items():
+        proto.graph.initializer[index].raw_data = bytes(buffer[offset : offset + length])
+    return proto
+
+
+def _shapes(proto: onnx.ModelProto) -> list[onnx.GraphProto]:
+    """A copy of each graph's input, output and value_info: the fields loading changes."""
+    import onnx
+
+    copies = []
+    for graph in graphs(proto.graph):
+        copy = onnx.GraphProto()
+        copy.input.extend(graph.input)
+        copy.output.extend(graph.output)
+        copy.value_info.extend(graph.value_info)
+        copies.append(copy)
+    return copies
+
+
+def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if not value.type.HasField("tensor_type"):
+            continue
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param") and dim.dim_param in dims:
+                dim.dim_value = dims[dim.dim_param]
+
+
+def _drop_symbolic_shapes(graph: onnx.GraphProto) -> None:
+    """Forget the file's shapes whose symbolic dims are not free input dims once some inputs are pinned, so
+    inference recomputes them from the inputs: derived dims that exporters wrote
+    (``floor(DynamicDimension.1/2 - 1/2) + 1``) would otherwise stay, as onnx keeps a name it is given where it
+    cannot prove a value. A dim named like an input dim still free (``seq``) is kept: it says what inference
+    may not be able to."""
+    free = set(_symbolic(graph.input))
+
+    def stale(value: onnx.ValueInfoProto) -> bool:
+        return value.type.HasField("tensor_type") and any(
+            d.HasField("dim_param") and d.dim_param not in free for d in value.type.tensor_type.shape.dim)
+
+    for sub in graphs(graph):
+        kept = [vi for vi in sub.value_info if not stale(vi)]
+        if len(kept) < len(sub.value_info):
+            del sub.value_info[:]
+            sub.value_info.extend(kept)
+        for value in sub.output:
+            if stale(value):
+                for dim in value.type.tensor_type.shape.dim:
+                    if dim.HasField("dim_param") and dim.dim_param not in free:
+                        dim.Clear()
+
+
+def _known_dims(tp: onnx.TypeProto) -> int:
+    """How much a type says: -1 without a tensor shape, else its number of dims with a value."""
+    if not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
+        return -1
+    return sum(1 for d in tp.tensor_type.shape.dim if d.HasField("dim_value"))
+
+
+def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """Fill value_info by onnx shape inference, run on a copy without the weights' bytes.
+
+    Inference needs the weights' dims, not their values (data propagation only reads small shape tensors),
+    and copying megabytes of weights into it is most of a load's time; the inferred value_info is then
+    copied back graph by graph, wherever it knows more than the file.
+    """
+    import onnx
+
+    try:  # best effort: strings protobuf holds as bytes (invalid UTF-8) cannot even be copied
+        light = _without_weights(proto)
+        if light.ByteSize() > _SHAPE_INFERENCE_MAX_BYTES:
+            detail("shapes: as stored in the file (over 2 GiB without its weights: too big for onnx shape inference)")
+            return proto
+        inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:
+        detail(f"shapes: as stored in the file (onnx shape inference failed: {first_line(e)})")
+        return proto  # shapes stay as the file has them; metrics report n/a where they are missing
+    detail("shapes: onnx shape inference with data propagation, where it knows more than the file")
+    for original, result in zip(graphs(proto.graph), graphs(inferred.graph)):
+        if len(result.value_info) > len(original.value_info):
+            del original.value_info[:]
+            original.value_info.extend(result.value_info)
+        elif len(result.value_info):
+            known = {vi.name: vi for vi in original.value_info}
+            for source in result.value_info:
+                target = known.get(source.name)
+                if target is None:
+                    original.value_info.add().CopyFrom(source)
+                elif _known_dims(source.type) > _known_dims(target.type):
+                    target.type.CopyFrom(source.type)
+        for target, source in zip(original.output, result.output):
+            if _known_dims(source.type) > _known_dims(target.type):
+                target.type.CopyFrom(source.type)
+    return proto
+
+
+_WEIGHT_ELEMENTS = 1024
+
+
+def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``proto`` whose large main-graph initializers keep name, type and dims but no data."""
+    import onnx
+
+    light = onnx.ModelProto()
+    _copy_fields(proto, light, skip="graph")
+    _copy_fields(proto.graph, light.graph, skip="initializer")
+    for tensor in proto.graph.initializer:
+        stub = light.graph.initializer.add()
+        # judged by dims: reading raw_data to measure it would copy every weight
+        if tensor.HasField("raw_data") and math.prod(tensor.dims) > _WEIGHT_ELEMENTS:
+            stub.name, stub.data_type = tensor.name, tensor.data_type
+            stub.dims.extend(tensor.dims)
+        else:
+            stub.CopyFrom(tensor)
+    return light
+
+
+def _copy_fields(source: Any, target: Any, skip: str) -> None:
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        if field.is_repeated:
+            getattr(target, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
+
+
+_PLAIN_DTYPES = frozenset({"float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+                           "int64", "uint64", "bool"})
+
+
+def _raw_view(raw: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+    """A read-only numpy view over little-endian raw bytes of a plain dtype (no copy); None otherwise."""
+    import sys
+
+    import numpy as np
+
+    if dtype not in _PLAIN_DTYPES or not len(raw) or sys.byteorder != "little":
+        return None
+    return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)
+
+
+# where a stripped raw_data lies: (mapped file, offset, length)
+_Place = tuple[Any, int, int]
+
+
+def graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+    """``graph`` and every subgraph in it, depth-first in node and attribute order."""
+    found = [graph]
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                found.extend(graphs(attr.g))
+            for sub in attr.graphs:
+                found.extend(graphs(sub))
+    return found
+
+
+class _Names:
+    """Name → value inside one graph being built; names a subgraph does not define come from its enclosing
+    graphs (``outer``, innermost last)."""
+
+    def __init__(self, graph: ir.Graph, gp: onnx.GraphProto, outer: list[dict[str, ir.Value]],
+                 type_of: Callable[[Any], ir.TensorType | None]) -> None:
+        self.graph = graph
+        self.outer = outer
+        self.type_of = type_of
+        self.names: dict[str, ir.Value] = {}
+        infos = list(gp.value_info) + list(gp.input) + list(gp.output)
+        self.shapes = {decode_text(vi.name): vi.type for vi in infos}
+        self.metadata = {decode_text(vi.name): {decode_text(p.key): decode_text(p.value) for p in vi.metadata_props}
+                         for vi in infos if len(getattr(vi, "metadata_props", ()))}
+
+    def local(self, name: str) -> ir.Value:
+        """The value called ``name`` in this graph, created on first use."""
+        value = self.names.get(name)
+        if value is None:
+            value = self.graph.add_value(name, type=self.type_of(self.shapes.get(name)))
+            value.metadata = dict(self.metadata.get(name, {}))
+            self.names[name] = value
+        return value
+
+    def lookup(self, name: str) -> ir.Value | None:
+        """What an input called ``name`` reads: this graph's value, else an enclosing graph's; None for ""."""
+        if not name:
+            return None
+        if name in self.names:
+            return self.names[name]
+        for outer in reversed(self.outer):
+            if name in outer:
+                return outer[name]
+        return self.local(name)  # used before defined, or a dangling reference: keep the edge visible
+
+    def inner_scope(self) -> list[dict[str, ir.Value]]:
+        """The scope of a subgraph defined here."""
+        return self.outer + [self.names]
+
+
+class _Builder:
+    """Walks the proto once, creating graphs depth-first."""
+
+    def __init__(self, path: Path, proto: onnx.ModelProto, weights: dict[int, _Place]) -> None:
+        self.path = path
+        self.proto = proto
+        self.weights = weights  # main-graph initializer index → its raw_data in the mapped file
+        self.base_dir = str(path.parent)
+        self.dtypes = _dtype_names()
+        self.model = ir.Model(format=FORMAT, path=str(path))
+        self.schema_names: dict[tuple[str, str, int], list[str]] = {}
+        self.schema_defaults: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def build(self) -> ir.Model:
+        proto, model = self.proto, self.model
+        model.producer = " ".join(decode_text(x) for x in (proto.producer_name, proto.producer_version) if x)
+        model.opsets = {(decode_text(o.domain) or "ai.onnx"): o.version for o in proto.opset_import}
+        opsets = ", ".join(f"{d} {v}" for d, v in sorted(model.opsets.items()))
+        model.version = f"IR v{proto.ir_version}; opset {opsets}"
+        model.description = decode_text(proto.doc_string)
+        model.metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
+        self._graph(proto.graph, parent=None, scope=[])
+        return model
+
+    # -- graphs ---------------------------------------------------------------------------------------------
+
+    def _graph(self, gp: onnx.GraphProto, parent: ir.Node | None, scope: list[dict[str, ir.Value]]) -> ir.Graph:
+        graph = self.model.add_graph(decode_text(gp.name), parent)
+        names = _Names(graph, gp, scope, self._type)
+        initializers = {decode_text(t.name) for t in gp.initializer}
+        for vi in gp.input:
+            if decode_text(vi.name) not in initializers:
+                value = names.local(decode_text(vi.name))
+                value.is_input = True
+                graph.inputs.append(value)
+        for i, tensor in enumerate(gp.initializer):
+            value = names.local(decode_text(tensor.name))
+            value.initializer = self._tensor(tensor, self.weights.get(i) if parent is None else None)
+            if value.type is None or value.type.shape is None:
+                value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
+        for np_ in gp.node:
+            self._node(np_, graph, names)
+        for vi in gp.output:
+            value = names.lookup(decode_text(vi.name))
+            if value is not None:
+                value.is_output = True
+                if value.type is None:
+                    value.type = self._type(vi.type)
+                graph.outputs.append(value)
+        return graph
+
+    def _node(self, np_: onnx.NodeProto, graph: ir.Graph, names: _Names) -> None:
+        op_type, domain = decode_text(np_.op_type), decode_text(np_.domain)
+        node = graph.add_node(
+            op_type,
+            domain=domain,
+            name=decode_text(np_.name),
+            category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft", "ai.onnx.ml") else "other",
+        )
+        node.metadata = {decode_text(p.key): decode_text(p.value) for p in getattr(np_, "metadata_props", [])}
+        node.inputs = [names.lookup(decode_text(name)) for name in np_.input]
+        node.input_names = self._input_names(op_type, domain, len(np_.input))
+        for v in node.inputs:
+            if v is not None:
+                v.consumers.append(node)
+        for name in np_.output:
+            if not name:
+                continue
+            value = names.local(decode_text(name))
+            value.producer = node
+            node.outputs.append(value)
+        defaults = self._schema_defaults(op_type, domain)
+        for attr in np_.attribute:
+            attr_name = decode_text(attr.name)
+            node.attributes[attr_name] = self._attribute(attr, node, names.inner_scope())
+            if attr_name in defaults and defaults[attr_name] == node.attributes[attr_name]:
+                node.defaults.add(attr_name)
+        if domain in ("", "ai.onnx") and node.outputs:
+            if op_type == "Constant":
+                self._fold_constant(np_, node.outputs[0])
+            elif op_type == "ConstantOfShape" and node.inputs and node.inputs[0] is not None \
+                    and node.inputs[0].is_constant:
+                self._fold_constant_of_shape(np_, node.inputs[0], node.outputs[0])
+
+    def _schema_defaults(self, op_type: str, domain: str) -> dict[str, Any]:
+        key = (op_type, domain)
+        cached = self.schema_defaults.get(key)
+        if cached is not None:
+            return cached
+        import onnx
+        from onnx import helper
+
+        defaults: dict[str, Any] = {}
+        try:
+            schema = onnx.defs.get_schema(op_type, self.model.opsets.get(domain or "ai.onnx", 1), domain)
+            for name, spec in schema.attributes.items():
+                if spec.default_value.type != onnx.AttributeProto.UNDEFINED:
+                    value = helper.get_attribute_value(spec.default_value)
+                    defaults[name] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        except Exception:  # unknown or custom op
+            defaults = {}
+        self.schema_defaults[key] = defaults
+        return defaults
+
+    def _input_names(self, op_type: str, domain: str, count: int) -> list[str]:
+        key = (op_type, domain, count)
+        cached = self.schema_names.get(key)
+        if cached is not None:
+            return cached
+        import onnx
+
+        names: list[str] = []
+        try:
+            version = self.model.opsets.get(domain or "ai.onnx", 1)
+            schema = onnx.defs.get_schema(op_type, version, domain)
+            formal = [i.name for i in schema.inputs]
+            if formal:
+                names = [formal[min(i, len(formal) - 1)] for i in range(count)]
+        except Exception:  # unknown or custom op: no slot names
+            names = []
+        self.schema_names[key] = names
+        return names
+
+    # -- pieces ---------------------------------------------------------------------------------------------
+
+    def _type(self, tp: Any) -> ir.TensorType | None:
+        if tp is None or not tp.HasField("tensor_type"):
+            return None
+        tt = tp.tensor_type
+        dtype = self.dtypes.get(tt.elem_type, "undefined")
+        if not tt.HasField("shape"):
+            return ir.TensorType(dtype, None)
+        shape: list[ir.Dim] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                shape.append(decode_text(d.dim_param))
+            else:
+                shape.append(None)
+        return ir.TensorType(dtype, tuple(shape))
+
+    def _tensor(self, tp: onnx.TensorProto, place: _Place | None = None) -> ir.Tensor:
+        import onnx
+
+        dtype = self.dtypes.get(tp.data_type, "undefined")
+        shape = tuple(int(d) for d in tp.dims)
+        external = tp.data_location == onnx.TensorProto.EXTERNAL
+        location = None
+        if external:
+            info = {decode_text(e.key): decode_text(e.value) for e in tp.external_data}
+            location = info.get("location", "?")
+        base_dir, path = self.base_dir, self.path
+
+        def read() -> Any:
+            from onnx.external_data_helper import load_external_data_for_tensor
+
+            if external:
+                copy = onnx.TensorProto()
+                copy.CopyFrom(tp)
+                try:
+                    load_external_data_for_tensor(copy, base_dir)
+                except Exception as e:  # OSError, ValueError, onnx's ValidationError (e.g. a path leaving the folder)
+                    raise LoaderError(
+                        f"{path}: external data file {location!r} for tensor {decode_text(tp.name)!r} cannot be read "
+                        f"({first_line(e)})"
+                    ) from None
+                return _to_array(copy)
+            if place is not None:
+                buffer, offset, length = place
+                raw = memoryview(buffer)[offset:offset + length]
+                try:
+                    fast = _raw_view(raw, dtype, shape)
+                except ValueError as e:
+                    raise LoaderError(f"{path}: tensor {decode_text(tp.name)!r} holds invalid data ({first_line(e)})") \
+                        from None
+                if fast is not None:
+                    return fast
+                copy = onnx.TensorProto()  # a dtype numpy cannot view (float8, int4, big-endian host…)
+                copy.CopyFrom(tp)
+                copy.raw_data = bytes(raw)
+                return _to_array(copy)
+            return _to_array(tp)
+
+        def _to_array(proto: onnx.TensorProto) -> Any:
+            from onnx import numpy_helper
+
+            try:
+                fast = _raw_view(proto.raw_data, dtype, shape) if proto.HasField("raw_data") else None
+                return fast if fast is not None else numpy_helper.to_array(proto)
+            except Exception as e:  # data that does not match its declared type and shape
+                raise LoaderError(
+                    f"{path}: tensor {decode_text(tp.name)!r} holds invalid data ({type(e).__name__}: {first_line(e)})"
+                ) from None
+
+        return ir.Tensor(dtype=dtype, shape=shape, reader=read, location=location)
+
+    def _fold_constant(self, np_: onnx.NodeProto, value: ir.Value) -> None:
+        import numpy as np
+        from onnx import helper
+
+        for attr in np_.attribute:
+            if attr.name == "value" and attr.HasField("t"):
+                value.initializer = self._tensor(attr.t)
+            elif attr.name in ("value_float", "value_int", "value_floats", "value_ints"):
+                array = np.asarray(helper.get_attribute_value(attr),
+                                   dtype=np.float32 if "float" in attr.name else np.int64)
+                value.initializer = ir.Tensor(str(array.dtype), tuple(array.shape), reader=lambda a=array: a)
+        if value.initializer is not None and (value.type is None or value.type.shape is None):
+            value.type = ir.TensorType(value.initializer.dtype, value.initializer.shape)
+
+    def _fold_constant_of_shape(self, np_: onnx.NodeProto, shape_value: ir.Value, value: ir.Value) -> None:
+        """ConstantOfShape of a constant shape is itself a constant (the light_* zoo models hold weights so)."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        fill = np.zeros(1, dtype=np.float32)
+        for attr in np_.attribute:
+            if attr.name == "value" and attr.HasField("t"):
+                try:
+                    fill = numpy_helper.to_array(attr.t)
+                except Exception:  # an invalid fill tensor: leave the output unfolded, as the file has it
+                    return
+        if fill.size == 0:
+            return
+        static = value.type.static_shape if value.type else None
+        if static is None:
+            try:
+                static = tuple(int(d) for d in shape_value.initializer.numpy().ravel())  # type: ignore[union-attr]
+            except (ValueError, LoaderError):
+                return
+        if any(d < 0 for d in static):
+            return
+        dtype = str(fill.dtype)
+        value.initializer = ir.Tensor(dtype, static, reader=lambda: np.full(static, fill.ravel()[0], dtype=fill.dtype))
+        if value.type is None or value.type.shape is None:
+            value.type = ir.TensorType(dtype, static)
+
+    def _attribute(self, attr: onnx.AttributeProto, node: ir.Node, scope: list[dict[str, ir.Value]]) -> Any:
+        import onnx
+        from onnx import helper
+
+        kind = attr.type
+        if kind == onnx.AttributeProto.GRAPH:
+            sub = self._graph(attr.g, node, scope)
+            node.subgraphs.append(sub)
+            return ir.SubgraphRef(sub.index)
+        if kind == onnx.AttributeProto.GRAPHS:
+            subs = [self._graph(g, node, scope) for g in attr.graphs]
+            node.subgraphs.extend(subs)
+            return [ir.SubgraphRef(s.index) for s in subs]
+        if kind == onnx.AttributeProto.TENSOR:
+            t = attr.t
+            return ir.TensorAttribute(self.dtypes.get(t.data_type, "?"), tuple(int(d) for d in t.dims))
+        if kind == onnx.AttributeProto.TENSORS:
+            return f"{len(attr.tensors)} tensors"
+        if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS, onnx.AttributeProto.TYPE_PROTO,
+                    onnx.AttributeProto.TYPE_PROTOS):
+            return onnx.AttributeProto.AttributeType.Name(kind).lower()
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, list):
+            return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+        return value

@@ -1,0 +1,433 @@
+"""Shapes onnx's static inference cannot reach, taken from one onnxruntime run.
+
+onnx's shape inference stops at data-dependent shapes (a ``Range`` up to a computed length, a ``Reshape``,
+``Pad`` or ``Expand`` to a computed shape), which a transformer exported from torch is full of: half its
+operators could get no MAC count although every input dim is pinned. When every input dim is known and
+onnxruntime is installed (the optional ``[ort]`` extra), the model runs once on zero inputs (zeros are valid token
+ids) with every tensor still missing a shape exposed as a graph output, and the shapes it produced fill the gaps.
+The run is isolated in a child process under ``isolated``'s resource policy: memory and time from what the model's
+file, inputs and already known activations explain, so a tiny model computing a huge tensor fails in one line.
+
+Zero inputs give the right sizes to whatever follows from the inputs' shapes, not to sizes computed from their
+values (``value_sizes``): a decoder as long as its predicted durations makes one frame, a speed of 0 fails the run.
+The note says so, naming those sizes; ``--inputs FILE.npz`` runs on real values instead (the arrays' shapes pin
+every input dim), and an onnxruntime profile gives the shapes of a real run without any run (``profile_shapes``).
+
+A tensor inside an If branch or a Loop/Scan body cannot be made a graph output. When subgraphs lack shapes, a
+second run on the same inputs is profiled (``enable_profiling``): the profile records the shapes of every node
+onnxruntime ran, subgraph nodes included, and the loader reads it as it reads a profile given with ``-a``. That
+run has a time budget of its own, from the first run's time (a Loop of many steps makes a huge profile).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from renderer.core.errors import first_line
+from renderer.core.escape import clean
+from renderer.core.numbers import format_bytes
+from renderer.core.progress import waiting
+from renderer.loaders import isolated
+from renderer.loaders.value_sizes import degenerate, named, value_sized
+
+if TYPE_CHECKING:
+    import onnx
+
+MAX_MODEL_BYTES = 2**31 - 1
+"""Larger model files are not run: protobuf cannot hold the copy with the extra outputs (its external data is
+read by onnxruntime from the model's folder, not copied)."""
+MAX_ACTIVATION_BYTES = 4 * 2**30
+"""Nor are models whose statically known activations alone exceed this (every exposed tensor is kept)."""
+MAX_SECONDS = 120.0
+_ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
+
+
+def _static_dims(tp: onnx.TypeProto) -> list[int] | None:
+    if not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
+        return None
+    dims = tp.tensor_type.shape.dim
+    return [int(d.dim_value) for d in dims] if all(d.HasField("dim_value") for d in dims) else None
+
+
+def installed() -> bool:
+    """Whether onnxruntime can be imported (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+REAL_VALUES = "give real input values with --inputs FILE.npz, or an onnxruntime profile with -a"
+"""How a user gets the sizes that depend on input values right (said whenever zero inputs left them wrong)."""
+_NAMED = 3  # tensors named in a note
+
+
+def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None, source: str = "",
+         record: Path | None = None, inner: int = 0) -> tuple[list[str], Path | None]:
+    """Complete the main graph's value_info from an onnxruntime run where static inference left shapes out.
+
+    The run is on ``feeds`` (the arrays of ``--inputs``, read from ``source``, their shapes already pinned on the
+    inputs), else on zero inputs. With ``record`` (a folder), a second run on the same inputs writes onnxruntime's
+    profile there (``profiled``): it holds the shapes of the tensors inside the If branches and Loop/Scan bodies
+    the run took, which no graph output can expose; ``inner`` is how many of those lack a shape. Returns the lines
+    to tell the user (which path gave the shapes, or why the run was not made, and which sizes zero inputs may
+    have got wrong), none when nothing was missing or some input dim is still free (the n/a hints say which to
+    pin); and the profile written, if any.
+    """
+    graph = proto.graph
+    inputs = _input_dims(graph)
+    missing = missing_shapes(graph)
+    if inputs is None or not (missing or record):
+        return [], None
+    total = len(missing) + (inner if record is not None else 0)
+    within = " inside If/Loop/Scan bodies" if not missing else ""
+    count = f"{total} tensors{within} have" if total != 1 else f"1 tensor{within} has"
+    what = f"{path}: {count} shapes static inference cannot reach (they depend on computed values)"
+    refused = _refused(path, proto, what)
+    if refused:
+        return [refused], None
+    limit = isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS)
+    request = {"path": str(path), "inputs": inputs, "outputs": missing}
+    with waiting("shape run (onnxruntime)"):
+        answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
+    on = f"the inputs of {source}" if feeds is not None else "zero inputs"
+    if answer.get("ones"):
+        on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
+    sized = [name for name in missing if name in value_sized(graph)] if feeds is None else []
+    if reason:
+        return [f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
+            "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")], None
+    lines = [_filled(path, graph, missing, answer["shapes"], on, sized)] if missing else []
+    if record is None:
+        return lines, None
+    profile, failed = profiled(request, feeds, limit, float(answer.get("seconds", 0)), record, answer.get("ones", []))
+    if failed:
+        lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
+    return lines, profile
+
+
+def _filled(path: Path, graph: onnx.GraphProto, missing: list[str], shapes: dict[str, Any], on: str,
+            sized: list[str]) -> str:
+    """Write the run's ``shapes`` into ``graph``; the line saying so (and which sizes zero inputs may have got
+    wrong)."""
+    found = write_shapes(graph, shapes)
+    line = f"{path}: shapes of {found} of {len(missing)} tensors that static inference cannot reach were taken " \
+           f"from one onnxruntime run on {on}"
+    wrong = degenerate(graph, {name: dims for name, (_, dims) in shapes.items()}, sized)
+    if wrong:
+        return f"{line}, but {_depending(sized)}, and zero inputs made {_listed(wrong, shapes)}: {REAL_VALUES}"
+    return line + (f" ({_depending(sized)}: --inputs FILE.npz gives their real sizes)" if sized else "")
+
+
+PROFILE_SECONDS = 10.0
+PROFILE_FACTOR = 20
+"""The profiled run may take ``PROFILE_SECONDS`` plus ``PROFILE_FACTOR`` times the plain run's time: profiling a
+Loop of many steps records an event per node and step (200,000 steps of 6 nodes: 30 times slower, 2.4 GiB), which
+must not cost more than the shapes are worth."""
+
+
+def profiled(request: dict[str, Any], feeds: dict[str, Any] | None, limit: isolated.Limits, seconds: float,
+             record: Path, ones: list[str] | None = None) -> tuple[Path | None, str]:
+    """The profile of a second run of ``request`` (written in ``record``), the plain run having taken
+    ``seconds`` with the inputs ``ones`` all ones: (its path, "") or (None, why not). A separate run, so that a
+    profile too costly to make never costs the main graph's shapes."""
+    import dataclasses
+    import os
+
+    if not os.environ.get(isolated.SECONDS_ENV):
+        limit = dataclasses.replace(limit, seconds=min(limit.seconds, PROFILE_SECONDS + PROFILE_FACTOR * seconds))
+    request = {**request, "outputs": [], "profile": str(record / "run"), "ones": ones or []}
+    with waiting("shape run inside subgraphs (onnxruntime profile)"):
+        answer, reason = isolated.run(__name__, request, "onnxruntime", "to record the shapes inside its subgraphs",
+                                      limit, feeds)
+    if reason:
+        return None, reason
+    profile = answer.get("profile")
+    return (Path(profile), "") if isinstance(profile, str) and profile else (None, "onnxruntime wrote no profile")
+
+
+def _refused(path: Path, proto: onnx.ModelProto, what: str) -> str:
+    """Why the run is not made (no onnxruntime, a model or activations too large), or ""."""
+    if not installed():
+        return f"{what}; pip install 'annograph[ort]' to take them from one onnxruntime run"
+    if path.stat().st_size > MAX_MODEL_BYTES:  # external data stays out of the copy
+        return f"{what}; the model is over {format_bytes(MAX_MODEL_BYTES)}, too large to run for them"
+    if _known_bytes(proto.graph) > MAX_ACTIVATION_BYTES:
+        return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
+                "(pin smaller input dims)")
+    return ""
+
+
+def _known_bytes(graph: onnx.GraphProto) -> int:
+    """Bytes of the main graph's activations whose shapes are static."""
+    return sum(_static_bytes(graph))
+
+
+def _static_bytes(graph: onnx.GraphProto) -> list[int]:
+    """Bytes of each main-graph activation whose shape is static."""
+    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+    return [math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4)
+            for tp in types.values() if (dims := _static_dims(tp)) is not None]
+
+
+def run_sizes(path: Path, proto: onnx.ModelProto, inputs: dict[str, list[int]], feeds: dict[str, Any] | None,
+              kept: int) -> isolated.Sizes:
+    """What the model explains of its shape run's memory: its file, its inputs (``feeds``' arrays, else zeros of
+    the ``inputs``' dims) and static activations; and ``kept`` exposed tensors of unknown size, each up to the
+    largest tensor it holds or is fed (a weight at float32 at least: a quantized one is computed with as float)."""
+    graph = proto.graph
+    if feeds is not None:
+        fed = [int(getattr(array, "nbytes", 0)) for array in feeds.values()]
+    else:
+        types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
+        fed = [math.prod(dims) * _ELEMENT_BYTES.get(types.get(name, 0), 4) for name, dims in inputs.items()]
+    static = _static_bytes(graph)
+    weights = [math.prod(t.dims) * max(4, _ELEMENT_BYTES.get(t.data_type, 4)) for t in graph.initializer]
+    return isolated.Sizes(_model_bytes(path, proto) + sum(static) + sum(fed), kept, max([0, *fed, *static, *weights]))
+
+
+def missing_shapes(graph: onnx.GraphProto) -> list[str]:
+    """The main graph's tensors that something reads (or that are outputs) and that have no static shape."""
+    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+    used = _read(graph) | {o.name for o in graph.output}  # an output nothing reads (Dropout's mask) is not worth a run
+    return [name for node in graph.node for name in node.output  # "" is an optional output left out, no tensor
+            if name and name in used and (name not in types or _static_dims(types[name]) is None)]
+
+
+def _input_dims(graph: onnx.GraphProto) -> dict[str, list[int]] | None:
+    """The static dims of every graph input that is no initializer, or None when one has a free dim."""
+    initializers = {t.name for t in graph.initializer}
+    inputs: dict[str, list[int]] = {}
+    for vi in graph.input:
+        if vi.name in initializers:
+            continue
+        dims = _static_dims(vi.type)
+        if dims is None:
+            return None
+        inputs[vi.name] = dims
+    return inputs
+
+
+def _depending(sized: list[str]) -> str:
+    """"36 of them depend on input values ('a', 'b', 'c', …)" or ""."""
+    if not sized:
+        return ""
+    return f"{len(sized)} of them depend{'' if len(sized) > 1 else 's'} on input values ({named(sized)})"
+
+
+def _listed(names: list[str], shapes: dict[str, Any]) -> str:
+    """"'x' [1], 'y' [0×4]" for the first few of ``names``."""
+    shown = [f"{clean(n, 60)!r} [{'×'.join(str(d) for d in shapes[n][1]) or 'scalar'}]" for n in names[:_NAMED]]
+    return ", ".join(shown) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
+
+
+def read_feeds(npz: Path, graph: onnx.GraphProto) -> dict[str, Any]:
+    """The arrays of ``npz`` for the graph's inputs (each there, nothing else, cast to the input's type), checked
+    against the dims the inputs fix; an AnnographError naming the file otherwise."""
+    from onnx import helper
+
+    from renderer.loaders.feeds import InputSpec, load_feeds
+    from renderer.core.errors import AnnographError
+
+    initializers = {t.name for t in graph.initializer}
+    specs = []
+    for vi in graph.input:
+        if vi.name not in initializers:
+            dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) if vi.type.HasField(
+                "tensor_type") and vi.type.tensor_type.elem_type else None
+            if dtype is None:
+                raise AnnographError(f"{npz}: the model's input {clean(vi.name, 80)!r} is not a tensor of a known "
+                                     "type, which --inputs cannot feed")
+            fixed = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param or None
+                          for d in vi.type.tensor_type.shape.dim) \
+                if vi.type.tensor_type.HasField("shape") else None  # checked from the headers, before inflating
+            specs.append(InputSpec(vi.name, (), "str" if dtype.kind == "O" else dtype.name, fixed))  # no pickled objects
+    feeds = load_feeds(npz, specs)
+    for vi in graph.input:
+        if vi.name in feeds and vi.type.tensor_type.HasField("shape"):
+            _check_shape(npz, vi, feeds[vi.name].shape)
+    return feeds
+
+
+def _check_shape(npz: Path, vi: onnx.ValueInfoProto, shape: tuple[int, ...]) -> None:
+    from renderer.core.errors import AnnographError
+
+    dims = vi.type.tensor_type.shape.dim
+    declared = "×".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
+    if len(dims) != len(shape) or any(d.HasField("dim_value") and d.dim_value != n for d, n in zip(dims, shape)):
+        got = "×".join(map(str, shape)) or "scalar"
+        raise AnnographError(f"{npz}: array {clean(vi.name, 80)!r} is {got}, but the model's input is "
+                             f"{clean(declared, 80) or 'scalar'}")
+
+
+def pin_to_feeds(graph: onnx.GraphProto, feeds: dict[str, Any]) -> None:
+    """Set each graph input's dims to its array's shape (``read_feeds`` checked they fit)."""
+    for vi in graph.input:
+        if vi.name in feeds and vi.type.HasField("tensor_type"):
+            shape = vi.type.tensor_type.shape
+            shape.Clear()
+            for size in feeds[vi.name].shape:
+                shape.dim.add().dim_value = int(size)
+
+
+def _read(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name the nodes of ``graph`` and of its subgraphs read."""
+    names: set[str] = set()
+    for node in graph.node:
+        names.update(name for name in node.input if name)
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else attr.graphs:
+                names |= _read(sub)
+    return names
+
+
+def _model_bytes(path: Path, proto: onnx.ModelProto) -> int:
+    """The file's size plus its external data files."""
+    import onnx
+
+    total = path.stat().st_size
+    seen: set[str] = set()
+    for tensor in proto.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            if location and location not in seen:
+                seen.add(location)
+                try:
+                    total += (path.parent / location).stat().st_size
+                except OSError:
+                    pass
+    return total
+
+
+def write_shapes(graph: onnx.GraphProto, shapes: dict[str, list[Any]]) -> int:
+    """Set the dims of value_info / outputs to the shapes the run gave; the number of tensors given one."""
+    from onnx import helper
+
+    entries = {vi.name: vi for vi in list(graph.value_info) + list(graph.output)}
+    for name, (elem_type, dims) in sorted(shapes.items()):
+        entry = entries.get(name)
+        if entry is None:
+            entry = graph.value_info.add()
+            entry.CopyFrom(helper.make_tensor_value_info(name, int(elem_type), dims))
+            continue
+        tensor = entry.type.tensor_type
+        if not tensor.elem_type:
+            tensor.elem_type = int(elem_type)
+        tensor.shape.Clear()
+        for size in dims:
+            tensor.shape.dim.add().dim_value = int(size)
+    return len(shapes)
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    """The child: the model with the missing tensors as outputs, run once (on zeros or the given feeds), profiled
+    when the request names a ``profile`` prefix. A run on zeros that fails is made again with the attention masks
+    all ones (``MASK_RETRY``); the answer's ``ones`` names them."""
+    import time
+
+    import numpy as np
+    import onnx
+    from onnx import helper
+
+    ones: list[str] = list(request.get("ones", []))
+    try:
+        session, types = _session(request)
+        feeds = _feeds(request, types, ones)
+        names = [o.name for o in session.get_outputs()]
+        started = time.monotonic()
+        try:
+            results = session.run(names, feeds)
+        except Exception as e:  # noqa: BLE001
+            masks = [] if "feeds" in request or ones else _masks(request, types)
+            if not masks or isolated.allocation_failed(str(e)):
+                raise
+            ones, feeds = masks, _feeds(request, types, masks)
+            results = session.run(names, feeds)
+        seconds = time.monotonic() - started
+        profile = session.end_profiling() if "profile" in request else ""
+    except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
+        if isolated.allocation_failed(str(e)):
+            return {"error": isolated.over_memory("onnxruntime", request["limits"])}
+        return {"error": first_line(e, 200)}
+    wanted = set(request["outputs"])
+    shapes = {}
+    for name, result in zip(names, results):
+        if name in wanted and isinstance(result, np.ndarray):
+            try:
+                elem_type = helper.np_dtype_to_tensor_dtype(result.dtype)
+            except (KeyError, ValueError, TypeError):
+                elem_type = onnx.TensorProto.UNDEFINED
+            shapes[name] = [int(elem_type), [int(d) for d in result.shape]]
+    return {"shapes": shapes, "profile": profile, "seconds": seconds, "ones": ones}
+
+
+def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
+    """An onnxruntime session of the model with the requested tensors exposed as outputs, and its input types.
+
+    The copy is made without the external data's bytes: onnxruntime reads them from the model's folder, so the
+    weights are not held twice and a model over protobuf's 2 GiB in external files still runs (onnxruntime
+    releases that cannot be told the folder get the data in the copy)."""
+    import onnx
+    import onnxruntime as ort
+
+    path = Path(request["path"])
+    model = onnx.load(str(path), load_external_data=False)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
+    outputs = {o.name for o in model.graph.output}
+    for name in request["outputs"]:
+        if name not in outputs:
+            model.graph.output.append(onnx.ValueInfoProto(name=name))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    if "profile" in request:  # the only way to see the shapes inside the subgraphs it runs
+        options.enable_profiling = True
+        options.profile_file_prefix = request["profile"]
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    if external:
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                         str(path.resolve().parent))
+    try:
+        return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]), types
+    except Exception:  # noqa: BLE001
+        if not external:
+            raise
+    onnx.load_external_data_for_model(model, str(path.parent))
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]), types
+
+
+MASK_RETRY = "mask"
+"""Inputs whose name holds this (any case) are the attention masks a failed run on zeros is retried with as ones:
+a mask of zeros leaves no token to attend to, which kernels such as GroupQueryAttention refuse (its sequence
+lengths, the mask's sums less one, come out as -1)."""
+
+
+def _masks(request: dict[str, Any], types: dict[str, int]) -> list[str]:
+    from onnx import helper
+
+    return [name for name in request["inputs"] if MASK_RETRY in name.lower()
+            and helper.tensor_dtype_to_np_dtype(types[name]).kind in "biuf"]
+
+
+def _feeds(request: dict[str, Any], types: dict[str, int], ones: list[str] | None = None) -> dict[str, Any]:
+    """The arrays of the request's .npz file, or zeros (empty strings) of each input's dims, ones for the inputs
+    named in ``ones``."""
+    import numpy as np
+    from onnx import helper
+
+    if "feeds" in request:
+        with np.load(request["feeds"], allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    feeds = {}
+    for name, dims in request["inputs"].items():
+        dtype = helper.tensor_dtype_to_np_dtype(types[name])
+        if dtype.kind in "OSU":
+            feeds[name] = np.full(dims, "", dtype=object)
+        else:
+            feeds[name] = (np.ones if name in (ones or ()) else np.zeros)(dims, dtype=dtype)
+    return feeds
+
+
+if __name__ == "__main__":
+    isolated.serve(_run, "onnxruntime", ("numpy", "onnx", "onnxruntime"))
