@@ -27,7 +27,7 @@ from renderer.batch import caption
 from renderer.batch.layout import BookLayout, Layout, lay_out
 
 if TYPE_CHECKING:
-    from renderer.picture.dot import Scene
+    from renderer.picture.scene import Scene
     from renderer.picture.pages import Book, Page
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")

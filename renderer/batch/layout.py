@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from renderer.core.records import Annotations
 from renderer.core.records import Entry
 from renderer.picture.folding import fold
-from renderer.picture.dot import Scene
+from renderer.picture.scene import Scene
 from renderer.colour.heatmap import NO_COLOR
 from renderer.core.ir import Model
 from renderer.core.options import RenderOptions

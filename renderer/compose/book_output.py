@@ -22,7 +22,7 @@ from renderer.picture import columns, graphviz_run
 from renderer.picture.columns import Columns
 from renderer.core import progress
 from renderer.core.numbers import count
-from renderer.picture.dot import Scene
+from renderer.picture.scene import Scene
 from renderer.picture.dot_pages import emit_page
 from renderer.core.errors import RenderError
 from renderer.picture.pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, plan

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from renderer.core import escape
 from renderer.picture import columns, dot, graphviz_run
+from renderer.picture.scene import Scene
 from renderer.picture.columns import Columns
 from renderer.core.records import Annotations
 from renderer.core.records import AnnotationSet
@@ -28,7 +29,7 @@ from renderer.core.progress import detail, note, stage, waiting, warn
 if TYPE_CHECKING:
     from renderer.picture.pages import Book
 
-def prepare(model: Model, annotations: Annotations | None, options: RenderOptions) -> dot.Scene:
+def prepare(model: Model, annotations: Annotations | None, options: RenderOptions) -> Scene:
     """Add built-in metrics that are asked for, fit the heatmaps, and return the scene to draw.
 
     The one place a render's colour metric is decided when the caller named none (``options.color_by`` None):
@@ -60,7 +61,7 @@ def prepare(model: Model, annotations: Annotations | None, options: RenderOption
             _say_uncounted(annotations, heatmap.metric, folding)
     if options.edge_by:
         edge_map = build(options.edge_by, annotations, "t", options.edge_cmap or "ice", "linear")
-    return dot.Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model), folding,
+    return Scene(model, annotations, options, heatmap, edge_map, builtin.totals(model), folding,
                      colour_choice=choice)
 
 
@@ -149,7 +150,7 @@ def to_dot(model: Model, annotations: Annotations | None = None, options: Render
     return emit_page(scene, book, book.pages[0], bytes_plan("svg").links)
 
 
-def plan_book(scene: dot.Scene, force: bool = False) -> Book | None:
+def plan_book(scene: Scene, force: bool = False) -> Book | None:
     """The pages to draw: a focused view, an overview with detail pages, or None for one flat picture.
     ``force``: pages, because the flat picture came out too big (``lay_out_flat``)."""
     from renderer.picture import pages
@@ -160,7 +161,7 @@ def plan_book(scene: dot.Scene, force: bool = False) -> Book | None:
     return pages.plan(scene.model, scene.folding.is_drawn, opts.collapse, force=force)
 
 
-def flat_limit(scene: dot.Scene) -> float | None:
+def flat_limit(scene: Scene) -> float | None:
     """The biggest side a flat picture may have before it is drawn as pages instead (None: no limit, as
     ``--collapse none`` asks for one picture whatever its size)."""
     from renderer.picture.pages import MAX_PAGE_PT
@@ -168,7 +169,7 @@ def flat_limit(scene: dot.Scene) -> float | None:
     return MAX_PAGE_PT if scene.options.collapse == "auto" else None
 
 
-def lay_out_flat(scene: dot.Scene, source: str, formats: list[str],
+def lay_out_flat(scene: Scene, source: str, formats: list[str],
                  shape: Columns | None = None) -> tuple[str, dict[str, bytes]]:
     """The flat picture laid out in ``formats``: once, or again in columns when it comes out a long strip
     (``columns.lay_out``; ``shape``: what the emission of ``source`` recorded). Returns the source drawn too.
@@ -190,7 +191,7 @@ def lay_out_flat(scene: dot.Scene, source: str, formats: list[str],
     return columns.lay_out(source, shape, lambda again: dot.emit(scene, again), render, paged)
 
 
-def _focus(scene: dot.Scene) -> Book:
+def _focus(scene: Scene) -> Book:
     from renderer.picture import pages
     from renderer.core.id_rules import IdIndex, Unresolved
 
@@ -228,7 +229,7 @@ def _focus(scene: dot.Scene) -> Book:
     return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
 
 
-def _produce_all(scene: dot.Scene, source: str, plan: OutputPlan, shape: Columns | None = None) -> list[bytes]:
+def _produce_all(scene: Scene, source: str, plan: OutputPlan, shape: Columns | None = None) -> list[bytes]:
     """Every output of ``plan`` as one flat picture, from one Graphviz layout (two or three when it is laid
     out again in columns: ``lay_out_flat``); a Markdown summary links to the plan's pictures."""
     formats = plan.formats
@@ -267,7 +268,7 @@ class Drawing:
             and for a book drawn as page files also (pages folder, {page file name: bytes}) after it.
     """
 
-    scene: dot.Scene
+    scene: Scene
     book: Book | None
     produced: Written = field(default_factory=list)
 
@@ -285,7 +286,7 @@ def compose(model: Model, annotations: Annotations | None, options: RenderOption
     return draw(prepare(model, annotations, options or RenderOptions()), plan)
 
 
-def draw(scene: dot.Scene, plan: OutputPlan) -> Drawing:
+def draw(scene: Scene, plan: OutputPlan) -> Drawing:
     """``scene`` as every file of ``plan``: one flat picture from one Graphviz layout; or a book of pages
     (``book_output``) when the model is planned as one (its size, ``--collapse DEPTH``, a focused view) or when
     the flat picture comes out over ``flat_limit`` a side (``graphviz_run.TooBig``)."""

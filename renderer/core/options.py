@@ -1,4 +1,5 @@
-"""Everything that changes how a picture looks, in one typed object shared by the CLI and the Python API."""
+"""The options of a render, shared by the CLI and the Python API: the picture's look (``PictureOptions``) and, with
+the run's settings, ``RenderOptions``; ``from_values`` is the one builder of them from option values."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ SUMMARY_MAX_TOP_K = 50  # rows of the summary's top table: it is meant for a pul
 
 
 @dataclass(slots=True)
-class RenderOptions:
-    """Options for ``renderer.render``.
+class PictureOptions:
+    """How the picture looks: what is drawn, how it is coloured and labelled, how a big model is paged.
 
     Attributes:
         color_by: metric filling operator boxes (a heatmap); ``"none"`` for plain boxes; None for the default
@@ -32,14 +33,6 @@ class RenderOptions:
         rankdir: ``TB`` (top to bottom) or ``LR``.
         title: picture title; default the graph annotation's title, else the model file name.
         max_attributes: operator attributes listed in a box (all are in the tooltip).
-        timeout: seconds Graphviz may run before it is stopped.
-        dims: values pinned for symbolic dimensions.
-        keep_free_dims: leave the free input dims ``dims`` does not pin free, instead of the values
-            ``loaders.free_dims`` assumes for them (costs that need them are then n/a).
-        inputs: an ``.npz`` file of values for the model's inputs, used when the model is loaded from a path
-            (``renderer.show``, the Sphinx directive): shapes that depend on input values come from one
-            onnxruntime run on them (``loaders.RealValues``).
-        max_tensor_elements: weight statistics are skipped (and said so) for larger tensors.
         collapse: ``auto`` (one picture for small models, an overview with linked pages for big ones), ``none``
             (always one picture) or a group depth (an overview whose groups nest at most that deep).
         aggregate: how a group box combines its members' colour metric (``sum``, ``max``, ``min``, ``mean``);
@@ -47,8 +40,6 @@ class RenderOptions:
         focus: operator ids to draw with their neighbourhood (``radius`` hops) instead of the whole model.
         top: draw the ``top`` hottest operators by the colour metric, each with its neighbourhood.
         focus_together: one page holding every neighbourhood, instead of a page each and an index page.
-        summary_top_k: rows of the top-operators table in the Markdown summary (0 to ``SUMMARY_MAX_TOP_K``).
-        summary_link_base: URL the summary's links to the pictures start with (else paths relative to it).
     """
 
     color_by: str | None = None
@@ -65,20 +56,38 @@ class RenderOptions:
     rankdir: str = "TB"
     title: str | None = None
     max_attributes: int = 4
-    timeout: float | None = 600.0
-    dims: dict[str, int] = field(default_factory=dict)
-    keep_free_dims: bool = False
-    inputs: str | None = None
-    max_tensor_elements: int = 50_000_000
     collapse: str | int = "auto"
     aggregate: str | None = None
     focus: list[str] = field(default_factory=list)
     radius: int = 2
     top: int | None = None
     focus_together: bool = False
+
+
+@dataclass(slots=True)
+class RenderOptions(PictureOptions):
+    """Options for ``renderer.render``: the picture's look (``PictureOptions``) and the run's settings.
+
+    Attributes:
+        timeout: seconds Graphviz may run before it is stopped.
+        dims: values pinned for symbolic dimensions.
+        keep_free_dims: leave the free input dims ``dims`` does not pin free, instead of the values
+            ``loaders.free_dims`` assumes for them (costs that need them are then n/a).
+        inputs: an ``.npz`` file of values for the model's inputs, used when the model is loaded from a path
+            (``renderer.show``, the Sphinx directive): shapes that depend on input values come from one
+            onnxruntime run on them (``loaders.RealValues``).
+        max_tensor_elements: weight statistics are skipped (and said so) for larger tensors.
+        summary_top_k: rows of the top-operators table in the Markdown summary (0 to ``SUMMARY_MAX_TOP_K``).
+        summary_link_base: URL the summary's links to the pictures start with (else paths relative to it).
+    """
+
+    timeout: float | None = 600.0
+    dims: dict[str, int] = field(default_factory=dict)
+    keep_free_dims: bool = False
+    inputs: str | None = None
+    max_tensor_elements: int = 50_000_000
     summary_top_k: int = SUMMARY_TOP_K
     summary_link_base: str | None = None
-
 
 COMMAND_LINE_NAMES = {"dim": "dims", "together": "focus_together", "summary_rows": "summary_top_k"}
 """Command-line option names (argparse dests) that are not the RenderOptions field they set."""

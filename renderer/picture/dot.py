@@ -11,20 +11,19 @@ All user text reaches the DOT only through ``renderer.core.escape``.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field
 
 import graphviz
 
 from renderer.core import escape
-from renderer.core.records import Annotations, Entry, metric_value
+from renderer.core.records import Entry, metric_value
 from renderer.colour.maps import NA_COLOR, category_colors, text_color
 from renderer.picture.fanout import far_readers
 from renderer.picture.columns import Columns, Sheet
-from renderer.picture.folding import Folding, NodeKey
-from renderer.colour.heatmap import DefaultMetric, Heatmap
+from renderer.picture.folding import NodeKey
+from renderer.colour.heatmap import Heatmap
 from renderer.core.ir import Graph, Model, Node, SubgraphRef, Value
 from renderer.core.numbers import format_number
-from renderer.core.options import RenderOptions
+from renderer.picture.scene import Scene
 
 FONT = "Helvetica"
 BORDER_COLOR = "#5a5a5a"
@@ -43,23 +42,6 @@ LEGEND_META_ROWS = 24
 """Totals and graph values listed in the legend (a diff lists its top regressions and improvements there)."""
 BORDER_STYLES = frozenset({"dashed", "dotted"})
 """Operator ``style`` words drawn on the box border (an HTML-like table takes one)."""
-
-
-@dataclass(slots=True)
-class Scene:
-    """Inputs of one emission."""
-
-    model: Model
-    annotations: Annotations
-    options: RenderOptions
-    heatmap: Heatmap | None = None
-    edge_map: Heatmap | None = None
-    totals: dict[str, str] = field(default_factory=dict)
-    folding: Folding = field(default_factory=lambda: Folding(frozenset()))
-    cache: dict[str, object] = field(default_factory=dict)
-    """Results several pages of one book share (computed on first use)."""
-    colour_choice: DefaultMetric | None = None
-    """The default colour metric ``rendering.prepare`` chose and why (None: the caller named the metric)."""
 
 
 def emit(scene: Scene, columns: Columns | None = None) -> str:
@@ -551,11 +533,10 @@ def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:
     """Drawn elements of the heatmap's kind that have no value (computed once per scene: every page asks)."""
     if heat is not emitter.scene.heatmap:
         return []
-    cached = emitter.scene.cache.get("missing")
-    if cached is None:
-        cached = [n for n in emitter.model.nodes() if emitter.folding.is_drawn(n) and n.key not in heat.values]
-        emitter.scene.cache["missing"] = cached
-    return cached
+    if emitter.scene.missing is None:
+        emitter.scene.missing = [n for n in emitter.model.nodes()
+                                 if emitter.folding.is_drawn(n) and n.key not in heat.values]
+    return emitter.scene.missing
 
 
 def _span(i: int, ticks: int, cells: int) -> int:

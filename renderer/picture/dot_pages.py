@@ -26,8 +26,9 @@ from renderer.core.records import MetricInfo
 from renderer.colour.maps import Scale, text_color
 from renderer.picture.columns import Columns, Sheet
 from renderer.picture.dot import (
-    BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Scene, _Emitter, _io_name, _op_name, _origin_id, _row, _unique,
+    BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, _Emitter, _io_name, _op_name, _origin_id, _row, _unique,
 )
+from renderer.picture.scene import Scene
 from renderer.picture.grouping import Group, display_path, series_prefix
 from renderer.colour.heatmap import Heatmap
 from renderer.core.ir import Node, Value

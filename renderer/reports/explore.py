@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from renderer.core import escape
 from renderer.core.records import metric_value
 from renderer.core.numbers import format_number
-from renderer.picture.dot import Scene
+from renderer.picture.scene import Scene
 from renderer.data.resources import folder
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from renderer.core import escape
 from renderer.core.records import metric_value
 from renderer.core.numbers import format_number
-from renderer.picture.dot import Scene
+from renderer.picture.scene import Scene
 from renderer.core.errors import RenderError
 from renderer.data.resources import folder
 

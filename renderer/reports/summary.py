@@ -18,7 +18,7 @@ from typing import Any
 from renderer.core import escape
 from renderer.colour.aggregate import rule_for
 from renderer.core.numbers import format_number, percent
-from renderer.picture.dot import Scene
+from renderer.picture.scene import Scene
 from renderer.core.errors import UsageError
 from renderer.colour.heatmap import number_of
 from renderer.core.options import SUMMARY_MAX_TOP_K

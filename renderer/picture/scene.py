@@ -1,0 +1,36 @@
+"""What one emission draws from: the model, its annotations, the options, the fitted colour maps, the folding, and
+what the pages of one book share once computed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from renderer.colour.heatmap import DefaultMetric, Heatmap
+from renderer.core.ir import Model, Node
+from renderer.core.options import RenderOptions
+from renderer.core.records import Annotations
+from renderer.picture.folding import Folding
+
+
+@dataclass(slots=True)
+class Scene:
+    """Inputs of one emission.
+
+    Attributes:
+        options: the picture's look and the run's settings (Graphviz's timeout, the summary's rows).
+        heatmap / edge_map: the colour metric of the boxes and of the edges, fitted to their colour maps.
+        totals: model-wide figures for the legend (``metrics.builtin.totals``).
+        missing: drawn operators without a value of the colour metric, computed on first use (every page of a
+            book asks).
+        colour_choice: the default colour metric ``rendering.prepare`` chose and why (None: the caller named it).
+    """
+
+    model: Model
+    annotations: Annotations
+    options: RenderOptions
+    heatmap: Heatmap | None = None
+    edge_map: Heatmap | None = None
+    totals: dict[str, str] = field(default_factory=dict)
+    folding: Folding = field(default_factory=lambda: Folding(frozenset()))
+    missing: list[Node] | None = None
+    colour_choice: DefaultMetric | None = None
