@@ -14,6 +14,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(DOCS / "_ext"))
 
 from renderer.version import __version__  # noqa: E402
 
@@ -22,7 +23,7 @@ author = "annograph contributors"
 copyright = "annograph contributors"  # noqa: A001  (Sphinx's name)
 release = version = __version__
 
-extensions = ["myst_parser", "renderer.integrations.sphinx"]
+extensions = ["myst_parser", "renderer.integrations.sphinx", "plain_docstrings"]
 source_suffix = {".md": "markdown"}
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
