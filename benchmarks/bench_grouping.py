@@ -1,4 +1,4 @@
-"""Grouping a big model (renderer.picture.grouping.group_model): time per operator from 2k to 20k operators.
+"""Grouping a big model (renderer.picture.grouping.build.group_model): time per operator from 2k to 20k operators.
 
     python benchmarks/bench_grouping.py [--repeat 5] [--sizes 2000,5000,10000,20000]
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import transformer_models  # noqa: E402
 from renderer.loaders.registry import load_model  # noqa: E402
 from renderer.picture.folding import fold  # noqa: E402
-from renderer.picture.grouping import group_model  # noqa: E402
+from renderer.picture.grouping.build import group_model
 
 
 def best(repeat: int, run) -> float:  # type: ignore[no-untyped-def]

@@ -16,7 +16,10 @@ from renderer.core.ir import Graph, Model, Node
 from renderer.loaders.registry import load_model
 from renderer.picture import grouping
 from renderer.picture.folding import fold
-from renderer.picture.grouping import KINDS, Group, group_model, repeated_runs, scope_of, segment
+from renderer.picture.grouping.blocks import segment
+from renderer.picture.grouping.scopes import scope_of
+from renderer.picture.grouping.build import group_model, repeated_runs
+from renderer.picture.grouping.group import KINDS, Group
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import transformer_models  # noqa: E402

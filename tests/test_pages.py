@@ -17,7 +17,7 @@ import pytest
 import renderer
 from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
 from renderer.picture.folding import fold
-from renderer.picture.grouping import scope_of
+from renderer.picture.grouping.scopes import scope_of
 from renderer.picture.pages import needs_pages
 
 MAX_PAGE_PT = 14_400  # 200 in, what PDF viewers open

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ONNX, SVG_NS, parse_svg, run_cli
-from renderer.picture.grouping import Group
+from renderer.picture.grouping.group import Group
 from renderer.picture.titles import distinct_titles, own_title
 from wheel_models import wheel_model
 

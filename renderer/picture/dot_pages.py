@@ -29,7 +29,8 @@ from renderer.picture.dot import (
     BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, _Emitter, _io_name, _op_name, _origin_id, _row, _unique,
 )
 from renderer.picture.scene import Scene
-from renderer.picture.grouping import Group, display_path, series_prefix
+from renderer.picture.grouping.names import display_path, series_prefix
+from renderer.picture.grouping.group import Group
 from renderer.colour.heatmap import Heatmap
 from renderer.core.ir import Node, Value
 from renderer.metrics.tensors import tensor_bytes

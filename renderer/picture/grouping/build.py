@@ -1,48 +1,16 @@
-"""Operators gathered into a tree of groups, so a big model can be drawn as an overview and a page per group.
-
-Pure: IR in, group tree out (no Graphviz, no files). The rules, in the order ``group_model`` applies them:
-
-1. **Name scopes.** An operator's scope is, first found: torch dynamo's ``pkg.torch.onnx.name_scopes`` or
-   ``namespace`` node metadata; its node name split on ``/`` (the last component is the op itself, a leading
-   ``/`` is not a level); for nameless nodes (TFLite, some ONNX files) the first output's name, taking the
-   first of TFLite's ``;``-joined fused names. A graph uses names when at least ``SCOPED_SHARE`` of its drawn
-   operators have a scope; otherwise all its operators are placed flat and cut into stages (rule 5).
-2. **Subgraphs.** Every If/Loop/Scan body and TFLite subgraph is a group of kind ``graph``, placed beside the
-   operator that owns it (top-level TFLite subgraphs under the root).
-3. **Chains.** A scope group with no operators and one scope child becomes that child (label ``a/b``); a root
-   or subgraph with only one scope child takes that scope's content (its loose operators stay beside it).
-4. **Tiny leaves.** A one-operator scope group is dissolved into its parent, and so is a leaf scope group of
-   at most ``INLINE_MAX`` operators when the parent's whole content fits one page (``max_items``): a page for
-   a Linear's MatMul + Add helps nobody, while ``embeddings`` (3 ops) stays a box on a 400-op overview.
-5. **Wide levels.** A group with more than ``max_items`` direct items (operators + child groups) is split,
-   never drawn as a strip. Only operators: first a block repeated at least ``BLOCK_MIN_REPEATS`` times is
-   looked for (``repeated_spans``: a flat-named transformer's layers, a CNN's identical bottlenecks); each
-   repeat becomes a ``block`` group. Still only operators: cut them, in graph order, into contiguous ``stage``
-   groups of ``max_items // 2`` to ``max_items`` operators at the narrowest points (fewest tensors crossing
-   the cut). Mixed: each run of two or more consecutive loose operators becomes one ``gathered`` group; if
-   still too wide, the items are cut into contiguous ``gathered`` runs the same way. Repeated while a level is
-   too wide, so stages nest into super-stages. Cut-out runs are named last (``_name_synthetic``) by the named
-   groups they hold (``layers.12 … layers.25``), else by where they sit and what they compute
-   (``between embeddings and encoder · Mul Div Floor Cast``), never by operator indices or counts.
-6. **One box.** While the root holds a single group (not a body), it takes that group's content if the
-   level still fits: an overview of one box would only be a click on the way.
-7. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
-8. **Repeats.** Consecutive sibling scope, subgraph or block groups with the same structure (op types in graph order,
-   and the internal edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` it.
-
-Deterministic: the tree depends only on the model and the arguments; paths are unique.
-"""
+"""The group tree of a model: ``group_model`` applies the rules the package describes, in their order."""
 
 from __future__ import annotations
 
-import ast
-import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from renderer.core.ir import Graph, Model, Node
+from renderer.picture.grouping.blocks import repeated_spans, segment
+from renderer.picture.grouping.group import Group, collect
+from renderer.picture.grouping.names import mark_repeats, name_synthetic, number_series
+from renderer.picture.grouping.scopes import ScopeReader
 
 SCOPED_SHARE = 0.3
 """Least share of a graph's drawn operators with a scope for its names to be used. Measured on the samples:
@@ -53,94 +21,6 @@ gathered and staged anyway; names ignored wrongly lose the whole hierarchy."""
 
 INLINE_MAX = 3
 """Leaf scope groups this small dissolve into a parent that fits one page (a Linear is 2 ops, a GELU 5)."""
-
-NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
-NAMESPACE_KEY = "namespace"
-NO_MODULE = "_empty_nn_module_stack_from_metadata_hook"
-"""What torch.export writes as the module path of nodes its passes create outside any module."""
-MAX_SCOPE_DEPTH = 32
-"""Scope components beyond this are ignored (a hostile name must not make the tree arbitrarily deep)."""
-_MAX_METADATA_CHARS = 20_000
-
-KINDS = ("root", "scope", "graph", "block", "stage", "gathered")
-TWIN_KINDS = frozenset({"scope", "graph", "block"})
-"""Kinds that can be marked as repeats: named blocks and bodies, not the runs cut out of a level."""
-
-
-@dataclass(slots=True, eq=False)
-class Group:
-    """A box of the overview: operators and child groups.
-
-    Attributes:
-        label: what the box shows: the scope (``layers.0``, ``encoder/layers.0`` for a collapsed chain),
-            ``graph 3: body``, ``block 3 of 40``, ``layers.12 … layers.25``, ``after embeddings · MatMul Add``.
-        path: unique ``/``-joined path from the root ("" for the root), an internal key never shown (see
-            ``display_path``). Scope groups add their scope components; other kinds add ``#graph3``,
-            ``#stage2``, ``#gathered1``, ``#block4`` (a scope component starting with ``#`` is written ``##…``).
-        kind: ``root`` | ``scope`` | ``graph`` | ``block`` | ``stage`` | ``gathered`` (module docstring).
-        nodes: operators placed directly here, in graph order.
-        children: child groups in graph order (by their first operator).
-        parent: the enclosing group, None for the root.
-        repeat: N > 1 on the first of N consecutive structurally identical siblings.
-        twin_of: on the others of such a run, the first one.
-        scope: for ``scope`` groups, the full scope they stand for; for ``root``/``graph``, the scope
-            whose content they took (rule 3), else ().
-        graph: the graph whose operators this group holds (directly or below, subgraphs aside).
-        position: for ``block`` groups, (k, n): the k-th of n repeats found in a flat run.
-        series: for ``block`` groups of a model where several runs of repeats were found, which run (1, 2, … in
-            model order; its blocks are labelled ``series 2 · block k of n``), else 0.
-
-    The tree is read-only once ``group_model`` returns (``members`` and ``size`` are cached).
-    """
-
-    label: str
-    path: str
-    kind: str
-    nodes: list[Node] = field(default_factory=list, repr=False)
-    children: list[Group] = field(default_factory=list, repr=False)
-    parent: Group | None = field(default=None, repr=False)
-    repeat: int = 1
-    twin_of: Group | None = field(default=None, repr=False)
-    scope: tuple[str, ...] = ()
-    graph: Graph | None = field(default=None, repr=False)
-    position: tuple[int, int] = ()
-    series: int = 0
-    _parts: tuple[str, ...] = field(default=(), repr=False)
-    _order: dict[Node, int] | None = field(default=None, repr=False)
-    _members: list[Node] | None = field(default=None, repr=False)
-
-    def members(self) -> Iterator[Node]:
-        """Every operator in this group and below, in graph order (a subgraph's right after its owner)."""
-        if self._members is None:
-            self._members = _collect(self, self._order or {})
-        return iter(self._members)
-
-    @property
-    def size(self) -> int:
-        """How many operators are in this group and below."""
-        if self._members is None:
-            self._members = _collect(self, self._order or {})
-        return len(self._members)
-
-    @property
-    def items(self) -> int:
-        """Direct items: operators plus child groups (what one page of this group shows)."""
-        return len(self.nodes) + len(self.children)
-
-    def walk(self) -> Iterator[Group]:
-        """This group and every group below it, parents before children, in order."""
-        stack = [self]
-        while stack:
-            group = stack.pop()
-            yield group
-            stack.extend(reversed(group.children))
-
-    @property
-    def depth(self) -> int:
-        depth, group = 0, self.parent
-        while group is not None:
-            depth, group = depth + 1, group.parent
-        return depth
 
 
 def group_model(model: Model, drawn: Callable[[Node], bool], max_items: int = 60,
@@ -175,99 +55,6 @@ def repeated_runs(group: Group) -> list[list[Group]]:
     return runs
 
 
-# -- scopes -------------------------------------------------------------------------------------------------
-
-_QUOTED = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
-
-
-def scope_of(node: Node) -> tuple[str, ...]:
-    """The name scope of ``node``: the components before its own name, outermost first (() when none)."""
-    return _ScopeReader().scope(node)
-
-
-class _ScopeReader:
-    """``scope_of`` with memos keyed by the part of the text that decides the scope (names share prefixes)."""
-
-    def __init__(self) -> None:
-        self.memo: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    def scope(self, node: Node) -> tuple[str, ...]:
-        meta = node.metadata
-        if meta:
-            text = meta.get(NAME_SCOPES_KEY)
-            if text:  # the last entry is the node's own name: the text before the last comma decides
-                scope = self._memo(("n", text.rpartition(",")[0]), text, _from_name_scopes)
-                if scope:
-                    return scope
-            text = meta.get(NAMESPACE_KEY)
-            if text:
-                scope = self._memo(("s", text), text, _from_namespace)
-                if scope:
-                    return scope
-        name = node.name
-        if not name:
-            name = next((v.name for v in node.outputs if v.name), "").split(";", 1)[0]
-        head = name.rstrip("/").rpartition("/")[0]
-        return self._memo(("p", head), head, _split_path) if head else ()
-
-    def _memo(self, key: tuple[str, str], text: str,
-              parse: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
-        scope = self.memo.get(key)
-        if scope is None:
-            scope = self.memo[key] = parse(text)
-        return scope
-
-
-def _split_path(head: str) -> tuple[str, ...]:
-    return tuple(c for c in head.split("/") if c)[:MAX_SCOPE_DEPTH]
-
-
-def _from_name_scopes(text: str) -> tuple[str, ...]:
-    """``"['', 'encoder', 'encoder.layers.0', 'node_name']"``: module paths from the root, then the node."""
-    if not text or len(text) > _MAX_METADATA_CHARS:
-        return ()
-    if "\\" in text:
-        try:
-            parsed = ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return ()
-        if not isinstance(parsed, list) or not all(isinstance(s, str) for s in parsed):
-            return ()
-        entries: list[str] = parsed
-    else:
-        if not (text.startswith("[") and text.endswith("]")):
-            return ()
-        entries = [a or b for a, b in _QUOTED.findall(text)]
-    return _relative(entries[:-1])
-
-
-def _from_namespace(text: str) -> tuple[str, ...]:
-    """``": pkg.Model/enc: pkg.Encoder/node_name: aten.op"`` (torch ≥ 2.5), or the older ``"enc/enc.x"``."""
-    if not text or len(text) > _MAX_METADATA_CHARS:
-        return ()
-    parts = text.split("/")
-    if any(": " in p for p in parts):
-        return _relative([p.split(": ", 1)[0] for p in parts[:-1]])
-    return _relative(parts)
-
-
-def _relative(paths: list[str]) -> tuple[str, ...]:
-    """Module paths (``encoder``, ``encoder.layers.0``) as one component per module (``encoder``,
-    ``layers.0``)."""
-    out: list[str] = []
-    previous = ""
-    for path in paths:
-        path = path.strip()
-        if not path or path == previous or path == NO_MODULE:
-            continue
-        if previous and path.startswith(previous + "."):
-            out.append(path[len(previous) + 1:])
-        else:
-            out.append(path)
-        previous = path
-    return tuple(c.replace("/", "∕") for c in out)[:MAX_SCOPE_DEPTH]
-
-
 # -- building -----------------------------------------------------------------------------------------------
 
 def _graph_order(model: Model) -> dict[Node, int]:
@@ -300,20 +87,13 @@ def _graph_order(model: Model) -> dict[Node, int]:
     return order
 
 
-def _collect(group: Group, order: dict[Node, int]) -> list[Node]:
-    nodes = [n for g in group.walk() for n in g.nodes]
-    if order:
-        nodes.sort(key=order.__getitem__)
-    return nodes
-
-
 class _Builder:
     def __init__(self, model: Model, drawn: Callable[[Node], bool], max_items: int) -> None:
         self.model = model
         self.drawn = drawn
         self.max_items = max_items
         self.order = _graph_order(model)
-        self.scopes = _ScopeReader()
+        self.scopes = ScopeReader()
         self.placement: dict[Node, Group] = {}  # subgraph owner → the group its subgraphs go in
         self.first_rank: dict[int, int] = {}  # id(group) → graph-order position of its first operator
 
@@ -344,9 +124,9 @@ class _Builder:
         if max_depth is not None:
             self._limit_depth(root, max_depth)
         self._finish(root)
-        _number_series(root)
-        _name_synthetic(root, model.format)
-        _mark_repeats(root)
+        number_series(root)
+        name_synthetic(root, model.format)
+        mark_repeats(root)
         return root
 
     # -- one graph --------------------------------------------------------------------------------------
@@ -546,7 +326,7 @@ class _Builder:
             group, depth = stack.pop()
             if depth >= max_depth:
                 if group.children:
-                    group.nodes = _collect(group, self.order)
+                    group.nodes = collect(group, self.order)
                     group.children = []
                 continue
             stack.extend((c, depth + 1) for c in group.children)
@@ -576,104 +356,6 @@ class _Builder:
                 child.path = f"{group.path}/{segment_text}" if group.path else segment_text
 
 
-# -- repeats in a flat run ---------------------------------------------------------------------------------
-
-BLOCK_MIN_OPS = 8
-"""Fewest operators in a repeated block found in a flat run (a Conv + Relu pair repeated is no block)."""
-BLOCK_MIN_REPEATS = 3
-BLOCK_MAX_OPS = 1024
-"""Longest block looked for: the search costs one pass over the run per candidate length."""
-
-
-def repeated_spans(types: list[str], widths: list[int] | None = None, min_ops: int = BLOCK_MIN_OPS,
-                   min_repeats: int = BLOCK_MIN_REPEATS, max_ops: int = BLOCK_MAX_OPS) -> list[tuple[int, int, int]]:
-    """Where a run of operators repeats a block: ``(start, length, count)`` spans, in order, not overlapping.
-
-    ``types`` is the run's op types in graph order. The span covering most operators is taken first (among
-    equals, the shortest block), then the parts before and after it are searched the same way. A flat-named
-    transformer's layers come out as one span of ``count`` layers; a CNN's identical bottlenecks as one per
-    stage. When the part before ends like a block does (an embedding's Add + LayerNorm before layers that end
-    so), the repetition starts a few operators early; with ``widths`` (tensors crossing the cut before each
-    item, as ``_cut_widths`` counts them) the blocks are shifted within that slack to where their boundaries
-    cross fewest tensors, the latest among equals (the part before ends with a copy of the blocks' own end):
-    after the layer's last LayerNorm, not before the previous one's Add.
-    """
-    import numpy as np  # lazily: annograph --help stays instant
-
-    codes: dict[str, int] = {}
-    seq = np.array([codes.setdefault(t, len(codes)) for t in types], dtype=np.int64)
-    spans: list[tuple[int, int, int]] = []
-    pending = [(0, len(types))]
-    while pending:
-        low, high = pending.pop()
-        best = _longest_repeat(seq[low:high], min_ops, min_repeats, max_ops)
-        if best is None:
-            continue
-        start, length, count, slack = best
-        if widths is not None and slack:
-            start = min(range(start, start + slack + 1),
-                        key=lambda s: (sum(widths[low + s + k * length] for k in range(count + 1)), -s))
-        spans.append((low + start, length, count))
-        pending += [(low, low + start), (low + start + length * count, high)]
-    return sorted(spans)
-
-
-def _longest_repeat(seq, min_ops: int, min_repeats: int,  # type: ignore[no-untyped-def]
-                    max_ops: int) -> tuple[int, int, int, int] | None:
-    """(start, length, count, slack) of the repeat covering most items; slack: how far it may start later."""
-    import numpy as np
-
-    n = len(seq)
-    best: tuple[int, int, int, int, int] | None = None  # (covered, start, length, count, slack)
-    for length in range(min_ops, min(max_ops, n // min_repeats) + 1):
-        same = np.concatenate(([False], seq[:-length] == seq[length:], [False]))
-        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
-        if not len(edges):
-            continue
-        starts, ends = edges[0::2], edges[1::2]
-        k = int((ends - starts).argmax())
-        span = int(ends[k] - starts[k]) + length
-        count = span // length
-        start = int(starts[k])
-        if count >= min_repeats and (best is None or count * length > best[0]) and \
-                _primitive(seq[start:start + length]):
-            best = (count * length, start, length, count, span - count * length)
-    return best[1:] if best else None
-
-
-def _primitive(block) -> bool:  # type: ignore[no-untyped-def]
-    """Whether ``block`` is no shorter block repeated (a chain of 8 Relu is no block of 8: it is Relu × 8)."""
-    n = len(block)
-    return not any(n % d == 0 and (block[d:] == block[:-d]).all() for d in range(1, n // 2 + 1))
-
-
-# -- cutting a sequence -------------------------------------------------------------------------------------
-
-def segment(widths: list[int], n: int, max_items: int) -> list[tuple[int, int]]:
-    """Cut ``n`` items into contiguous runs ``[start, end)`` of ``max_items // 2`` to ``max_items`` items.
-
-    ``widths[c]`` is how many tensors cross the cut before item ``c``. Each cut, taken left to right, is the
-    narrowest within the allowed window; among equally narrow cuts, the one leaving a run closest to the even
-    share ``n / ceil(n / max_items)``. The window keeps the remainder at least ``max_items // 2`` long, so no
-    run is tiny. O(n).
-    """
-    if n <= max_items:
-        return [(0, n)]
-    if max_items < 4:  # runs of one item would not shorten the level
-        return [(s, min(s + max_items, n)) for s in range(0, n, max_items)]
-    least = max(1, max_items // 2)
-    share = n / -(-n // max_items)
-    runs: list[tuple[int, int]] = []
-    start = 0
-    while n - start > max_items:
-        low, high = start + least, min(start + max_items, n - least)
-        cut = min(range(low, high + 1), key=lambda c: (widths[c], abs(c - start - share), -c))
-        runs.append((start, cut))
-        start = cut
-    runs.append((start, n))
-    return runs
-
-
 def _cut_widths(items: list[Node | Group], owner: Group, order: dict[Node, int]) -> list[int]:
     """How many tensors cross the cut before each item: produced in an earlier item, read in this one or later
     (graph outputs count as read at the end). One sweep over a difference array."""
@@ -682,7 +364,7 @@ def _cut_widths(items: list[Node | Group], owner: Group, order: dict[Node, int])
         if isinstance(item, Node):
             where[item] = i
         else:
-            for node in _collect(item, order):
+            for node in collect(item, order):
                 where[node] = i
     n = len(items)
     diff = [0] * (n + 2)
@@ -702,209 +384,3 @@ def _cut_widths(items: list[Node | Group], owner: Group, order: dict[Node, int])
         running += diff[c]
         widths[c] = running
     return widths
-
-
-# -- names --------------------------------------------------------------------------------------------------
-
-SYNTHETIC_KINDS = frozenset({"stage", "gathered"})
-"""Kinds cut out of a level by ``_split_wide``: named after what they hold and where they sit, never by index."""
-_CATEGORY_RANK = {c: i for i, c in enumerate((
-    "layer", "attention", "pool", "normalization", "activation", "reduce", "control", "elementwise",
-    "quantization", "tensor", "data", "shape", "other"))}
-SUMMARY_TYPES = 4
-"""Operator types a name lists for what a run of operators computes."""
-
-
-def computes(nodes: Iterable[Node], fmt: str = "onnx", most: int = SUMMARY_TYPES) -> str:
-    """What ``nodes`` compute, as their op types (``MatMul Softmax Add Mul …``): weight-bearing and costly
-    categories before element-wise and shape plumbing, then the more frequent first."""
-    from renderer.data.categories import category
-
-    counts = Counter(n.op_type for n in nodes)
-    ranked = sorted(counts, key=lambda t: (_CATEGORY_RANK.get(category(fmt, t), len(_CATEGORY_RANK)), -counts[t], t))
-    return " ".join(ranked[:most]) + (" …" if len(ranked) > most else "")
-
-
-def series_prefix(group: Group) -> str:
-    """``series 2 · `` for a block of the second run of repeats of a model that has several, else ""."""
-    return f"series {group.series} · " if group.series else ""
-
-
-def _number_series(root: Group) -> None:
-    """Number the runs of repeated blocks in model order when there are several (``Group.series``): two runs'
-    blocks would otherwise both read ``block 1 of 3``."""
-    firsts = [g for g in root.walk() if g.kind == "block" and g.position[0] == 1]
-    if len(firsts) < 2:
-        return
-    series = 0
-    for group in root.walk():  # parents before children, children in graph order: model order
-        if group.kind == "block":
-            series += group.position[0] == 1
-            group.series = series
-            group.label = f"{series_prefix(group)}block {group.position[0]} of {group.position[1]}"
-
-
-def span_name(groups: list[Group]) -> str:
-    """A run of sibling groups by their own names: ``layer.3``, ``layer.3, layer.4``, ``layer.3 … layer.9``."""
-    if not groups:
-        return ""
-    if len(groups) > 2 and all(g.position for g in groups) and groups[0].position[1] == groups[-1].position[1]:
-        return (f"{series_prefix(groups[0])}blocks {groups[0].position[0]}–{groups[-1].position[0]} "
-                f"of {groups[0].position[1]:,}")
-    first, last = groups[0].label, groups[-1].label
-    return first if len(groups) == 1 else f"{first}, {last}" if len(groups) == 2 else f"{first} … {last}"
-
-
-def name_run(items: Iterable[Node | Group], fmt: str = "onnx") -> str:
-    """A name for items drawn together (a page packing sibling groups, a cut-out run): the named groups in it,
-    first … last, and what its loose operators compute (``layer.3 … layer.9 · Add Mul``); "" for none."""
-    named: list[Group] = []
-    loose: list[Node] = []
-    for item in items:
-        if isinstance(item, Node):
-            loose.append(item)
-        else:
-            _named_inside(item, named, loose)
-    parts = [span_name(named)] if named else []
-    if loose:
-        parts.append(computes(loose, fmt))
-    return " · ".join(parts)
-
-
-def display_path(group: Group) -> str:
-    """Where ``group`` is, by the model's names: its named ancestors' labels and its own, ``encoder/layer.3``
-    (cut-out runs above it are skipped: their names describe a position, which the group's own name does)."""
-    parts = [group.label]
-    parent = group.parent
-    while parent is not None and parent.parent is not None:
-        if parent.kind not in SYNTHETIC_KINDS:
-            parts.append(parent.label)
-        parent = parent.parent
-    return "/".join(reversed(parts))
-
-
-def _named_inside(group: Group, named: list[Group], loose: list[Node]) -> None:
-    """The named groups at the top of ``group`` (looking through cut-out runs) and the operators beside them."""
-    if group.kind not in SYNTHETIC_KINDS:
-        named.append(group)
-        return
-    order = group._order or {}
-    items: list[tuple[int, Node | Group]] = [(order.get(n, 0), n) for n in group.nodes]
-    items += [(order.get(next(c.members()), 0), c) for c in group.children if c.size]
-    for _, item in sorted(items, key=lambda pair: pair[0]):
-        if isinstance(item, Node):
-            loose.append(item)
-        else:
-            _named_inside(item, named, loose)
-
-
-def _edge_names(group: Group) -> tuple[str | None, str | None]:
-    """The first and last named groups inside ``group`` (itself when named), looking through cut-out runs."""
-    named: list[Group] = []
-    _named_inside(group, named, [])
-    if not named:
-        return None, None
-    return _edge_name(named[0]), _edge_name(named[-1])
-
-
-def _edge_name(group: Group) -> str:
-    """How a name of a place reads a group at its edge: a block of a numbered run by its run (``series 2``)."""
-    return f"series {group.series}" if group.series else group.label
-
-
-def _context(group: Group) -> tuple[str | None, str | None]:
-    """The nearest named groups before and after ``group`` in graph order, looking outwards through the cut-out
-    runs that hold it, never past a named parent (whose name the page's breadcrumb already shows)."""
-    before = after = None
-    current = group
-    while current.parent is not None and (before is None or after is None):
-        siblings = current.parent.children
-        i = next(k for k, c in enumerate(siblings) if c is current)
-        if before is None:
-            before = next((n for c in reversed(siblings[:i]) if (n := _edge_names(c)[1])), None)
-        if after is None:
-            after = next((n for c in siblings[i + 1:] if (n := _edge_names(c)[0])), None)
-        if current.parent.kind not in SYNTHETIC_KINDS:
-            break
-        current = current.parent
-    return before, after
-
-
-def _where(before: str | None, after: str | None) -> str:
-    if before and after:
-        return f"between {before} and {after}"
-    if before:
-        return f"after {before}"
-    if after:
-        return f"before {after}"
-    return ""
-
-
-def _name_synthetic(root: Group, fmt: str) -> None:
-    """Name every cut-out run by the named groups it holds, else by where it sits and what it computes; runs
-    of one level that sit alike are told apart by ``part k of n``."""
-    for group in root.walk():
-        runs = [c for c in group.children if c.kind in SYNTHETIC_KINDS]
-        places: dict[int, str | None] = {}  # None: named by the groups it holds
-        for run in runs:
-            places[id(run)] = None if _edge_names(run)[0] else _where(*_context(run))
-        alike = Counter(places.values())
-        seen: Counter[str] = Counter()
-        for run in runs:
-            place = places[id(run)]
-            if place is None:
-                run.label = name_run([run], fmt)
-                continue
-            if alike[place] > 1:
-                seen[place] += 1
-                place = f"part {seen[place]} of {alike[place]} {place}".rstrip()
-            run.label = " · ".join(p for p in (place, computes(run.members(), fmt)) if p)
-
-
-# -- repeated blocks ----------------------------------------------------------------------------------------
-
-def _signature(group: Group) -> tuple:
-    """Op types in graph order, the edges between members (by local position and slot), and the tree shape."""
-    members = group._members if group._members is not None else list(group.members())
-    local = {node: i for i, node in enumerate(members)}
-    types = tuple([f"{n.domain}:{n.op_type}" if n.domain else n.op_type for n in members])
-    edges = []
-    for i, node in enumerate(members):
-        for slot, value in enumerate(node.inputs):
-            j = local.get(value.producer) if value is not None else None  # type: ignore[arg-type]
-            if j is not None:
-                outputs = members[j].outputs
-                edges.append((i, slot, j, outputs.index(value) if len(outputs) > 1 else 0))
-    shape = (len(group.nodes), tuple((c.kind, c.size) for c in group.children))
-    return group.kind, shape, types, tuple(edges)
-
-
-def _mark_repeats(root: Group) -> None:
-    for group in root.walk():
-        if len(group.children) < 2:
-            continue
-        order = group._order or {}
-        ranked: list[tuple[int, Node | Group]] = [(order[n], n) for n in group.nodes]
-        ranked += [(order[next(c.members())], c) for c in group.children]
-        ranked.sort(key=lambda pair: pair[0])
-        items = [item for _, item in ranked]
-        signatures: dict[int, tuple] = {}
-
-        def signature(g: Group) -> tuple:
-            if id(g) not in signatures:
-                signatures[id(g)] = _signature(g)
-            return signatures[id(g)]
-
-        i = 0
-        while i < len(items):
-            head = items[i]
-            j = i + 1
-            if isinstance(head, Group) and head.kind in TWIN_KINDS:
-                while (j < len(items) and isinstance(items[j], Group) and items[j].size == head.size
-                       and signature(items[j]) == signature(head)):
-                    j += 1
-                if j - i > 1:
-                    head.repeat = j - i
-                    for twin in items[i + 1:j]:
-                        twin.twin_of = head
-            i = j
