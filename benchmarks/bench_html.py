@@ -18,7 +18,8 @@ fresh 1,600 × 1,000 page of headless Chromium (Debian's ``/usr/bin/chromium``, 
   page's own ``performance.now()``), median over the runs, and the big report's as a ratio of the baseline's,
   measured in the same run;
 * the first view: the share of the shown page's boxes whole on screen, the least box text size in px;
-* sort: the slowest of a click on each column header of the operator table, rows laid out, in ms.
+* sort: the slowest of a click on each column header of the operator table, rows laid out, in ms, and the big
+  report's as a ratio of the baseline's.
 
 Goals (issue 17): ≤ 8 MB, ≤ 60,000 elements, ≤ 4× the baseline's time, ≥ 60 % of the overview's boxes whole on
 screen with text ≥ 8 px, sort < 200 ms.
@@ -123,6 +124,9 @@ def main() -> int:
     big, small = (results[name]["runs"] for name, _, _ in CASES[:2])
     ratio = statistics.median(r["respond_ms"] for r in big) / statistics.median(r["respond_ms"] for r in small)
     print(f"time to respond, {CASES[0][0]} / {CASES[1][0]}: {ratio:.2f}× (goal ≤ 4×)")
+    sort = statistics.median(r["sort_ms"] for r in big) / max(statistics.median(r["sort_ms"] for r in small), 0.1)
+    print(f"sort, {CASES[0][0]} / {CASES[1][0]}: {sort:.2f}× (tests/test_html_report.py bounds a click only "
+          "against a hang)")
     print("goals: ≤ 8 MB, ≤ 60,000 elements, ≥ 60 % of the overview's boxes whole at ≥ 8 px, sort < 200 ms")
     return 0
 

@@ -107,7 +107,7 @@ def test_a_loop_of_2_62_steps_ends_at_the_time_limit(tmp_path: Path, monkeypatch
     path = _write(tmp_path / "endless.onnx", H.endless_loop())
     started = time.monotonic()
     (note,) = load_model(path).notes
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 60  # a hang bound: the run's 2 s limit and its start take ~2 s here
     assert "for them: onnxruntime took over 2 s to run the model (set ANNOGRAPH_RUN_SECONDS to allow more)" in note, note
 
 
@@ -360,10 +360,8 @@ def _compare_error(tmp_path: Path, model: bytes, inputs: dict[str, np.ndarray], 
                    env: dict[str, str] | None = None) -> str:
     path = _write(tmp_path / "m.onnx", model)
     np.savez(tmp_path / "in.npz", **inputs)
-    started = time.monotonic()
     run = run_cli("compare", path, path, "--inputs", tmp_path / "in.npz", *extra, "-o", tmp_path / "e.json",
-                  env={**LOW, **(env or {})}, timeout=120)
-    assert time.monotonic() - started < 60
+                  env={**LOW, **(env or {})}, timeout=120)  # the hang bound
     assert not (tmp_path / "e.json").exists()
     return one_line_error(run)
 

@@ -9,7 +9,6 @@ import re
 import resource
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,15 +181,13 @@ def error_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def error_runs(error_folder: Path) -> dict[str, tuple[Case, Run, float]]:
+def error_runs(error_folder: Path) -> dict[str, tuple[Case, Run]]:
     """Every case run once, four CLI processes at a time."""
     cases = _cases(error_folder)
 
-    def run(item: tuple[str, Case]) -> tuple[str, tuple[Case, Run, float]]:
+    def run(item: tuple[str, Case]) -> tuple[str, tuple[Case, Run]]:
         name, case = item
-        started = time.monotonic()
-        result = run_cli(*case.args, env=case.env, timeout=300)
-        return name, (case, result, time.monotonic() - started)
+        return name, (case, run_cli(*case.args, env=case.env, timeout=300))
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         return dict(pool.map(run, cases.items()))
@@ -208,7 +205,7 @@ def _case_names() -> list[str]:
 
 @pytest.mark.parametrize("name", _case_names())
 def test_cli_error_is_one_line(name: str, error_runs) -> None:  # type: ignore[no-untyped-def]
-    case, run, _ = error_runs[name]
+    case, run = error_runs[name]
     # a usage mistake: argparse's own, or a bad option value found before any file is read (errors.UsageError)
     usage = run.stderr.rstrip().endswith("--help)") or name in USAGE_CASES
     assert run.returncode == (2 if usage else 1), (run.returncode, run.stderr)
@@ -219,10 +216,9 @@ def test_cli_error_is_one_line(name: str, error_runs) -> None:  # type: ignore[n
 
 
 def test_graphviz_timeout_stops_early(error_runs) -> None:  # type: ignore[no-untyped-def]
-    """A tiny --timeout on a 415-operator model: the run ends long before the layout would."""
-    _, run, seconds = error_runs["graphviz timeout"]
-    assert run.returncode == 1
-    assert seconds < 30, seconds
+    """A tiny --timeout on a 415-operator model: the run ends by the timeout (not by the layout finishing)."""
+    _, run = error_runs["graphviz timeout"]
+    assert run.returncode == 1 and "did not finish within 0.01 s" in run.stderr, run.stderr
 
 
 def test_no_output_left_by_any_failure(error_runs, error_folder: Path) -> None:  # type: ignore[no-untyped-def]
@@ -328,19 +324,18 @@ def test_tensor_statistics_are_capped() -> None:
 # ---- big and hostile annotation files ---------------------------------------------------------------------------
 
 
-def _child_measure(code: str, limit_mb: int = 2048, timeout: float = 120) -> tuple[float, float, subprocess.CompletedProcess]:
-    """Run ``code`` in a fresh interpreter under an address-space limit: (seconds, peak RSS MiB, result)."""
+def _child_measure(code: str, limit_mb: int = 2048, timeout: float = 120) -> tuple[float, subprocess.CompletedProcess]:
+    """Run ``code`` in a fresh interpreter under an address-space limit: (peak RSS MiB, result). ``timeout`` is
+    the hang bound; the time taken is benchmarks/bench_annotations.py's to measure."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit_mb * 2**20, limit_mb * 2**20))
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
                           preexec_fn=limit, timeout=timeout)
-    seconds = time.monotonic() - started
     peak = float(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else -1.0
-    return seconds, peak, done
+    return peak, done
 
 
 _READ = """
@@ -356,8 +351,8 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 @pytest.mark.slow
 def test_large_csv_in_bounded_time_and_memory(tmp_path: Path) -> None:
-    """200,000 rows (benchmarks/bench_annotations.py measures 1,000,000): seconds, and memory that grows with
-    the distinct ids rather than with the rows."""
+    """200,000 rows (benchmarks/bench_annotations.py measures 1,000,000 and the time, against reading the file
+    with the csv module in the same run): memory that grows with the distinct ids rather than with the rows."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_annotations import ids_for, write_file
 
@@ -366,10 +361,9 @@ def test_large_csv_in_bounded_time_and_memory(tmp_path: Path) -> None:
     for rows in (20_000, 200_000):
         path = tmp_path / f"rows{rows}.csv"
         write_file(path, rows, "csv", ids)
-        seconds, peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)))
+        peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)))
         assert done.returncode == 0, done.stderr[-2000:]
         peaks[rows] = peak
-        assert seconds < 90, f"{rows} rows took {seconds:.1f} s"
     # the 200k-row file is 5 MiB more text; a reader that kept every row would need over 100 MiB more
     assert peaks[200_000] - peaks[20_000] < 60, peaks
 
@@ -381,10 +375,9 @@ def test_yaml_alias_bomb_is_cheap(tmp_path: Path) -> None:
     path = tmp_path / "laughs.yaml"
     path.write_text("operators:\n  - id: stem/conv\n    meta:\n" + "".join(f"      {ln}\n" for ln in lines),
                     encoding="utf-8")
-    seconds, peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)),
-                                         limit_mb=2048, timeout=60)
+    peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)), timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert seconds < 30 and peak < 500, (seconds, peak)
+    assert peak < 500, peak
 
 
 def test_nested_values_are_cut_not_expanded(tmp_path: Path) -> None:
@@ -406,18 +399,25 @@ def test_file_name_with_a_newline_stays_one_line(tmp_path: Path) -> None:
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
 
 
-def test_oversized_yaml_is_refused_with_advice(tmp_path: Path) -> None:
-    """PyYAML holds a whole document (~80 bytes a character): past the cap the answer is one line, at once."""
+def test_oversized_yaml_is_refused_with_advice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML holds a whole document (~80 bytes a character): past the cap the answer is one line, given before
+    PyYAML is asked to parse anything."""
+    import yaml
+
     from renderer.annotations.readers import generic
     from renderer.core.errors import AnnotationError
+
+    def parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("PyYAML was asked to parse a document over the cap")
+
+    monkeypatch.setattr(yaml, "load", parse)
 
     path = tmp_path / "huge.yaml"
     row = '  - id: "stem/conv"\n    meta: {latency_ms: 1.5}\n'
     path.write_text("operators:\n" + row * (generic.YAML_MAX_CHARS // len(row) + 1), encoding="utf-8")
-    started = time.monotonic()
     with pytest.raises(AnnotationError, match="huge.yaml: .* write files this big as CSV or JSON") as caught:
         generic.read(path)
-    assert time.monotonic() - started < 5 and "\n" not in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def _cli_limited(*args: str | Path, limit_mb: int = 2048, timeout: float = 300) -> subprocess.CompletedProcess:

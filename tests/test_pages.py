@@ -329,13 +329,9 @@ def test_focus_views_on_pages_of_their_own_count_them(tmp_path: Path) -> None:
 
 def test_a_huge_radius_stops_when_the_graph_is_covered(tmp_path: Path) -> None:
     """--radius 99999999999999999999 used to spin on an empty frontier; it draws the whole connected graph."""
-    import time
-
-    start = time.monotonic()
     run = run_cli("render", ONNX / "tiny_cnn.onnx", "--focus", "stem/conv", "--radius", "9" * 20,
-                  "-o", tmp_path / "x.svg", "--no-sidecar", timeout=120)
+                  "-o", tmp_path / "x.svg", "--no-sidecar", timeout=120)  # the hang bound
     assert run.returncode == 0, run.stderr
-    assert time.monotonic() - start < 100
     assert len(_ids(parse_svg(tmp_path / "x.svg"), "op-")) == 18  # every drawn operator of tiny_cnn
 
 
