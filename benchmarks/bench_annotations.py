@@ -30,12 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = ROOT / "samples" / "onnx" / "tiny_cnn.onnx"
 
 STAGES = {
-    "baseline": "import csv\nwith open(PATH, newline='', encoding='utf-8') as f:\n    for row in csv.reader(f):\n        pass\n",
+    "baseline": "import csv\nwith open(PATH, newline='', encoding='utf-8') as f:\n"
+                "    for row in csv.reader(f):\n        pass\n",
     "read": "from renderer.annotations.registry import read_file\nfrom renderer.loaders.registry import load_model\n"
             "model = load_model(MODEL)\nSTART()\nread_file(PATH, model)\n",
-    "merge": "from renderer.annotations.registry import load_annotations\nfrom renderer.loaders.registry import load_model\n"
+    "merge": "from renderer.annotations.registry import load_annotations\n"
+             "from renderer.loaders.registry import load_model\n"
              "model = load_model(MODEL)\nSTART()\nload_annotations([PATH], model)\n",
-    "dot": "from renderer.annotations.registry import load_annotations\nfrom renderer.loaders.registry import load_model\n"
+    "dot": "from renderer.annotations.registry import load_annotations\n"
+           "from renderer.loaders.registry import load_model\n"
            "from renderer.compose.rendering import to_dot\nmodel = load_model(MODEL)\nSTART()\n"
            "to_dot(model, load_annotations([PATH], model))\n",
 }
@@ -82,7 +85,8 @@ def write_file(path: Path, rows: int, syntax: str, ids: list[str]) -> None:
         elif syntax == "yaml":
             f.write("operators:\n")
             for i in range(rows):
-                f.write(f"  - id: \"{ids[i % len(ids)]}\"\n    meta: {{latency_ms: {(i % 997) / 10:.1f}, note: row {i}}}\n")
+                f.write(f"  - id: \"{ids[i % len(ids)]}\"\n"
+                        f"    meta: {{latency_ms: {(i % 997) / 10:.1f}, note: row {i}}}\n")
         else:
             raise ValueError(syntax)
 

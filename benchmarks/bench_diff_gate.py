@@ -58,7 +58,8 @@ def gate(model: Path, before: Path, after: Path, folder: Path, *extra: str) -> d
     below = re.search(r"(\d+) operators? past \S+ but each under", text)
     total = re.search(r"\| model \| [^|]+ \| ([^|]+) \|", text)
     return {"exit": run.returncode, "tripped": int(tripped.group(1)) if tripped else 0,
-            "below floor": int(below.group(1)) if below else 0, "total change": total.group(1).strip() if total else "?",
+            "below floor": int(below.group(1)) if below else 0,
+            "total change": total.group(1).strip() if total else "?",
             "stderr": run.stderr.strip().splitlines()[-1:] if run.returncode not in (0, 3) else []}
 
 

@@ -51,11 +51,13 @@ ON_SCREEN = """() => {
   const v = document.getElementById('viewport').getBoundingClientRect();
   const boxes = [...document.querySelectorAll('section.current svg g.node')].filter(g => !/legend$/.test(g.id));
   const whole = boxes.filter(g => { const r = g.getBoundingClientRect();
-    return r.width > 0 && r.left >= v.left - 0.5 && r.right <= v.right + 0.5 && r.top >= v.top - 0.5 && r.bottom <= v.bottom + 0.5; });
+    return r.width > 0 && r.left >= v.left - 0.5 && r.right <= v.right + 0.5 && r.top >= v.top - 0.5
+      && r.bottom <= v.bottom + 0.5; });
   const sizes = whole.flatMap(g => [...g.querySelectorAll('text')].filter(t => t.textContent.trim())
     .map(t => parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a));
   return {page: document.querySelector('section.current').id, boxes: boxes.length, whole: whole.length,
-          least: sizes.length ? Math.min(...sizes) : 0, view: document.querySelector('section.current svg').getAttribute('viewBox'),
+          least: sizes.length ? Math.min(...sizes) : 0,
+          view: document.querySelector('section.current svg').getAttribute('viewBox'),
           elements: document.getElementsByTagName('*').length,
           rows: JSON.parse(document.getElementById('report-data').textContent).ops.length};
 }"""

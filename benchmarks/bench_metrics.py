@@ -164,10 +164,10 @@ def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
 def bench(name: str, build, repeat: int) -> None:  # type: ignore[no-untyped-def]
     import onnx_tool
 
-    from renderer.files import atomic
-    from renderer.metrics import builtin as metrics
-    from renderer.loaders.registry import load_model
     from renderer.exporters.metric_table import render
+    from renderer.files import atomic
+    from renderer.loaders.registry import load_model
+    from renderer.metrics import builtin as metrics
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.onnx"
@@ -215,7 +215,8 @@ def bench(name: str, build, repeat: int) -> None:  # type: ignore[no-untyped-def
     print(f"  1. end to end: ours {ours_time:.3f} s (load + all metrics incl. sparsity and weight statistics + CSV),"
           f" onnx-tool model_profile {theirs_time:.3f} s; ratio onnx-tool / ours {theirs_time / ours_time:.2f}")
     print(f"  1b. end to end, the work onnx-tool does (params, MACs, memory; no pass over the weights): ours "
-          f"{same_work_time:.3f} s, onnx-tool {theirs_time:.3f} s; ratio onnx-tool / ours {theirs_time / same_work_time:.2f}")
+          f"{same_work_time:.3f} s, onnx-tool {theirs_time:.3f} s; "
+          f"ratio onnx-tool / ours {theirs_time / same_work_time:.2f}")
     print(f"  2. profile of a loaded model: ours {cheap_time * 1000:.1f} ms, onnx-tool shape_infer + profile "
           f"{their_profile_time * 1000:.1f} ms; ratio onnx-tool / ours {their_profile_time / cheap_time:.2f}")
     print(f"  3. our full metric pass on a loaded model (reads all {params / 1e6:.1f}M weights): {full_time:.3f} s")

@@ -75,7 +75,8 @@ def multi_format_case(model: Path, repeat: int) -> None:
             return statistics.median(times), calls[: len(calls) // repeat]
 
         one, one_calls = runs(["-o", str(folder / "a.svg")])
-        three, three_calls = runs(["-o", str(folder / "a.svg"), "-o", str(folder / "a.png"), "-o", str(folder / "a.pdf")])
+        three, three_calls = runs(["-o", str(folder / "a.svg"), "-o", str(folder / "a.png"),
+                                   "-o", str(folder / "a.pdf")])
         bare = sum(timed(["dot", f"-T{fmt}", str(dot_file), "-o", str(folder / f"bare.{fmt}")], repeat=repeat)
                    for fmt in ("svg", "png", "pdf"))
         bare_one = timed(["dot", "-Tsvg", str(dot_file), "-o", str(folder / "bare1.svg")], repeat=repeat)

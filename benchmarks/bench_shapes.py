@@ -96,8 +96,8 @@ def silero(folder: Path) -> None:
 
 def measure_ops(model: Path, **source: object) -> tuple[float, dict]:
     """(seconds to load, operator key → its MACs or the n/a reason)."""
-    from renderer.metrics import builtin as metrics
     from renderer.loaders.registry import load_model
+    from renderer.metrics import builtin as metrics
 
     started = time.perf_counter()
     loaded = load_model(model, **source)  # type: ignore[arg-type]

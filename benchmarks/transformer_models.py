@@ -207,8 +207,8 @@ def _layer(b: _Builder, x: str, mask: str, module: str, hidden: int, heads: int,
     scores = b.op("Div", [b.op("MatMul", [q, k]), b.const(np.array(np.sqrt(head_size), np.float32))])
     probs = b.op("Softmax", [b.op("Add", [scores, mask])], axis=-1)
     context = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-    context = b.op("Reshape", [context, b.op("Concat", [*b.leading_dims(context), b.const(np.array([hidden], np.int64))], axis=0)],
-                   allowzero=0)
+    shape = b.op("Concat", [*b.leading_dims(context), b.const(np.array([hidden], np.int64))], axis=0)
+    context = b.op("Reshape", [context, shape], allowzero=0)
 
     b.scope = (*layer_scope, "attention", "output")
     attended = b.op("Add", [b.linear(context, hidden, hidden, f"{module}.attention.output.dense"), x])

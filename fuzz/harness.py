@@ -1,9 +1,9 @@
 """Mutation fuzzing of every model loader and annotation reader, driven by the registries.
 
-Targets are built from ``renderer.loaders.registry.LOADERS`` and ``renderer.annotations.registry.READERS``, seeded with the
-files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``), and from the
-command paths of ``tests/registry.py`` (``--dim`` values, the onnxruntime shape run, ``embed``), which run the
-command on the input in-process. One input
+Targets are built from ``renderer.loaders.registry.LOADERS`` and ``renderer.annotations.registry.READERS``,
+seeded with the files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``),
+and from the command paths of ``tests/registry.py`` (``--dim`` values, the onnxruntime shape run, ``embed``),
+which run the command on the input in-process. One input
 is a seed with 1–4 random mutations (bit flips, interesting bytes and integers, inserted dictionary tokens,
 deleted, duplicated or spliced ranges, truncation). Each input is written to a file with the seed's name and given
 to the target, which then also runs what a render would run on the result (the IR index, the DOT emitter,
@@ -241,8 +241,10 @@ def _onnx_edit(data: bytes, rng: random.Random, blob: bytes) -> bytes:
         elif choice == 5:
             model.ir_version = rng.choice(_ONNX_INTS) % 2**63
         elif choice == 6:
-            opset = model.opset_import.add() if rng.random() < 0.3 or not model.opset_import else rng.choice(model.opset_import)
-            opset.domain, opset.version = rng.choice(("", "ai.onnx", "com.microsoft", text)), rng.choice(_ONNX_INTS) % 2**63
+            fresh = rng.random() < 0.3 or not model.opset_import
+            opset = model.opset_import.add() if fresh else rng.choice(model.opset_import)
+            opset.domain = rng.choice(("", "ai.onnx", "com.microsoft", text))
+            opset.version = rng.choice(_ONNX_INTS) % 2**63
         elif choice == 7 and graph.node:  # node order and count
             nodes = list(graph.node)
             edit = rng.randrange(3)
@@ -261,7 +263,8 @@ def _onnx_edit(data: bytes, rng: random.Random, blob: bytes) -> bytes:
             else:
                 target.add().name = rng.choice(names + [text])
         elif choice == 9:
-            entry = rng.choice((model.metadata_props, rng.choice(graph.node).metadata_props if graph.node else model.metadata_props)).add()
+            props = rng.choice(graph.node).metadata_props if graph.node else model.metadata_props
+            entry = rng.choice((model.metadata_props, props)).add()
             entry.key, entry.value = text, text
         elif choice == 10:
             setattr(model, rng.choice(("producer_name", "doc_string", "domain")), text)
@@ -365,11 +368,11 @@ class Target:
 def _after_load(model) -> None:  # type: ignore[no-untyped-def]
     """What a render does with a freshly loaded model, short of Graphviz: ids, the annotations embedded in the
     model, built-in metrics (one that reads the weights, with the tensor-size cap), the DOT."""
-    from renderer.metrics import builtin as metrics
-    from renderer.annotations.merge import merge
     from renderer.annotations.embedded import from_model
-    from renderer.core.options import RenderOptions
+    from renderer.annotations.merge import merge
     from renderer.compose.rendering import to_dot
+    from renderer.core.options import RenderOptions
+    from renderer.metrics import builtin as metrics
 
     annotations = merge(from_model(model), model)
     weighty = list(getattr(metrics, "EXPENSIVE_OP_METRICS", {}))
@@ -392,8 +395,8 @@ def _reader_model(path: str):  # type: ignore[no-untyped-def]
 
 def _read(module: ModuleType, path: Path) -> None:
     from renderer.annotations.merge import merge
-    from renderer.core.options import RenderOptions
     from renderer.compose.rendering import to_dot
+    from renderer.core.options import RenderOptions
 
     model = _reader_model(str(payloads.reader_model(module)))
     result = module.read(path, model)
@@ -447,7 +450,7 @@ def time_limit(seconds: float) -> Iterator[None]:
     A timer already running (pytest-timeout's, say) is put back afterwards with the time it had left.
     """
 
-    def alarm(signum: int, frame: object) -> None:
+    def alarm(signum: int, _frame: object) -> None:
         raise Hang(f"still running after {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, alarm)

@@ -123,11 +123,6 @@ def genai_model(tmp_path_factory):  # type: ignore[no-untyped-def]
     return GenaiModels(tmp_path_factory.mktemp("genai"))
 
 
-@pytest.fixture
-def tmp_out(tmp_path: Path) -> Path:
-    return tmp_path
-
-
 def escaping_external_data(folder: Path) -> Path:
     """tiny_cnn with its first initializer stored as external data at a location that climbs out of the model's
     folder (``../../…/etc/passwd``): never to be followed."""

@@ -27,7 +27,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -108,8 +108,8 @@ SHORT_PAYLOADS = tuple(p for p in PAYLOADS if p.short)
 # ``--dim NAME=VALUE`` values no dim can take: characters that pass isdigit() but not int() ("²") or that int()
 # reads as digits but are no ASCII number ("١", "１"), numbers past int64 and past Python's 4300-digit limit,
 # signs, spaces, other notations, nothing at all.
-DIM_VALUES: tuple[str, ...] = ("\u00b2", "\u0661", "\uff11", "1\u0660", "0", "-1", "+8", " 8", "8 ", "8.0", "1e3", "0x10",
-                               "nan", "inf", str(2**63), "9" * 400, "9" * 5000, "", "=", "1=2", "8\n9")
+DIM_VALUES: tuple[str, ...] = ("\u00b2", "\u0661", "\uff11", "1\u0660", "0", "-1", "+8", " 8", "8 ", "8.0", "1e3",
+                               "0x10", "nan", "inf", str(2**63), "9" * 400, "9" * 5000, "", "=", "1=2", "8\n9")
 
 
 def payload(name: str) -> Payload:
@@ -209,7 +209,8 @@ def path_seeds(name: str) -> list[Seed]:
     hook = registry.PATHS[name].seeds
     if callable(hook):
         return [Seed(str(file), bytes(data)) for file, data in hook()]
-    return [Seed(Path(m).name, Path(m).read_bytes()) for pattern in hook for m in sorted(glob.glob(str(ROOT / pattern)))]
+    return [Seed(Path(m).name, Path(m).read_bytes())
+            for pattern in hook for m in sorted(glob.glob(str(ROOT / pattern)))]
 
 
 def reader_files(module: ModuleType) -> list[Path]:
@@ -416,7 +417,8 @@ GENERIC_SYNTAXES = ("json", "yaml", "csv", "txt")
 def annotation_document(text: str, ids: Iterable[str] = ("0",)) -> dict:
     """A generic annotation document with ``text`` as title, meta keys and values, and as an id."""
     operators = [{"id": text, "meta": {text or "k": text, "latency_ms": 2.5}}]
-    operators += [{"id": i, "meta": {text or "k": text, "latency_ms": 1.5 + n, "note": text}} for n, i in enumerate(ids)]
+    operators += [{"id": i, "meta": {text or "k": text, "latency_ms": 1.5 + n, "note": text}}
+                  for n, i in enumerate(ids)]
     return {
         "graph": {"title": text, "meta": {text or "k": text, "Device": text}},
         "operators": operators,
@@ -741,18 +743,3 @@ def check_output(fmt: str, data: bytes, folder: Path) -> str | None:
         return None
     assert not re.search(r"<script|\son[a-z]+\s*=|javascript:|<foreignObject", text, re.I), fmt
     return text
-
-
-def errors_are_ours(call: Callable[[], object], path: Path) -> str | None:
-    """Run ``call``; return None on success or the message of the AnnographError it raised, asserting the
-    message is one non-empty line naming ``path``'s file. Any other exception propagates (a test failure)."""
-    from renderer.core.errors import AnnographError
-
-    try:
-        call()
-    except AnnographError as e:
-        message = str(e)
-        assert message and "\n" not in message and "\r" not in message, repr(message)
-        assert path.name in message, f"message does not name the file: {message!r}"
-        return message
-    return None

@@ -1,7 +1,8 @@
 """What the fuzz and injection tests (and ``fuzz/harness.py``) know about each loader and annotation reader.
 
-The package registries (``renderer.loaders.registry.LOADERS``, ``renderer.annotations.registry.READERS``) say which modules
-exist; this one says how to test them, and lives on the test side so that shipped modules carry no test hooks.
+The package registries (``renderer.loaders.registry.LOADERS``, ``renderer.annotations.registry.READERS``) say
+which modules exist; this one says how to test them, and lives on the test side so that shipped modules carry no
+test hooks.
 ``test_registry.py`` checks that every module in the package registries has an entry here.
 
 Per loader (``LOADERS``, keyed by the module's name in ``renderer.loaders.registry.LOADERS``):
@@ -13,7 +14,8 @@ Per loader (``LOADERS``, keyed by the module's name in ``renderer.loaders.regist
 
 Per extra output (``OUTPUTS``, outputs an option other than ``-o`` writes): see ``OutputEntry``.
 
-Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.registry.READERS``), ``seeds`` as above and:
+Per reader (``READERS``, keyed by the module's name in ``renderer.annotations.registry.READERS``), ``seeds`` as
+above and:
 
 ``model``
     Path, relative to the repository root, of the sample model that the reader's seed files refer to (their
@@ -301,7 +303,8 @@ def _hostile_openvino(kind: str, size: int) -> tuple[str, bytes]:
     elif kind == "huge_line":
         lines[timed[0]] = "x" * size + lines[timed[0]]
     elif kind == "many_records":
-        lines[timed[0] + 1:timed[0] + 1] = [f"inserted_{n};Status.EXECUTED;Reorder;ref;0.001;0.001" for n in range(size)]
+        inserted = [f"inserted_{n};Status.EXECUTED;Reorder;ref;0.001;0.001" for n in range(size)]
+        lines[timed[0] + 1:timed[0] + 1] = inserted
     return "hostile.benchmark_detailed_counters_report.csv", ("\n".join(lines) + "\n").encode()
 
 
@@ -537,9 +540,6 @@ def _scratch() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="annograph-path-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
-
-
-DIMS_INPUTS = ("batch", "height", "width")
 
 
 @cache

@@ -16,9 +16,9 @@ import pytest
 
 import tts_transformer
 from conftest import parse_svg, run_cli
-from renderer.data.units import additive_kind
 from renderer.colour.aggregate import rule_for
 from renderer.core.records import MetricInfo
+from renderer.data.units import additive_kind
 
 SMALL = 200
 

@@ -85,7 +85,8 @@ def test_missing_dot_program(tmp_path: Path) -> None:
 def test_graphviz_exit_status_1_writes_nothing(tmp_path: Path) -> None:
     """Graphviz exiting 1 still prints a picture (with labels replaced): it must not reach the user's file."""
     files = existing_outputs(tmp_path)
-    env = fake_dot(tmp_path, 'cat > /dev/null; echo "<svg>half</svg>"; echo "Error: syntax error in line 3" >&2; exit 1')
+    env = fake_dot(tmp_path, 'cat > /dev/null; echo "<svg>half</svg>"; '
+                             'echo "Error: syntax error in line 3" >&2; exit 1')
     line = one_line_error(run_cli("render", ONNX / "tiny_cnn.onnx", *outputs_args(files), env=env))
     assert "exit status 1" in line and "syntax error in line 3" in line
     assert_untouched(files)
@@ -179,8 +180,8 @@ def test_one_unwritable_output_of_several_changes_none(tmp_path: Path) -> None:
 
 
 def test_write_all_is_all_or_nothing(tmp_path: Path) -> None:
-    from renderer.files import atomic
     from renderer.core.errors import RenderError
+    from renderer.files import atomic
 
     a, b = tmp_path / "a.svg", tmp_path / "b.svg"
     a.write_bytes(OLD)
@@ -334,8 +335,9 @@ def _side_file_cases(folder: Path) -> dict[str, tuple[list[str], Path]]:
         "metrics-over-external-data": (["metrics", str(external), "--table-format", "json", "-o", str(data)], data),
         "embed-over-external-data": (["embed", str(external), "-a", profile, "--no-sidecar", "-o", str(data)], data),
         "compare-over-external-data": (["compare", str(external), str(external), "-o", str(data)], data),
-        "compare-dumps-over-external-data": (["compare", "--dumps", str(folder / "dumps.npz"), str(folder / "dumps.npz"),
-                                              "--model", str(external), "-o", str(data)], data),
+        "compare-dumps-over-external-data": (["compare", "--dumps", str(folder / "dumps.npz"),
+                                              str(folder / "dumps.npz"), "--model", str(external), "-o", str(data)],
+                                             data),
     }
 
 
@@ -365,8 +367,8 @@ def test_diff_summary_takes_only_markdown(tmp_path: Path) -> None:
 
 
 def test_refuse_inputs_compares_files_not_names(tmp_path: Path) -> None:
-    from renderer.files.atomic import refuse_inputs
     from renderer.core.errors import RenderError
+    from renderer.files.atomic import refuse_inputs
 
     model = tmp_path / "m.onnx"
     model.write_bytes(b"x")
@@ -522,7 +524,8 @@ def test_an_output_inside_the_pages_folder_is_refused_before_anything_is_written
         assert leftovers(tmp_path) == []
 
 
-def test_a_pages_folder_that_is_a_symlink_leaves_no_hidden_link(tmp_path: Path, earlier_pages: dict[str, bytes]) -> None:
+def test_a_pages_folder_that_is_a_symlink_leaves_no_hidden_link(tmp_path: Path,
+                                                                 earlier_pages: dict[str, bytes]) -> None:
     """The link is replaced by the folder of pages (as a file output replaces a link); the folder it pointed to
     is left as it was, and nothing hidden stays behind."""
     elsewhere = tmp_path / "published"
@@ -531,7 +534,8 @@ def test_a_pages_folder_that_is_a_symlink_leaves_no_hidden_link(tmp_path: Path, 
     run = paged_dot(tmp_path / "m.dot")
     assert run.returncode == 0, run.stderr
     pages = tmp_path / "m.dot.pages"
-    assert pages.is_dir() and not pages.is_symlink() and sorted(p.name for p in pages.iterdir()) == sorted(earlier_pages)
+    assert pages.is_dir() and not pages.is_symlink()
+    assert sorted(p.name for p in pages.iterdir()) == sorted(earlier_pages)
     assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == earlier_pages
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 

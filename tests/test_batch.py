@@ -166,7 +166,8 @@ def test_dask_local_cluster_writes_the_bytes_of_the_local_run(tmp_path: Path, ca
     models = [str(ONNX / "tiny_cnn.onnx"), str(ONNX / "unnamed_nodes.onnx")]
     assert main(["batch", *models, "-a", pattern, "--color-by", "latency_us", "-o", str(tmp_path / "local"),
                  "--jobs", "1", "-q"]) == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
         code = main(["batch", *models, "-a", pattern, "--color-by", "latency_us", "-o", str(tmp_path / "dask"),
                      "--dask", cluster.scheduler_address, "-q"])
     assert code == 0, capsys.readouterr().err
@@ -216,7 +217,8 @@ def test_shared_scale_gives_every_run_one_range(tmp_path: Path) -> None:
     write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 2)
     pattern = str(tmp_path / "runs" / "*.csv")
     batch(ONNX / "tiny_cnn.onnx", "-a", pattern, "--color-by", "latency_us", "-o", tmp_path / "own")
-    batch(ONNX / "tiny_cnn.onnx", "-a", pattern, "--color-by", "latency_us", "--shared-scale", "-o", tmp_path / "shared")
+    batch(ONNX / "tiny_cnn.onnx", "-a", pattern, "--color-by", "latency_us", "--shared-scale",
+          "-o", tmp_path / "shared")
 
     def ticks(path: Path) -> list[str]:
         group = parse_svg(path).find(".//*[@id='batch-caption']")
@@ -290,7 +292,8 @@ def test_two_batches_on_one_cluster_each_get_their_own_pictures(tmp_path: Path) 
     tiny = rendered_ids(ONNX / "tiny_cnn.onnx")
     unnamed = rendered_ids(ONNX / "unnamed_nodes.onnx")
     assert tiny != unnamed
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
         running = run_dask(first, cluster.scheduler_address)
         one = next(running)  # the first batch holds its tasks on the scheduler while the second one runs
         out = tmp_path / "out"
@@ -368,7 +371,8 @@ def test_batch_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
     run = run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", runs[0], "--color-by", "error", "-o", out)
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
     assert "index.html" in run.stderr and "not written by annograph batch" in run.stderr
-    assert (out / "index.html").read_text() == "<p>my notes</p>" and sorted(p.name for p in out.iterdir()) == ["index.html"]
+    assert (out / "index.html").read_text() == "<p>my notes</p>"
+    assert sorted(p.name for p in out.iterdir()) == ["index.html"]
     (out / "index.html").unlink()
     (out / "000_run0.error.svg").write_text("mine")
     run = run_cli("batch", ONNX / "tiny_cnn.onnx", "-a", runs[0], "--color-by", "error", "-o", out)
@@ -385,7 +389,8 @@ def test_annotation_files_after_one_flag(tmp_path: Path) -> None:
     give the same pictures."""
     runs = write_runs(ONNX / "tiny_cnn.onnx", tmp_path / "runs", 2)
     batch(ONNX / "tiny_cnn.onnx", "-a", *runs, "--color-by", "error", "-o", tmp_path / "listed")
-    batch(ONNX / "tiny_cnn.onnx", "-a", str(tmp_path / "runs" / "*.csv"), "--color-by", "error", "-o", tmp_path / "glob")
+    batch(ONNX / "tiny_cnn.onnx", "-a", str(tmp_path / "runs" / "*.csv"), "--color-by", "error",
+          "-o", tmp_path / "glob")
     batch(ONNX / "tiny_cnn.onnx", "-a", runs[0], "-a", runs[1], "--color-by", "error", "-o", tmp_path / "repeated")
     listed = svgs(tmp_path / "listed")
     assert sorted(listed) == ["000_run0.error.svg", "001_run1.error.svg"]
@@ -409,7 +414,8 @@ def test_an_empty_output_name_is_a_usage_error(command: str, tmp_path: Path) -> 
     from renderer.commands.cli import COMMANDS, build_parser
 
     assert command in COMMANDS
-    takes_output = any("-o" in a.option_strings for a in build_parser()._subparsers._group_actions[0].choices[command]._actions)
+    parser = build_parser()._subparsers._group_actions[0].choices[command]
+    takes_output = any("-o" in a.option_strings for a in parser._actions)
     run = run_cli(command, ONNX / "tiny_cnn.onnx", "-o", "", env={"HOME": str(tmp_path)})
     if not takes_output:
         assert run.returncode == 2 and "unrecognized arguments" in run.stderr

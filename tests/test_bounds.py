@@ -22,8 +22,8 @@ import pytest
 
 import hostile_models as H
 from conftest import ONNX, ROOT, escaping_external_data, one_line_error, run_cli
-from renderer.files import inputs
 from renderer.core.errors import AnnographError
+from renderer.files import inputs
 from renderer.loaders import isolated
 from renderer.loaders.registry import load_model
 
@@ -108,7 +108,8 @@ def test_a_loop_of_2_62_steps_ends_at_the_time_limit(tmp_path: Path, monkeypatch
     started = time.monotonic()
     (note,) = load_model(path).notes
     assert time.monotonic() - started < 60  # a hang bound: the run's 2 s limit and its start take ~2 s here
-    assert "for them: onnxruntime took over 2 s to run the model (set ANNOGRAPH_RUN_SECONDS to allow more)" in note, note
+    assert ("for them: onnxruntime took over 2 s to run the model (set ANNOGRAPH_RUN_SECONDS to allow more)"
+            in note), note
 
 
 # ---- npz files ------------------------------------------------------------------------------------------------

@@ -166,7 +166,8 @@ def _pull_request(repo: Path) -> tuple[str, str, list[str]]:
     shutil.copy(ONNX / "tiny_cnn.onnx", repo / "models" / "vision net" / "cnn.onnx")
     shutil.copy(TFLITE / "face_detection_short_range.tflite", repo / "models" / "small.tflite")
     # a profile beside the model (a sidecar) colours it and ranks its operators
-    shutil.copy(SAMPLES / "annotations" / "tiny_cnn.latency.yaml", repo / "models" / "vision net" / "cnn.annotations.yaml")
+    shutil.copy(SAMPLES / "annotations" / "tiny_cnn.latency.yaml",
+                repo / "models" / "vision net" / "cnn.annotations.yaml")
     (repo / "README.md").write_text("models, changed\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "pr")

@@ -15,9 +15,9 @@ from onnx import TensorProto, helper
 
 import renderer
 from conftest import SVG_NS, parse_svg, run_cli
+from renderer.compose.rendering import prepare
 from renderer.core.options import RenderOptions
 from renderer.picture import dot, graphviz_run
-from renderer.compose.rendering import prepare
 from wheel_models import MODELS, wheel_model
 
 LONG_SIDE = 3000.0

@@ -52,9 +52,9 @@ def test_byte_identical_across_hash_seeds(tmp_path: Path) -> None:
 def test_same_process_renders_twice_identically(tmp_path: Path) -> None:
     """Caches (metrics profiles, colour maps, templates) do not change a second render in the same process."""
     from renderer.annotations.registry import load_annotations
-    from renderer.loaders.registry import load_model
-    from renderer.core.options import RenderOptions
     from renderer.compose.rendering import render_bytes
+    from renderer.core.options import RenderOptions
+    from renderer.loaders.registry import load_model
 
     text_formats = [f for f in FORMATS if f not in ("pdf", "png")]
     for path in (ONNX / "tiny_cnn.onnx", TFLITE / "okay_nabu.tflite"):

@@ -13,9 +13,9 @@ import pytest
 
 from conftest import ONNX
 from renderer.annotations.registry import load_annotations
+from renderer.core.errors import UsageError
 from renderer.diff import build
 from renderer.diff.change import Diff, Threshold, parse_share
-from renderer.core.errors import UsageError
 from renderer.loaders.registry import load_model
 
 MODEL = load_model(ONNX / "tiny_cnn.onnx")

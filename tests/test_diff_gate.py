@@ -185,7 +185,7 @@ def test_qdq_helpers_count_with_the_operator_they_wrap(tmp_path: Path) -> None:
     qdq = ONNX / "tiny_cnn_qdq_u8.onnx"
     nodes = _nodes(qdq)
     after = {"stem/conv": 7.0, "stem/conv.weight_DequantizeLinear": 1.0}
-    after.update({name: 1.0 for name in nodes if name.startswith("stem/conv_out_") or name.startswith("stem/conv.bias_")})
+    after.update({name: 1.0 for name in nodes if name.startswith(("stem/conv_out_", "stem/conv.bias_"))})
     assert len(after) >= 4, sorted(nodes)
     files = _sides(tmp_path, {"stem/conv": 10.0}, after)
     md = tmp_path / "qdq.md"

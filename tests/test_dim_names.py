@@ -84,8 +84,8 @@ def test_a_model_without_free_dims_has_nothing_to_pin_and_says_so(tmp_path: Path
     ignored(*cli("render", TINY, "--dim", "batch=1", "-o", out), f"{TINY}: --dim 'batch=1' pins nothing",
             "this model has no free input dims")
     assert cli("render", TINY, "-o", plain)[0] == 0 and out.read_bytes() == plain.read_bytes()
-    for command in (["metrics", TINY, "-o", tmp_path / "m.csv"], ["export", TINY, "--to", "json", "-o", tmp_path / "e.json"],
-                    ["info", TINY]):
+    for command in (["metrics", TINY, "-o", tmp_path / "m.csv"],
+                    ["export", TINY, "--to", "json", "-o", tmp_path / "e.json"], ["info", TINY]):
         ignored(*cli(*command, "--dim", "batch=1"), f"{TINY}: --dim 'batch=1' pins nothing")
     assert (tmp_path / "m.csv").exists() and (tmp_path / "e.json").exists()
 
@@ -133,8 +133,8 @@ def test_names_with_spaces_and_equals_signs_pin(tmp_path: Path) -> None:
     for value in ("\u00b2", "nan", "-1", ""):
         refused(*cli("metrics", tmp_path / "4.onnx", f"--dim=a=b={value}", "-o", tmp_path / "a.csv"),
                 f"--dim 'a=b={value}': expected NAME=VALUE with a whole number", status=2)
-    refused(*cli("metrics", tmp_path / "4.onnx", "--dim=--", "-o", tmp_path / "a.csv"), "--dim '--': expected NAME=VALUE",
-            status=2)
+    refused(*cli("metrics", tmp_path / "4.onnx", "--dim=--", "-o", tmp_path / "a.csv"),
+            "--dim '--': expected NAME=VALUE", status=2)
     assert not (tmp_path / "a.csv").exists()
 
 

@@ -13,9 +13,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tts_transformer
-from renderer.metrics import builtin as metrics
-from renderer.loaders.registry import load_model
 from renderer.loaders.onnx import ort_shapes
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "onnx"
 INPUT_DIMS = ("DynamicDimension.0", "DynamicDimension.1", "DynamicDimension.2")
@@ -136,7 +136,8 @@ def test_shapes_static_inference_cannot_reach_come_from_one_onnxruntime_run(
     zeros = np.zeros((1, 64), np.int64)
     mel = ort.InferenceSession(str(tts)).run(["mel"], {"input_ids": zeros, "attention_mask": zeros})[0]
     assert model.main.outputs[1].type.shape == mel.shape
-    fc1 = next(n for n in model.main.nodes if n.op_type == "MatMul" and n.inputs[1].name == "decoder/layer.0/fc1.weight")
+    fc1 = next(n for n in model.main.nodes
+               if n.op_type == "MatMul" and n.inputs[1].name == "decoder/layer.0/fc1.weight")
     assert ops[fc1.key]["macs"] == mel.shape[1] * tts_transformer.HIDDEN * tts_transformer.FFN
 
 
@@ -160,7 +161,8 @@ def test_the_run_is_bounded(tts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ort_shapes, "MAX_ACTIVATION_BYTES", 4096)
     model = load_model(tts, dims=TTS_DIMS)
     assert model.notes == [f"{tts}: 132 tensors have shapes static inference cannot reach (they depend on computed "
-                           "values); its activations are over 4.0 KiB, too large to run for them (pin smaller input dims)"]
+                           "values); its activations are over 4.0 KiB, too large to run for them "
+                           "(pin smaller input dims)"]
     assert counted(model)[1] < 0.7 * 301
 
 

@@ -1,7 +1,7 @@
-"""``renderer/picture/dot_pages.py``, the page emitter: every page of a real model's book (cnn_chain, 732 operators, drawn as
-an overview and detail pages) emitted and parsed by Graphviz itself (``dot -Tdot_json``); then its ids, its links
-(each one followed to a page of the book and an element on it), its stubs and group boxes, and labels that show
-no internal id."""
+"""``renderer/picture/dot_pages.py``, the page emitter: every page of a real model's book (cnn_chain, 732
+operators, drawn as an overview and detail pages) emitted and parsed by Graphviz itself (``dot -Tdot_json``);
+then its ids, its links (each one followed to a page of the book and an element on it), its stubs and group boxes,
+and labels that show no internal id."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import ONNX
-from renderer.loaders.registry import load_model
-from renderer.core.options import RenderOptions
-from renderer.picture.dot_pages import emit_page
-from renderer.files.page_names import Links
-from renderer.picture.pages import Book, Page
 from renderer.compose.rendering import plan_book, prepare
+from renderer.core.options import RenderOptions
+from renderer.files.page_names import Links
+from renderer.loaders.registry import load_model
+from renderer.picture.dot_pages import emit_page
+from renderer.picture.pages import Book, Page
 
 OVERVIEW = "m.svg"
 INTERNAL_ID = re.compile(r"\b(?:op|t|box|stub|x|cl)-\d+(?:-\d+)*\b|\b(?:op|box|stub)_\w+|\('op',")
@@ -40,7 +40,8 @@ class Parsed:
 
     @property
     def clusters(self) -> list[dict]:  # type: ignore[type-arg]
-        return [o for o in self.graph["objects"][:self.graph.get("_subgraph_cnt", 0)] if o["name"].startswith("cluster")]
+        objects = self.graph["objects"][:self.graph.get("_subgraph_cnt", 0)]
+        return [o for o in objects if o["name"].startswith("cluster")]
 
     @property
     def edges(self) -> list[dict]:  # type: ignore[type-arg]

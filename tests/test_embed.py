@@ -12,8 +12,8 @@ import pytest
 
 from conftest import ONNX, ROOT, TFLITE, one_line_error, run_cli
 from payloads import hostile_tflite
-from renderer.annotations.registry import load_annotations
 from renderer.annotations.embedded import ENTRY, from_model
+from renderer.annotations.registry import load_annotations
 from renderer.exporters.embed_tflite import with_metadata
 from renderer.loaders.registry import load_model
 
@@ -291,8 +291,8 @@ def test_tflite_is_parsed_once_and_embed_writes_what_was_loaded(tmp_path: Path, 
 
     import tflite
 
-    from renderer.exporters.embed_tflite import embed
     from renderer.core.records import Annotations, Entry
+    from renderer.exporters.embed_tflite import embed
 
     source = tmp_path / "nabu.tflite"
     source.write_bytes((TFLITE / "okay_nabu.tflite").read_bytes())
@@ -364,9 +364,9 @@ def test_only_the_loaders_read_tflite_files() -> None:
 def test_tflite_embed_through_the_api_reads_back_the_same(tmp_path: Path, model_path: Path) -> None:
     """Every operator and tensor of every subgraph annotated, embedded through the API, read back through the
     loader: the same annotations; the file's own metadata entries stay, in order, with ours after them."""
+    from renderer.core.records import Annotations, Entry
     from renderer.exporters.embed_tflite import embed
     from renderer.loaders.tflite import loader as tflite_loader
-    from renderer.core.records import Annotations, Entry
 
     model = load_model(model_path)
     notes = Annotations(
@@ -391,8 +391,8 @@ def test_onnx_embed_rebuilds_the_file_from_the_loaders_parse(tmp_path: Path, mon
     every onnx parse entry point counting, it writes what the first load read."""
     import os
 
-    from renderer.exporters.embed_onnx import embed
     from renderer.core.records import Annotations, Entry
+    from renderer.exporters.embed_onnx import embed
 
     source = tmp_path / "m.onnx"
     source.write_bytes((ONNX / "tiny_cnn.onnx").read_bytes())

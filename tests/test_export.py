@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, one_line_error, run_cli
-from renderer.annotations.registry import load_annotations, read_file
 from renderer.annotations.readers.model_explorer import color_for
-from renderer.exporters.registry import exporter
+from renderer.annotations.registry import load_annotations, read_file
 from renderer.exporters.protocol import ExportOptions
+from renderer.exporters.registry import exporter
 from renderer.loaders.registry import load_model
 
 FIXTURES = ROOT / "tests" / "fixtures"

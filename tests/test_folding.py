@@ -18,8 +18,8 @@ import pytest
 
 import renderer
 from conftest import ONNX, ROOT, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
-from renderer.picture.folding import fold
 from renderer.compose.rendering import prepare
+from renderer.picture.folding import fold
 
 sys.path.insert(0, str(ROOT))
 from benchmarks import transformer_models  # noqa: E402

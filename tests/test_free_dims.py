@@ -20,10 +20,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
-from renderer.metrics import builtin as metrics
-from renderer.loaders.registry import load_model
-from renderer.loaders.free_dims import Slot, roles
 from renderer.core.numbers import format_count
+from renderer.loaders.free_dims import Slot, roles
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
 from wheel_models import wheel_model
 
 # held-out model → the assumed values the load must state, as ``name=value`` (from names, places, metadata)
@@ -111,7 +111,8 @@ def test_held_out_models_state_the_dims_they_assume_everywhere(key: str, tmp_pat
     assert stated(legend_texts(svg)) == want
     formula = next((t for t in legend_texts(svg) if t.startswith("= ")), None)
     assert (formula is not None) == (key != "ddddocr"), legend_texts(svg)  # a width only: no polynomial
-    by_hand = run_cli("metrics", path, "-o", tmp_path / "p.csv", *[a for n, v in want.items() for a in ("--dim", f"{n}={v}")])
+    pins = [a for n, v in want.items() for a in ("--dim", f"{n}={v}")]
+    by_hand = run_cli("metrics", path, "-o", tmp_path / "p.csv", *pins)
     pinned = by_hand.stderr.splitlines()[-1]
     assert by_hand.returncode == 0 and "assumed" not in pinned, by_hand.stderr
     assert _macs(pinned) == _macs(headline)  # the same sizes pinned by hand count the same
@@ -247,7 +248,8 @@ def test_one_cache_dim_alone_names_the_pair_to_give(tmp_path: Path) -> None:
         "length is past + sequence"), run.stderr
     static = tmp_path / "static.onnx"
     onnx.save(helper.make_model(helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])), static)
     run = run_cli("info", static, "--dim", "decode=4")
     assert run.returncode == 1 and "sets a KV cache's dims" in one_line(run.stderr, "error"), run.stderr
@@ -384,7 +386,8 @@ def test_configs_and_metadata_beside_the_model_are_read_within_bounds(tmp_path: 
     (tmp_path / "genai_config.json").write_text('{"model": {"context_length": 48, "decoder": {"head_size": 8}}}')
     model = load_model(path)
     assert _cache_shapes(model) == (48, 0, 48)
-    assert {d.name: d.source for d in model.assumed_dims}["sequence_length"] == "the context length in genai_config.json"
+    sources = {d.name: d.source for d in model.assumed_dims}
+    assert sources["sequence_length"] == "the context length in genai_config.json"
     (tmp_path / "genai_config.json").write_text('{"model": {"context_length": 100000000000000000000}}')
     assert _cache_shapes(load_model(path)) == (128, 0, 128)
     (tmp_path / "genai_config.json").write_text("{not json")

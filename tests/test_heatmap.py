@@ -16,11 +16,11 @@ import yaml
 
 from conftest import ONNX, SAMPLES
 from renderer.annotations.registry import load_annotations
+from renderer.colour.heatmap import build, builtin_default, default_metric, infinite_value, number_of, resolve_metric
 from renderer.colour.maps import NA_COLOR, Scale
 from renderer.core.errors import MetricError
-from renderer.colour.heatmap import build, builtin_default, default_metric, infinite_value, number_of, resolve_metric
-from renderer.loaders.registry import load_model
 from renderer.core.numbers import format_number
+from renderer.loaders.registry import load_model
 
 MODEL = load_model(ONNX / "tiny_cnn.onnx")
 LATENCY = SAMPLES / "annotations" / "tiny_cnn.latency.yaml"
@@ -34,7 +34,8 @@ def _file_latencies() -> dict[str, float]:
 
 def _annotations(folder: Path, metric: str, values: dict[str, object], **meta: object) -> object:
     path = folder / "a.json"
-    path.write_text(json.dumps({"metrics": {metric: meta}, "operators": [{"id": k, metric: v} for k, v in values.items()]}))
+    operators = [{"id": k, metric: v} for k, v in values.items()]
+    path.write_text(json.dumps({"metrics": {metric: meta}, "operators": operators}))
     return load_annotations(path, MODEL, sidecar=False, embedded=False)
 
 

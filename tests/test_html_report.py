@@ -234,11 +234,13 @@ def test_hovering_a_box_shows_all_its_values(open_report, tiny: Path) -> None:  
     page.fill("#search", "stem/conv")
     page.hover("#search")
     page.hover(f'section.current g.node[id="{ops["stem/conv"]["el"]}"]')
-    assert opened.panel_values()["params"] == format_number(math.prod(weights.shape) + conv.inputs[2].initializer.shape[0])
+    params = math.prod(weights.shape) + conv.inputs[2].initializer.shape[0]
+    assert opened.panel_values()["params"] == format_number(params)
 
 
 def _column(page, index: int) -> list[str]:  # type: ignore[no-untyped-def]
-    return page.eval_on_selector_all("table.ops tbody tr", f"rows => rows.map(r => r.cells[{index}].textContent.trim())")
+    return page.eval_on_selector_all("table.ops tbody tr",
+                                     f"rows => rows.map(r => r.cells[{index}].textContent.trim())")
 
 
 def test_sorting_and_filtering_the_table(open_report, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -330,7 +332,8 @@ def test_book_search_switches_to_the_page_holding_the_operator(open_report, book
     opened = open_report(book)
     page = opened.page
     data = _data(book)
-    assert len(data["pages"]) > 3 and page.eval_on_selector_all("#viewport > section", "s => s.length") == len(data["pages"])
+    assert len(data["pages"]) > 3
+    assert page.eval_on_selector_all("#viewport > section", "s => s.length") == len(data["pages"])
     assert page.eval_on_selector_all("#viewport > section", "s => s.filter(x => x.offsetParent).length") == 1
     target = next(o for o in data["ops"] if o["type"] == "Softmax" and o["pages"] and o["pages"][0] > 1)
     page.fill("#search", target["name"])
@@ -401,7 +404,8 @@ def test_a_book_reads_without_script(browser, book: Path) -> None:  # type: igno
     page = context.new_page()
     page.goto(book.resolve().as_uri())
     pages = _data(book)["pages"]
-    drawn = page.eval_on_selector_all("#viewport > section", "ss => ss.map(s => [s.id, s.querySelectorAll('svg g.node').length])")
+    drawn = page.eval_on_selector_all("#viewport > section",
+                                      "ss => ss.map(s => [s.id, s.querySelectorAll('svg g.node').length])")
     assert [stem for stem, _ in drawn] == [p["stem"] for p in pages] and all(n > 0 for _, n in drawn), drawn
     assert page.eval_on_selector_all("nav.pages a", "as => as.length") == len(pages)
     context.close()
@@ -480,8 +484,8 @@ def test_big_report_reads_at_readable_text(open_report, big: Path) -> None:  # t
 def test_an_overview_reads_with_most_boxes_whole_at_readable_text(open_report, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                    name: str) -> None:
     """Issue 17's readable view ("read") in a 1,600 × 1,000 window: 60 % of the overview's boxes whole on
-    screen, their text at least 8 px. 40 parallel branches summed (their edges into the Sum spread the grid: 41 % whole) and
-    the CNN chain (its view held the page's left edge, beside the grid: 35 %) reach it: the fan's edges meet
+    screen, their text at least 8 px. 40 parallel branches summed (their edges into the Sum spread the grid: 41 %
+    whole) and the CNN chain (its view held the page's left edge, beside the grid: 35 %) reach it: the fan's edges meet
     at a note, grid rows follow the boxes' text widths, and the view goes where most boxes are whole."""
     from test_overview import _fan
 
@@ -640,11 +644,11 @@ def _hostile_report(folder: Path, book: bool) -> Path:
     """A model with every payload as a node name, annotations with every payload as key and value, the short
     payloads as its title: rendered to HTML flat, or as a book of several pages (the three hottest operators,
     a page each, and an index page)."""
-    from renderer.annotations.registry import load_annotations
     from renderer.annotations.embedded import from_model
-    from renderer.loaders.registry import load_model
-    from renderer.core.options import RenderOptions
+    from renderer.annotations.registry import load_annotations
     from renderer.compose.rendering import render
+    from renderer.core.options import RenderOptions
+    from renderer.loaders.registry import load_model
 
     model = load_model(P.combined_onnx(folder / "all.onnx"))
     files = []
@@ -696,7 +700,8 @@ def test_the_traps_catch_a_script_that_gets_in(browser, tiny: Path) -> None:  # 
     page = opened.page
     page.evaluate("""() => {
       const cell = document.querySelector('table.ops tbody td');
-      cell.innerHTML = '<img src="https://example.invalid/x.png" onerror="alert(1)"><a href="javascript:alert(2)">x</a>';
+      cell.innerHTML = '<img src="https://example.invalid/x.png" onerror="alert(1)">'
+        + '<a href="javascript:alert(2)">x</a>';
       document.querySelector('table.ops tbody a[href^="javascript"]').click();
     }""")
     page.wait_for_timeout(300)
@@ -756,7 +761,8 @@ def test_the_policy_allows_exactly_our_script(tiny: Path, book: Path) -> None:
 
 
 def test_same_bytes_each_run(tmp_path: Path, tiny: Path) -> None:
-    again = _render(ONNX / "tiny_cnn.onnx", tmp_path / "again.html", "-a", str(TINY_LATENCY), "--color-by", "latency_us")
+    again = _render(ONNX / "tiny_cnn.onnx", tmp_path / "again.html", "-a", str(TINY_LATENCY),
+                    "--color-by", "latency_us")
     assert again.read_bytes() == tiny.read_bytes()
 
 

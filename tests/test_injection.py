@@ -51,8 +51,8 @@ def check_all(outputs: dict[str, bytes], folder: Path, literal: str | None) -> N
 
 
 def hostile_annotations(text: str, model, folder: Path, ids: list[str]):  # type: ignore[no-untyped-def]
-    from renderer.annotations.registry import load_annotations
     from renderer.annotations.embedded import from_model
+    from renderer.annotations.registry import load_annotations
 
     files = [P.annotation_file(text, syntax, folder, ids) for syntax in P.GENERIC_SYNTAXES]
     files += [path for _, path in P.injected_reader_files(text, folder)]
@@ -162,7 +162,8 @@ def test_commands_of_the_registry_show_hostile_text_literally(command: str, payl
     assert code in (0, 3), err
     assert "Traceback" not in err and all(line.startswith("annograph: ") for line in err.splitlines()), err
     for path in outputs:
-        fmt = "sheet" if path.name == "index.html" else {".md": "md", ".svg": "svg", ".html": "html", ".dot": "dot"}[path.suffix]
+        by_suffix = {".md": "md", ".svg": "svg", ".html": "html", ".dot": "dot"}
+        fmt = "sheet" if path.name == "index.html" else by_suffix[path.suffix]
         text = P.check_output(fmt, path.read_bytes(), tmp_path)
         if payload.name in SHORT and text is not None:
             assert _normal(payload.text) in _normal(text), f"{payload.text!r} is not shown literally in {path.name}"
@@ -187,8 +188,8 @@ def test_title_through_a_subprocess(tmp_path: Path) -> None:
 
 def _all_payload_annotations(model, folder: Path):  # type: ignore[no-untyped-def]
     """One file per generic syntax holding every payload as an id, key and value."""
-    from renderer.annotations.registry import load_annotations
     from renderer.annotations.embedded import from_model
+    from renderer.annotations.registry import load_annotations
 
     files = []
     for syntax in P.GENERIC_SYNTAXES:
@@ -204,8 +205,8 @@ def _all_payload_annotations(model, folder: Path):  # type: ignore[no-untyped-de
 def test_every_format_with_every_payload(kind: str, tmp_path: Path) -> None:
     """A model carrying all payloads at once (ONNX built; the real okay_nabu.tflite with its tensor names
     overwritten in place), rendered to every registered output format."""
-    from renderer.loaders.registry import load_model
     from renderer.core.options import RenderOptions
+    from renderer.loaders.registry import load_model
 
     if kind == "onnx":
         model = load_model(P.combined_onnx(tmp_path / "all.onnx"))
@@ -449,8 +450,8 @@ def test_subgraph_link_tooltip_is_literal(tmp_path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper
 
-    from renderer.loaders.registry import load_model
     from renderer.core.options import RenderOptions
+    from renderer.loaders.registry import load_model
 
     op_type = r"\N\G\L<b>"
     body = helper.make_graph([helper.make_node("Identity", ["a"], ["b"], name="inner")], "body",

@@ -54,9 +54,9 @@ def _summary(annotations) -> tuple:  # type: ignore[no-untyped-def]
 def test_every_reader_sees_the_same_through_a_pipe(module, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The reader's biggest seed that reads into something (past the 4 KiB probe where there is one), once from
     a regular file and once from a pipe, detected by content both times."""
-    from renderer.files import inputs
     from renderer.annotations.registry import load_annotations
     from renderer.core.errors import AnnographError
+    from renderer.files import inputs
     from renderer.loaders.registry import load_model
 
     models = [load_model(P.reader_model(module)), load_model(ONNX / "tiny_cnn.onnx")]
@@ -144,8 +144,8 @@ def test_endless_devices_are_refused_quickly(device: str, tmp_path: Path) -> Non
 
 def test_fifo_without_a_writer_ends_with_one_line(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     """It used to block in open() for ever. Now the wait has an end (STREAM_WAIT_SECONDS, shortened here)."""
-    from renderer.files import inputs
     from renderer.commands import cli
+    from renderer.files import inputs
 
     fifo = tmp_path / "notes.yaml"
     os.mkfifo(fifo)
@@ -159,8 +159,8 @@ def test_fifo_without_a_writer_ends_with_one_line(tmp_path: Path, monkeypatch, c
 
 
 def test_fifo_whose_writer_comes_late_is_read(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from renderer.files import inputs
     from renderer.commands import cli
+    from renderer.files import inputs
 
     fifo = tmp_path / "notes.yaml"
     os.mkfifo(fifo)
@@ -181,8 +181,8 @@ def test_fifo_whose_writer_comes_late_is_read(tmp_path: Path, monkeypatch, capsy
 
 def test_stream_limits(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A stream longer than what it is read as is refused (not read to its end); so is a regular file."""
-    from renderer.files import inputs
     from renderer.core.errors import AnnotationError
+    from renderer.files import inputs
 
     pipe = Pipe(b"x" * 300_000)
     try:

@@ -302,8 +302,8 @@ def test_max_tensor_elements_flag_exists() -> None:
 @pytest.mark.skipif(not _statistics(), reason="no weight-statistic metrics registered")
 def test_tensor_statistics_are_capped() -> None:
     """Statistics over weights larger than the cap are skipped with a note, never computed."""
-    from renderer.metrics import builtin as metrics
     from renderer.loaders.registry import load_model
+    from renderer.metrics import builtin as metrics
 
     model = load_model(ONNX / "tiny_cnn.onnx")
     names = set(_statistics())
@@ -312,7 +312,8 @@ def test_tensor_statistics_are_capped() -> None:
     checked = 0
     for key, values in full.items():
         node = model.graphs[key[1]].nodes[key[2]]
-        largest = max((v.initializer.size for v in node.inputs if v is not None and v.initializer is not None), default=0)
+        largest = max((v.initializer.size for v in node.inputs if v is not None and v.initializer is not None),
+                      default=0)
         for name, value in values.items():
             if isinstance(value, float) and largest > 16:
                 shown = capped[key][name]
@@ -454,8 +455,8 @@ def test_csv_with_millions_of_columns_is_cut_and_said(tmp_path: Path) -> None:
 def test_a_million_keys_on_one_operator_are_cut_and_said(tmp_path: Path) -> None:
     """1M meta keys with --show all took over 60 s and 2 GB: now the first MAX_VALUES_PER_ELEMENT are kept, a box
     draws MAX_DRAWN_VALUES of them and counts the rest, and one line says each cut."""
-    from renderer.picture.dot import MAX_DRAWN_VALUES
     from renderer.core.records import MAX_VALUES_PER_ELEMENT
+    from renderer.picture.dot import MAX_DRAWN_VALUES
 
     keys = tmp_path / "keys.json"
     with open(keys, "w", encoding="utf-8") as f:

@@ -19,8 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ONNX, one_line_error, run_cli
 from renderer.core.errors import LoaderError
-from renderer.loaders.registry import load_model
 from renderer.loaders.onnx import wire as onnx_wire
+from renderer.loaders.registry import load_model
 
 
 def _big_model(path: Path) -> dict[str, np.ndarray]:

@@ -15,8 +15,8 @@ import pytest
 import tflite
 
 import tflite_build as fb
-from renderer.data import categories
 from renderer.core.errors import LoaderError
+from renderer.data import categories
 from renderer.loaders.tflite import loader
 
 
@@ -392,7 +392,8 @@ def test_synthetic_model(tmp_path):
     main, then_graph, else_graph = model.graphs
     assert [g.name for g in model.graphs] == ["main", "then", "else"]
     add, if_node, custom = main.nodes
-    assert add.op_type == "ADD" and decoded_options(add) == {"fused_activation_function": "RELU6", "pot_scale_int16": True}
+    assert add.op_type == "ADD"
+    assert decoded_options(add) == {"fused_activation_function": "RELU6", "pot_scale_int16": True}
     assert decoded_options(if_node) == {"then_subgraph_index": 1, "else_subgraph_index": 2}
     assert if_node.subgraphs == [then_graph, else_graph]
     assert then_graph.parent is if_node and else_graph.parent is if_node and main.parent is None

@@ -79,7 +79,8 @@ def _hostile(tmp_path: Path, reader: str, kind: str) -> Path:
 
 
 @pytest.mark.parametrize(("reader", "model", "kind", "expected"), [
-    ("vela", TINY_INT8, "overflow", ":3:42: Op Cycles '999999999999999999999999… (4,000 characters)' is past the float"),
+    ("vela", TINY_INT8, "overflow",
+     ":3:42: Op Cycles '999999999999999999999999… (4,000 characters)' is past the float"),
     ("vela", TINY_INT8, "sum_overflow", ":4: Op Cycles adds up past the float range"),
     ("vela", TINY_INT8, "negative", ":3:42: Op Cycles '-5' is negative"),
     ("openvino_counters", ONNX / "tiny_cnn.onnx", "overflow", ":3:52: realTime (ms) '99999"),

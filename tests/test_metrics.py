@@ -11,12 +11,12 @@ import pytest
 import tflite
 from onnx import TensorProto, helper, numpy_helper
 
-from renderer.metrics import builtin as metrics
 from renderer.core import numbers
-from renderer.loaders.registry import load_model
-from renderer.metrics.op_costs import peak_activation_bytes
 from renderer.core.options import RenderOptions
 from renderer.core.records import Annotations, Entry, metric_value
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
+from renderer.metrics.op_costs import peak_activation_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 ONNX = ROOT / "samples" / "onnx"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
-from renderer.metrics import builtin as metrics
 from renderer.annotations.registry import load_annotations
-from renderer.loaders.registry import load_model
 from renderer.core.records import metric_value
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
 
 
 def fills(svg: Path) -> dict[str, str | None]:

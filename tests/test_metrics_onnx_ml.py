@@ -180,8 +180,8 @@ def tree_regressor(path: Path, true_ids: list[int], false_ids: list[int], modes:
         target_weights=[1.0] * len(leaves))
     graph = helper.make_graph([node], "tree", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [N, 2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, 1])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]),
-              path)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets), path)
 
 
 def test_hand_made_trees(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ import numpy as np
 import onnx
 import pytest
 
-from renderer.metrics import builtin as metrics
 from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 ONNX = ROOT / "samples" / "onnx"

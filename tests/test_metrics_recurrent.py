@@ -181,7 +181,7 @@ def test_quantized_model_totals_and_hottest_box(quantized: tuple[Path, Path], tm
 
 # ---- TFLite recurrent ops, built by hand from the schema and run by LiteRT --------------------------------------
 
-F32, TANH = tflite.TensorType.FLOAT32, tflite.ActivationFunctionType.TANH
+TANH = tflite.ActivationFunctionType.TANH
 
 
 def weight(name: str, *shape: int) -> dict:

@@ -13,8 +13,8 @@ import pytest
 import tflite
 
 from conftest import TFLITE
-from renderer.metrics import builtin as metrics
 from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
 
 ASYMMETRIC = TFLITE / "tiny_keras_int8_asymmetric.tflite"
 WEIGHTED = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from onnx import numpy_helper
 
 from conftest import ONNX, ROOT
+from renderer.compose.rendering import to_dot
 from renderer.core import numbers
 from renderer.loaders.registry import load_model
-from renderer.compose.rendering import to_dot
 
 SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 BINARY = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}

@@ -15,9 +15,9 @@ import pytest
 
 import renderer
 from conftest import ONNX, ROOT, TFLITE, run_cli
-from renderer.data import categories, operators
 from renderer.core.errors import OperatorDataError
 from renderer.core.ir import SubgraphRef
+from renderer.data import categories, operators
 from renderer.metrics import onnx_ops, tflite_ops
 
 FORMATS = {"onnx": onnx_ops, "tflite": tflite_ops}

@@ -124,7 +124,8 @@ def test_every_picture_option_of_render_is_offered_or_left_out_for_a_reason(comm
 @pytest.mark.parametrize("command", ["render", "batch", "diff"])
 def test_the_options_builder_takes_its_defaults_from_render_options(command: str) -> None:
     """No option given: the command's RenderOptions are RenderOptions() itself."""
-    args = build_parser().parse_args([command, "m.onnx", "-o", "out/", *(["-a", "x.json"] if command == "batch" else [])])
+    annotations = ["-a", "x.json"] if command == "batch" else []
+    args = build_parser().parse_args([command, "m.onnx", "-o", "out/", *annotations])
     assert from_values(vars(args)) == RenderOptions()
 
 
@@ -293,7 +294,8 @@ def test_batch_collapse_and_aggregate_reach_the_pictures(tmp_path: Path) -> None
 
     def group_tips(folder: Path) -> list[str]:
         picture = next(folder.glob("*.svg"))
-        return [tooltip_of(g) for g in parse_svg(picture).iter(f"{SVG_NS}g") if (g.get("id") or "").startswith("a_box-")]
+        return [tooltip_of(g) for g in parse_svg(picture).iter(f"{SVG_NS}g")
+                if (g.get("id") or "").startswith("a_box-")]
 
     summed, maxed = group_tips(paged), group_tips(largest)
     assert summed and maxed and summed != maxed

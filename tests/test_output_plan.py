@@ -12,10 +12,18 @@ import pytest
 
 import payloads as P
 from conftest import ONNX, ROOT, one_line_error, run_cli
-from renderer.core.errors import RenderError, UsageError
 from renderer.compose.output_plan import (
-    FOLDER_FORMATS, MAX_PICTURES, OUTPUT_FORMATS, PICTURE_FORMATS, Output, OutputPlan, bytes_plan, folder_names, output_format,
+    FOLDER_FORMATS,
+    MAX_PICTURES,
+    OUTPUT_FORMATS,
+    PICTURE_FORMATS,
+    Output,
+    OutputPlan,
+    bytes_plan,
+    folder_names,
+    output_format,
 )
+from renderer.core.errors import RenderError, UsageError
 from renderer.files.page_names import Links, is_page_file, page_file, page_stem, pages_folder, pages_path
 
 FORMATS = P.output_formats()
@@ -37,7 +45,8 @@ def test_a_named_format_wins_over_the_extension(fmt: str) -> None:
 def test_unknown_formats_are_one_line_errors_naming_the_file() -> None:
     with pytest.raises(RenderError, match=r"^m\.jpeg: unknown output extension '\.jpeg' \(use \.svg, "):
         OutputPlan.build(["a.svg", "m.jpeg"])
-    with pytest.raises(RenderError, match=r"^unknown output format 'jpeg' \(use one of dot, html, md, pdf, png, svg\)$"):
+    unknown = r"^unknown output format 'jpeg' \(use one of dot, html, md, pdf, png, svg\)$"
+    with pytest.raises(RenderError, match=unknown):
         OutputPlan.build(["x.svg"], "jpeg")
     with pytest.raises(RenderError, match="unknown output extension"):
         output_format("README")
@@ -146,9 +155,9 @@ def test_inputs_found_later_are_refused_and_kept_for_the_write(tmp_path: Path) -
 def test_a_book_is_written_where_the_plan_says_and_links_as_it_says(tmp_path: Path) -> None:
     """A real model drawn as pages (DOT: no layout), through ``render``: the overview and each page file are
     where the plan names them, and every link in the overview's DOT is one of the plan's links."""
-    from renderer.integrations.loading import load
-    from renderer.core.options import RenderOptions
     from renderer.compose.rendering import render
+    from renderer.core.options import RenderOptions
+    from renderer.integrations.loading import load
 
     loaded = load(str(ONNX / "tiny_transformer.onnx"), [], RenderOptions(collapse=1, color_by="macs"))
     plan = OutputPlan.build([tmp_path / "t.dot", tmp_path / "t.md"])

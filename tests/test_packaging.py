@@ -12,7 +12,8 @@ from conftest import ROOT
 
 def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+         str(ROOT)],
         capture_output=True, text=True,
     )
     assert done.returncode == 0, done.stderr

@@ -87,7 +87,8 @@ def test_gather_block_quantized_counts_the_table_values(tmp_path: Path) -> None:
                             domain="com.microsoft", bits=4, block_size=BLOCK, gather_axis=0, quantize_axis=1)
     graph = helper.make_graph([node], "embedding", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])],
                               [helper.make_tensor_value_info("embedded", TensorProto.FLOAT, [1, 8, width])], tensors)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
     rows = metrics(checked(model, tmp_path / "e.onnx"), tmp_path / "e.csv")
     gather = rows["0:0"]
     assert int(gather["params"]) == vocab * width  # the float embedding's [256, 64]

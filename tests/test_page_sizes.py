@@ -177,7 +177,8 @@ def test_pdf_and_png_pages_are_the_svg_pages_unshrunk(tmp_path: Path, chain_repo
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
         pixels = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
         # drawn from the laid-out graph like the PDF, never scaled down
-        assert pixels[0] >= (0.9 * width - 50) * PNG_DPI / 72 and pixels[1] >= (0.9 * height - 50) * PNG_DPI / 72, path.name
+        assert pixels[0] >= (0.9 * width - 50) * PNG_DPI / 72, path.name
+        assert pixels[1] >= (0.9 * height - 50) * PNG_DPI / 72, path.name
 
 
 def _check_png_colours(png: Path, svg: Path) -> None:
@@ -311,7 +312,8 @@ def _fan_out(path: Path, readers: int) -> Path:
     nodes = [helper.make_node("Relu", ["x"], ["hub"], name="hub")]
     nodes += [helper.make_node("Sigmoid", ["hub"], [f"y{k}"], name=f"reader_{k}") for k in range(readers)]
     graph = helper.make_graph(nodes, "fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
-                              [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [1, 8]) for k in range(readers)])
+                              [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [1, 8])
+                               for k in range(readers)])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
@@ -319,8 +321,8 @@ def _fan_out(path: Path, readers: int) -> Path:
 def test_a_focus_page_laid_out_too_big_is_cut_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """200 readers of one tensor around --focus hub --radius 1: a view no prediction flags (few operators, two
     ranks), laid out ~9,000 pt wide. With the limit lowered to 5,000 pt, its layout's size cuts it into parts."""
-    from renderer.core.options import RenderOptions
     from renderer.compose import book_output
+    from renderer.core.options import RenderOptions
     from renderer.picture import pages
 
     monkeypatch.setattr(pages, "MAX_PAGE_PT", LOWERED)

@@ -90,7 +90,8 @@ def test_operator_tooltips_move_into_the_data(rendered: tuple[list[Path], Path])
                 continue
             element = re.search(r"\(operator \d+:\d+, ([^)]+)\)", tip)[1]
             op, said = ops[element]
-            lines = [line.replace("\xa0", " ") for line in tip.split("\n")[1:] if line not in ("—", f"name: {op['name']}")]
+            lines = [line.replace("\xa0", " ") for line in tip.split("\n")[1:]
+                     if line not in ("—", f"name: {op['name']}")]
             missing = [line for line in lines if line not in said and not any(s.startswith(line.rstrip("…"))
                                                                               for s in said)]
             assert missing == [], (element, missing)

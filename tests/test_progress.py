@@ -20,8 +20,10 @@ import renderer
 from conftest import ONNX, ROOT, SAMPLES, run_cli, transformer_models
 from renderer.commands.cli import COMMANDS, build_parser
 
-BAR = re.compile(rb"\d+%\|")  # tqdm's "NN%|" before the bar itself
 STAGE = re.compile(r"^annograph: [A-Za-z][\w ]* \d+\.\d\d s(: |$)", re.M)  # "load 0.09 s: …"
+# a child that shows its spinner at once (in a test run the step would be over before the usual wait)
+NO_WAIT = ("import sys; from renderer.core import progress; from renderer.commands import cli; "
+           "progress.WAIT_BEFORE_SPINNER = 0")
 
 
 def _on_terminal(args: list[str | Path], code: str | None = None, columns: int = 100,
@@ -127,7 +129,7 @@ def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> Non
     if command == "batch":  # a bar needs two models at least
         shutil.copy(ONNX / "tiny_cnn.onnx", tmp_path / "twin.onnx")
         args = {folder: [tmp_path / "twin.onnx", *given] for folder, given in args.items()}
-    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = (f"{NO_WAIT}; "
             f"sys.exit(cli.main({[command, *map(str, args['tty'])]!r}))")
     status, shown, _ = _on_terminal([], code)
     assert status == 0 and re.search(bar, shown), shown[-300:]
@@ -143,7 +145,7 @@ def test_batch_and_compare_bars(command: str, bar: bytes, tmp_path: Path) -> Non
 def test_elapsed_time_while_dot_runs(tmp_path: Path) -> None:
     """One long Graphviz run has no steps to count: an elapsed-time line stands in (here from 0 s instead of 1)."""
     out = tmp_path / "one.svg"
-    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = (f"{NO_WAIT}; "
             f"sys.exit(cli.main(['render', {str(ONNX / 'light_resnet50.onnx')!r}, '-o', {str(out)!r}, "
             "'--no-sidecar', '--collapse', 'none']))")
     status, shown, _ = _on_terminal([], code)
@@ -162,7 +164,7 @@ def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp
     here instead of 1), the metric pass, the layout of the pages and the weight pass their bars, and no state
     of any of them is wider than the terminal (tqdm's width follows the terminal's)."""
     out = tmp_path / "bert.svg"
-    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = (f"{NO_WAIT}; "
             f"sys.exit(cli.main(['render', {str(ONNX / 'bert_scoped.onnx')!r}, '-o', {str(out)!r}, '--no-sidecar', "
             "'--dim', 'batch=1', '--dim', 'sequence=16', '--color-by', 'macs']))")
     status, shown, _ = _on_terminal([], code, columns=40)
@@ -218,7 +220,7 @@ def test_compare_counts_the_tensors_it_measures(transformer: Path, columns: int,
     bar counting the tensors measured (N/2,501, the tensors the written comparison holds), fed by the child
     through a pipe; no state wider than a 20-column terminal; nothing with -q or when stderr is a pipe."""
     out = tmp_path / "errors.json"
-    code = ("import sys; from renderer import progress; from renderer.commands import cli; progress.WAIT_BEFORE_SPINNER = 0; "
+    code = (f"{NO_WAIT}; "
             f"sys.exit(cli.main(['compare', {str(transformer)!r}, {str(transformer)!r}, '-o', {str(out)!r}]))")
     status, shown, _ = _on_terminal([], code, columns=columns, timeout=600)
     assert status == 0, shown[-300:]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import ONNX, one_line_error, run_cli
-from renderer.annotations.registry import load_annotations, read_file
 from renderer.annotations.readers import onnx_tool_csv
+from renderer.annotations.registry import load_annotations, read_file
 from renderer.core.errors import AnnotationError
 from renderer.loaders.registry import load_model
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import ONNX, one_line_error, run_cli
-from renderer.annotations.registry import load_annotations, read_file
 from renderer.annotations.merge import merge
-from renderer.core.records import AnnotationSet, Entry
 from renderer.annotations.readers import ort_profile
+from renderer.annotations.registry import load_annotations, read_file
 from renderer.core.errors import AnnotationError
+from renderer.core.records import AnnotationSet, Entry
 from renderer.loaders.registry import load_model
 
 ort = pytest.importorskip("onnxruntime")

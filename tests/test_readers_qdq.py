@@ -11,8 +11,8 @@ import onnx
 import pytest
 
 from conftest import ONNX, ROOT, run_cli
-from renderer.annotations.registry import load_annotations, read_file
 from renderer.annotations.readers import ort_qdq_loss
+from renderer.annotations.registry import load_annotations, read_file
 from renderer.core.errors import AnnotationError
 from renderer.loaders.registry import load_model
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TFLITE, one_line_error, run_cli
-from renderer.annotations.registry import load_annotations, read_file
 from renderer.annotations.readers import tflite_benchmark, tflite_quant_debug
+from renderer.annotations.registry import load_annotations, read_file
 from renderer.core.errors import AnnotationError
 from renderer.loaders.registry import load_model
 
@@ -191,7 +191,8 @@ def test_benchmark_subgraph_banners(tmp_path: Path) -> None:
 
     def row(node, ms: float) -> str:  # type: ignore[no-untyped-def]
         outs = ", ".join(v.name for v in node.outputs)
-        return f"\t{node.op_type:>24}\t{ms:9.3f}\t{ms:9.3f}\t{50.0:7.3f}%\t{50.0:7.3f}%\t{0.0:10.3f}\t{1:9d}\t[{outs}]:{node.index}"
+        return (f"\t{node.op_type:>24}\t{ms:9.3f}\t{ms:9.3f}\t{50.0:7.3f}%\t{50.0:7.3f}%\t{0.0:10.3f}\t{1:9d}"
+                f"\t[{outs}]:{node.index}")
 
     header = "\t[node type]\t[first]\t[avg ms]\t[%]\t[cdf%]\t[mem KB]\t[times called]\t[Name]"
     banner = "============================== Run Order =============================="

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, TFLITE, one_line_error, run_cli
-from renderer.annotations.registry import load_annotations, read_file
 from renderer.annotations.readers import model_explorer, netron_attachment
+from renderer.annotations.registry import load_annotations, read_file
 from renderer.core.errors import AnnotationError
 from renderer.loaders.registry import load_model
 

@@ -150,7 +150,8 @@ def test_zero_inputs_that_make_one_frame_are_called_out(tmp_path: Path) -> None:
     ({"input_ids": np.zeros((1, 4), np.int64)}, "no array for input 'attention_mask'"),
     ({**feeds(), "extra": np.zeros(1)}, "array 'extra' is not an input of the model"),
     ({**feeds(), "speed": np.zeros((2, 2), np.float32)}, "array 'speed' is 2×2, but the model's input is 1"),
-    ({**feeds(), "input_ids": np.zeros(4, np.int64)}, "array 'input_ids' is 4, but the model's input is batch×sequence"),
+    ({**feeds(), "input_ids": np.zeros(4, np.int64)},
+     "array 'input_ids' is 4, but the model's input is batch×sequence"),
 ])
 def test_inputs_that_do_not_fit_are_one_line_errors(tts: dict[str, Any], tmp_path: Path, arrays: dict,
                                                     fragment: str) -> None:

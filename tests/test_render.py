@@ -88,7 +88,8 @@ def test_fills_follow_the_colour_map(tmp_path: Path) -> None:
     model = renderer.load_model(TINY_CNN)
     ops = drawn_ops(model)
     values = {n.name: float(i * 3 + 1) for i, n in enumerate(ops[:10])}
-    notes = write(tmp_path / "lat.json", json.dumps({"operators": [{"id": k, "meta": {"latency_ms": v}} for k, v in values.items()]}))
+    operators = [{"id": k, "meta": {"latency_ms": v}} for k, v in values.items()]
+    notes = write(tmp_path / "lat.json", json.dumps({"operators": operators}))
     out = tmp_path / "m.svg"
     run = run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "--cmap", "viridis",
                   "--vmin", "0", "--vmax", "40", "-o", out, "--no-sidecar")
@@ -149,7 +150,8 @@ tensors:
     style: {color: "#d62728", penwidth: 3}
 """)
     out = tmp_path / "m.svg"
-    assert run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "-o", out, "--no-sidecar").returncode == 0
+    run = run_cli("render", TINY_CNN, "-a", notes, "--color-by", "latency_ms", "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
     root = parse_svg(out)
     model = renderer.load_model(TINY_CNN)
     conv = next(n for n in model.nodes() if n.name == "stem/conv")
@@ -272,7 +274,8 @@ def test_ids_are_ascii_digits_only(ident: str) -> None:
     with pytest.raises(Unresolved):
         index.tensor(ident)
     assert whole_number(ident) is None
-    assert (whole_number("12"), whole_number(" 7 "), whole_number("-3"), whole_number("-3", signed=True)) == (12, 7, None, -3)
+    numbers = (whole_number("12"), whole_number(" 7 "), whole_number("-3"), whole_number("-3", signed=True))
+    assert numbers == (12, 7, None, -3)
 
 
 def test_unicode_digit_ids_are_reported_unmatched(tmp_path: Path) -> None:
@@ -437,7 +440,8 @@ def test_python_api(tmp_path: Path) -> None:
 
 def test_show_constants_draws_them(tmp_path: Path) -> None:
     folded = renderer.to_dot(renderer.load_model(ONNX / "unnamed_nodes.onnx"))
-    shown = renderer.to_dot(renderer.load_model(ONNX / "unnamed_nodes.onnx"), options=renderer.RenderOptions(show_constants=True))
+    shown = renderer.to_dot(renderer.load_model(ONNX / "unnamed_nodes.onnx"),
+                            options=renderer.RenderOptions(show_constants=True))
     assert "cat-data" not in folded and "cat-data" in shown  # the Constant nodes holding the weights
     cnn = renderer.to_dot(renderer.load_model(TINY_CNN), options=renderer.RenderOptions(show_constants=True))
     assert 'id="const-0-1"' in cnn  # an initializer as its own node
@@ -448,7 +452,8 @@ def test_float16_weights_fold_into_their_consumers(tmp_path: Path) -> None:
     operator that reads it (``float16→float32``), unless constants are shown; colours fit the drawn boxes."""
     model = renderer.load_model(FACE)
     widening = [n for n in model.main.nodes if n.op_type == "DEQUANTIZE"]
-    assert len(widening) == 74 and all(fold(model).is_hidden(n) and not fold(model, True).is_hidden(n) for n in widening)
+    assert len(widening) == 74
+    assert all(fold(model).is_hidden(n) and not fold(model, True).is_hidden(n) for n in widening)
     out = tmp_path / "face.svg"
     run = run_cli("render", FACE, "-o", out, "--no-sidecar", "--color-by", "macs")
     assert run.returncode == 0, run.stderr
@@ -546,7 +551,8 @@ def test_missing_dot_program(tmp_path: Path) -> None:
 
     out = tmp_path / "x.svg"
     out.write_text("precious")
-    run = run_cli("render", TINY_CNN, "-o", out, "--no-sidecar", env={"PATH": str(Path(sys.executable).parent) + "/nowhere"})
+    run = run_cli("render", TINY_CNN, "-o", out, "--no-sidecar",
+                  env={"PATH": str(Path(sys.executable).parent) + "/nowhere"})
     line = one_line_error(run)
     assert "'dot' was not found" in line and "apt-get install graphviz" in line
     assert out.read_text() == "precious"
@@ -623,8 +629,8 @@ def test_operators_without_a_formula_are_named_in_one_line(tmp_path: Path) -> No
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [weight],
                               value_info=[helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 8]) for n in "hgk"])
     path = tmp_path / "custom.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("vendor.ops", 1)]),
-              path)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("vendor.ops", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets), path)
     svg = tmp_path / "custom.svg"
     run = run_cli("render", path, "--color-by", "macs", "-o", svg, "--no-sidecar")
     assert run.returncode == 0, run.stderr

@@ -342,7 +342,7 @@ def test_hostile_names_through_the_directive_are_inert(project: Path) -> None:
 
 
 def test_importing_the_extension_is_light() -> None:
-    code = "import sys, renderer.integrations.sphinx; print(sorted(m for m in ('onnx', 'numpy', 'matplotlib', 'tflite') " \
-           "if m in sys.modules))"
+    code = ("import sys, renderer.integrations.sphinx; "
+            "print(sorted(m for m in ('onnx', 'numpy', 'matplotlib', 'tflite') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)

@@ -111,7 +111,8 @@ def test_folded_operators_counted_and_marked(tmp_path: Path) -> None:
 
     names = {node.name for node in load_model(ONNX / "tiny_cnn_qdq_u8.onnx").nodes()}
     operators = len(names)
-    assert f"{boxes} operators drawn, {operators - boxes} folded into the boxes that read them ({operators} in all)" in text
+    assert (f"{boxes} operators drawn, {operators - boxes} folded into the boxes that read them "
+            f"({operators} in all)") in text
     with QDQ_CSV.open(newline="") as f:  # operator rows that name an operator (the file has one that does not)
         latency = {row["id"]: float(row["latency_us"]) for row in csv.DictReader(f)
                    if row["latency_us"] and row["kind"] in ("", "operator") and row["id"] in names}

@@ -155,8 +155,8 @@ def model(b: flatbuffers.Builder, *, codes: Sequence[int], subgraphs: Sequence[i
     return bytes(b.Output())
 
 
-def sparsity(b: flatbuffers.Builder, traversal_order: Sequence[int], dims: Sequence[tuple[int, Sequence[int], Sequence[int]] | int],
-             block_map: Sequence[int] = ()) -> int:
+def sparsity(b: flatbuffers.Builder, traversal_order: Sequence[int],
+             dims: Sequence[tuple[int, Sequence[int], Sequence[int]] | int], block_map: Sequence[int] = ()) -> int:
     """SparsityParameters: one entry per traversed dim, a dense size (DENSE) or (0, segments, indices) for a
     SPARSE_CSR dim with uint8 index vectors."""
     metadata = []

@@ -31,15 +31,13 @@ MAX_DURATION = 10
 STAGES = ((512, 256, 10, 20), (256, 128, 6, 12))
 """The vocoder's upsampling stages: (channels in, channels out, rate, kernel)."""
 KERNELS, DILATIONS, HOP, BINS = (3, 7, 11), (1, 3, 5), 5, 11
-UPSAMPLING = 10 * 6 * HOP
-"""Waveform samples per frame."""
 
 
 class _Vocoder(tts_transformer._Builder):
     def conv(self, x: str, scope: str, cin: int, cout: int, kernel: int, dilation: int = 1) -> str:
         pad = dilation * (kernel - 1) // 2
-        return self.op("Conv", [x, self.weight(f"{scope}.weight", cout, cin, kernel), self.weight(f"{scope}.bias", cout)],
-                       scope, dilations=[dilation], pads=[pad, pad], kernel_shape=[kernel])
+        weights = [self.weight(f"{scope}.weight", cout, cin, kernel), self.weight(f"{scope}.bias", cout)]
+        return self.op("Conv", [x, *weights], scope, dilations=[dilation], pads=[pad, pad], kernel_shape=[kernel])
 
     def adain(self, x: str, style: str, scope: str, channels: int) -> str:
         """Style-conditioned instance norm: ``(1 + γ(style)) · norm(x) + β(style)``."""
@@ -134,7 +132,8 @@ class _Vocoder(tts_transformer._Builder):
 
 def build(layers: int = LAYERS, seed: int = 0) -> onnx.ModelProto:
     """The float model: ``input_ids``, ``attention_mask`` [1, sequence] int64, ``style`` [1, STYLE] float,
-    ``speed`` [1] float → ``waveform`` [1, samples] (``UPSAMPLING`` samples per predicted frame)."""
+    ``speed`` [1] float → ``waveform`` [1, samples] (the stages' rates × ``HOP``, 300 samples per
+    predicted frame)."""
     b = _Vocoder(seed, HIDDEN, HEADS, FFN)
     scope = "embeddings"
     words = b.op("Gather", [b.weight("embeddings.word_embeddings.weight", VOCAB, HIDDEN), "input_ids"], scope)

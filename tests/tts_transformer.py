@@ -58,7 +58,8 @@ class _Builder:
     def split_heads(self, x: str, scope: str) -> str:
         batch, seq = self.dim(x, 0, scope), self.dim(x, 1, scope)
         hidden = self.dim(x, 2, scope)
-        size = self.op("Div", [hidden, self.const(f"/{scope}/heads{self.count}", np.array([self.heads], np.int64))], scope)
+        heads = self.const(f"/{scope}/heads{self.count}", np.array([self.heads], np.int64))
+        size = self.op("Div", [hidden, heads], scope)
         shape = self.op("Concat", [batch, seq, self.const(f"/{scope}/h{self.count}", np.array([self.heads], np.int64)),
                                    size], scope, axis=0)
         return self.op("Transpose", [self.op("Reshape", [x, shape], scope)], scope, perm=[0, 2, 1, 3])
@@ -104,13 +105,13 @@ class _Builder:
         v = self.split_heads(self.linear(x, f"{scope}/value", self.hidden, self.hidden), scope)
         scores = self.op("MatMul", [q, self.op("Transpose", [k], scope, perm=[0, 1, 3, 2])], scope)
         scores = self.op("Add", [scores, self.relative_logits(q, scope)], scope)
-        scaled = self.op("Div", [scores, self.const(f"/{scope}/sqrt", np.array(np.sqrt(self.hidden // self.heads), np.float32))],
-                         scope)
+        root = self.const(f"/{scope}/sqrt", np.array(np.sqrt(self.hidden // self.heads), np.float32))
+        scaled = self.op("Div", [scores, root], scope)
         probs = self.op("Softmax", [self.op("Add", [scaled, mask], scope)], scope, axis=-1)
         context = self.op("Transpose", [self.op("MatMul", [probs, v], scope)], scope, perm=[0, 2, 1, 3])
         batch, seq = self.dim(context, 0, scope), self.dim(context, 1, scope)
-        merged = self.op("Concat", [batch, seq, self.const(f"/{scope}/hidden", np.array([self.hidden], np.int64))], scope,
-                         axis=0)
+        hidden = self.const(f"/{scope}/hidden", np.array([self.hidden], np.int64))
+        merged = self.op("Concat", [batch, seq, hidden], scope, axis=0)
         out = self.linear(self.op("Reshape", [context, merged], scope), f"{scope}/output", self.hidden, self.hidden)
         return self.layer_norm(self.op("Add", [out, x], scope), f"{scope}/output/LayerNorm")
 

@@ -58,7 +58,8 @@ def main() -> int:
         "# Measured with onnxruntime %s (CPU, 1 thread, optimizations off), mean of %d runs." % (version, RUNS),
         "graph:",
         '  title: "tiny_cnn: CPU kernel time"',
-        "  meta: {Device: CPU (onnxruntime %s), Runs: %d, Total latency: %.1f us}" % (version, RUNS, sum(latency.values())),
+        "  meta: {Device: CPU (onnxruntime %s), Runs: %d, Total latency: %.1f us}"
+        % (version, RUNS, sum(latency.values())),
         "operators:",
     ]
     for name, value in latency.items():
@@ -66,7 +67,8 @@ def main() -> int:
         lines.append(f"    meta: {{latency_us: {value:.2f}}}")
         if name == hottest:
             lines.append('    style: {color: "#d62728", penwidth: 3}')
-    lines += ["tensors:", "  - id: image", '    meta: {note: "network input, NCHW"}', '    style: {color: "#1f77b4", penwidth: 2.5}']
+    lines += ["tensors:", "  - id: image", '    meta: {note: "network input, NCHW"}',
+              '    style: {color: "#1f77b4", penwidth: 2.5}']
     (HERE / "tiny_cnn.latency.yaml").write_text("\n".join(lines) + "\n")
 
     tokens = {"tokens": rng.standard_normal((1, 16, 64), dtype=np.float32)}

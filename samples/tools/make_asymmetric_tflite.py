@@ -6,9 +6,10 @@ TensorFlow's converter only writes symmetric int8 weights (zero point 0), so thi
 requantizes the weight of every CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED in place to 7 bits plus a
 per-channel zero point: ``q' = round(q / 2) + z[c]``, ``scale' = 2 * scale``, so ``scale' * (q' - z)`` stays
 within half a step of the original weight and nothing clips. Small weights (``|q| < PRUNE``) are pruned to
-exact zeros first (``q' = z[c]``), so that sparsity is large enough to tell the zero point from byte 0. The zero points (``ZERO_POINTS`` cycled over
-the channels) are all non-zero. Only bytes inside existing vectors change (same lengths), so the flatbuffer
-layout is the converter's. Needs ``tflite`` and ``numpy``; the output is the same bytes on every run.
+exact zeros first (``q' = z[c]``), so that sparsity is large enough to tell the zero point from byte 0. The zero
+points (``ZERO_POINTS`` cycled over the channels) are all non-zero. Only bytes inside existing vectors change
+(same lengths), so the flatbuffer layout is the converter's. Needs ``tflite`` and ``numpy``; the output is the
+same bytes on every run.
 
     python samples/tools/make_asymmetric_tflite.py
 """

@@ -23,7 +23,8 @@ LAYERS = [
      "sm80_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nchwkcrs_nchw_tilesize32x32x64_stage5_warpsize2x2x1_g1_tensor16x8x8",
      0.00842, 0.00819),
     ("stem/pool", "CaskPooling", ("stem/pool",), "sm50_xmma_pooling_fw_4d_FP32FP32NCHW_Max", 0.00277, 0.00272),
-    ("block1/dwconv + block1/bn1 + block1/relu1", "CaskGemmConvolution", ("block1/dwconv", "block1/bn1", "block1/relu1"),
+    ("block1/dwconv + block1/bn1 + block1/relu1", "CaskGemmConvolution",
+     ("block1/dwconv", "block1/bn1", "block1/relu1"),
      "sm80_xmma_fprop_group_conv_f32f32_f32_nchw_tilesize32x32x8", 0.00405, 0.00401),
     ("block1/pwconv + block1/bn2 + block1/add + block1/relu2", "CaskConvolution",
      ("block1/pwconv", "block1/bn2", "block1/add", "block1/relu2"),
@@ -53,7 +54,8 @@ def layer_info() -> dict:
     layers = []
     for name, layer_type, nodes, tactic, *_ in LAYERS:
         layers.append({"Name": name, "LayerType": layer_type,
-                       "Inputs": [{"Name": "(input)", "Location": "Device", "Format/Datatype": "Row major linear FP32"}],
+                       "Inputs": [{"Name": "(input)", "Location": "Device",
+                                   "Format/Datatype": "Row major linear FP32"}],
                        "Outputs": [{"Name": "(output)", "Location": "Device",
                                     "Format/Datatype": "Row major linear FP32"}],
                        "TacticName": tactic, "StreamId": 0,
