@@ -46,10 +46,14 @@ BORDER_STYLES = frozenset({"dashed", "dotted"})
 
 def emit(scene: Scene, columns: Columns | None = None) -> str:
     """The DOT source for ``scene``; in ``columns`` (``renderer.picture.columns``) once they are cut."""
-    return _Emitter(scene, columns).run()
+    return Emitter(scene, columns).run()
 
 
-class _Emitter:
+class Emitter:
+    """The DOT of a scene: the whole graph, or (extended by ``dot_pages``' page emitter) one page of a book. Its
+    building blocks for subclasses are the methods without a leading underscore and the module's public helpers
+    (``op_name``, ``io_name``, ``origin_id``, ``text_row``, ``unique_nodes``)."""
+
     def __init__(self, scene: Scene, columns: Columns | None = None) -> None:
         self.scene = scene
         self.columns = columns
@@ -128,19 +132,19 @@ class _Emitter:
         if target is None:
             return
         container.edge(
-            _op_name(node), target, lhead=f"cluster_{sub.index}", style="dashed", color="#8c8c8c",
+            op_name(node), target, lhead=f"cluster_{sub.index}", style="dashed", color="#8c8c8c",
             arrowhead="odot", id=f"link-{node.graph.index}-{node.index}-{sub.index}",
             tooltip=escape.tooltip([f"{node.op_type} runs graph {sub.index}"]),
         )
 
     def _any_drawn_node(self, graph: Graph) -> str | None:
         if graph.inputs:
-            return _io_name(graph.inputs[0])
+            return io_name(graph.inputs[0])
         for node in graph.nodes:
             if not self.folding.is_hidden(node):
-                return _op_name(node)
+                return op_name(node)
         if graph.outputs:
-            return _io_name(graph.outputs[0])
+            return io_name(graph.outputs[0])
         return None
 
     # -- nodes ----------------------------------------------------------------------------------------------
@@ -157,23 +161,23 @@ class _Emitter:
             f'<FONT COLOR="{header_ink}" POINT-SIZE="8">  {node.graph.index}:{node.index}</FONT></TD></TR>'
         ]
         if node.name:
-            rows.append(_row(escape.html_text(node.name, LABEL_CHARS, middle=True), ink, size=8))
+            rows.append(text_row(escape.html_text(node.name, LABEL_CHARS, middle=True), ink, size=8))
         folded = self.folding.folded_inputs(node)
         for slot, value in folded[:4]:
-            rows.append(_row(self._constant_text(node, slot, value), ink, size=8))
+            rows.append(text_row(self._constant_text(node, slot, value), ink, size=8))
         extra = len(folded) - 4
         if extra > 0:
-            rows.append(_row(f"+{extra} more folded inputs", ink, size=8))
+            rows.append(text_row(f"+{extra} more folded inputs", ink, size=8))
         for line in _attribute_lines(node, self.opts.max_attributes):
-            rows.append(_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
+            rows.append(text_row(escape.html_text(line, LABEL_CHARS + 12), ink, size=8))
         shown = self._shown_values(entry, node.metadata)
         for key, value in shown[:MAX_DRAWN_VALUES]:
-            rows.append(_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_box_text(value), 24)}</B>", ink))
+            rows.append(text_row(f"{escape.html_text(key, 28)}: <B>{escape.html_text(_box_text(value), 24)}</B>", ink))
         if len(shown) > MAX_DRAWN_VALUES:
-            rows.append(_row(f"+{len(shown) - MAX_DRAWN_VALUES} more values (in the tooltip)", ink, size=8))
+            rows.append(text_row(f"+{len(shown) - MAX_DRAWN_VALUES} more values (in the tooltip)", ink, size=8))
         heatmap = self.scene.heatmap
         if heatmap is not None and node.key not in heatmap.values and heatmap.metric not in dict(shown):
-            rows.append(_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
+            rows.append(text_row(f"{escape.html_text(self.scene.heatmap.metric, 28)}: n/a", ink))
         border_color, border, line = BORDER_COLOR, 1, ""
         if entry is not None:
             border_color = entry.style.get("color", BORDER_COLOR)[:7]
@@ -186,7 +190,7 @@ class _Emitter:
             f'BGCOLOR="{fill}"{line}>{"".join(rows)}</TABLE>'
         )
         attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}", "tooltip": self._op_tooltip(node, entry)}
-        container.node(_op_name(node), label=escape.html_label(label), **attrs_out)
+        container.node(op_name(node), label=escape.html_label(label), **attrs_out)
 
     def _fill(self, node: Node, entry: Entry | None) -> str:
         if entry is not None and "fillcolor" in entry.style:
@@ -306,7 +310,7 @@ class _Emitter:
             f"</FONT></TD></TR></TABLE>"
         )
         container.node(
-            _io_name(value, role), label=escape.html_label(text), id=f"io-{value.graph.index}-{value.index}"
+            io_name(value, role), label=escape.html_label(text), id=f"io-{value.graph.index}-{value.index}"
             + ("" if role == "input" else "-out"), **{"class": f"graph-{role}"}, tooltip=self._tensor_tooltip(value),
         )
 
@@ -334,7 +338,7 @@ class _Emitter:
             if target in far:
                 start = f"use_{value.graph.index}_{value.index}_{k}"
                 self._use_node(container, value, start, f"use-{value.graph.index}-{value.index}-{k}",
-                               escape.href(f"#{_origin_id(value)}"))
+                               escape.href(f"#{origin_id(value)}"))
             container.edge(start, target, id=element, **attrs)
 
     def _edge_ends(self, value: Value) -> tuple[str, list[str]] | None:
@@ -343,16 +347,16 @@ class _Emitter:
         if producer is not None and self.folding.is_hidden(producer):
             return None
         if producer is not None:
-            source = _op_name(producer)
+            source = op_name(producer)
         elif value.is_input:
-            source = _io_name(value)
+            source = io_name(value)
         elif value.is_constant and self.opts.show_constants:
             source = _const_name(value)
         else:
             return None  # a constant not drawn, or produced in no graph we draw (dangling reference)
-        targets = [_op_name(c) for c in _unique(value.consumers) if self.folding.is_drawn(c)]
+        targets = [op_name(c) for c in unique_nodes(value.consumers) if self.folding.is_drawn(c)]
         if value.is_output and value.graph.outputs and any(v is value for v in value.graph.outputs):
-            targets.append(_io_name(value, "output"))
+            targets.append(io_name(value, "output"))
         return (source, targets) if targets else None
 
     def _far_readers(self) -> dict[object, set[str]]:
@@ -529,7 +533,7 @@ def _assumed_row(model: Model) -> str:
     return "".join(cells)
 
 
-def scene_values_missing(heat: Heatmap, emitter: _Emitter) -> list[object]:
+def scene_values_missing(heat: Heatmap, emitter: Emitter) -> list[object]:
     """Drawn elements of the heatmap's kind that have no value (computed once per scene: every page asks)."""
     if heat is not emitter.scene.heatmap:
         return []
@@ -549,7 +553,7 @@ def _tick_align(i: int, ticks: int) -> str:
     return "LEFT" if i == 0 else "RIGHT" if i == ticks - 1 else "CENTER"
 
 
-def _row(content: str, ink: str, size: int = 9) -> str:
+def text_row(content: str, ink: str, size: int = 9) -> str:
     return f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{ink}" POINT-SIZE="{size}">{content}</FONT></TD></TR>'
 
 
@@ -617,7 +621,7 @@ def _short(name: str) -> str:
     return name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
-def _unique(nodes: list[Node]) -> list[Node]:
+def unique_nodes(nodes: list[Node]) -> list[Node]:
     seen: set[int] = set()
     out = []
     for node in nodes:
@@ -627,17 +631,17 @@ def _unique(nodes: list[Node]) -> list[Node]:
     return out
 
 
-def _origin_id(value: Value) -> str:
+def origin_id(value: Value) -> str:
     """The element id of what gives ``value``: its producer's box, or the graph input's."""
     producer = value.producer
     return producer.element_id if producer is not None else f"io-{value.graph.index}-{value.index}"
 
 
-def _op_name(node: Node) -> str:
+def op_name(node: Node) -> str:
     return f"op_{node.graph.index}_{node.index}"
 
 
-def _io_name(value: Value, role: str = "input") -> str:
+def io_name(value: Value, role: str = "input") -> str:
     return f"{'in' if role == 'input' else 'out'}_{value.graph.index}_{value.index}"
 
 

@@ -26,7 +26,7 @@ from renderer.core.records import MetricInfo
 from renderer.colour.maps import Scale, text_color
 from renderer.picture.columns import Columns, Sheet
 from renderer.picture.dot import (
-    BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, _Emitter, _io_name, _op_name, _origin_id, _row, _unique,
+    BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Emitter, io_name, op_name, origin_id, text_row, unique_nodes,
 )
 from renderer.picture.scene import Scene
 from renderer.picture.grouping.names import display_path, series_prefix
@@ -89,7 +89,7 @@ def group_heatmap(scene: Scene, groups: list[Group], aggregate: str | None = Non
     return Heatmap(info.name, info, values, scale)
 
 
-class _PageEmitter(_Emitter):
+class _PageEmitter(Emitter):
     def __init__(self, scene: Scene, book: Book, page: Page, links: Links, columns: Columns | None = None) -> None:
         super().__init__(scene, columns)
         self.book, self.page, self.links = book, page, links
@@ -144,7 +144,7 @@ class _PageEmitter(_Emitter):
         legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
         sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=escape.attr("legend"))
         for node in drawn:
-            self.local[node.key] = _op_name(node)
+            self.local[node.key] = op_name(node)
         for run in self.runs:
             name = self._box_name(run[0])
             self.box_pages[name] = {self.book.page_of_group[id(g)].index for g in run}
@@ -156,10 +156,10 @@ class _PageEmitter(_Emitter):
             graph = self.model.graphs[graph_index]
             for value in graph.inputs:
                 self._io_node(sheet, value, "input")
-                self.local[("in", graph_index, value.index)] = _io_name(value)
+                self.local[("in", graph_index, value.index)] = io_name(value)
             for value in graph.outputs:
                 self._io_node(sheet, value, "output")
-                self.local[("out", graph_index, value.index)] = _io_name(value, "output")
+                self.local[("out", graph_index, value.index)] = io_name(value, "output")
         self._page_edges(sheet, drawn)
         for name, (label, href, tip) in self.stubs.items():
             attrs = {"href": href} if href else {}
@@ -201,15 +201,15 @@ class _PageEmitter(_Emitter):
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
         """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
         heat = HEAT_ROWS if self.box_heat is not None else 0.0  # a box's share and aggregate rows
-        sizes = {_op_name(n): (OP_SIZE[0], OP_SIZE[1] + (HEAT_ROWS / 2 if self.scene.heatmap else 0)) for n in drawn}
+        sizes = {op_name(n): (OP_SIZE[0], OP_SIZE[1] + (HEAT_ROWS / 2 if self.scene.heatmap else 0)) for n in drawn}
         for run in self.runs:
             rows = -(-len(run) // RUN_COLUMNS) if len(run) > 1 else 0
             sizes[self._box_name(run[0])] = \
                 (RUN_SIZE[0], RUN_SIZE[1] + heat + 22 * rows) if rows else _label_size(self._box_lines(run[0]))
         for graph_index in self.page.io_graphs:
             graph = self.model.graphs[graph_index]
-            sizes.update((_io_name(v), IO_SIZE) for v in graph.inputs)
-            sizes.update((_io_name(v, "output"), IO_SIZE) for v in graph.outputs)
+            sizes.update((io_name(v), IO_SIZE) for v in graph.inputs)
+            sizes.update((io_name(v, "output"), IO_SIZE) for v in graph.outputs)
         sizes.update((name, STUB_SIZE) for name in self.stubs)
         return sizes
 
@@ -251,7 +251,7 @@ class _PageEmitter(_Emitter):
         each item's cluster path is kept for the overview's rows (``_rows``)."""
         for node in ops:
             self._op_node(container, node)
-            self.cluster_path[_op_name(node)] = path
+            self.cluster_path[op_name(node)] = path
         for inline in inlines:
             self._cluster_count += 1
             cluster = f"cluster_g{self._cluster_count}"
@@ -315,7 +315,7 @@ class _PageEmitter(_Emitter):
         ink = text_color(fill)
         members = list(group.members())
         types = Counter(n.op_type for n in members).most_common()
-        rows = [_row(text, ink, size) for text, size in self._box_lines(group)]
+        rows = [text_row(text, ink, size) for text, size in self._box_lines(group)]
         label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="4" COLOR="{BORDER_COLOR}" '
                  f'BGCOLOR="{fill}" STYLE="rounded">{"".join(rows)}</TABLE>')
         tip = [f"{display_path(group)}  (page {target.index})",
@@ -447,7 +447,7 @@ class _PageEmitter(_Emitter):
             owner = self.book.page_of_op.get(producer.key)
         else:
             owner = next((p for p in self.book.pages if value.graph.index in p.io_graphs), None)
-        href = self.links.href(self.page, owner, _origin_id(value)) if owner is not None else ""
+        href = self.links.href(self.page, owner, origin_id(value)) if owner is not None else ""
         where = f" on page {owner.index}" if owner is not None and owner is not self.page else ""
         name = f"use_{value.graph.index}_{value.index}_{k}"
         self._use_node(container, value, name, f"use-{self.page.index}-{value.graph.index}-{value.index}-{k}",
@@ -461,10 +461,10 @@ class _PageEmitter(_Emitter):
             for sub in node.subgraphs:
                 target = self._first_local(sub.nodes)
                 if target is not None:
-                    container.edge(_op_name(node), target, style="dashed", color="#8c8c8c", arrowhead="odot",
+                    container.edge(op_name(node), target, style="dashed", color="#8c8c8c", arrowhead="odot",
                                    id=f"link-{node.graph.index}-{node.index}-{sub.index}",
                                    tooltip=escape.tooltip([f"{node.op_type} runs graph {sub.index}"]))
-                    self.edge_pairs.append((_op_name(node), target))
+                    self.edge_pairs.append((op_name(node), target))
 
     def _own_page(self, one: tuple[str | None, object], other: tuple[str | None, object]) -> bool:
         """Whether one end is a box and the other lies on a page that box leads to (a body's outputs seen from
@@ -556,7 +556,7 @@ class _PageEmitter(_Emitter):
         return None
 
     def _targets(self, value: Value) -> list[tuple[str | None, object]]:
-        targets = [self._end(c.key, c) for c in _unique(value.consumers) if self.folding.is_drawn(c)]
+        targets = [self._end(c.key, c) for c in unique_nodes(value.consumers) if self.folding.is_drawn(c)]
         if value.is_output and any(v is value for v in value.graph.outputs):
             targets.append(self._end(("out", value.graph.index, value.index), value))
         return list(dict.fromkeys(targets))
