@@ -15,7 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from renderer.core.errors import (
-    AnnographError, AnnotationError, GraphvizNotFound, LoaderError, MetricError, RenderError,
+    AnnographError,
+    AnnotationError,
+    GraphvizNotFound,
+    LoaderError,
+    MetricError,
+    RenderError,
 )
 from renderer.core.options import RenderOptions
 from renderer.version import __version__
@@ -27,9 +32,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from renderer.annotations.registry import load_annotations
-    from renderer.loaders.registry import load_model
-    from renderer.integrations.notebook import show
     from renderer.compose.rendering import render, to_dot
+    from renderer.integrations.notebook import show
+    from renderer.loaders.registry import load_model
 
 _LAZY = {
     "load_model": ("loaders.registry", "load_model"),

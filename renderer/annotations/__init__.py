@@ -8,7 +8,15 @@ from __future__ import annotations
 from renderer.annotations.merge import merge
 from renderer.annotations.protocol import Reader
 from renderer.annotations.registry import (
-    READERS, input_paths, load_annotations, model_files, read_file, reader, reader_modules, reader_of, shape_profiles,
+    READERS,
+    input_paths,
+    load_annotations,
+    model_files,
+    read_file,
+    reader,
+    reader_modules,
+    reader_of,
+    shape_profiles,
 )
 
 __all__ = [

@@ -28,13 +28,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from renderer.core.errors import AnnotationError
-from renderer.core.ir import Model
-from renderer.version import __version__
 from renderer.annotations.lookup import TOO_MANY_DIGITS
 from renderer.annotations.metric_meta import read_metric_infos
-from renderer.core.records import Annotations, AnnotationSet, Entry, Ref, json_values
 from renderer.annotations.style import validate_style
+from renderer.core.errors import AnnotationError
+from renderer.core.ir import Model
+from renderer.core.records import Annotations, AnnotationSet, Entry, Ref, json_values
+from renderer.version import __version__
 
 NAME = "embedded"
 ENTRY = "annograph.annotations"

@@ -12,12 +12,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from renderer.files import inputs
-from renderer.data.categories import with_role
+from renderer.annotations.measures import finite_decoder, parse, refused, total
 from renderer.core.errors import AnnotationError
 from renderer.core.ir import Model, Node, Value
 from renderer.core.records import Entry, Ref
-from renderer.annotations.measures import finite_decoder, parse, refused, total
+from renderer.data.categories import with_role
+from renderer.files import inputs
 
 MAX_JSON_BYTES = 1 << 30
 """JSON documents larger than this are refused rather than parsed into memory (1 GiB)."""

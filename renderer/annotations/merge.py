@@ -9,7 +9,15 @@ from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import Ambiguous, IdIndex, Unresolved
 from renderer.core.ir import ElementKey, Model
 from renderer.core.records import (
-    MAX_VALUES_PER_ELEMENT, AnnotationSet, Annotations, Coverage, Entry, MetricInfo, Ref, metric_unit, metric_value,
+    MAX_VALUES_PER_ELEMENT,
+    Annotations,
+    AnnotationSet,
+    Coverage,
+    Entry,
+    MetricInfo,
+    Ref,
+    metric_unit,
+    metric_value,
 )
 
 

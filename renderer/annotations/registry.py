@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from renderer.files import inputs
-from renderer.core.errors import AnnotationError
-from renderer.core.ir import Model
 from renderer.annotations.merge import merge
 from renderer.annotations.protocol import Reader
-from renderer.core.records import AnnotationSet, Annotations
+from renderer.core.errors import AnnotationError
+from renderer.core.ir import Model
+from renderer.core.records import Annotations, AnnotationSet
+from renderer.files import inputs
 
 # Modules under renderer.annotations.readers, each meeting ``protocol.Reader`` (imported lazily, by name). The fuzz
 # and injection tests iterate over this tuple, so every reader added here is covered.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from renderer.core import escape
 from renderer.colour.maps import NA_COLOR
+from renderer.core import escape
 
 HEIGHT = 74.0
 """Points added above the graph."""

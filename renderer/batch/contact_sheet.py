@@ -7,14 +7,14 @@ before the template escapes it for HTML.
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 import os
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from renderer.batch.job import ModelResult
 from renderer.core.errors import RenderError
 from renderer.files.page_names import pages_folder
-from renderer.batch.job import ModelResult
 
 TEMPLATE = "batch_index.html.j2"
 GENERATOR = "annograph batch"

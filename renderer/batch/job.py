@@ -15,20 +15,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from renderer.annotations.registry import input_paths, load_annotations
-from renderer.core.records import Annotations
+from renderer.batch import caption
+from renderer.batch.layout import BookLayout, Layout, lay_out
+from renderer.colour.heatmap import Heatmap, build
 from renderer.colour.maps import NA_COLOR, text_color
 from renderer.core.errors import AnnographError, MetricError
-from renderer.picture.folding import fold
-from renderer.colour.heatmap import Heatmap, build
 from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_number
 from renderer.core.options import RenderOptions
-from renderer.batch import caption
-from renderer.batch.layout import BookLayout, Layout, lay_out
+from renderer.core.records import Annotations
+from renderer.picture.folding import fold
 
 if TYPE_CHECKING:
-    from renderer.picture.scene import Scene
     from renderer.picture.pages import Book, Page
+    from renderer.picture.scene import Scene
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NAME_CHARS = 60
@@ -301,8 +301,8 @@ def _group_boxes(scene: Scene, book: Book, page: Page) -> tuple[str, dict[str, d
     """The fills, text colours and tooltip values of the group boxes (and run cells) on ``page``, as ``render``
     colours them (``dot_pages.group_heatmap``: the page's boxes on a scale of their own), and what the caption
     says of that scale."""
-    from renderer.core import escape
     from renderer.colour.aggregate import rule_for
+    from renderer.core import escape
     from renderer.picture.dot_pages import group_heatmap
 
     groups = [group for run in page.all_boxes() for group in run]

@@ -7,14 +7,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from renderer.core.records import Annotations
-from renderer.core.records import Entry
-from renderer.picture.folding import fold
-from renderer.picture.scene import Scene
+from renderer.batch import caption, svg_template
 from renderer.colour.heatmap import NO_COLOR
 from renderer.core.ir import Model
 from renderer.core.options import RenderOptions
-from renderer.batch import caption, svg_template
+from renderer.core.records import Annotations, Entry
+from renderer.picture.folding import fold
+from renderer.picture.scene import Scene
 
 if TYPE_CHECKING:
     from renderer.picture.pages import Book
@@ -73,8 +72,8 @@ def lay_out(model: Model, options: RenderOptions, key_chars: int, value_chars: i
     ``render`` draws it (``rendering.compose``): one picture, or an overview and pages, each page laid out
     once: a big model, or one whose flat picture comes out bigger than a page."""
     from renderer.compose.output_plan import Output, OutputPlan
-    from renderer.files.page_names import page_file
     from renderer.compose.rendering import compose
+    from renderer.files.page_names import page_file
 
     key_chars = max(1, min(key_chars, MAX_KEY_CHARS))
     value_chars = max(3, value_chars)

@@ -11,8 +11,8 @@ import os
 import uuid
 from collections.abc import Iterator
 
-from renderer.core.errors import AnnographError, UsageError
 from renderer.batch.job import ModelJob, ModelResult, run_job
+from renderer.core.errors import AnnographError, UsageError
 
 
 def local_workers(requested: int | None) -> int:

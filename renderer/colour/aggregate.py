@@ -6,9 +6,9 @@ import math
 import re
 from collections.abc import Iterable
 
-from renderer.data.units import additive_kind
 from renderer.core.errors import UsageError
 from renderer.core.records import MetricInfo
+from renderer.data.units import additive_kind
 
 RULES = ("sum", "max", "min", "mean")
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from renderer.core.records import Annotations, MetricInfo, metric_value
 from renderer.colour.maps import Scale
 from renderer.core.errors import MetricError
 from renderer.core.ir import ElementKey, Model, Node
 from renderer.core.numbers import format_number
+from renderer.core.records import Annotations, MetricInfo, metric_value
 
 NO_COLOR = "none"
 """``--color-by none`` (``RenderOptions(color_by="none")``): plain boxes, no heatmap."""

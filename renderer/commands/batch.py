@@ -57,17 +57,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderer.files import atomic
     from renderer.batch import ModelJob
     from renderer.batch.contact_sheet import earlier_files, html
     from renderer.batch.job import model_prefixes
     from renderer.batch.parallel import local_workers, run_dask, run_local
-    from renderer.core.errors import AnnographError, UsageError
-    from renderer.loaders.registry import check_dims
-    from renderer.core.numbers import count
-    from renderer.core.progress import bar
     from renderer.commands.common import stage, warn
     from renderer.commands.render import render_options
+    from renderer.core.errors import AnnographError, UsageError
+    from renderer.core.numbers import count
+    from renderer.core.progress import bar
+    from renderer.files import atomic
+    from renderer.loaders.registry import check_dims
 
     options = render_options(args)
     metrics = tuple(m.strip() for m in (args.color_by or "").split(",") if m.strip())
@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _take(result, folder: Path, inputs: list, ours: set[str], done: list) -> None:  # type: ignore[no-untyped-def, type-arg]
     """Say how one model went and write its pictures (never over a file an earlier batch did not write)."""
-    from renderer.files import atomic
-    from renderer.core.errors import RenderError
     from renderer.commands.common import note, warn
+    from renderer.core.errors import RenderError
+    from renderer.files import atomic
 
     for line in result.notes:
         warn(line)

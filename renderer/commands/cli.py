@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("annograph: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        from renderer.files import inputs
         from renderer.core.escape import clean
+        from renderer.files import inputs
 
         file = inputs.read_when_out_of_memory()
         print(f"annograph: error: {clean(file, 500)}: out of memory reading it" if file else

@@ -237,8 +237,8 @@ def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: 
     ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union).
     ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``).
     ``keep_free``: ``--keep-free-dims``, no value assumed for the dims left free."""
-    from renderer.loaders.registry import load_model
     from renderer.core.pinning import parse
+    from renderer.loaders.registry import load_model
 
     with stage("load") as facts:
         model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or (),

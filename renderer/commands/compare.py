@@ -57,14 +57,14 @@ def byte_size(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from renderer.files import atomic
     from renderer.annotations.registry import model_files
-    from renderer.compare.models import compare_models
-    from renderer.compare.core import compare_dumps
+    from renderer.commands.common import count, load_noted, stage, warn
     from renderer.compare import document
+    from renderer.compare.core import compare_dumps
+    from renderer.compare.models import compare_models
     from renderer.core.errors import AnnographError, UsageError
     from renderer.core.pinning import parse as parse_dims
-    from renderer.commands.common import count, load_noted, stage, warn
+    from renderer.files import atomic
 
     inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]
     atomic.refuse_inputs([args.output, *(args.save_dumps or [])], inputs)

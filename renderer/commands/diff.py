@@ -87,10 +87,10 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from renderer import diff as differ
     from renderer.annotations.registry import input_paths
-    from renderer.core.errors import UsageError
     from renderer.compose.output_plan import OutputPlan
-    from renderer.core.progress import note, warn
     from renderer.compose.rendering import produce
+    from renderer.core.errors import UsageError
+    from renderer.core.progress import note, warn
     from renderer.reports.summary import check_link_base, check_summary_name, check_top_k
 
     if len(args.models) not in (1, 2):
@@ -156,9 +156,9 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """(the model to draw, the diff, every file read: the models', their sidecars, the readers' side files)."""
     from renderer import diff as differ
     from renderer.annotations.registry import input_paths, load_annotations
+    from renderer.commands.common import load_noted, say_coverage
     from renderer.core.pinning import check_union
     from renderer.core.pinning import parse as parse_dims
-    from renderer.commands.common import load_noted, say_coverage
 
     def annotations(paths: list[str], model, own: bool):  # type: ignore[no-untyped-def]
         notes = load_annotations(paths, model, fmt=args.annotations_format, strict=args.strict,
@@ -186,9 +186,9 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _default_metric(after, model) -> str:  # type: ignore[no-untyped-def]
     """The metric a diff compares when no --metric is given: the one render would colour the after side by."""
+    from renderer.compose.rendering import default_colour
     from renderer.core.errors import MetricError
     from renderer.core.progress import note
-    from renderer.compose.rendering import default_colour
 
     default = default_colour(model, [after])
     if default.metric is None:

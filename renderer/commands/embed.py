@@ -26,12 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderer.files.atomic import refuse_inputs
+    from renderer.commands.common import note, stage
+    from renderer.commands.export import load_annotated
     from renderer.core.errors import AnnographError
     from renderer.core.numbers import count
     from renderer.core.progress import waiting
-    from renderer.commands.common import note, stage
-    from renderer.commands.export import load_annotated
+    from renderer.files.atomic import refuse_inputs
 
     source, output = Path(args.model), Path(args.output)
     refuse_inputs([output], [source, *args.annotations])

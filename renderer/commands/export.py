@@ -50,11 +50,11 @@ def default_output(model: str, fmt: str, extension: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from renderer.annotations.registry import input_paths
-    from renderer.files.atomic import refuse_inputs, write_text
-    from renderer.exporters.registry import exporter
-    from renderer.exporters.protocol import ExportOptions
-    from renderer.core.progress import waiting
     from renderer.commands.common import count, note, stage, warn
+    from renderer.core.progress import waiting
+    from renderer.exporters.protocol import ExportOptions
+    from renderer.exporters.registry import exporter
+    from renderer.files.atomic import refuse_inputs, write_text
 
     module = exporter(args.to)
     output = args.output or default_output(args.model, args.to, module.EXTENSION)

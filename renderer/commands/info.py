@@ -18,9 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from renderer.commands.common import load_noted
     from renderer.core.escape import clean
     from renderer.loaders.free_dims import described
-    from renderer.commands.common import load_noted
 
     model = load_noted(args.model, args.dim, keep_free=args.keep_free_dims)
     if args.json:

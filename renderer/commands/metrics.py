@@ -40,15 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderer.files import atomic
     from renderer.annotations.registry import model_files
-    from renderer.core.errors import AnnographError, UsageError
-    from renderer.metrics.builtin import ALL_TENSOR_METRICS, OP_METRICS, compute, totals
-    from renderer.exporters.metric_table import export_format, render
-    from renderer.loaders.free_dims import described
-    from renderer.metrics.dim_formulas import add_formulas, total_line
-    from renderer.metrics.builtin import pin_advice
     from renderer.commands.common import count, load_noted, note, stage, warn
+    from renderer.core.errors import AnnographError, UsageError
+    from renderer.exporters.metric_table import export_format, render
+    from renderer.files import atomic
+    from renderer.loaders.free_dims import described
+    from renderer.metrics.builtin import ALL_TENSOR_METRICS, OP_METRICS, compute, pin_advice, totals
+    from renderer.metrics.dim_formulas import add_formulas, total_line
 
     fmt = export_format(args.output, args.table_format)
     if args.max_tensor_elements < 0:

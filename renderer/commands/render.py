@@ -21,7 +21,11 @@ EXAMPLES = """examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from renderer.commands.common import (
-        ANNOTATION_OPTIONS, PICTURE_OPTIONS, SUMMARY_OPTIONS, add_deprecated_alias, add_options,
+        ANNOTATION_OPTIONS,
+        PICTURE_OPTIONS,
+        SUMMARY_OPTIONS,
+        add_deprecated_alias,
+        add_options,
     )
 
     parser.epilog = EXAMPLES
@@ -56,10 +60,10 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderer.core.errors import AnnographError
-    from renderer.compose.output_plan import OutputPlan
-    from renderer.core.progress import bar
     from renderer.commands.common import warn
+    from renderer.compose.output_plan import OutputPlan
+    from renderer.core.errors import AnnographError
+    from renderer.core.progress import bar
 
     options = render_options(args)
     jobs, folder = _jobs(args)
@@ -103,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 check_dims: bool) -> None:
-    from renderer.compose.rendering import render
     from renderer.commands.common import load_annotated, warn
+    from renderer.compose.rendering import render
 
     model, annotations = load_annotated(args, model_path, check_dims=check_dims)
     render(model, annotations, options, output=plan)  # the default colour metric is decided there
@@ -126,8 +130,8 @@ def _jobs(args: argparse.Namespace) -> tuple[list[tuple[str, list[str]]], str | 
     refused before anything is rendered: renaming one for the user would leave files nobody asked for, and
     writing both would silently keep only the last.
     """
-    from renderer.core.errors import AnnographError
     from renderer.compose.output_plan import folder_names
+    from renderer.core.errors import AnnographError
 
     formats = [f.strip().lower() for f in (args.format or "svg").split(",") if f.strip()]
     folder = next((o for o in args.output if o.endswith(("/", "\\")) or Path(o).is_dir()), None)

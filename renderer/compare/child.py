@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from renderer.core.errors import AnnographError, first_line
-from renderer.loaders import isolated
-from renderer.core.numbers import format_bytes
 from renderer.compare.core import check_same_inputs, make_feeds, measure
+from renderer.core.errors import AnnographError, first_line
+from renderer.core.numbers import format_bytes
+from renderer.loaders import isolated
 
 
 def _compare(request: dict[str, Any]) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from renderer.compare.metrics import error_metrics
 from renderer.core.errors import AnnographError
 from renderer.core.id_rules import IdIndex, Unresolved
 from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_bytes
 from renderer.core.progress import bar, waiting_then_counting
 from renderer.loaders.feeds import InputSpec, load_feeds, random_feeds
-from renderer.compare.metrics import error_metrics
 
 if TYPE_CHECKING:
     from renderer.loaders.isolated import Sizes

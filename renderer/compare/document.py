@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from renderer.annotations.metric_meta import describe
-from renderer.core.numbers import format_number
-from renderer.exporters.stable_ids import StableIds
-from renderer.core.id_rules import IdIndex, Unresolved
-from renderer.core.ir import ElementKey
 from renderer.compare.core import Comparison, TensorResult
 from renderer.compare.metrics import METRICS, json_value
+from renderer.core.id_rules import IdIndex, Unresolved
+from renderer.core.ir import ElementKey
+from renderer.core.numbers import format_number
+from renderer.exporters.stable_ids import StableIds
 
 
 def document(comparison: Comparison) -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from renderer.core.errors import AnnographError
-from renderer.loaders.registry import load_model
-from renderer.core.pinning import check_union
 from renderer.compare.core import MAX_TENSOR_BYTES, Comparison, compare_runs
+from renderer.core.errors import AnnographError
+from renderer.core.pinning import check_union
 from renderer.loaders.feeds import feedable_dims
+from renderer.loaders.registry import load_model
 
 
 def compare_models(reference: str | Path, candidate: str | Path, inputs: str | Path | None = None, seed: int = 0,

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from renderer.core.errors import AnnographError, LoaderError, first_line
-from renderer.loaders.isolated import allocation_failed
 from renderer.loaders.feeds import InputSpec, fixed_sizes
+from renderer.loaders.isolated import allocation_failed
 
 ORT_TYPES = {
     "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",

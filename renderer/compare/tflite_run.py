@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from renderer.core.errors import AnnographError, first_line
-from renderer.loaders.isolated import allocation_failed
 from renderer.loaders.feeds import InputSpec, fixed_sizes
+from renderer.loaders.isolated import allocation_failed
 
 
 def _interpreter_class() -> Any:

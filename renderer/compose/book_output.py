@@ -18,16 +18,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from renderer.compose.output_plan import OutputPlan, Written
+from renderer.core import progress
+from renderer.core.errors import RenderError
+from renderer.core.numbers import count
+from renderer.files.page_names import Links
 from renderer.picture import columns, graphviz_run
 from renderer.picture.columns import Columns
-from renderer.core import progress
-from renderer.core.numbers import count
-from renderer.picture.scene import Scene
 from renderer.picture.dot_pages import emit_page
-from renderer.core.errors import RenderError
 from renderer.picture.pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, plan
-from renderer.compose.output_plan import OutputPlan, Written
-from renderer.files.page_names import Links
+from renderer.picture.scene import Scene
 
 GRAPHVIZ_FORMATS = ("svg", "png", "pdf")
 REPLANS = 2

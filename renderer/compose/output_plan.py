@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from renderer.files import atomic
 from renderer.core.errors import RenderError, UsageError
 from renderer.core.progress import stage, waiting
+from renderer.files import atomic
 from renderer.files.formats import chosen_format
 from renderer.files.page_names import Links, page_file, pages_path
 

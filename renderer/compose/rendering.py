@@ -8,23 +8,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from renderer.core import escape
-from renderer.picture import columns, dot, graphviz_run
-from renderer.picture.scene import Scene
-from renderer.picture.columns import Columns
-from renderer.core.records import Annotations
-from renderer.core.records import AnnotationSet
-from renderer.core.errors import RenderError
-from renderer.picture.folding import Folding, fold
 from renderer.colour.heatmap import (
-    NO_COLOR, DefaultMetric, Heatmap, build, builtin_default, default_metric, operator_metrics,
+    NO_COLOR,
+    DefaultMetric,
+    Heatmap,
+    build,
+    builtin_default,
+    default_metric,
+    operator_metrics,
 )
-from renderer.core.numbers import count, format_number
-from renderer.core.ir import Model, Node
-from renderer.core.options import RenderOptions
 from renderer.compose.output_plan import OutputPlan, Written, bytes_plan
+from renderer.core import escape
+from renderer.core.errors import RenderError
+from renderer.core.ir import Model, Node
+from renderer.core.numbers import count, format_number
+from renderer.core.options import RenderOptions
 from renderer.core.progress import detail, note, stage, waiting, warn
-
+from renderer.core.records import Annotations, AnnotationSet
+from renderer.picture import columns, dot, graphviz_run
+from renderer.picture.columns import Columns
+from renderer.picture.folding import Folding, fold
+from renderer.picture.scene import Scene
 
 if TYPE_CHECKING:
     from renderer.picture.pages import Book
@@ -192,8 +196,8 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
 
 
 def _focus(scene: Scene) -> Book:
-    from renderer.picture import pages
     from renderer.core.id_rules import IdIndex, Unresolved
+    from renderer.picture import pages
 
     opts, model = scene.options, scene.model
     if opts.radius < 0:

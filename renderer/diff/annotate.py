@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from renderer.core import escape
-from renderer.core.records import Annotations, Entry, MetricInfo
 from renderer.core.options import RenderOptions
+from renderer.core.records import Annotations, Entry, MetricInfo
 from renderer.diff.change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
 
 BEFORE_AFTER = "before → after"

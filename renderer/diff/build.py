@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from renderer.core.records import Annotations, MetricInfo
-from renderer.core.errors import MetricError
 from renderer.colour.heatmap import number_of, resolve_metric
+from renderer.core.errors import MetricError
 from renderer.core.ir import ElementKey, Model
+from renderer.core.records import Annotations, MetricInfo
 from renderer.diff.change import ONLY_AFTER, ONLY_BEFORE, Diff, OpChange
 from renderer.diff.matching import match
 

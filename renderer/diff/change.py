@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass, field
 
 from renderer.colour.aggregate import combine, rule_for
-from renderer.core.records import MetricInfo
 from renderer.core.errors import UsageError
 from renderer.core.escape import clean
 from renderer.core.ir import ElementKey
 from renderer.core.numbers import format_number, signed
+from renderer.core.records import MetricInfo
 from renderer.diff.matching import Matching
 
 ONLY_BEFORE = "only before"

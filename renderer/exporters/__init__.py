@@ -5,8 +5,8 @@ copy of the model (``embed_onnx``, ``embed_tflite``), ids that resolve back (``s
 
 from __future__ import annotations
 
-from renderer.exporters.registry import EXPORTERS, exporter, exporter_modules
 from renderer.exporters.protocol import Exporter, ExportOptions, ExportResult
+from renderer.exporters.registry import EXPORTERS, exporter, exporter_modules
 
 __all__ = [
     "EXPORTERS",

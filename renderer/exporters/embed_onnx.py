@@ -17,17 +17,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from renderer.annotations.registry import input_paths
 from renderer.annotations.embedded import ENTRY, document
-from renderer.core.records import Annotations
-from renderer.files.atomic import write_bytes
+from renderer.annotations.registry import input_paths
 from renderer.core.errors import AnnographError
 from renderer.core.ir import Model
+from renderer.core.records import Annotations
+from renderer.files.atomic import write_bytes
 
 
 def embed(model: Model, annotations: Annotations, output: str | Path) -> dict[str, int]:
     """Write the copy; return counts of what was stored (operators, tensors, graph values)."""
-    from renderer.loaders.onnx.loader import graphs as graphs_of, stored_proto
+    from renderer.loaders.onnx.loader import graphs as graphs_of
+    from renderer.loaders.onnx.loader import stored_proto
 
     source = Path(model.path)
     output = Path(output)

@@ -26,16 +26,27 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from renderer.annotations.registry import input_paths
 from renderer.annotations.embedded import ENTRY, document
-from renderer.core.records import Annotations
-from renderer.files.atomic import write_bytes
+from renderer.annotations.registry import input_paths
 from renderer.core.errors import AnnographError, LoaderError
 from renderer.core.ir import Model
+from renderer.core.records import Annotations
+from renderer.files.atomic import write_bytes
 from renderer.loaders.tflite import loader as tflite_loader
 from renderer.loaders.tflite.layout import (
-    BUFFER_DATA, BUFFERS, DESCRIPTION, IDENTIFIER, META_BUFFER, META_NAME, METADATA, METADATA_BUFFER, OPERATOR_CODES,
-    SIGNATURE_DEFS, SUBGRAPHS, VERSION, Layout,
+    BUFFER_DATA,
+    BUFFERS,
+    DESCRIPTION,
+    IDENTIFIER,
+    META_BUFFER,
+    META_NAME,
+    METADATA,
+    METADATA_BUFFER,
+    OPERATOR_CODES,
+    SIGNATURE_DEFS,
+    SUBGRAPHS,
+    VERSION,
+    Layout,
 )
 
 ALIGN = 64

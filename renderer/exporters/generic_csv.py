@@ -13,8 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from renderer.core.records import Annotations, Entry
 from renderer.core.ir import Model
+from renderer.core.records import Annotations, Entry
 from renderer.exporters.protocol import ExportOptions, ExportResult
 from renderer.exporters.stable_ids import StableIds
 

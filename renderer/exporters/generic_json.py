@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 from renderer.annotations.metric_meta import describe
-from renderer.core.records import Annotations, Entry, json_values
 from renderer.core.ir import Model
+from renderer.core.records import Annotations, Entry, json_values
 from renderer.exporters.protocol import ExportOptions, ExportResult
 from renderer.exporters.stable_ids import StableIds
 

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from renderer.core.ir import ElementKey, Model
 from renderer.core.records import Entry
 from renderer.files.formats import chosen_format
-from renderer.core.ir import ElementKey, Model
 
 FORMATS = {".json": "json", ".csv": "csv", ".tsv": "tsv"}
 

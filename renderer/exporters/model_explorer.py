@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from renderer.core.records import Annotations, metric_value
+from renderer.annotations.model_explorer_ids import MAIN_GRAPH_FALLBACK, onnx_node_ids
 from renderer.core.errors import MetricError
 from renderer.core.ir import ElementKey, Graph, Model
+from renderer.core.records import Annotations, metric_value
 from renderer.exporters.protocol import ExportOptions, ExportResult
-from renderer.annotations.model_explorer_ids import MAIN_GRAPH_FALLBACK, onnx_node_ids
 
 NAME = "model-explorer"
 DESCRIPTION = "Model Explorer node data JSON (one metric; --metric to choose)"

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from renderer.core.records import Annotations, json_values, metric_value
 from renderer.core.ir import Model
+from renderer.core.records import Annotations, json_values, metric_value
 from renderer.exporters.protocol import ExportOptions, ExportResult
 
 NAME = "netron"

@@ -7,7 +7,6 @@ from renderer.core.id_rules import IdIndex, Unresolved
 from renderer.core.ir import ElementKey, Model
 
 
-
 class StableIds:
     """The name of an element when it resolves back to it, else ``S:N``."""
 

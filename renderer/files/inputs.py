@@ -21,10 +21,10 @@ import select
 import stat
 import struct
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from renderer.core.errors import AnnographError, first_line, unreadable

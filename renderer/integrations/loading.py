@@ -69,8 +69,8 @@ def load(
         AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
     """
     from renderer.annotations.registry import load_annotations, shape_profiles
-    from renderer.core.records import Annotations
     from renderer.core.ir import Model
+    from renderer.core.records import Annotations
     from renderer.loaders.registry import load_model
 
     options = options or RenderOptions()

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from renderer.core import escape
-from renderer.integrations.loading import Loaded, load, render_options
 from renderer.core.options import RenderOptions
+from renderer.integrations.loading import Loaded, load, render_options
 
 if TYPE_CHECKING:
     from renderer.compose.rendering import Drawing

@@ -140,8 +140,8 @@ class AnnographDirective(SphinxDirective):
     def _drop_idle_dims(self, model: str, fields: dict[str, Any]) -> None:
         """``:dims:`` on a model whose input shapes are all fixed pins nothing and loses nothing: a warning at
         the directive's line (the command line warns on stderr), and the picture is drawn without them."""
-        from renderer.loaders.registry import detect
         from renderer.core.pinning import idle
+        from renderer.loaders.registry import detect
 
         if fields.get("dims") and not detect(Path(model)).pinnable(Path(model)):
             for name, value in fields.pop("dims").items():
@@ -187,10 +187,10 @@ def draw(model: str, annotations: list[str], fields: dict[str, Any], sidecar: bo
     import shutil
     import tempfile
 
+    from renderer.compose.rendering import render
+    from renderer.files.page_names import pages_path
     from renderer.integrations import loading
     from renderer.reports.inline_svg import parse
-    from renderer.files.page_names import pages_path
-    from renderer.compose.rendering import render
 
     loaded = loading.load(model, annotations, loading.render_options(**fields), sidecar=sidecar)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -267,8 +267,8 @@ def visit_html(self: Any, node: annograph) -> None:
 
 
 def visit_latex(self: Any, node: annograph) -> None:
-    from renderer.integrations import loading
     from renderer.compose.rendering import render
+    from renderer.integrations import loading
 
     source = Path(node["svg"])
     pdf = source.with_suffix(".pdf")

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from renderer.loaders.registry import LOADERS, check_dims, decode_text, detect, load_model, loader_modules
 from renderer.loaders.protocol import Loader, RealValues
+from renderer.loaders.registry import LOADERS, check_dims, decode_text, detect, load_model, loader_modules
 
 __all__ = [
     "LOADERS",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
-from renderer.files import inputs
 from renderer.core.errors import LoaderError, unreadable
+from renderer.files import inputs
 
 
 def map_file(path: Path) -> bytes | mmap.mmap:

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from renderer.files import inputs
 from renderer.core.errors import LoaderError
 from renderer.core.ir import Model
+from renderer.files import inputs
 from renderer.loaders.protocol import Loader, RealValues
 
 # One line per format: its package under renderer.loaders (the module ``loader`` in it meets ``protocol.Loader``;

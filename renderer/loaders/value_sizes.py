@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from renderer.data.operators import operator, with_fold, with_size_from
 from renderer.core.escape import clean
+from renderer.data.operators import operator, with_fold, with_size_from
 
 if TYPE_CHECKING:
     import onnx

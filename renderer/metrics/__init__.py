@@ -5,7 +5,16 @@
 from __future__ import annotations
 
 from renderer.metrics.builtin import (
-    ALL_TENSOR_METRICS, CHEAP_OP_METRICS, DEFAULT_MAX_TENSOR_ELEMENTS, EXPENSIVE_OP_METRICS, EXPENSIVE_TENSOR_METRICS, OP_METRICS, TENSOR_METRICS, augment, compute, totals,
+    ALL_TENSOR_METRICS,
+    CHEAP_OP_METRICS,
+    DEFAULT_MAX_TENSOR_ELEMENTS,
+    EXPENSIVE_OP_METRICS,
+    EXPENSIVE_TENSOR_METRICS,
+    OP_METRICS,
+    TENSOR_METRICS,
+    augment,
+    compute,
+    totals,
 )
 
 __all__ = [

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from renderer.core.records import Annotations, Entry, MetricInfo
 from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_bytes, format_count
 from renderer.core.options import RenderOptions
+from renderer.core.records import Annotations, Entry, MetricInfo
 from renderer.metrics.input_dims import SHAPE_METRICS, flags, model_free_dims
 
 # name → (unit, description). The cheap ones are added to every operator on every render.

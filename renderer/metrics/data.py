@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from renderer.core.errors import first_line
-from renderer.core.progress import bar as progress_bar
 from renderer.core.ir import Value
 from renderer.core.numbers import format_count
+from renderer.core.progress import bar as progress_bar
 from renderer.metrics.formulas import MALFORMED, NotCountable, malformed, prod
 from renderer.metrics.opview import label
 from renderer.metrics.weights import ZeroPoint, numeric

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from renderer.data.operators import operator
 from renderer.core.ir import TensorAttribute
+from renderer.data.operators import operator
 from renderer.metrics.formulas import Cost, NotCountable, matmul, per_element, prod
 from renderer.metrics.opview import Op
 

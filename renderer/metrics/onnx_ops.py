@@ -12,12 +12,22 @@ from functools import cache
 
 from renderer.data.categories import runs_subgraphs
 from renderer.data.operators import formula_table, operator
-from renderer.metrics import attention_ops
+from renderer.metrics import attention_ops, onnx_ml
 from renderer.metrics.formulas import (
-    ZERO, Cost, NotCountable, convolution, einsum, matmul, per_element, pooling, prod, recurrent, reduction, resize,
+    ZERO,
+    Cost,
+    NotCountable,
+    convolution,
+    einsum,
+    matmul,
+    per_element,
+    pooling,
+    prod,
+    recurrent,
+    reduction,
+    resize,
     transposed_convolution,
 )
-from renderer.metrics import onnx_ml
 from renderer.metrics.opview import Op
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from renderer.data.categories import runs_subgraphs
 from renderer.core.ir import ElementKey, Model, Node, Value
+from renderer.data.categories import runs_subgraphs
 from renderer.metrics import onnx_ops, tflite_ops
 from renderer.metrics.formulas import MALFORMED, Cost, NotCountable, malformed, prod
 from renderer.metrics.opview import Op, label, static_shape

@@ -11,8 +11,8 @@ bytes follow from the type's bits.
 
 from __future__ import annotations
 
-from renderer.data.operators import operator
 from renderer.core.ir import Node
+from renderer.data.operators import operator
 from renderer.metrics.formulas import prod
 from renderer.metrics.tensors import DTYPE_BITS
 from renderer.metrics.weights import trace

@@ -17,10 +17,21 @@ from functools import cache
 from renderer.data.categories import runs_subgraphs
 from renderer.data.operators import formula_table, operator
 from renderer.metrics.formulas import (
-    ZERO, Cost, NotCountable, convolution, matmul, per_element, pooling, prod, recurrent, reduction, resize,
+    ZERO,
+    Cost,
+    NotCountable,
+    convolution,
+    matmul,
+    per_element,
+    pooling,
+    prod,
+    recurrent,
+    reduction,
+    resize,
     transposed_convolution,
 )
 from renderer.metrics.opview import Op
+
 
 @dataclass(frozen=True, slots=True)
 class _Direction:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from renderer.data import categories
 from renderer.core.ir import Node, Value
+from renderer.data import categories
 from renderer.metrics.formulas import NotCountable
 
 if TYPE_CHECKING:

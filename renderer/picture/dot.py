@@ -14,15 +14,15 @@ import textwrap
 
 import graphviz
 
-from renderer.core import escape
-from renderer.core.records import Entry, metric_value
-from renderer.colour.maps import NA_COLOR, category_colors, text_color
-from renderer.picture.fanout import far_readers
-from renderer.picture.columns import Columns, Sheet
-from renderer.picture.folding import NodeKey
 from renderer.colour.heatmap import Heatmap
+from renderer.colour.maps import NA_COLOR, category_colors, text_color
+from renderer.core import escape
 from renderer.core.ir import Graph, Model, Node, SubgraphRef, Value
 from renderer.core.numbers import format_number
+from renderer.core.records import Entry, metric_value
+from renderer.picture.columns import Columns, Sheet
+from renderer.picture.fanout import far_readers
+from renderer.picture.folding import NodeKey
 from renderer.picture.scene import Scene
 
 FONT = "Helvetica"

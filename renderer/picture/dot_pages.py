@@ -17,26 +17,36 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable
+
 import graphviz
 
-from renderer.core import escape
 from renderer.colour.aggregate import combine, rule_for, shares
-from renderer.picture.fanout import far_readers, longest_path_ranks
-from renderer.core.records import MetricInfo
+from renderer.colour.heatmap import Heatmap
 from renderer.colour.maps import Scale, text_color
+from renderer.core import escape
+from renderer.core.ir import Node, Value
+from renderer.core.numbers import format_bytes, format_number, percent
+from renderer.core.records import MetricInfo
+from renderer.files.page_names import Links
+from renderer.metrics.tensors import tensor_bytes
 from renderer.picture.columns import Columns, Sheet
 from renderer.picture.dot import (
-    BORDER_COLOR, EDGE_COLOR, FONT, LINK_COLOR, Emitter, io_name, op_name, origin_id, text_row, unique_nodes,
+    BORDER_COLOR,
+    EDGE_COLOR,
+    FONT,
+    LINK_COLOR,
+    Emitter,
+    io_name,
+    op_name,
+    origin_id,
+    text_row,
+    unique_nodes,
 )
-from renderer.picture.scene import Scene
-from renderer.picture.grouping.names import display_path, series_prefix
+from renderer.picture.fanout import far_readers, longest_path_ranks
 from renderer.picture.grouping.group import Group
-from renderer.colour.heatmap import Heatmap
-from renderer.core.ir import Node, Value
-from renderer.metrics.tensors import tensor_bytes
-from renderer.core.numbers import format_bytes, format_number, percent
+from renderer.picture.grouping.names import display_path, series_prefix
 from renderer.picture.pages import Book, Inline, Page
-from renderer.files.page_names import Links
+from renderer.picture.scene import Scene
 from renderer.picture.titles import distinct_titles, own_title
 
 STUB_FILL = "#f4f4f4"

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
-from renderer.data import operators
 from renderer.core.ir import Model, Node, Value
+from renderer.data import operators
 
 
 @cache

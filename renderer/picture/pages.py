@@ -12,11 +12,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from renderer.picture.grouping.names import display_path, name_run
-from renderer.picture.grouping.build import group_model, repeated_runs
-from renderer.picture.grouping.group import Group
 from renderer.core.ir import Graph, Model, Node, Value
 from renderer.files.page_names import page_stem
+from renderer.picture.grouping.build import group_model, repeated_runs
+from renderer.picture.grouping.group import Group
+from renderer.picture.grouping.names import display_path, name_run
 
 NodeKey = tuple[str, int, int]
 

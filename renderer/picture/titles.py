@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 from renderer.core.ir import Graph, SubgraphRef
-from renderer.picture.grouping.names import SYNTHETIC_KINDS, computes
 from renderer.picture.grouping.group import Group
+from renderer.picture.grouping.names import SYNTHETIC_KINDS, computes
 
 PASSED_OVER = SYNTHETIC_KINDS | {"packed"}
 """Kinds whose names are no qualifier (``pages.PACK_KIND`` is ``packed``)."""

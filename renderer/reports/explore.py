@@ -16,10 +16,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from renderer.core import escape
-from renderer.core.records import metric_value
 from renderer.core.numbers import format_number
-from renderer.picture.scene import Scene
+from renderer.core.records import metric_value
 from renderer.data.resources import folder
+from renderer.picture.scene import Scene
 
 if TYPE_CHECKING:
     from renderer.core.ir import Node

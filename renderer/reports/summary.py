@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from renderer.core import escape
 from renderer.colour.aggregate import rule_for
-from renderer.core.numbers import format_number, percent
-from renderer.picture.scene import Scene
-from renderer.core.errors import UsageError
 from renderer.colour.heatmap import number_of
+from renderer.core import escape
+from renderer.core.errors import UsageError
+from renderer.core.numbers import format_number, percent
 from renderer.core.options import SUMMARY_MAX_TOP_K
+from renderer.picture.scene import Scene
 
 MAX_COVERAGE = 10
 MAX_META = 8

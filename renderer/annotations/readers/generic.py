@@ -32,13 +32,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from renderer.files import inputs
-from renderer.core.errors import AnnotationError, first_line
-from renderer.core.ir import Model
 from renderer.annotations.lookup import MAX_LINE_CHARS, bounded_lines, parse_json
 from renderer.annotations.metric_meta import read_metric_infos
-from renderer.core.records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
 from renderer.annotations.style import validate_style
+from renderer.core.errors import AnnotationError, first_line
+from renderer.core.ir import Model
+from renderer.core.records import MAX_VALUES_PER_ELEMENT, AnnotationSet, Entry, Ref
+from renderer.files import inputs
 
 NAME = "generic"
 DESCRIPTION = "annograph's own format (JSON, YAML, CSV or Netron-style key: value text)"

@@ -27,12 +27,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from renderer.annotations.lookup import load_json, node_ref
+from renderer.annotations.style import normalize_color
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import whole_number
 from renderer.core.ir import Graph, Model, Node
-from renderer.annotations.lookup import load_json, node_ref
 from renderer.core.records import AnnotationSet, Entry, MetricInfo, metric_value
-from renderer.annotations.style import normalize_color
 
 NAME = "model-explorer"
 DESCRIPTION = "Model Explorer node data JSON (graph-keyed or bare, results by node id or output tensor)"

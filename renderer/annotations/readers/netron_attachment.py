@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from renderer.annotations.lookup import load_json, node_ref, value_ref
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex, whole_number
 from renderer.core.ir import Model
-from renderer.annotations.lookup import load_json, node_ref, value_ref
 from renderer.core.records import AnnotationSet, Entry, Ref
 
 NAME = "netron"

@@ -15,10 +15,10 @@ import re
 from contextlib import closing
 from pathlib import Path
 
+from renderer.annotations.lookup import csv_rows, node_ref, number
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
-from renderer.annotations.lookup import csv_rows, node_ref, number
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 
 NAME = "onnx-tool"

@@ -26,14 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from renderer.files import inputs
-from renderer.core.errors import AnnotationError
-from renderer.core.id_rules import IdIndex
-from renderer.core.ir import Model, Node
 from renderer.annotations.lookup import MAX_JSON_BYTES, MAX_LINE_CHARS, attribute_fused, node_ref, record_bound
 from renderer.annotations.measures import Where, measure
 from renderer.annotations.readers.openvino_counters import find_node
+from renderer.core.errors import AnnotationError
+from renderer.core.id_rules import IdIndex
+from renderer.core.ir import Model, Node
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
+from renderer.files import inputs
 
 NAME = "openvino-exec-graph"
 DESCRIPTION = "OpenVINO execution graph with execTimeMcs (benchmark_app -exec_graph_path, performance counters on)"

@@ -32,13 +32,19 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from renderer.annotations.lookup import (
+    LineTooLong,
+    load_json,
+    node_ref,
+    numbered_lines,
+    open_text,
+    ort_node_indices,
+    record_bound,
+)
+from renderer.annotations.measures import finite_decoder, mean, refused, total
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex, whole_number
 from renderer.core.ir import Model, Node
-from renderer.annotations.lookup import (
-    LineTooLong, load_json, node_ref, numbered_lines, open_text, ort_node_indices, record_bound,
-)
-from renderer.annotations.measures import finite_decoder, mean, refused, total
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 
 NAME = "ort"

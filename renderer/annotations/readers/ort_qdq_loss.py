@@ -33,10 +33,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from renderer.annotations.lookup import load_json, node_ref, value_ref
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node, Value
-from renderer.annotations.lookup import load_json, node_ref, value_ref
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 
 NAME = "qdq-loss"

@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from renderer.files import inputs
+from renderer.annotations.lookup import MAX_JSON_BYTES, attribute_fused, json_items, node_ref, record_bound
+from renderer.annotations.measures import Where
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
-from renderer.annotations.lookup import MAX_JSON_BYTES, attribute_fused, json_items, node_ref, record_bound
-from renderer.annotations.measures import Where
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
+from renderer.files import inputs
 
 NAME = "tensorrt"
 DESCRIPTION = "TensorRT trtexec --exportProfile JSON (with --exportLayerInfo beside it)"

@@ -50,11 +50,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from renderer.annotations.lookup import node_ref, number, numbered_lines, open_text, record_bound
+from renderer.annotations.measures import Where, measure, total
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
-from renderer.annotations.lookup import node_ref, number, numbered_lines, open_text, record_bound
-from renderer.annotations.measures import Where, measure, total
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-benchmark"

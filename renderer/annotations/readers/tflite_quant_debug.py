@@ -26,9 +26,9 @@ import math
 from contextlib import closing
 from pathlib import Path
 
+from renderer.annotations.lookup import csv_rows, node_ref, number, value_ref
 from renderer.core.errors import AnnotationError
 from renderer.core.ir import Model, Node, Value
-from renderer.annotations.lookup import csv_rows, node_ref, number, value_ref
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 
 NAME = "tflite-debugger"

@@ -41,13 +41,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from renderer.annotations.lookup import (
+    MAX_COLUMNS,
+    bounded_lines,
+    column_names,
+    node_ref,
+    numbered_lines,
+    open_text,
+    record_bound,
+)
+from renderer.annotations.measures import Where, measure, total
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
-from renderer.annotations.lookup import (
-    MAX_COLUMNS, bounded_lines, column_names, node_ref, numbered_lines, open_text, record_bound,
-)
-from renderer.annotations.measures import Where, measure, total
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 
 NAME = "vela"

@@ -22,15 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from renderer.core import ir
-from renderer.data.categories import category
 from renderer.core.errors import LoaderError, OperatorDataError, first_line
 from renderer.core.progress import detail
-from renderer.loaders.registry import decode_text, refuse_impossible_shapes
-from renderer.loaders.protocol import RealValues
+from renderer.data.categories import category
 from renderer.loaders import free_dims
 from renderer.loaders.free_dims import unnamed_dim_name
-from renderer.loaders.onnx import wire as onnx_wire, ort_shapes
 from renderer.loaders.mapped import map_file
+from renderer.loaders.onnx import ort_shapes
+from renderer.loaders.onnx import wire as onnx_wire
+from renderer.loaders.protocol import RealValues
+from renderer.loaders.registry import decode_text, refuse_impossible_shapes
 
 if TYPE_CHECKING:
     import onnx

@@ -227,8 +227,8 @@ def read_feeds(npz: Path, graph: onnx.GraphProto) -> dict[str, Any]:
     against the dims the inputs fix; an AnnographError naming the file otherwise."""
     from onnx import helper
 
-    from renderer.loaders.feeds import InputSpec, load_feeds
     from renderer.core.errors import AnnographError
+    from renderer.loaders.feeds import InputSpec, load_feeds
 
     initializers = {t.name for t in graph.initializer}
     specs = []

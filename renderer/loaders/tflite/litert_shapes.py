@@ -82,11 +82,11 @@ def read_feeds(npz: Path, inputs: Sequence[Any]) -> dict[int, Any]:
     """The arrays of ``npz`` for the main graph's ``inputs`` (``ir.Value``s: each there by tensor name, nothing
     else, cast to the tensor's type), keyed by tensor index, each checked against the input's fixed axes (those
     not -1 in its shape signature); an AnnographError naming the file otherwise."""
-    from renderer.loaders.feeds import InputSpec, fixed_sizes, load_feeds
+    import numpy as np
+
     from renderer.core.errors import AnnographError
     from renderer.core.escape import clean
-
-    import numpy as np
+    from renderer.loaders.feeds import InputSpec, fixed_sizes, load_feeds
 
     specs = []
     for value in inputs:

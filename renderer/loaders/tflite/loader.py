@@ -44,14 +44,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from renderer.core import ir
+from renderer.core.errors import LoaderError, OperatorDataError, first_line
 from renderer.data.categories import category
 from renderer.data.operators import operator
-from renderer.core.errors import LoaderError, OperatorDataError, first_line
-from renderer.loaders.registry import decode_text, refuse_impossible_shapes
-from renderer.loaders.protocol import RealValues
-from renderer.loaders.tflite import litert_shapes, layout as tflite_layout, sparsity as tflite_sparsity
-from renderer.loaders.value_sizes import named, tflite_value_sized
 from renderer.loaders.mapped import map_file
+from renderer.loaders.protocol import RealValues
+from renderer.loaders.registry import decode_text, refuse_impossible_shapes
+from renderer.loaders.tflite import layout as tflite_layout
+from renderer.loaders.tflite import litert_shapes
+from renderer.loaders.tflite import sparsity as tflite_sparsity
+from renderer.loaders.value_sizes import named, tflite_value_sized
 
 if TYPE_CHECKING:
     import numpy as np
