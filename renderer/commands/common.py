@@ -243,12 +243,17 @@ def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: 
     with stage("load") as facts:
         model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or (),
                            assume_dims=not keep_free)
-        facts.append(f"{model.path} ({model.format}, {count(len(model.graphs), 'graph')}, "
-                     f"{count(sum(len(g.nodes) for g in model.graphs), 'operator')}, "
-                     f"{count(sum(len(g.values) for g in model.graphs), 'tensor')})")
+        facts.append(_model_facts(model))
     for line in model.notes:
         warn(line)
     return model
+
+
+def _model_facts(model: Any) -> str:
+    """What ``-v`` says of a loaded model."""
+    return (f"{model.path} ({model.format}, {count(len(model.graphs), 'graph')}, "
+            f"{count(sum(len(g.nodes) for g in model.graphs), 'operator')}, "
+            f"{count(sum(len(g.values) for g in model.graphs), 'tensor')})")
 
 
 def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True,
@@ -258,11 +263,18 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
 
     Prints one coverage line per source that has rows (a warning when some ids match nothing, else a note).
     """
-    from renderer.annotations.registry import load_annotations, shape_profiles
+    from renderer.annotations.registry import load_annotations
+    from renderer.core.pinning import parse
+    from renderer.integrations.loading import load_model_for
 
     path = model_path or args.model
-    profiles = shape_profiles(path, args.annotations, args.annotations_format, sidecar=not args.no_sidecar)
-    model = load_noted(path, args.dim, check_dims, getattr(args, "inputs", None), profiles, args.keep_free_dims)
+    with stage("load") as facts:
+        model = load_model_for(path, args.annotations, fmt=args.annotations_format, sidecar=not args.no_sidecar,
+                               dims=parse(args.dim), check_dims=check_dims, inputs=getattr(args, "inputs", None),
+                               keep_free_dims=args.keep_free_dims)
+        facts.append(_model_facts(model))
+    for line in model.notes:
+        warn(line)
     with stage("annotations") as facts:
         annotations = load_annotations(args.annotations, model, fmt=args.annotations_format, strict=args.strict,
                                        sidecar=not args.no_sidecar, embedded=embedded)

@@ -1,5 +1,6 @@
 """A model, its annotations and the render options from what a caller hands over, read as ``annograph render``
-reads them: shared by ``renderer.show`` (Jupyter) and the Sphinx directive.
+reads them: shared by ``renderer.show`` (Jupyter) and the Sphinx directive; ``load_model_for``, how a model is
+loaded beside its annotation files, by the command line too.
 
 Paths or already-loaded objects are accepted; the model's own annotations and its sidecar files are merged
 first, as the command does. Without ``color_by`` the default metric colours the boxes, decided where every
@@ -10,6 +11,7 @@ in ``Loaded.notes``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,19 +70,17 @@ def load(
     Raises:
         AnnographError (LoaderError, AnnotationError): a file that cannot be read, named in the message.
     """
-    from renderer.annotations.registry import load_annotations, shape_profiles
+    from renderer.annotations.registry import load_annotations
     from renderer.core.ir import Model
     from renderer.core.records import Annotations
-    from renderer.loaders.registry import load_model
 
     options = options or RenderOptions()
     notes: list[str] = []
     paths = [] if annotations is None or isinstance(annotations, Annotations) else [annotations] if isinstance(
         annotations, (str, Path)) else list(annotations)
     if not isinstance(model, Model):
-        profiles = shape_profiles(model, paths, annotations_format, sidecar)
-        model = load_model(model, dims=dims or options.dims, inputs=options.inputs, profiles=profiles,
-                           assume_dims=not options.keep_free_dims)
+        model = load_model_for(model, paths, fmt=annotations_format, sidecar=sidecar, dims=dims or options.dims,
+                               inputs=options.inputs, keep_free_dims=options.keep_free_dims)
         notes += model.notes
     if not isinstance(annotations, Annotations):
         annotations = load_annotations(paths, model, fmt=annotations_format, sidecar=sidecar, embedded=embedded)
@@ -89,6 +89,20 @@ def load(
     notes += [c.line() for c in annotations.coverage if c.total_ops or c.matched_tensors or c.unmatched]
     notes += annotations.notes
     return Loaded(model, annotations, options, notes, unmatched)
+
+
+def load_model_for(model: PathLike, annotation_paths: Sequence[PathLike], *, fmt: str | None = None,
+                   sidecar: bool = True, dims: dict[str, int] | None = None, check_dims: bool = True,
+                   inputs: PathLike | None = None, keep_free_dims: bool = False) -> Any:
+    """The model at ``model`` loaded as every render loads it (the command line, ``renderer.show``, Sphinx): shapes
+    that depend on input values come from ``inputs`` or from the onnxruntime profiles among the annotation files
+    and the model's sidecars; free dims nothing pins take a stated value unless ``keep_free_dims``."""
+    from renderer.annotations.registry import shape_profiles
+    from renderer.loaders.registry import load_model
+
+    profiles = shape_profiles(model, list(annotation_paths), fmt, sidecar)
+    return load_model(model, dims=dims, check_dims=check_dims, inputs=inputs, profiles=profiles,
+                      assume_dims=not keep_free_dims)
 
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
