@@ -13,6 +13,7 @@ output sizes: no polynomial).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -97,9 +98,10 @@ def _macs(model: Model) -> dict[ElementKey, int | None]:
     return {key: op.cost.macs if isinstance(op.cost, Cost) else None for key, op in model_costs(model).ops.items()}
 
 
-def _basis(xs: Sequence[int]) -> list[list[Fraction]]:
+@functools.lru_cache(maxsize=16)
+def _basis(xs: tuple[int, ...]) -> list[list[Fraction]]:
     """The Lagrange basis of ``xs``: for each i the coefficients (by power) of the polynomial 1 at xs[i], 0 at
-    the others."""
+    the others (the same few grids serve every operator of a model: kept)."""
     result = []
     for i, xi in enumerate(xs):
         poly, scale = [Fraction(1)], Fraction(1)
@@ -114,7 +116,7 @@ def _basis(xs: Sequence[int]) -> list[list[Fraction]]:
 def interpolate(names: tuple[str, ...], grids: Sequence[Sequence[int]],
                 values: Mapping[tuple[int, ...], int]) -> Polynomial:
     """The polynomial of degree < len(grids[i]) in each name through ``values`` (grid point → value), exactly."""
-    bases = [_basis(grid) for grid in grids]
+    bases = [_basis(tuple(grid)) for grid in grids]
     terms: dict[Monomial, Fraction] = {}
     for point, value in values.items():
         if not value:

@@ -233,11 +233,15 @@ class _PageEmitter(Emitter):
                 rule_for(heat.metric, heat.info, self.opts.aggregate) != "sum":
             return
         values = heat.values
-        root = self.book.pages[0].group
-        total = math.fsum(v for v in (values.get(n.key) for n in root.members()) if v is not None and math.isfinite(v))
 
         def summed(nodes: Iterable[Node]) -> float:
             return math.fsum(v for v in (values.get(n.key) for n in nodes) if v is not None and math.isfinite(v))
+
+        root = self.book.pages[0].group
+        known = self.scene.cache.get("share total")  # the model total, once per book, not once per page
+        if not (isinstance(known, tuple) and known[0] is root):
+            known = self.scene.cache["share total"] = (root, summed(root.members()))
+        total = known[1]
 
         keys = [id(run[0]) for run in self.runs] + [0]
         parts = [summed(n for g in run for n in g.members()) for run in self.runs] + [summed(self.page.drawn_ops())]

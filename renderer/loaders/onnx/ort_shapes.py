@@ -94,7 +94,8 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
     if answer.get("ones"):
         on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
-    sized = [name for name in missing if name in value_sized(graph)] if feeds is None else []
+    depending = value_sized(graph) if feeds is None else set()
+    sized = [name for name in missing if name in depending]
     if reason:
         return [f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
             "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")], None
