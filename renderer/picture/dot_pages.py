@@ -238,9 +238,9 @@ class _PageEmitter(Emitter):
             return math.fsum(v for v in (values.get(n.key) for n in nodes) if v is not None and math.isfinite(v))
 
         root = self.book.pages[0].group
-        known = self.scene.cache.get("share total")  # the model total, once per book, not once per page
-        if not (isinstance(known, tuple) and known[0] is root):
-            known = self.scene.cache["share total"] = (root, summed(root.members()))
+        known = self.scene.share_total  # the model total, once per book, not once per page
+        if known is None or known[0] is not root:
+            known = self.scene.share_total = (root, summed(root.members()))
         total = known[1]
 
         keys = [id(run[0]) for run in self.runs] + [0]

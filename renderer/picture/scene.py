@@ -10,6 +10,7 @@ from renderer.core.ir import Model, Node
 from renderer.core.options import RenderOptions
 from renderer.core.records import Annotations
 from renderer.picture.folding import Folding
+from renderer.picture.grouping.group import Group
 
 
 @dataclass(slots=True)
@@ -22,6 +23,8 @@ class Scene:
         totals: model-wide figures for the legend (``metrics.builtin.totals``).
         missing: drawn operators without a value of the colour metric, computed on first use (every page of a
             book asks).
+        share_total: the book's root group and the model total of a summed colour metric, computed on first use
+            (every page's shares are of it).
         colour_choice: the default colour metric ``rendering.prepare`` chose and why (None: the caller named it).
     """
 
@@ -33,4 +36,5 @@ class Scene:
     totals: dict[str, str] = field(default_factory=dict)
     folding: Folding = field(default_factory=lambda: Folding(frozenset()))
     missing: list[Node] | None = None
+    share_total: tuple[Group, float] | None = None
     colour_choice: DefaultMetric | None = None
