@@ -93,6 +93,14 @@ def test_no_import_circles() -> None:
     assert _cycle(_graph()) == []
 
 
+def test_the_picture_writes_nothing() -> None:
+    """``picture/`` makes DOT and runs Graphviz; it writes no output: the atomic writer is for ``compose`` and the
+    commands."""
+    offenders = sorted(module for module, targets in _graph().items()
+                       if module.startswith("renderer.picture.") and "renderer.files.atomic" in targets)
+    assert not offenders, offenders
+
+
 def test_the_checks_see_a_circle_and_a_climb() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     source = "from renderer.compose.rendering import render\n\ndef f():\n    from ..picture import dot\n"
