@@ -1,6 +1,6 @@
 """Big models (issue 9): time and peak memory of the default full report, against bare ``dot`` on the flat DOT.
 
-    python benchmarks/bench_big.py [--cap 120] [--only NAME] [--no-bare] [--keep DIR]
+    python benchmarks/bench_big.py [--cap 120] [--only NAME] [--no-bare] [--keep DIR] [--repeat 1]
 
 The transformers are built here, reproducibly and without torch (``benchmarks/transformer_models.py``: the
 graph torch's TorchScript exporter writes for a BERT encoder, with its Shape → Gather → Unsqueeze → Concat →
@@ -11,6 +11,8 @@ Reshape, Range and Expand shape computations):
     transformer-400-shapes    4 layers, 387 operators
     bert_scoped / bert_dynamo the torch-exported samples (samples/onnx/, 1,147 and 430 operators), when present
     scaling-2k … scaling-20k  22, 56, 112 and 224 layers (1,989 to 19,967 operators), for the time per operator
+    tts-int8-3.6k             tests/tts_int8.py's Kokoro-shaped int8 TTS at 20 encoder layers (3,656 operators;
+                              onnxruntime's quantizer builds it, ~20 s)
 
 Each case runs ``annograph render MODEL -o out.svg`` (the default full report: the overview and every page
 once the report has pages) in a fresh subprocess, so peak memories do not mix. Peak memory is that of the
@@ -21,8 +23,14 @@ run, ``dot -Tsvg`` on the flat DOT (``--collapse none`` when the CLI has it) giv
 ours / bare. Every run is capped at ``--cap`` seconds and reported as ``>CAP s`` when killed; a bigger model
 of a series whose smaller one already hit the cap is not run (``>CAP s, skipped``).
 
+Every case is also printed as a multiple of the yardstick (``benchmarks/yardstick.py``: ``dot -Tsvg`` on a chain of
+2,000 boxes, the median of 3 runs measured just before the case), so the figures of a loaded machine compare: the
+yardstick, the floor (bare dot on the flat DOT) and ours, each in seconds and ours as both ratios. ``--repeat N``
+runs each render N times and prints the median and the spread.
+
 The goals (issue 9, on a 2-core machine) are printed against the figures: ≤ 5 s for the 3,600-op
-transformer, ≤ 2 s for the 400-op one, ≤ 20 s for 20,000 operators with close to linear growth, ≤ 1 GiB.
+transformer, ≤ 2 s for the 400-op one, ≤ 20 s for 20,000 operators with close to linear growth, ≤ 1 GiB;
+and issue 30's: the int8 TTS ≤ 6× the yardstick, the 20k-op graph ≤ 20×.
 """
 
 from __future__ import annotations
@@ -55,6 +63,8 @@ class Case:
     sample: str = ""  # a file under samples/onnx instead of a generated model
     goal: float | None = None
     series: str = ""  # cases of one series grow in size: once one hits the cap, the bigger ones are skipped
+    yardsticks: float | None = None  # issue 30: at most this many yardsticks
+    tts: bool = False  # tests/tts_int8.py's model at ``layers`` encoder layers
 
 
 CASES = (
@@ -66,7 +76,8 @@ CASES = (
     Case("scaling-2k", 22, series="scaling"),
     Case("scaling-5k", 56, series="scaling"),
     Case("scaling-10k", 112, series="scaling"),
-    Case("scaling-20k", 224, goal=20.0, series="scaling"),
+    Case("scaling-20k", 224, goal=20.0, series="scaling", yardsticks=20.0),
+    Case("tts-int8-3.6k", 20, tts=True, yardsticks=6.0),
 )
 
 
@@ -77,6 +88,8 @@ class Measure:
     detail: str = ""
     skipped: bool = False
     failed: str = ""
+    spread: str = ""
+    cpu: float = 0.0  # user + system seconds of annograph and every process it waited for
 
     def time_text(self, cap: float) -> str:
         if self.failed:
@@ -145,7 +158,7 @@ def measure_render(argv: list[str], cap: float) -> Measure:
         # the sum is an upper bound, the sampled tree a lower one
         detail = (f"upper bound: annograph {own['self'] / 2**20:.0f} MiB + largest child "
                   f"{own['children'] / 2**20:.0f} MiB; sampled tree {sampled / 2**20:.0f} MiB")
-        return Measure(seconds, peak, detail)
+        return Measure(seconds, peak, detail, cpu=own["cpu"])
     finally:
         report.unlink(missing_ok=True)
 
@@ -155,8 +168,9 @@ def child(report: str, argv: list[str]) -> int:
 
     rc = main(argv)
     # ru_maxrss is in KiB on Linux
-    usage = {"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-             "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    usage = {"self": own.ru_maxrss * 1024, "children": children.ru_maxrss * 1024,
+             "cpu": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime}
     Path(report).write_text(json.dumps(usage))
     return rc
 
@@ -184,8 +198,14 @@ def model_for(case: Case, folder: Path) -> Path | None:
         path = ROOT / "samples" / "onnx" / case.sample
         return path if path.exists() else None
     path = folder / f"{case.name}.onnx"
-    if not path.exists():
-        transformer_models.write(path, case.layers, case.names)
+    if path.exists():
+        return path
+    if case.tts:
+        sys.path.insert(0, str(ROOT / "tests"))
+        import tts_int8
+
+        return tts_int8.save_int8(path, case.layers)
+    transformer_models.write(path, case.layers, case.names)
     return path
 
 
@@ -200,13 +220,16 @@ def fmt_bytes(n: int) -> str:
 
 
 def run_case(case: Case, model: Path, folder: Path, args: argparse.Namespace, flat_flags: list[str],
-             skip_ours: bool, skip_bare: bool) -> tuple[Measure, Measure | None]:
+             skip_ours: bool, skip_bare: bool, unit: tuple[float, float] | None = None
+             ) -> tuple[Measure, Measure | None]:
+    """Ours and the floor (bare dot on the flat DOT) for ``case``, each printed; ``unit``: the yardstick's
+    wall and CPU seconds, measured just before."""
     out = folder / case.name / "out.svg"
     out.parent.mkdir(parents=True, exist_ok=True)
     if skip_ours:
         ours = Measure(None, skipped=True)
     else:
-        ours = measure_render(["render", str(model), "-q", "-o", str(out)], args.cap)
+        ours = measure_repeated(["render", str(model), "-q", "-o", str(out)], args.cap, args.repeat)
     pages = out.parent / (out.name + ".pages")
     page_count = 1 + (len([p for p in pages.rglob("*.svg")]) if pages.is_dir() else 0) if out.exists() else 0
     bare = None
@@ -216,21 +239,38 @@ def run_case(case: Case, model: Path, folder: Path, args: argparse.Namespace, fl
         else:
             flat = folder / case.name / "flat.dot"
             made = subprocess.run([sys.executable, "-m", "renderer", "render", str(model), "-q", *flat_flags,
-                                   "-o", str(flat)], capture_output=True, text=True, env=ENV)
+                                   "-o", str(flat)], check=False, capture_output=True, text=True, env=ENV)
             if made.returncode != 0:
                 bare = Measure(None, failed=(made.stderr.strip().splitlines() or ["?"])[-1])
             else:
                 bare = measure_dot(flat, folder / case.name / "bare.svg", args.cap)
     line = f"  annograph render -o out.svg: {ours.time_text(args.cap)}"
     if ours.seconds is not None and not ours.failed:
-        line += f", peak {fmt_bytes(ours.peak_bytes)} ({ours.detail}), {page_count} page(s)"
+        line += f"{ours.spread}, peak {fmt_bytes(ours.peak_bytes)} ({ours.detail}), {page_count} page(s)"
     print(line, flush=True)
+    if unit and ours.seconds and not ours.failed:
+        print(f"  = {ours.seconds / unit[0]:.1f}× the yardstick's wall time; CPU {ours.cpu:.2f} s = "
+              f"{ours.cpu / unit[1]:.1f}× the yardstick's CPU", flush=True)
     if bare is not None:
         line = f"  bare dot -Tsvg on the flat DOT: {bare.time_text(args.cap)}"
         if bare.seconds is not None and not bare.failed:
             line += f", peak {fmt_bytes(bare.peak_bytes)}"
         print(line + f"; ratio ours/bare: {ratio(ours, bare, args.cap)}", flush=True)
     return ours, bare
+
+
+def measure_repeated(argv: list[str], cap: float, repeat: int) -> Measure:
+    """``measure_render`` ``repeat`` times: the median run, its ``spread`` the fastest and slowest."""
+    runs = [measure_render(argv, cap) for _ in range(max(1, repeat))]
+    timed = sorted((m for m in runs if m.seconds is not None and not m.failed), key=lambda m: m.seconds or 0.0)
+    if len(timed) < len(runs):
+        return next(m for m in runs if m.seconds is None or m.failed)
+    median = timed[len(timed) // 2]
+    if len(timed) > 1:
+        cpus = sorted(m.cpu for m in timed)
+        median.spread = (f" (of {len(timed)}: {timed[0].seconds:.2f}–{timed[-1].seconds:.2f} s; CPU "
+                         f"{cpus[0]:.2f}–{cpus[-1]:.2f} s)")
+    return median
 
 
 def ratio(ours: Measure, bare: Measure, cap: float) -> str:
@@ -263,12 +303,15 @@ def main() -> int:
                         help="run only the cases whose name contains NAME (repeatable)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare dot baseline")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write the models and outputs here and keep them")
+    parser.add_argument("--repeat", type=int, default=1, help="renders of each case (the median is shown)")
     args = parser.parse_args()
+    from benchmarks import yardstick
 
     flat_flags = ["--collapse", "none"] if "--collapse" in render_help() else []
     print("flat DOT made with: " + " ".join(["annograph render MODEL", *flat_flags, "-o flat.dot"]))
     cases = [c for c in CASES if not args.only or any(o in c.name for o in args.only)]
     results: dict[str, tuple[int, Measure, Measure | None]] = {}
+    units: dict[str, tuple[float, float]] = {}
     capped: dict[str, set[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
@@ -281,7 +324,10 @@ def main() -> int:
             ops = operator_count(model)
             print(f"{case.name}: {ops:,} operators, {model.stat().st_size / 2**20:.1f} MiB model", flush=True)
             hit = capped.setdefault(case.series, set()) if case.series else set()
-            ours, bare = run_case(case, model, folder, args, flat_flags, "ours" in hit, "bare" in hit)
+            unit = units[case.name] = yardstick.seconds(), yardstick.cpu_seconds()
+            print(f"  yardstick (dot -Tsvg, {yardstick.NODES:,}-box chain): {unit[0]:.2f} s, CPU {unit[1]:.2f} s; "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+            ours, bare = run_case(case, model, folder, args, flat_flags, "ours" in hit, "bare" in hit, unit)
             if case.series:
                 if ours.seconds is None:
                     hit.add("ours")
@@ -300,18 +346,34 @@ def main() -> int:
             (n0, t0), (n1, t1) = timed[0], timed[-1]
             print(f"  growth {n0:,} → {n1:,} ops: time ×{t1 / t0:.2f} for ops ×{n1 / n0:.2f} "
                   f"(linear = 1.00, measured {(t1 / t0) / (n1 / n0):.2f})")
+    print_goals(cases, results, units, args.cap)
+    return 0
+
+
+def print_goals(cases: list[Case], results: dict[str, tuple[int, Measure, Measure | None]],
+                units: dict[str, tuple[float, float]], cap: float) -> None:
     print("goals:")
     for case in cases:
-        if case.goal is not None and case.name in results:
-            print(goal_line(f"{case.name} ({results[case.name][0]:,} ops)", results[case.name][1], case.goal,
-                            args.cap))
+        if case.name not in results:
+            continue
+        ops, ours = results[case.name][:2]
+        if case.goal is not None:
+            print(goal_line(f"{case.name} ({ops:,} ops)", ours, case.goal, cap))
+        if case.yardsticks is not None:
+            if ours.seconds is None or ours.failed:
+                print(f"GOAL {case.name} ≤ {case.yardsticks:g}× the yardstick: {ours.time_text(cap)}, MISSED")
+                continue
+            (wall, cpu), goal = units[case.name], case.yardsticks
+            print(f"GOAL {case.name} ({ops:,} ops) ≤ {goal:g}× the yardstick: wall {ours.seconds / wall:.1f}× "
+                  f"({ours.seconds:.2f} s / {wall:.2f} s), {'met' if ours.seconds / wall <= goal else 'MISSED'}; "
+                  f"CPU {ours.cpu / cpu:.1f}× ({ours.cpu:.2f} s / {cpu:.2f} s), "
+                  f"{'met' if ours.cpu / cpu <= goal else 'MISSED'}")
     measured = [(name, r[1]) for name, r in results.items() if r[1].seconds is not None and not r[1].failed]
     if measured:
         name, worst = max(measured, key=lambda item: item[1].peak_bytes)
         verdict = "met" if worst.peak_bytes <= MEMORY_GOAL else "MISSED"
         print(f"GOAL peak memory ≤ 1 GiB: worst {fmt_bytes(worst.peak_bytes)} ({name}), {verdict} "
               f"(runs killed at the cap not counted)")
-    return 0
 
 
 if __name__ == "__main__":

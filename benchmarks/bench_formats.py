@@ -6,7 +6,9 @@ CPU is user + system time of ``annograph render`` and every process it waits for
 workers), read from ``getrusage(RUSAGE_CHILDREN)`` around each run: wall time on a shared 2-core machine says
 more about the neighbours than about us. Each case renders the model to ``-o m.svg`` (the baseline), then
 ``-o m.png``, ``-o m.pdf``, ``-o m.svg -o m.pdf`` (one call, one layout) and ``-o m.html``; the median of
-``--repeat`` runs of each. The HTML report's size is printed too.
+``--repeat`` runs of each, and the spread of each ratio over the rounds (each round's format against that round's
+SVG). The HTML report's size is printed too, and every case starts with the yardstick (``benchmarks/yardstick.py``:
+``dot -Tsvg`` on a chain of 2,000 boxes, its CPU) and the SVG as a multiple of it, with the machine's load.
 
     tts-int8-3.6k   tests/tts_int8.py's Kokoro-shaped int8 TTS transformer at 20 encoder layers (3,656
                     operators: quantize_dynamic's DynamicQuantizeLinear → MatMulInteger/ConvInteger chains),
@@ -60,9 +62,12 @@ def model_for(name: str, folder: Path) -> Path:
 
 
 def run_case(name: str, folder: Path, repeat: int) -> None:
+    from benchmarks import yardstick
+
     model = model_for(name, folder)
     out = folder / name
     out.mkdir(exist_ok=True)
+    unit = yardstick.cpu_seconds()
     base = [sys.executable, "-m", "renderer", "render", str(model), "-q"]
     times: dict[str, list[float]] = {run: [] for run in RUNS}
     for _ in range(repeat):  # interleaved, so a busy minute on the machine weighs on every format alike
@@ -71,14 +76,23 @@ def run_case(name: str, folder: Path, repeat: int) -> None:
             times[run].append(cpu_seconds([*base, *outputs]))
     svg = statistics.median(times["svg"])
     size = (out / "m.html").stat().st_size
-    print(f"{name}: svg {svg:.2f} s CPU; " + ", ".join(
-        f"{run} {statistics.median(t):.2f} s = {statistics.median(t) / svg:.2f}×" for run, t in times.items()
-        if run != "svg") + f"; HTML report {size / 1e6:.2f} MB", flush=True)
+    print(f"{name}: yardstick {unit:.2f} s CPU, load {os.getloadavg()[0]:.1f}; svg {svg:.2f} s CPU = "
+          f"{svg / unit:.1f}× the yardstick; " + ", ".join(
+              f"{run} {statistics.median(t):.2f} s = {statistics.median(t) / svg:.2f}×{_spread(t, times['svg'])}"
+              for run, t in times.items() if run != "svg") + f"; HTML report {size / 1e6:.2f} MB", flush=True)
     for run, goal in GOALS.get(name, {}).items():
         ratio = statistics.median(times[run]) / svg
         print(f"  GOAL {run} ≤ {goal}× the SVG: {ratio:.2f}×, {'met' if ratio <= goal else 'MISSED'}")
     if name != "light_resnet50":
         print(f"  GOAL HTML report ≤ 8 MB: {size / 1e6:.2f} MB, {'met' if size <= HTML_GOAL else 'MISSED'}")
+
+
+def _spread(times: list[float], svg: list[float]) -> str:
+    """`` (1.10–1.25×)``: the lowest and highest of each round's ratio to that round's SVG; "" for one round."""
+    if len(times) < 2:
+        return ""
+    ratios = sorted(t / s for t, s in zip(times, svg))
+    return f" ({ratios[0]:.2f}–{ratios[-1]:.2f}×)"
 
 
 def main() -> int:

@@ -318,9 +318,49 @@ def _tie(path: object, one: Cache, values: Mapping[str, int], notes: list[str]) 
     return {}
 
 
+def retries(slots: Sequence[Slot], assumed: Sequence[AssumedDim],
+            inputs: Mapping[str, list[int]]) -> list[tuple[dict[str, int], dict[str, list[int]]]]:
+    """Other sizes to run the model at when it fails at the assumed ones: each height, width or sequence dim
+    assumed by default takes the data file's ``retry`` sizes in turn, then height and width take them together.
+    Each try: (the dims changed, every input's dims)."""
+    sizes = _data()["retry"]
+    tied = any(a.source in (TIED, EXPRESSION) for a in assumed)
+    free = [a for a in assumed if a.source == "default" and a.role in sizes and not (tied and a.role == "sequence")]
+    changes = [{a.name: v} for a in free for v in sizes[a.role] if v != a.value]
+    square = [a.name for a in free if a.role in ("height", "width")]
+    if len(square) == 2:
+        changes += [dict.fromkeys(square, v) for v in sizes["height"]]
+    tries = []
+    for change in changes:
+        dims = {name: list(shape) for name, shape in inputs.items()}
+        for slot in slots:
+            if slot.dim in change and slot.input in dims:
+                dims[slot.input][slot.axis] = change[slot.dim]
+        tries.append((change, dims))
+    return tries
+
+
+RUNS = "the first size onnxruntime runs"
+"""How the source of a dim taken again after a failed shape run begins (``retried``)."""
+
+
+def retried(assumed: Sequence[AssumedDim], tried: Sequence[Mapping[str, int]], reason: str) -> dict[str, tuple[int, str]]:
+    """The dims of the last of ``tried`` (the one that ran), each with why: the assumed size failed (where, from
+    onnxruntime's ``reason``), and the sizes tried for it."""
+    at = re.search(r"running (\w+) node\. Name:'([^']{0,80})", reason)
+    where = f"at {at.group(1)} {clean(at.group(2), 80)}" if at else f"({clean(reason, 80)})"
+    value_of = {a.name: a.value for a in assumed}
+    result = {}
+    for name, value in tried[-1].items():
+        sizes = [str(t[name]) for t in tried if name in t]
+        result[name] = (value, f"{RUNS} ({value_of.get(name)} fails {where}; tried {', '.join(sizes)})")
+    return result
+
+
 def described(assumed: Sequence[AssumedDim]) -> str:
     """``batch=1, height=224 assumed; total_sequence_length=129 following (--dim to change)``: the values taken,
-    then those that follow from them (a KV cache's total, an expression); "" when nothing is assumed."""
+    then those that follow from them (a KV cache's total, an expression), then why a size was taken after the
+    assumed one failed (``retried``); "" when nothing is assumed."""
     if not assumed:
         return ""
     chosen = [f"{clean(a.name, 40)}={a.value}" for a in assumed if a.source not in (TIED, EXPRESSION)]
@@ -328,10 +368,12 @@ def described(assumed: Sequence[AssumedDim]) -> str:
     text = f"{', '.join(chosen)} assumed" if chosen else ""
     if follow:
         text += ("; " if text else "") + f"{', '.join(follow)} following"
-    return f"{text} (--dim to change)"
+    runs = "".join(f"; {clean(a.name, 40)}={a.value} is {a.source}" for a in assumed if a.source.startswith(RUNS))
+    return f"{text} (--dim to change){runs}"
 
 
-__all__ = ["PRESETS", "Cache", "Slot", "assume", "caches", "described", "expression_value", "presets", "roles"]
+__all__ = ["PRESETS", "RUNS", "Cache", "Slot", "assume", "caches", "described", "expression_value", "presets",
+           "retried", "retries", "roles"]
 
 
 def unnamed_dim_name(input_name: str, axis: int) -> str:

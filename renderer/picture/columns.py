@@ -41,6 +41,11 @@ CUT_WINDOW = 0.25
 PAGED_STRIP_PT = 9000.0
 """A flat picture laid out as a strip longer than this is drawn as an overview with pages instead (each page then
 in columns where it needs them): an overview reads at a glance where a picture of many columns does not."""
+SEQUENCE_GAIN = 1.25
+"""The cut in reading order replaces the cut between items only when that makes the longest band this much
+shorter: the cut between items keeps the first layout's order across flows, on a page of one flow the same."""
+RANK_GAP_PT = 0.35 * 72 + 12
+"""What dot puts between two ranks (``ranksep``) and an edge's label, roughly."""
 PAD_PT = 2 * 0.3 * 72
 """What the emitters' ``pad`` (0.3 in each side) adds to the size dot's ``-Tplain`` gives."""
 TURN_COLOR = "#1a4f8b"
@@ -264,7 +269,9 @@ def _aim(rankdir: str) -> float:
 
 def cut(columns: Columns, count: int) -> dict[str, int]:
     """Each atom's column: ``count`` bands of about equal length along the ranks of the first layout, each cut
-    between items, where the fewest edges cross near its even place (empty: no place to cut)."""
+    between items, where the fewest edges cross near its even place; or, when that leaves a longer band (flows
+    drawn side by side all along leave no gap: a page whose body is parallel branches), the items in reading
+    order (``_sequence``) cut into bands as short as they can be. Empty: no place to cut."""
     spans = _spans(columns)
     atoms = {}
     for atom, names in columns.atoms.items():
@@ -274,14 +281,93 @@ def cut(columns: Columns, count: int) -> dict[str, int]:
     if len(atoms) < 2:
         return {}
     centre = {n: (s + e) / 2 for n, (s, e) in spans.items()}
-    edges = [(centre[t], centre[h]) for t, h in _names(columns.first) if t in centre and h in centre]
-    cuts = _cuts(sorted(atoms.values()), edges, count)
-    if not cuts:
+    named = [(t, h) for t, h in _names(columns.first) if t in centre and h in centre]
+    cuts = _cuts(sorted(atoms.values()), [(centre[t], centre[h]) for t, h in named], count)
+    parts = {a: [spans[n] for n in columns.atoms[a] if n in spans] for a in atoms}
+    owner = {n: a for a, names in columns.atoms.items() if a in atoms for n in names}
+    links = [(owner[t], owner[h]) for t, h in named if t in owner and h in owner and owner[t] != owner[h]]
+    column = _cut_sequence(_sequence(atoms, links), parts, count)
+    if cuts:
+        between = {atom: sum(start >= c for c in cuts) for atom, (start, _) in atoms.items()}
+        if _longest(between, parts) <= SEQUENCE_GAIN * _longest(column, parts):
+            column = between
+    if len(set(column.values())) < 2:
         return {}
-    column = {atom: sum(start >= c for c in cuts) for atom, (start, _) in atoms.items()}
-    _follow_neighbours(column, columns.atoms, [(t, h) for t, h in _names(columns.first) if t in centre and h in centre])
+    _follow_neighbours(column, columns.atoms, named)
+    used = {number: k for k, number in enumerate(sorted(set(column.values())))}
+    column = {atom: used[number] for atom, number in column.items()}  # no column left with the legend alone
     column["legend"] = 0
     return column
+
+
+def _longest(column: dict[str, int], parts: dict[str, list[tuple[float, float]]]) -> float:
+    """The length of the longest band of ``column`` (``_length``)."""
+    bands: dict[int, list[tuple[float, float]]] = {}
+    for atom, number in column.items():
+        bands.setdefault(number, []).extend(parts[atom])
+    return max(_length(spans) for spans in bands.values())
+
+
+def _sequence(atoms: dict[str, tuple[float, float]], links: list[tuple[str, str]]) -> list[str]:
+    """The atoms in reading order: each after the atoms that feed it, a flow followed to its end before the
+    next one starts (a depth-first topological order), ties to the one drawn first in the first layout, then
+    declared first."""
+    feeds: dict[str, list[str]] = {a: [] for a in atoms}
+    waiting = dict.fromkeys(atoms, 0)
+    for tail, head in dict.fromkeys(links):
+        feeds[tail].append(head)
+        waiting[head] += 1
+    rank = {a: (start, k) for k, (a, (start, _)) in enumerate(atoms.items())}
+    order: list[str] = []
+    left = set(atoms)
+    while left:
+        ready = [a for a in left if not waiting[a]] or list(left)  # a cycle: the first drawn goes on
+        following: list[str] = []
+        for placed in reversed(order):  # the latest flow with a ready next item goes on
+            following = [a for a in ready if a in feeds[placed]]
+            if following:
+                break
+        chosen = min(following or ready, key=rank.__getitem__)
+        order.append(chosen)
+        left.discard(chosen)
+        for head in feeds[chosen]:
+            waiting[head] -= 1
+    return order
+
+
+def _cut_sequence(order: list[str], parts: dict[str, list[tuple[float, float]]], count: int) -> dict[str, int]:
+    """``order`` cut into at most ``count`` bands, as short as they can be. A band is about as long as its
+    nodes' spans in the first layout cover together, with a gap after each stretch (``_length``): branches
+    drawn side by side count once, and an item stretched over the first layout only by its nodes' length."""
+
+    def bands(limit: float) -> list[int]:
+        starts, spans = [0], []
+        for k, atom in enumerate(order):
+            spans += parts[atom]
+            if k > starts[-1] and _length(spans) > limit:
+                starts.append(k)
+                spans = list(parts[atom])
+        return starts
+
+    low = max(_length(p) for p in parts.values())
+    high = _length([s for p in parts.values() for s in p])
+    for _ in range(30):
+        middle = (low + high) / 2
+        low, high = (middle, high) if len(bands(middle)) > count else (low, middle)
+    starts = bands(high)
+    return {atom: sum(k >= start for start in starts[1:]) for k, atom in enumerate(order)}
+
+
+def _length(spans: list[tuple[float, float]]) -> float:
+    """The length that ``spans`` cover together, with a rank's gap after each stretch."""
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(spans):
+        if start > reach:
+            total += RANK_GAP_PT
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def _follow_neighbours(column: dict[str, int], atoms: dict[str, list[str]], edges: list[tuple[str, str]]) -> None:

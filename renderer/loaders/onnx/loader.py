@@ -137,7 +137,9 @@ def _symbolic(values: Any) -> list[str]:
 
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
-         shape_run: bool = True, values: RealValues | None = None, assume: bool = True) -> ir.Model:
+         shape_run: bool = True, values: RealValues | None = None, assume: bool = True,
+         retried: dict[str, tuple[int, str]] | None = None) -> ir.Model:
+    """``retried``: assumed dims taken again, with why (``free_dims.retries``), after a shape run that failed."""
     import onnx
 
     buffer, parts, proto = _parse(path)
@@ -155,7 +157,8 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     free = _symbolic(proto.graph.input)
     values = values or RealValues()
     notes: list[str] = []
-    dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes)
+    slots, asked = _slots(proto.graph), dims
+    dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes, retried)
     feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
     if dims:
         _pin_dims(proto.graph, dims)
@@ -170,7 +173,11 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         proto, note, idle = _shapes_from_profiles(path, proto, weights, values.profiles)
         notes.append(note)
     elif shape_run:
-        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs))
+        failed: list[str] = []
+        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed)
+        other = _other_sizes(path, proto, slots, assumed, failed[0]) if failed and retried is None else None
+        if other:
+            return load(path, asked, check_dims, shape_run, values, assume, other)
         notes.extend(ran)
     model = _build(path, proto, weights)
     model.raw = Loaded(proto, file_shapes, weights)
@@ -183,10 +190,24 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     return model
 
 
+def _other_sizes(path: Path, proto: onnx.ModelProto, slots: list[free_dims.Slot], assumed: list[ir.AssumedDim],
+                 reason: str) -> dict[str, tuple[int, str]] | None:
+    """After the shape run at the assumed sizes failed (``reason``): the first other sizes of the dims assumed by
+    default (``free_dims.retries``) that onnxruntime runs the model at, each with why; None when none runs."""
+    base = ort_shapes.input_dims(proto.graph)
+    tries = free_dims.retries(slots, assumed, base) if base is not None else []
+    ran = ort_shapes.first_that_runs(path, proto, [inputs for _, inputs in tries])
+    if ran is None:
+        return None
+    return free_dims.retried(assumed, [values for values, _ in tries[:ran + 1]], reason)
+
+
 def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None, check_dims: bool, assume: bool,
-                 notes: list[str]) -> tuple[dict[str, int], list[ir.AssumedDim]]:
+                 notes: list[str], retried: dict[str, tuple[int, str]] | None = None,
+                 ) -> tuple[dict[str, int], list[ir.AssumedDim]]:
     """The dims to pin (``--dim``'s, resolved to the model's names, the KV cache presets spelled out and the
-    tied cache dims completed) and, with ``assume``, a value for every other free input dim (``free_dims``)."""
+    tied cache dims completed) and, with ``assume``, a value for every other free input dim (``free_dims``);
+    ``retried`` replaces some assumed values."""
     from renderer.core.pinning import resolve
 
     slots = _slots(proto.graph)
@@ -196,7 +217,11 @@ def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None
     if not assume:
         return given, []
     metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
-    return free_dims.assume(path, slots, given, metadata, notes, _position_rows(proto.graph))
+    values, assumed = free_dims.assume(path, slots, given, metadata, notes, _position_rows(proto.graph))
+    for name, (value, why) in (retried or {}).items():
+        values[name] = value
+        assumed = [ir.AssumedDim(a.name, value, a.role, why) if a.name == name else a for a in assumed]
+    return values, assumed
 
 
 def _position_rows(graph: onnx.GraphProto) -> int | None:
@@ -234,7 +259,8 @@ def _idle(proto: onnx.ModelProto, shapes: dict[int, Any], why: str) -> dict[int,
 
 
 def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
-                     feeds: dict[str, Any] | None, source: str) -> tuple[onnx.ModelProto, list[str], dict[int, str]]:
+                     feeds: dict[str, Any] | None, source: str, failed: list[str] | None = None,
+                     ) -> tuple[onnx.ModelProto, list[str], dict[int, str]]:
     """``proto`` with the shapes one onnxruntime run gives (``ort_shapes``), the lines to say, and the subgraphs
     the run never entered (``Graph.not_run``). When subgraphs lack shapes a second run is profiled, and the profile
     gives those of the branches and bodies it ran."""
@@ -244,7 +270,7 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
 
     inner = sum(len(ort_shapes.missing_shapes(sub)) for sub in graphs(proto.graph)[1:])
     with tempfile.TemporaryDirectory(prefix="annograph-run-") as folder:
-        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner)
+        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner, failed)
         if profile is None:
             return proto, notes, {}
         shapes = profile_shapes.recorded(_build(path, proto, weights), [profile])

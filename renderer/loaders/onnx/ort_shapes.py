@@ -64,7 +64,7 @@ _NAMED = 3  # tensors named in a note
 
 
 def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None, source: str = "",
-         record: Path | None = None, inner: int = 0) -> tuple[list[str], Path | None]:
+         record: Path | None = None, inner: int = 0, failed: list[str] | None = None) -> tuple[list[str], Path | None]:
     """Complete the main graph's value_info from an onnxruntime run where static inference left shapes out.
 
     The run is on ``feeds`` (the arrays of ``--inputs``, read from ``source``, their shapes already pinned on the
@@ -73,10 +73,10 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     the run took, which no graph output can expose; ``inner`` is how many of those lack a shape. Returns the lines
     to tell the user (which path gave the shapes, or why the run was not made, and which sizes zero inputs may
     have got wrong), none when nothing was missing or some input dim is still free (the n/a hints say which to
-    pin); and the profile written, if any.
+    pin); and the profile written, if any. Why onnxruntime could not run it goes to ``failed`` too.
     """
     graph = proto.graph
-    inputs = _input_dims(graph)
+    inputs = input_dims(graph)
     missing = missing_shapes(graph)
     if inputs is None or not (missing or record):
         return [], None
@@ -96,6 +96,8 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
         on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
     depending = value_sized(graph) if feeds is None else set()
     sized = [name for name in missing if name in depending]
+    if reason and failed is not None:
+        failed.append(reason)
     if reason:
         return [f"{what}; onnxruntime could not run it on {on} for them: {reason}" + (
             "" if feeds is not None else f"; {_depending(sized)}{': ' if sized else ''}{REAL_VALUES}")], None
@@ -196,7 +198,7 @@ def missing_shapes(graph: onnx.GraphProto) -> list[str]:
             if name and name in used and (name not in types or _static_dims(types[name]) is None)]
 
 
-def _input_dims(graph: onnx.GraphProto) -> dict[str, list[int]] | None:
+def input_dims(graph: onnx.GraphProto) -> dict[str, list[int]] | None:
     """The static dims of every graph input that is no initializer, or None when one has a free dim."""
     initializers = {t.name for t in graph.initializer}
     inputs: dict[str, list[int]] = {}
@@ -331,6 +333,8 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     import onnx
     from onnx import helper
 
+    if "tries" in request:
+        return _first_that_runs(request)
     ones: list[str] = list(request.get("ones", []))
     try:
         session, types = _session(request)
@@ -361,6 +365,40 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
                 elem_type = onnx.TensorProto.UNDEFINED
             shapes[name] = [int(elem_type), [int(d) for d in result.shape]]
     return {"shapes": shapes, "profile": profile, "seconds": seconds, "ones": ones}
+
+
+def _first_that_runs(request: dict[str, Any]) -> dict[str, Any]:
+    """The child of ``first_that_runs``: the index of the first of the request's ``tries`` (input dims) the model
+    runs on zeros with, or None, and why each run before it failed."""
+    failed: list[str] = []
+    try:
+        session, types = _session({**request, "outputs": []})
+        names = [o.name for o in session.get_outputs()]
+        for k, inputs in enumerate(request["tries"]):
+            try:
+                session.run(names, _feeds({"inputs": inputs}, types))
+                return {"ran": k, "failed": failed}
+            except Exception as e:  # noqa: BLE001
+                if isolated.allocation_failed(str(e)):
+                    break
+                failed.append(first_line(e, 200))
+    except Exception as e:  # noqa: BLE001
+        failed.append(first_line(e, 200))
+    return {"ran": None, "failed": failed}
+
+
+def first_that_runs(path: Path, proto: onnx.ModelProto, tries: list[dict[str, list[int]]]) -> int | None:
+    """The index of the first of ``tries`` (each every input's dims) that onnxruntime runs the model on zeros
+    with, all in one child process under the limits of the largest; None when none runs (or it cannot run)."""
+    if not tries or not installed():
+        return None
+    largest = max(tries, key=lambda inputs: sum(math.prod(d) for d in inputs.values()))
+    limit = isolated.limits(run_sizes(path, proto, largest, None, 0), MAX_SECONDS)
+    with waiting("shape run (onnxruntime) at other sizes"):
+        answer, _ = isolated.run(__name__, {"path": str(path), "inputs": largest, "tries": tries}, "onnxruntime",
+                                 "to run the model", limit)
+    ran = answer.get("ran")
+    return ran if isinstance(ran, int) and 0 <= ran < len(tries) else None
 
 
 def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
