@@ -4,7 +4,7 @@
 
 Each case runs ``annograph ARGV`` in a fresh Python process that reports its own peak resident memory and the
 largest of its children's (the onnxruntime run); their sum bounds the peak of the command and its children.
-The models (``tests/hostile_models.py``) are a few hundred bytes:
+The models (``tests/support/hostile_models.py``) are a few hundred bytes:
 
     baseline         render tiny_cnn.onnx (start-up, model, Graphviz)
     render-growing   a Loop of 2^62 steps emitting 256 KiB each (issue 19: 9.6 GB for ~90 s before)
@@ -14,7 +14,8 @@ The models (``tests/hostile_models.py``) are a few hundred bytes:
     compare-static   compare of an Expand to a constant 2 GiB shape (refused before anything runs)
     compare-endless, compare-growing   the loops in compare
 
-Issue 31, hostile tool files and npz inputs (the registry's ``hostile`` files, ``tests/registry.py``, at full size):
+Issue 31, hostile tool files and npz inputs (the registry's ``hostile`` files, ``tests/support/registry.py``, at
+full size):
 
     reader-KIND      render of a Vela, OpenVINO (counters, execution graph) or TensorRT file whose numbers overflow,
                      are negative or NaN, or add up past the float range; with one line of 256 MiB (one 2 GiB
@@ -41,7 +42,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 REPORT = """
 import json, resource, sys

@@ -13,11 +13,11 @@ For each model, ``annograph metrics`` runs four ways and the script reads the wr
 Each cell is two shares: of all operators, those with a MAC count; and of the operators that are not zero-cost
 (MACs 0: shape arithmetic, reshapes), those with a positive count: the part a reader misses when boxes read n/a.
 The models are the samples (samples/onnx, samples/tflite: TFLite dims are static, so only "plain") and the
-generated transformers: tests/tts_transformer.py's TTS-like model (with a speed input), a BERT-like encoder of
-benchmarks/transformer_models.py, and tests/tts_int8.py's real-sized int8 TTS (39M parameters, 2,596
+generated transformers: tests/support/tts_transformer.py's TTS-like model (with a speed input), a BERT-like encoder of
+benchmarks/transformer_models.py, and tests/support/tts_int8.py's real-sized int8 TTS (39M parameters, 2,596
 operators; ``--skip-big`` leaves it out: building it takes ~15 s and its run ~2 GB); with ``--genai``, the
-Llama of tests/genai_models.py (onnxruntime-genai's builder, int4 and fp32, a prefill of 8 tokens). Engineers adding MAC
-formulas (attention, recurrent, ONNX-ML ops) see their effect here.
+Llama of tests/support/genai_models.py (onnxruntime-genai's builder, int4 and fp32, a prefill of 8 tokens).
+Engineers adding MAC formulas (attention, recurrent, ONNX-ML ops) see their effect here.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 FREE_DIM = 16
@@ -72,7 +72,7 @@ def _generated(folder: Path, tokens: int, big: bool) -> list[Case]:
 
 
 def _recurrent_and_ml(folder: Path) -> list[Case]:
-    """tests/recurrent_models.py's two-BiLSTM model, float and int8 (DynamicQuantizeLSTM); a scikit-learn random
+    """tests/support/recurrent_models.py's two-BiLSTM model, float and int8 (DynamicQuantizeLSTM); a scikit-learn random
     forest and a scaler → logistic regression pipeline through skl2onnx (ONNX-ML), when skl2onnx is installed;
     MediaPipe's sparse BlazeFace (DENSIFY → DEQUANTIZE chains) from its wheel, when the cache or PyPI has it."""
     import numpy as np
@@ -107,8 +107,8 @@ def _recurrent_and_ml(folder: Path) -> list[Case]:
 
 
 def _genai(folder: Path, tokens: int) -> list[Case]:
-    """tests/genai_models.py's Llama built by onnxruntime-genai's model builder, int4 and fp32, with the inputs of
-    a prefill of ``tokens`` tokens (an empty KV cache)."""
+    """tests/support/genai_models.py's Llama built by onnxruntime-genai's model builder, int4 and fp32, with the
+    inputs of a prefill of ``tokens`` tokens (an empty KV cache)."""
     import numpy as np
     import onnx
 

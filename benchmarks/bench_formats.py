@@ -10,7 +10,7 @@ more about the neighbours than about us. Each case renders the model to ``-o m.s
 SVG). The HTML report's size is printed too, and every case starts with the yardstick (``benchmarks/yardstick.py``:
 ``dot -Tsvg`` on a chain of 2,000 boxes, its CPU) and the SVG as a multiple of it, with the machine's load.
 
-    tts-int8-3.6k   tests/tts_int8.py's Kokoro-shaped int8 TTS transformer at 20 encoder layers (3,656
+    tts-int8-3.6k   tests/support/tts_int8.py's Kokoro-shaped int8 TTS transformer at 20 encoder layers (3,656
                     operators: quantize_dynamic's DynamicQuantizeLinear → MatMulInteger/ConvInteger chains),
                     built here (onnxruntime's quantizer, ~20 s)
     bert-3.6k       benchmarks/transformer_models.py's 40-layer encoder (3,591 operators, TorchScript's names)
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 RUNS = {"svg": ["svg"], "png": ["png"], "pdf": ["pdf"], "svg+pdf": ["svg", "pdf"], "html": ["html"]}
 GOALS = {"tts-int8-3.6k": {"png": 3.0, "pdf": 1.5}, "bert-3.6k": {"png": 3.0, "pdf": 1.5},

@@ -4,8 +4,8 @@ formulas' extra loads) against ``--keep-free-dims`` (the baseline, measured in t
     python benchmarks/bench_free_dims.py [--only NAME] [--repeat 3]
 
 Models: the samples with free input dims, and the held-out wheel models already in the test cache
-(tests/wheel_models.py; none is downloaded here). Prints each model's best-of-N seconds both ways, the ratio, and
-the formula of its total MACs (or why none).
+(tests/support/wheel_models.py; none is downloaded here). Prints each model's best-of-N seconds both ways, the
+ratio, and the formula of its total MACs (or why none).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def models() -> list[Path]:

@@ -45,7 +45,7 @@ CASES = (("transformer-3600-scoped", 40, ()), ("transformer-400-shapes", 4, ()),
          ("transformer-3600-constants", 40, ("--show-constants",)))
 READY = "document.documentElement.classList.contains('js')"
 FRAME = "new Promise(r => requestAnimationFrame(() => setTimeout(() => r(performance.now()))))"
-# What the shown page offers (tests/test_html_report.py reads it too): its boxes (not the legend) whole on
+# What the shown page offers (tests/e2e/test_html_report.py reads it too): its boxes (not the legend) whole on
 # screen, the least text size among them in px, the page, its view, and the elements in the DOM.
 ON_SCREEN = """() => {
   const v = document.getElementById('viewport').getBoundingClientRect();
@@ -127,7 +127,7 @@ def main() -> int:
     ratio = statistics.median(r["respond_ms"] for r in big) / statistics.median(r["respond_ms"] for r in small)
     print(f"time to respond, {CASES[0][0]} / {CASES[1][0]}: {ratio:.2f}× (goal ≤ 4×)")
     sort = statistics.median(r["sort_ms"] for r in big) / max(statistics.median(r["sort_ms"] for r in small), 0.1)
-    print(f"sort, {CASES[0][0]} / {CASES[1][0]}: {sort:.2f}× (tests/test_html_report.py bounds a click only "
+    print(f"sort, {CASES[0][0]} / {CASES[1][0]}: {sort:.2f}× (tests/e2e/test_html_report.py bounds a click only "
           "against a hang)")
     print("goals: ≤ 8 MB, ≤ 60,000 elements, ≥ 60 % of the overview's boxes whole at ≥ 8 px, sort < 200 ms")
     return 0

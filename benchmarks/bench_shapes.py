@@ -3,7 +3,7 @@ static-only load.
 
     python benchmarks/bench_shapes.py [--layers 6] [--decoder-layers 6] [--sequence 24]
 
-The model is tests/tts_transformer.py's (BERT-like encoder with VITS-style relative attention, a duration
+The model is tests/support/tts_transformer.py's (BERT-like encoder with VITS-style relative attention, a duration
 predictor setting the number of frames, a decoder on those frames, a ``speed`` input: 0 fails the run), built
 here. Real inputs are token ids with a full mask and a speed of 1; onnxruntime profiles two runs on them, once
 with its default optimizations (fused nodes, as a real profile) and once without. For each source of shapes the
@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def profile(model: Path, feeds: dict, folder: Path, optimized: bool) -> Path:

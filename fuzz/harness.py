@@ -1,9 +1,9 @@
 """Mutation fuzzing of every model loader and annotation reader, driven by the registries.
 
 Targets are built from ``renderer.loaders.registry.LOADERS`` and ``renderer.annotations.registry.READERS``,
-seeded with the files ``tests/payloads.py`` finds (samples, fixtures, the extra seeds in ``tests/registry.py``),
-and from the command paths of ``tests/registry.py`` (``--dim`` values, the onnxruntime shape run, ``embed``),
-which run the command on the input in-process. One input
+seeded with the files ``tests/support/payloads.py`` finds (samples, fixtures, the extra seeds in
+``tests/support/registry.py``), and from the command paths of ``tests/support/registry.py`` (``--dim`` values, the
+onnxruntime shape run, ``embed``), which run the command on the input in-process. One input
 is a seed with 1–4 random mutations (bit flips, interesting bytes and integers, inserted dictionary tokens,
 deleted, duplicated or spliced ranges, truncation). Each input is written to a file with the seed's name and given
 to the target, which then also runs what a render would run on the result (the IR index, the DOT emitter,
@@ -17,7 +17,7 @@ Failing inputs are saved in ``--crashes`` with a note, and can be replayed with 
     python fuzz/harness.py --inputs 100000 --jobs 2 --seed 1        # the long run (see fuzz/README.md)
     python fuzz/harness.py --replay 1234 --seed 1                   # regenerate and rerun input 1234
 
-The in-suite short run (tests/test_fuzz.py) drives the same targets and mutations from hypothesis.
+The in-suite short run (tests/properties/test_fuzz.py) drives the same targets and mutations from hypothesis.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import payloads  # noqa: E402  (tests/payloads.py: seeds and registries)
+import payloads  # noqa: E402  (tests/support/payloads.py: seeds and registries)
 
 # Tokens worth inserting: structure of the text formats, numbers at the edges, payloads, YAML tricks.
 DICTIONARY: tuple[bytes, ...] = tuple(t.encode() for t in (

@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SUPPORT = ROOT / "tests" / "support"
+FIXTURES = ROOT / "tests" / "fixtures"
+# the helpers (payloads, registry, wheel_models, ...) are imported by their names from every folder
+sys.path.insert(0, str(SUPPORT))
 SAMPLES = ROOT / "samples"
 ONNX = SAMPLES / "onnx"
 TFLITE = SAMPLES / "tflite"
@@ -116,7 +120,7 @@ def one_line_error(run: Run) -> str:
 @pytest.fixture(scope="session")
 def genai_model(tmp_path_factory):  # type: ignore[no-untyped-def]
     """``genai_model("int4" | "int4-asym" | "fp32")`` → model.onnx of a small Llama made by onnxruntime-genai's
-    builder (tests/genai_models.py), built once per session; skips when the builder's packages are missing."""
+    builder (tests/support/genai_models.py), built once per session; skips when the builder's packages are missing."""
     from genai_models import GenaiModels, needs_builder
 
     needs_builder()

@@ -1,0 +1,208 @@
+"""``--dim`` pins input dims for real: a detector whose value_info carries the derived dims that onnxruntime's
+symbolic shape inference writes (``floor(DynamicDimension.1/2 - 1/2) + 1``) gets real MAC counts once its input
+dims are pinned, and every hint names input dims only. Shapes static inference cannot reach (a transformer's
+data-dependent ones) come from one onnxruntime run once every input dim is known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tts_transformer
+from conftest import ROOT
+from renderer.loaders.onnx import ort_shapes
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
+
+SAMPLES = ROOT / "samples" / "onnx"
+INPUT_DIMS = ("DynamicDimension.0", "DynamicDimension.1", "DynamicDimension.2")
+# (in channels, out channels) of the three stride-2 3×3 convolutions
+CONVS = ((3, 8), (8, 16), (16, 16))
+
+
+@pytest.fixture(scope="module")
+def detector(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A detector-like backbone (stride-2 Conv + Relu ×3 on a dynamic N×3×H×W input), saved after onnxruntime's
+    symbolic shape inference, as exporters that run it write them."""
+    pytest.importorskip("sympy")
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    rng = np.random.default_rng(0)
+    nodes, weights, x = [], [], "images"
+    for i, (cin, cout) in enumerate(CONVS):
+        weights.append(numpy_helper.from_array(rng.standard_normal((cout, cin, 3, 3)).astype(np.float32), f"c{i}.w"))
+        nodes.append(helper.make_node("Conv", [x, f"c{i}.w"], [f"c{i}_out"], name=f"conv{i}", strides=[2, 2],
+                                      pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+        nodes.append(helper.make_node("Relu", [f"c{i}_out"], [f"r{i}"], name=f"relu{i}"))
+        x = f"r{i}"
+    graph = helper.make_graph(
+        nodes, "detector",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [INPUT_DIMS[0], 3, *INPUT_DIMS[1:]])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], weights)
+    model = SymbolicShapeInference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                                                auto_merge=True)
+    derived = [d.dim_param for vi in model.graph.value_info for d in vi.type.tensor_type.shape.dim]
+    assert "floor(DynamicDimension.1/2 - 1/2) + 1" in derived  # the file really carries derived expressions
+    path = tmp_path_factory.mktemp("dims") / "detector.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def conv_macs(height: int, width: int, batch: int = 1) -> list[int]:
+    macs = []
+    for cin, cout in CONVS:
+        height, width = (height + 1) // 2, (width + 1) // 2
+        macs.append(batch * cout * height * width * cin * 9)
+    return macs
+
+
+def test_pinned_input_dims_replace_derived_symbolic_shapes(detector: Path) -> None:
+    model = load_model(detector, dims={"DynamicDimension.0": 1, "DynamicDimension.1": 64, "DynamicDimension.2": 48})
+    ops, _ = metrics.compute(model, {"macs", "output_bytes"}, set(), progress=False)
+    convs = [n for n in model.main.nodes if n.op_type == "Conv"]
+    assert [ops[n.key]["macs"] for n in convs] == conv_macs(64, 48)
+    assert all(isinstance(ops[n.key]["output_bytes"], int) for n in model.main.nodes)
+    assert convs[0].outputs[0].type.shape == (1, 8, 32, 24)
+    assert model.main.outputs[0].type.shape == (1, 16, 8, 6)
+
+
+def test_hints_name_input_dims_only(detector: Path) -> None:
+    model = load_model(detector, dims={"DynamicDimension.0": 1}, assume_dims=False)
+    ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    reasons = [ops[n.key]["macs"] for n in model.main.nodes]
+    assert all(isinstance(r, str) and r.startswith("n/a (") for r in reasons)
+    for reason in reasons:
+        advice = reason[reason.index("pin"):]
+        assert "floor" not in advice, reason  # never asks to pin an expression
+        assert "--dim DynamicDimension.1=N --dim DynamicDimension.2=N" in advice, reason
+        assert "DynamicDimension.0" not in advice, reason  # pinned already
+    free = load_model(detector, assume_dims=False)
+    ops, _ = metrics.compute(free, {"macs"}, set(), progress=False)
+    reason = ops[free.main.nodes[0].key]["macs"]
+    assert "--dim DynamicDimension.0=N --dim DynamicDimension.1=N --dim DynamicDimension.2=N" in reason, reason
+    partly = load_model(detector, dims={"DynamicDimension.0": 1, "DynamicDimension.1": 64}, assume_dims=False)
+    ops, _ = metrics.compute(partly, {"macs"}, set(), progress=False)
+    reason = ops[partly.main.nodes[0].key]["macs"]
+    assert "--dim DynamicDimension.2=N" in reason and "DynamicDimension.1=" not in reason, reason
+
+
+# ---- shapes static inference cannot reach: one onnxruntime run ------------------------------------------------
+
+TTS_DIMS = {"batch": 1, "sequence": 64}
+
+
+@pytest.fixture(scope="module")
+def tts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A TTS-like transformer as torch exports one (see tts_transformer.py): 301 operators, 132 tensors whose
+    shapes depend on computed values, the decoder's on the predicted durations."""
+    path = tmp_path_factory.mktemp("tts") / "tts.onnx"
+    onnx.save(tts_transformer.build(), path)
+    return path
+
+
+def counted(model) -> tuple[dict, int]:  # type: ignore[no-untyped-def]
+    ops, _ = metrics.compute(model, {"macs", "output_bytes"}, set(), progress=False)
+    return ops, sum(1 for v in ops.values() if not isinstance(v["macs"], str))
+
+
+def test_shapes_static_inference_cannot_reach_come_from_one_onnxruntime_run(
+        tts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime as ort
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ort_shapes, "installed", lambda: False)  # as without the [ort] extra
+        static = load_model(tts, dims=TTS_DIMS)
+    ops, before = counted(static)
+    assert len(ops) == 301 and before < 0.7 * len(ops)  # 206 of 301: the decoder and the attention are n/a
+    assert static.notes == [f"{tts}: 132 tensors have shapes static inference cannot reach (they depend on computed "
+                            "values); pip install 'annograph[ort]' to take them from one onnxruntime run"]
+    reason = next(v["macs"] for v in ops.values() if isinstance(v["macs"], str))
+    assert "not known statically" in reason and "--dim" not in reason  # every input dim is pinned already
+
+    model = load_model(tts, dims=TTS_DIMS)
+    ops, after = counted(model)
+    assert after == len(ops)  # every operator counted
+    assert all(isinstance(v["output_bytes"], int) for v in ops.values())
+    assert model.notes[0].startswith(f"{tts}: shapes of 132 of 132 tensors that static inference cannot reach were "
+                                     "taken from one onnxruntime run on zero inputs, but 36 of them depend on input "
+                                     "values ('/decoder/Range_264_output_0', "), model.notes
+    # zero inputs are masked out: one frame, which the note calls out (test_real_shapes has the real ones)
+    assert model.notes[0].endswith("and zero inputs made '/decoder/Range_264_output_0' [1]: give real input values "
+                                   "with --inputs FILE.npz, or an onnxruntime profile with -a"), model.notes
+    # the shapes are a real run's: the decoder runs on as many frames as onnxruntime itself gives on zeros
+    zeros = np.zeros((1, 64), np.int64)
+    mel = ort.InferenceSession(str(tts)).run(["mel"], {"input_ids": zeros, "attention_mask": zeros})[0]
+    assert model.main.outputs[1].type.shape == mel.shape
+    fc1 = next(n for n in model.main.nodes
+               if n.op_type == "MatMul" and n.inputs[1].name == "decoder/layer.0/fc1.weight")
+    assert ops[fc1.key]["macs"] == mel.shape[1] * tts_transformer.HIDDEN * tts_transformer.FFN
+
+
+def test_no_run_for_outputs_nothing_reads() -> None:
+    """light_squeezenet's Dropout mask has no shape onnx can infer, and no reader: no onnxruntime run for it."""
+    model = load_model(SAMPLES / "light_squeezenet.onnx")
+    assert model.notes == []
+    dropout = next(n for n in model.main.nodes if n.op_type == "Dropout")
+    assert len(dropout.outputs) == 2 and not dropout.outputs[1].consumers
+
+
+def test_no_run_while_an_input_dim_is_free(tts: Path) -> None:
+    model = load_model(tts, dims={"batch": 1}, assume_dims=False)
+    assert model.notes == []
+    ops, _ = counted(model)
+    reasons = {v["macs"] for v in ops.values() if isinstance(v["macs"], str)}
+    assert reasons and all("--dim sequence=N" in r and "batch=" not in r for r in reasons), sorted(reasons)[:3]
+
+
+def test_the_run_is_bounded(tts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ort_shapes, "MAX_ACTIVATION_BYTES", 4096)
+    model = load_model(tts, dims=TTS_DIMS)
+    assert model.notes == [f"{tts}: 132 tensors have shapes static inference cannot reach (they depend on computed "
+                           "values); its activations are over 4.0 KiB, too large to run for them "
+                           "(pin smaller input dims)"]
+    assert counted(model)[1] < 0.7 * 301
+
+
+def test_a_model_onnxruntime_cannot_run_costs_one_note(tmp_path: Path) -> None:
+    """A custom op neither onnx nor onnxruntime knows: the shapes after it stay unknown, the load goes on."""
+    graph = helper.make_graph(
+        [helper.make_node("Mystery", ["x"], ["y"], name="mystery", domain="example.custom"),
+         helper.make_node("Relu", ["y"], ["z"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    path = tmp_path / "custom.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                      helper.make_opsetid("example.custom", 1)]), path)
+    model = load_model(path)
+    assert len(model.notes) == 1 and model.notes[0].startswith(
+        f"{path}: 2 tensors have shapes static inference cannot reach (they depend on computed values); "
+        "onnxruntime could not run it on zero inputs for them: "), model.notes
+    assert "\n" not in model.notes[0]
+    assert isinstance(counted(model)[0][model.main.nodes[1].key]["macs"], str)
+
+
+def test_a_run_that_asks_for_too_much_memory_fails_as_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape comes from the input's value: on zeros it asks for 2^15 × 2^15 floats (4 GiB), over the child's
+    address-space cap, so the run fails and says so instead of taking the memory."""
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["n", "side"], ["length"]),
+         helper.make_node("Concat", ["length", "length"], ["shape"], axis=0),
+         helper.make_node("ConstantOfShape", ["shape"], ["huge"],
+                          value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
+         helper.make_node("ReduceSum", ["huge"], ["total"], keepdims=0)], "hog",
+        [helper.make_tensor_value_info("n", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("total", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([2**15], np.int64), "side")])
+    path = tmp_path / "hog.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    monkeypatch.setattr(ort_shapes, "MAX_ACTIVATION_BYTES", 64 << 20)
+    model = load_model(path)
+    assert len(model.notes) == 1 and model.notes[0].startswith(
+        f"{path}: 1 tensor has shapes static inference cannot reach (they depend on computed values); "
+        "onnxruntime could not run it on zero inputs for them: "), model.notes
+    huge = next(v for v in model.main.values if v.name == "huge")
+    assert huge.type is None or huge.type.static_shape is None

@@ -1,0 +1,418 @@
+"""Free input dims nothing pins take stated values (``renderer.loaders.free_dims``): the legend, ``info`` and the
+metrics headline say which, the headline's MACs are onnx-tool's at those sizes, the default colour is MACs once
+the heavy operators have them, and a KV cache's dims are tied (total = past + sequence).
+
+The real models are held out (``wheel_models``: OCR from paddle2onnx with ``p2o.DynamicDimension.N``, ``-1`` and
+``?`` dims, YOLOv8n with batch/height/width and metadata, a captcha OCR with image_width, silero VAD with seq_len);
+the LLMs are onnxruntime-genai's builder's (``genai_models``)."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import ROOT, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
+from renderer.core.numbers import format_count
+from renderer.loaders.free_dims import Slot, roles
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
+from wheel_models import wheel_model
+
+# held-out model → the assumed values the load must state, as ``name=value`` (from names, places, metadata)
+HELD_OUT = {
+    "ppocr4_det": "p2o.DynamicDimension.0=1, p2o.DynamicDimension.1=224, p2o.DynamicDimension.2=224",
+    "ppocr_cls": "x.axis0=1, x.axis2=224, x.axis3=224",  # declared -1, ?, ?
+    "ppocr5_rec": "DynamicDimension.0=1, DynamicDimension.1=224",
+    "ppocr4_rec": "p2o.DynamicDimension.0=1, x.axis2=48, p2o.DynamicDimension.1=224",  # 224 high fails in onnxruntime
+    "ddddocr": "image_width=224",
+    "yolov8n_320": "batch=1, height=320, width=320",  # metadata: batch 1, imgsz [320, 320]
+    "silero_vad_v6": "seq_len=128",
+}
+ASSUMED = re.compile(r"(?P<dims>(?:[^\s,;:]+=\d+, )*[^\s,;:]+=\d+) assumed(?:; (?P<follow>[^(]*) following)? "
+                     r"\(--dim to change\)")
+# op types whose MACs differ from onnx-tool's by a documented convention (renderer/metrics/builtin.py: functions
+# weighted by instruction cost there, one op per element here; BatchNormalization, pooling, Softmax, LSTM's
+# elementwise part, ConvTranspose counted by output there) and Mul/Range, which also count a few scalar shape ops
+CONVENTIONS = {"Div", "Softmax", "BatchNormalization", "LayerNormalization", "GlobalAveragePool", "Erf", "Sigmoid",
+               "HardSigmoid", "HardSwish", "Clip", "Pow", "Sqrt", "LSTM", "ConvTranspose", "Range", "Mul"}
+
+
+def legend_texts(svg: Path) -> list[str]:
+    """The text lines of the picture's legend (a single picture's ``legend`` or a page's ``PAGE-legend``)."""
+    legend = next(g for g in parse_svg(svg).iter(f"{SVG_NS}g") if re.fullmatch(r"(.+-)?legend", g.get("id") or ""))
+    return [(t.text or "").strip() for t in legend.iter(f"{SVG_NS}text")]
+
+
+def pairs(text: str) -> dict[str, int]:
+    return {name.strip(): int(value) for name, value in (part.rsplit("=", 1) for part in text.split(", "))}
+
+
+def stated(lines: list[str] | str) -> dict[str, int]:
+    """The ``name=value`` pairs of the assumed-dims line found in ``lines``."""
+    found = ASSUMED.search(" ".join(lines) if isinstance(lines, list) else lines)
+    assert found, lines
+    return pairs(found["dims"])
+
+
+# ---- what a dim is taken for ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("dim", "axis", "shape", "integer", "role"), [
+    ("batch", 0, ("batch", 3, 224, 224), False, "batch"),
+    ("unk__56", 0, ("unk__56", 3, 224, 224), False, "batch"),
+    ("p2o.DynamicDimension.0", 0, ("p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1", 8), False, "batch"),
+    ("p2o.DynamicDimension.1", 2, ("p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1", 8), False, "height"),
+    ("x.axis3", 3, ("x.axis0", 3, "x.axis2", "x.axis3"), False, "width"),
+    ("unk__1", 2, (1, 224, "unk__1", 3), False, "width"),  # NHWC
+    ("seq_len", 0, ("seq_len", 576), False, "sequence"),  # named: not a batch although leading
+    ("unk__7", 1, ("unk__7", "unk__7b"), True, "sequence"),  # token ids
+    ("image_width", 3, (1, 1, 64, "image_width"), False, "width"),
+    ("past_sequence_length", 2, ("batch_size", 2, "past_sequence_length", 16), False, "past"),
+    ("total_sequence_length", 1, ("batch_size", "total_sequence_length"), True, "total"),
+    ("num_boxes", 1, (1, "num_boxes", 4, 7), False, "other"),
+])
+def test_a_dim_is_read_by_its_name_then_by_its_place(dim: str, axis: int, shape: tuple, integer: bool,
+                                                     role: str) -> None:
+    assert roles([Slot(dim, "x", axis, shape, integer)])[dim] == role
+
+
+# ---- held-out real models: stated in info, the metrics headline and the legend -------------------------------------
+
+@pytest.mark.parametrize("key", sorted(HELD_OUT))
+def test_held_out_models_state_the_dims_they_assume_everywhere(key: str, tmp_path: Path) -> None:
+    path = wheel_model(key)
+    want = pairs(HELD_OUT[key])
+    model = load_model(path)
+    shapes = {dim: size for value, declared in zip(model.main.inputs, _declared(path))
+              for dim, size in zip(declared, value.type.shape) if isinstance(dim, str)}
+    assert {name: shapes[name] for name in want} == want  # the shapes are computed with the stated values
+
+    info = run_cli("info", path)
+    assert info.returncode == 0, info.stderr
+    assert stated([line for line in info.stdout.splitlines() if line.startswith("  dims: ")]) == want
+    out = tmp_path / "m.csv"
+    run = run_cli("metrics", path, "-o", out)
+    headline = run.stderr.splitlines()[-1]
+    assert run.returncode == 0 and headline.startswith("annograph: wrote metrics of"), run.stderr
+    assert stated(headline) == want
+    total = metrics.model_costs(model).totals()["macs"]
+    assert _macs(headline) == format_count(total)
+    assert "--dim" not in run.stderr.replace("(--dim to change)", "")  # no "pin it" hint left
+
+    svg = tmp_path / "m.svg"
+    run = run_cli("render", path, "-o", svg, "--collapse", "none")
+    assert run.returncode == 0, run.stderr
+    assert stated(legend_texts(svg)) == want
+    formula = next((t for t in legend_texts(svg) if t.startswith("= ")), None)
+    assert (formula is not None) == (key != "ddddocr"), legend_texts(svg)  # a width only: no polynomial
+    pins = [a for n, v in want.items() for a in ("--dim", f"{n}={v}")]
+    by_hand = run_cli("metrics", path, "-o", tmp_path / "p.csv", *pins)
+    pinned = by_hand.stderr.splitlines()[-1]
+    assert by_hand.returncode == 0 and "assumed" not in pinned, by_hand.stderr
+    assert _macs(pinned) == _macs(headline)  # the same sizes pinned by hand count the same
+
+
+def test_a_size_the_model_fails_at_is_tried_again_and_said(tmp_path: Path) -> None:
+    """PP-OCRv4 rec (held out) declares its height free and says nowhere that it is 48: at the assumed 224
+    onnxruntime fails at a Reshape and 97 operators had no MACs. The documented sizes are tried in one run, the
+    first that runs is taken, and the legend says which and why; every operator is counted."""
+    path = wheel_model("ppocr4_rec")
+    model = load_model(path)
+    assert {d.name: d.value for d in model.assumed_dims}["x.axis2"] == 48
+    assert not any("could not run" in note for note in model.notes), model.notes
+    ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    assert all(isinstance(row["macs"], int) for row in ops.values())
+    svg = tmp_path / "rec.svg"
+    assert run_cli("render", path, "-o", svg, "--collapse", "none", "--no-sidecar").returncode == 0
+    said = " ".join(legend_texts(svg))
+    assert "x.axis2=48 is the first size onnxruntime runs (224 fails at Reshape p2o.Reshape.79; tried 48)" in said
+
+
+def _macs(headline: str) -> str:
+    return headline.split("MACs ", 1)[1].split(",")[0]
+
+
+def _declared(path: Path) -> list[list[int | str]]:
+    """Each main input's dims as the file declares them, unnamed ones under the name --dim pins them by."""
+    proto = onnx.load(str(path), load_external_data=False)
+    known = {t.name for t in proto.graph.initializer}
+    shapes = []
+    for value in proto.graph.input:
+        if value.name in known:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        shapes.append([d.dim_value if d.HasField("dim_value") and d.dim_value >= 0
+                       else d.dim_param if d.dim_param not in ("", "?") else f"{value.name}.axis{i}"
+                       for i, d in enumerate(dims)])
+    return shapes
+
+
+@pytest.mark.parametrize("key", ["yolov8n_320", "ppocr4_det", "ddddocr", "silero_vad_v6", "ppocr4_rec"])
+def test_headline_macs_are_onnx_tools_at_the_stated_sizes(key: str) -> None:
+    """onnx-tool run on inputs of the stated sizes counts the same MACs for every op type both count alike, and
+    those are most of the headline's."""
+    onnx_tool = pytest.importorskip("onnx_tool")
+    path = wheel_model(key)
+    model = load_model(path)
+    feeds = {v.name: np.zeros(v.type.shape, np.float32 if v.type.dtype.startswith("float") else np.int64)
+             for v in model.main.inputs}
+    graph = onnx_tool.Model(str(path), {"constant_folding": True, "verbose": False}).graph
+    graph.graph_reorder_nodes()
+    graph.shape_infer(feeds)
+    graph.profile()
+    theirs: collections.Counter[str] = collections.Counter()
+    for node in graph.nodemap.values():
+        theirs[node.op_type] += int(node.macs[0])
+    ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    ours: collections.Counter[str] = collections.Counter()
+    for node in model.nodes():
+        assert not isinstance(ops[node.key]["macs"], str) or node.op_type in ("If", "Loop"), ops[node.key]
+        ours[node.op_type] += ops[node.key]["macs"] if isinstance(ops[node.key]["macs"], int) else 0
+    alike = (set(ours) | set(theirs)) - CONVENTIONS
+    assert {t: ours[t] for t in alike} == {t: theirs[t] for t in alike}
+    assert sum(ours[t] for t in alike) > 0.8 * sum(ours.values())
+
+
+# ---- the default colour -------------------------------------------------------------------------------------------
+
+def _colour_title(svg: Path) -> str:
+    texts = legend_texts(svg)
+    return next(t for t in texts if t in ("macs", "weight_bytes") or t.startswith(("macs ", "weight_bytes ")))
+
+
+def test_the_default_colour_is_macs_once_the_heavy_operators_have_them(tmp_path: Path) -> None:
+    """YOLOv8n with free batch/height/width: its convolutions have MACs at the stated sizes, so MACs colour; with the
+    dims kept free the convolutions have none, and the zero-cost Concat/Split/Reshape… that still count do not make
+    MACs the default (the scale would read "all values 0")."""
+    path = wheel_model("yolov8n_320")
+    svg = tmp_path / "y.svg"
+    assert run_cli("render", path, "-o", svg, "--collapse", "none").returncode == 0
+    assert _colour_title(svg).startswith("macs")
+    assert not any(t.startswith("all values") for t in legend_texts(svg))
+    free = tmp_path / "free.svg"
+    run = run_cli("render", path, "-o", free, "--collapse", "none", "--keep-free-dims", "-v")
+    assert run.returncode == 0, run.stderr
+    assert _colour_title(free).startswith("weight_bytes"), legend_texts(free)
+    assert "MACs are known for only 0 of 64 drawn layer and attention operators" in run.stderr, run.stderr
+    assert not any("assumed" in t for t in legend_texts(free))
+
+
+# ---- a KV cache's tied dims ---------------------------------------------------------------------------------------
+
+def kv_model(path: Path, mask_dim: str = "total_sequence_length") -> Path:
+    """x[batch_size, sequence_length, 8] · W → Concat(past, ·) → present; scores = x · presentᵀ + mask."""
+    weight = numpy_helper.from_array(np.ones((8, 8), np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["k"], name="k_proj"),
+             helper.make_node("Concat", ["past", "k"], ["present"], axis=1, name="concat"),
+             helper.make_node("Transpose", ["present"], ["kt"], perm=[0, 2, 1], name="t"),
+             helper.make_node("MatMul", ["x", "kt"], ["scores"], name="qk"),
+             helper.make_node("Add", ["scores", "mask"], ["y"], name="mask_add")]
+    graph = helper.make_graph(nodes, "kv", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch_size", "sequence_length", 8]),
+        helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch_size", "past_sequence_length", 8]),
+        helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch_size", 1, mask_dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _cache_shapes(model) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+    """(sequence, past, total) as the loaded inputs have them."""
+    shapes = {v.name: v.type.shape for v in model.main.inputs}
+    return shapes["x"][1], shapes["past"][1], shapes["mask"][2]
+
+
+def _qk_macs(model) -> int:  # type: ignore[no-untyped-def]
+    ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    return next(ops[n.key]["macs"] for n in model.main.nodes if n.name == "qk")
+
+
+@pytest.mark.parametrize(("dims", "expected"), [
+    ({}, (128, 0, 128)),  # a prefill of the default length
+    ({"sequence_length": 1, "past_sequence_length": 10}, (1, 10, 11)),
+    ({"sequence_length": 1, "total_sequence_length": 11}, (1, 10, 11)),
+    ({"past_sequence_length": 10, "total_sequence_length": 11}, (1, 10, 11)),
+    ({"decode": 10}, (1, 10, 11)),
+    ({"prefill": 16}, (16, 0, 16)),
+])
+def test_two_cache_dims_give_the_third(tmp_path: Path, dims: dict[str, int], expected: tuple[int, int, int]) -> None:
+    model = load_model(kv_model(tmp_path / "kv.onnx"), dims=dims)
+    assert _cache_shapes(model) == expected
+    sequence, _, total = expected
+    assert _qk_macs(model) == sequence * total * 8  # QKᵀ over past + current
+    assert not model.notes
+
+
+def test_one_cache_dim_alone_names_the_pair_to_give(tmp_path: Path) -> None:
+    path = kv_model(tmp_path / "kv.onnx")
+    run = run_cli("info", path, "--dim", "total_sequence_length=20")
+    assert run.returncode == 0, run.stderr
+    hint = one_line(run.stderr, "alone")
+    assert "pin two of --dim sequence_length=N --dim past_sequence_length=N --dim total_sequence_length=N" in hint
+    assert "--dim prefill=N" in hint and "--dim decode=N" in hint
+    assert _cache_shapes(load_model(path, dims={"total_sequence_length": 20})) == (20, 0, 20)
+    run = run_cli("info", path, "--dim", "sequence_length=1", "--dim", "past_sequence_length=10",
+                  "--dim", "total_sequence_length=12")
+    assert run.returncode == 1 and one_line(run.stderr, "error").endswith(
+        "--dim total_sequence_length=12 is not past_sequence_length + sequence_length (10 + 1): a KV cache's total "
+        "length is past + sequence"), run.stderr
+    static = tmp_path / "static.onnx"
+    onnx.save(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])), static)
+    run = run_cli("info", static, "--dim", "decode=4")
+    assert run.returncode == 1 and "sets a KV cache's dims" in one_line(run.stderr, "error"), run.stderr
+
+
+def one_line(stderr: str, word: str) -> str:
+    lines = [line for line in stderr.splitlines() if word in line]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_a_dim_named_as_an_expression_follows_from_the_others(tmp_path: Path) -> None:
+    """Optimum-style masks: ``past_sequence_length + sequence_length`` is computed, never assumed on its own."""
+    model = load_model(kv_model(tmp_path / "kv.onnx", "past_sequence_length + sequence_length"), dims={"decode": 5})
+    assert _cache_shapes(model) == (1, 5, 6)
+    assert [(d.name, d.value, d.role) for d in model.assumed_dims] == [
+        ("batch_size", 1, "batch"), ("past_sequence_length + sequence_length", 6, "expression")]
+
+
+def test_the_legend_says_the_tied_total_follows(tmp_path: Path) -> None:
+    svg = tmp_path / "kv.svg"
+    assert run_cli("render", kv_model(tmp_path / "kv.onnx"), "-o", svg, "--dim", "decode=31").returncode == 0
+    found = ASSUMED.search(" ".join(legend_texts(svg)))
+    assert found and pairs(found["dims"]) == {"batch_size": 1} and pairs(found["follow"]) == {
+        "total_sequence_length": 32}
+
+
+# ---- LLMs from onnxruntime-genai's builder ------------------------------------------------------------------------
+
+def test_a_genai_llm_is_a_stated_prefill_and_decode_is_one_step(genai_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The builder's Llama (int4): batch_size, sequence_length, past_sequence_length, total_sequence_length and
+    kv_cache_dim are free; by default a prefill of the context (128, its genai_config.json's) with no past, the
+    head size from the config; ``--dim decode=N`` is one token after N, total N + 1 on every cache input."""
+    path = genai_model("int4")
+    run = run_cli("info", path)
+    assert run.returncode == 0, run.stderr
+    line = next(line for line in run.stdout.splitlines() if line.startswith("  dims: "))
+    found = ASSUMED.search(line)
+    assert found and pairs(found["dims"]) == {"batch_size": 1, "sequence_length": 128, "past_sequence_length": 0,
+                                              "kv_cache_dim": 16}
+    assert pairs(found["follow"]) == {"total_sequence_length": 128}
+    shapes = {v.name: v.type.shape for v in load_model(path, dims={"decode": 40}).main.inputs}
+    assert shapes["input_ids"] == (1, 1) and shapes["attention_mask"] == (1, 41)
+    assert all(shape == (1, 2, 40, 16) for name, shape in shapes.items() if name.startswith("past_key_values."))
+    prefill = run_cli("metrics", path, "-o", tmp_path / "p.csv", "--dim", "prefill=40")
+    decode = run_cli("metrics", path, "-o", tmp_path / "d.csv", "--dim", "decode=40")
+    assert prefill.returncode == decode.returncode == 0, prefill.stderr + decode.stderr
+    for run in (prefill, decode):
+        assert "n/a" not in _macs(run.stderr.splitlines()[-1]), run.stderr
+    alone = run_cli("metrics", path, "-o", tmp_path / "a.csv", "--dim", "sequence_length=1")
+    assert "pin two of --dim sequence_length=N --dim past_sequence_length=N" in one_line(alone.stderr, "alone")
+
+
+# ---- MACs as formulas of the assumed dims -------------------------------------------------------------------------
+
+def _evaluate(text: str, values: dict[str, int]) -> Fraction:
+    """An exact formula as the CSV writes it (``4096·batch·seq + 1/2·seq²``) at ``values``."""
+    total = Fraction(0)
+    for term in text.split(" + "):
+        product = Fraction(1)
+        for factor in term.split("·"):
+            base = factor.rstrip("²³")
+            exponent = {"²": 2, "³": 3}.get(factor[-1], 1) if base != factor else 1
+            product *= Fraction(base) if re.fullmatch(r"-?\d+(/\d+)?", base) else Fraction(values[base]) ** exponent
+        total += product
+    return total
+
+
+def test_interpolation_is_exact_and_refuses_what_is_no_polynomial() -> None:
+    from renderer.metrics.dim_formulas import fit_ops, interpolate
+
+    grids = [[1, 2], [8, 24, 40]]
+    cost = lambda b, s: 3 + 2 * b * s + Fraction(5, 2) * b * s * s  # noqa: E731
+    polynomial = interpolate(("b", "s"), grids, {(b, s): cost(b, s) for b in grids[0] for s in grids[1]})
+    assert all(polynomial({"b": b, "s": s}) == cost(b, s) for b in (1, 7, 30) for s in (0, 5, 1000))
+    assert polynomial.text(exact=True) == "3 + 2·b·s + 5/2·b·s²"
+    values = [[1, 2, 3], [8, 24, 40, 56]]
+    points = [(b, s) for b in values[0] for s in values[1]]
+    loaded = {p: {"even": int(cost(*p)) * 2, "floor": p[0] * (p[1] // 3), "none": None} for p in points}
+    fitted = fit_ops(("b", "s"), values, loaded)
+    assert fitted["even"] is not None and fitted["floor"] is None and fitted["none"] is None
+
+
+def test_a_kv_cache_models_macs_are_one_formula_of_its_dims(tmp_path: Path) -> None:
+    """QKᵀ over past + current (8 per score) + the mask add (1) + the key projection (64 per token): the legend and
+    headline give the polynomial, and it counts what a load pinned at other sizes counts."""
+    path = kv_model(tmp_path / "kv.onnx")
+    run = run_cli("metrics", path, "-o", tmp_path / "kv.csv")
+    headline = run.stderr.splitlines()[-1]
+    assert headline.endswith("; MACs = 64·batch_size·sequence_length + 9·batch_size·sequence_length·"
+                             "past_sequence_length + 9·batch_size·sequence_length²"), headline
+    svg = tmp_path / "kv.svg"
+    assert run_cli("render", path, "-o", svg).returncode == 0
+    legend = " ".join(legend_texts(svg))
+    assert "MACs formula = 64·batch_size·sequence_length + 9·batch_size·" in legend, legend
+    for batch, sequence, past in ((3, 1, 500), (2, 77, 0), (1, 5, 9)):
+        model = load_model(path, dims={"batch_size": batch, "sequence_length": sequence, "past_sequence_length": past})
+        assert metrics.model_costs(model).totals()["macs"] == \
+            64 * batch * sequence + 9 * batch * sequence * (sequence + past)
+
+
+@pytest.mark.parametrize("source", ["tiny_transformer", "genai", "yolov8n_320", "silero_vad_v6"])
+def test_each_operators_formula_in_the_csv_counts_other_sizes(source: str, tmp_path: Path, request) -> None:  # type: ignore[no-untyped-def]
+    """The CSV's exact ``macs_formula`` of every operator, evaluated at sizes never loaded, equals the MACs of a
+    load pinned at them; the tooltip carries the rounded one."""
+    if source == "genai":
+        path = request.getfixturevalue("genai_model")("fp32")
+        other = {"batch_size": 2, "sequence_length": 3, "past_sequence_length": 57}
+    elif source == "tiny_transformer":
+        path = ROOT / "samples" / "onnx" / "tiny_transformer.onnx"
+        other = {"batch": 3, "seq": 50}
+    else:  # held out: batch (height and width stay at the metadata's 320), a VAD's seq_len
+        path = wheel_model(source)
+        other = {"batch": 2} if source == "yolov8n_320" else {"seq_len": 300}
+    out = tmp_path / "m.csv"
+    assert run_cli("metrics", path, "-o", out).returncode == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    formulas = {row["id"]: row["macs_formula"] for row in rows if row["kind"] == "operator"}
+    assert formulas and all(formulas.values()), formulas
+    pinned = load_model(path, dims=other)
+    ops, _ = metrics.compute(pinned, {"macs"}, set(), progress=False)
+    for node in pinned.nodes():
+        assert _evaluate(formulas[f"{node.graph.index}:{node.index}"], other) == ops[node.key]["macs"], node.name
+    svg = tmp_path / "m.svg"
+    assert run_cli("render", path, "-o", svg, "--collapse", "none").returncode == 0
+    tips = [tooltip_of(g) for g in svg_groups(parse_svg(svg), "op").values()]
+    assert tips and all("(of the assumed dims)" in tip for tip in tips)
+
+
+def test_configs_and_metadata_beside_the_model_are_read_within_bounds(tmp_path: Path) -> None:
+    """A genai_config.json's context length shortens the sequence and its head size is taken; sizes past any input
+    size (a hostile file), unreadable JSON and an expression dim that overflows fall back to the defaults."""
+    path = kv_model(tmp_path / "kv.onnx")
+    (tmp_path / "genai_config.json").write_text('{"model": {"context_length": 48, "decoder": {"head_size": 8}}}')
+    model = load_model(path)
+    assert _cache_shapes(model) == (48, 0, 48)
+    sources = {d.name: d.source for d in model.assumed_dims}
+    assert sources["sequence_length"] == "the context length in genai_config.json"
+    (tmp_path / "genai_config.json").write_text('{"model": {"context_length": 100000000000000000000}}')
+    assert _cache_shapes(load_model(path)) == (128, 0, 128)
+    (tmp_path / "genai_config.json").write_text("{not json")
+    assert _cache_shapes(load_model(path)) == (128, 0, 128)
+    proto = onnx.load(str(path))
+    helper.set_model_props(proto, {"batch_size": "99999999999999"})
+    onnx.save(proto, path)
+    assert load_model(path).main.inputs[0].type.shape[0] == 1
+    overflow = kv_model(tmp_path / "overflow.onnx", "past_sequence_length * 99999999999 * sequence_length")
+    shapes = {v.name: v.type.shape for v in load_model(overflow, dims={"decode": 3}).main.inputs}
+    assert shapes["mask"] == (1, 1, 1)  # no value: the "other" default, not an int64 overflow

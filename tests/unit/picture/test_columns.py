@@ -1,0 +1,204 @@
+"""``renderer/picture/columns.py``: screen-shaped pages (issue 26). Every page of the default render of held-out real
+models (tests/support/wheel_models.py, fetched from PyPI wheels) whose long side is over 3,000 pt is at most 3 times its
+short side; a long chain wraps into columns read left to right (rows top to bottom under ``--rankdir LR``), in
+model order, the text as big as on the page drawn in one column. Checked by parsing the SVGs."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import renderer
+from conftest import SVG_NS, parse_svg, run_cli
+from renderer.compose.rendering import prepare
+from renderer.core.options import RenderOptions
+from renderer.picture import dot, graphviz_run
+from wheel_models import MODELS, wheel_model
+
+LONG_SIDE = 3000.0
+MAX_ASPECT = 3.0
+HELD_OUT = sorted(MODELS)
+CHAIN_OPS = 60
+
+
+def _pages(overview: Path) -> list[Path]:
+    folder = overview.with_name(overview.name + ".pages")
+    return [overview] + sorted(folder.glob("page-*.svg"))
+
+
+def _size(root) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    return float(root.get("width").removesuffix("pt")), float(root.get("height").removesuffix("pt"))
+
+
+def _groups(root, cls: str) -> list:  # type: ignore[no-untyped-def,type-arg]
+    return [g for g in root.iter(f"{SVG_NS}g") if cls in (g.get("class") or "").split()]
+
+
+def _box(group) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
+    """(left, top, right, bottom) of the first polygon or path of a node or cluster group (SVG y grows down)."""
+    for element in group.iter():
+        points = element.get("points") if element.tag == f"{SVG_NS}polygon" else element.get("d") \
+            if element.tag == f"{SVG_NS}path" else None
+        if points:
+            numbers = [float(v) for v in re.findall(r"-?[0-9.]+", points)]
+            xs, ys = numbers[0::2], numbers[1::2]
+            return min(xs), min(ys), max(xs), max(ys)
+    raise AssertionError(f"no shape in {group.get('id')}")
+
+
+def _font_sizes(group) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return [((t.text or "").strip(), t.get("font-size")) for t in group.iter(f"{SVG_NS}text")]
+
+
+def _columns(root) -> list[tuple[float, float, float, float]]:  # type: ignore[no-untyped-def]
+    """The columns' boxes, in their order (``column-1``, ``column-2``…)."""
+    found = {int(m.group(1)): _box(g) for g in _groups(root, "cluster")
+             if (m := re.fullmatch(r"column-(\d+)", g.get("id") or ""))}
+    assert sorted(found) == list(range(1, len(found) + 1))
+    return [found[k] for k in sorted(found)]
+
+
+def _column_of(box: tuple[float, float, float, float], columns: list[tuple[float, float, float, float]]) -> int:
+    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return next(k for k, (left, top, right, bottom) in enumerate(columns) if left <= x <= right and top <= y <= bottom)
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The default render (SVG book or picture) of each held-out model."""
+    folder = tmp_path_factory.mktemp("held-out")
+    done = {}
+    for key in HELD_OUT:
+        out = folder / f"{key}.svg"
+        run = run_cli("render", wheel_model(key), "-o", out, "--no-sidecar", timeout=900)
+        assert run.returncode == 0, run.stderr
+        done[key] = out
+    return done
+
+
+# PP-OCRv4 det's page 4, since its dims are assumed (224 × 224): one group frame holds most of the page, columns
+# never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
+# (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
+@pytest.mark.parametrize("key", HELD_OUT)
+def test_every_page_of_a_held_out_model_is_screen_shaped(renders: dict[str, Path], key: str) -> None:
+    """No page over 3,000 pt a side is more than 3 : 1 (before: 39 of these 60 pages were, the worst
+    iris_landmark at 761 × 11,985 pt, 15.7 : 1), none shrunk to get there, and every column holds something, in
+    order left to right (PP-OCRv4 det's page 4, two flows side by side all along, had its legend alone in a
+    column drawn on the right of the rest)."""
+    for path in _pages(renders[key]):
+        root = parse_svg(path)
+        width, height = _size(root)
+        if max(width, height) > LONG_SIDE:
+            assert max(width, height) <= MAX_ASPECT * min(width, height), (key, path.name, width, height)
+        assert next(root.iter(f"{SVG_NS}g")).get("transform").startswith("scale(1 1)"), path.name
+        columns = _columns(root)
+        for left, top, right, bottom in columns:
+            assert right - left > 50 and bottom - top > 50, (key, path.name)
+        assert [box[0] for box in columns] == sorted(box[0] for box in columns), (key, path.name)
+        for cluster in _groups(root, "cluster"):  # a group drawn inside a column keeps its own frame
+            if not (cluster.get("id") or "").startswith("column-"):
+                assert "column" not in cluster.get("class").split()
+                strokes = {e.get("stroke") for e in cluster.iter() if e.get("stroke")}
+                assert strokes and "transparent" not in strokes, (key, path.name, cluster.get("id"))
+
+
+@pytest.mark.parametrize("key", ["iris_landmark", "ppocr5_rec", "yolov8n_320", "ppocr4_rec"])
+def test_edges_between_columns_go_forward_through_stubs(renders: dict[str, Path], key: str) -> None:
+    """On a page in columns no edge runs between two columns: each goes to a stub naming a later column
+    ("continues in column 2 →", "to column 4") and comes from one naming an earlier one, and every column
+    after the first opens with the turn from the one before."""
+    wrapped = 0
+    for path in _pages(renders[key]):
+        root = parse_svg(path)
+        columns = _columns(root)
+        if not columns:
+            continue
+        wrapped += 1
+        where = {g.findtext(f"{SVG_NS}title"): _column_of(_box(g), columns) for g in _groups(root, "node")}
+        for edge in _groups(root, "edge"):
+            tail, _, head = (edge.findtext(f"{SVG_NS}title") or "").partition("->")
+            if tail in where and head in where:
+                assert where[tail] == where[head], (path.name, tail, head)
+        stubs = {g.get("id"): g for g in _groups(root, "column-stub")}
+        for ident in stubs:
+            way, here, there = re.fullmatch(r"col-(to|from)-(\d+)-(\d+)", ident).groups()  # type: ignore[union-attr]
+            assert (int(there) > int(here)) == (way == "to"), ident
+            assert where[stubs[ident].findtext(f"{SVG_NS}title")] == int(here) - 1, ident
+        for number in range(2, len(columns) + 1):
+            turn = stubs[f"col-from-{number}-{number - 1}"]
+            assert "turn" in turn.get("class").split()
+            assert f"continued from column {number - 1}" in " ".join(t.text or "" for t in turn.iter(f"{SVG_NS}text"))
+    assert wrapped, key
+
+
+def _chain_model(path: Path, ops: int = CHAIN_OPS) -> Path:
+    """A plain chain of ``ops`` elementwise operators, named in order (``step_000`` …)."""
+    nodes, previous = [], "x"
+    kinds = ["Relu", "Sigmoid", "Tanh", "Neg", "Abs"]
+    for k in range(ops):
+        nodes.append(helper.make_node(kinds[k % len(kinds)], [previous], [f"v{k}"], name=f"step_{k:03d}"))
+        previous = f"v{k}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [1, 8, 16, 16])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _op_boxes(root) -> dict[int, tuple[float, float, float, float]]:  # type: ignore[no-untyped-def]
+    return {int(g.get("id").rsplit("-", 1)[1]): _box(g) for g in _groups(root, "op")}
+
+
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+def test_a_long_chain_reads_in_model_order_column_by_column(tmp_path: Path, rankdir: str) -> None:
+    """60 operators in one chain: one picture in columns side by side (rows stacked under LR), screen-shaped,
+    the operators in model order down each column and on into the next; the same bytes twice."""
+    model = _chain_model(tmp_path / "chain.onnx")
+    outputs = []
+    for k in range(2):
+        out = tmp_path / f"chain{k}.svg"
+        run = run_cli("render", model, "-o", out, "--no-sidecar", "--rankdir", rankdir)
+        assert run.returncode == 0, run.stderr
+        assert not out.with_name(out.name + ".pages").exists()
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    root = parse_svg(outputs[0])
+    width, height = _size(root)
+    assert max(width, height) <= LONG_SIDE or max(width, height) <= MAX_ASPECT * min(width, height), (width, height)
+    columns = _columns(root)
+    assert len(columns) >= 3
+    across = 0 if rankdir == "TB" else 1  # columns left to right, or rows top to bottom
+    assert [c[across] for c in columns] == sorted(c[across] for c in columns)
+    boxes = _op_boxes(root)
+    assert sorted(boxes) == list(range(CHAIN_OPS))
+    placed = sorted(boxes, key=lambda n: (_column_of(boxes[n], columns), boxes[n][1 - across]))
+    assert placed == list(range(CHAIN_OPS))
+    fewest = Counter(_column_of(b, columns) for b in boxes.values()).most_common()[-1][1]
+    assert fewest >= CHAIN_OPS // (2 * len(columns))  # the columns about even
+
+
+def test_text_in_columns_is_as_big_as_in_one_column(tmp_path: Path) -> None:
+    """Every operator box says the same text at the same font sizes as in the picture laid out in one
+    column; the page is drawn at scale 1."""
+    model = renderer.load_model(_chain_model(tmp_path / "chain.onnx"))
+    scene = prepare(model, None, RenderOptions())
+    one_column = parse_svg(graphviz_run.run_dot(dot.emit(scene), "svg"))
+    assert too_tall(one_column)
+    out = tmp_path / "chain.svg"
+    assert run_cli("render", tmp_path / "chain.onnx", "-o", out, "--no-sidecar").returncode == 0
+    wrapped = parse_svg(out)
+    assert _columns(wrapped)
+    before = {g.get("id"): _font_sizes(g) for g in _groups(one_column, "op")}
+    after = {g.get("id"): _font_sizes(g) for g in _groups(wrapped, "op")}
+    assert before == after and len(after) == CHAIN_OPS
+    assert next(wrapped.iter(f"{SVG_NS}g")).get("transform").startswith("scale(1 1)")
+
+
+def too_tall(root) -> bool:  # type: ignore[no-untyped-def]
+    width, height = _size(root)
+    return height > LONG_SIDE and height > MAX_ASPECT * width
+

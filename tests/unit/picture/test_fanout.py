@@ -1,0 +1,203 @@
+"""A tensor read by many boxes on one page is drawn once, with a labelled stub at each far reader
+(renderer/picture/fanout.py, issue 26): the rule on small tables, then on the pages of a real-sized TTS model
+(tests/support/tts_int8.py's float graph: a style vector read by every AdaIN of its vocoder, a mask by every
+layer) and of the held-out models, read back from the SVG: every stub names its tensor and producer, links to the
+producer and feeds one reader of that tensor; no page is mostly empty."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote
+
+import onnx
+import pytest
+
+from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
+from renderer.picture.fanout import FAR_READERS, far_readers, settled_ranks
+from wheel_models import keys, wheel_model
+
+MAX_AREA_PER_BOX = 150_000
+"""pt² of page per drawn box, counting only operators, group boxes and graph inputs/outputs (never stubs)."""
+
+
+def _chain(name: str, length: int) -> list[tuple[str, str]]:
+    return [(f"{name}{i}", f"{name}{i + 1}") for i in range(length)]
+
+
+def test_far_readers_of_one_tensor_get_stubs_and_near_ones_keep_their_edge() -> None:
+    """A mask read along a 40-rank column: its first reader keeps the edge, the 4 further down get stubs."""
+    column = _chain("op_", 40)
+    mask = [("op_mask", f"op_{k}") for k in (1, 10, 20, 30, 39)]
+    far = far_readers([("mask", mask)], column + mask, lambda name: name.startswith("op_"))
+    assert far == {"mask": {"op_10", "op_20", "op_30", "op_39"}}
+
+
+@pytest.mark.parametrize("readers, why", [
+    ((1, 12), "a residual connection: one far reader"),
+    ((1, 2, 3, 20), "Q, K, V and the Add after the attention: one far reader"),
+    ((5, 5, 5, 5, 5, 5, 5, 5), "eight parallel branches on one rank"),
+    ((1, 10, 20), "two far readers"),
+])
+def test_few_far_readers_keep_their_edges(readers: tuple[int, ...], why: str) -> None:
+    column = _chain("op_", 40)
+    fan = [("op_x", f"op_{k}") for k in readers]
+    assert far_readers([("x", fan)], column + fan, lambda name: True) == {}, why
+
+
+def test_an_item_with_one_input_sits_next_to_its_reader() -> None:
+    """A MatMul of the style vector (its only drawn input) ranks just above the norm it scales, as dot puts it,
+    not at the top: so the edge from the style to it is long, and it counts as a far reader."""
+    column = _chain("op_", 30)
+    rank = settled_ranks(column + [("style", "op_scale"), ("op_scale", "op_25")])
+    assert rank["op_scale"] == 24
+
+
+def _pages(overview: Path) -> list[Path]:
+    return [overview, *sorted(overview.with_name(overview.name + ".pages").glob("page-*.svg"))]
+
+
+def _classes(g) -> list[str]:  # type: ignore[no-untyped-def]
+    return (g.get("class") or "").split()
+
+
+def _texts(g) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(t.text for t in g.iter(f"{SVG_NS}text") if t.text)
+
+
+def area_per_box(path: Path) -> float:
+    """A page's area over its drawn operators, group boxes and graph inputs/outputs."""
+    root = parse_svg(path)
+    width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
+    boxes = sum(1 for g in root.iter(f"{SVG_NS}g") if "node" in _classes(g) and (
+        {"op", "group"} & set(_classes(g)) or (g.get("id") or "").startswith("io-")))
+    return width * height / max(1, boxes)
+
+
+def check_uses(overview: Path, model: onnx.ModelProto) -> int:
+    """Every far reader's stub on every page: labelled ``tensor · from Op S:N`` (or ``· model input``), its
+    tooltip naming the tensor in full and its producer, its link landing on that producer's box (or the input's),
+    and one edge of that tensor's (id ``t-S-N.K``) from it to a group box or an operator that reads the tensor.
+    Returns how many."""
+    producers = {out: node for node in _nodes(model.graph) for out in node.output}
+    inputs = {v.name for v in model.graph.input}
+    ids = {path.resolve(): {e.get("id") for e in parse_svg(path).iter() if e.get("id")} for path in _pages(overview)}
+    count = 0
+    for path in _pages(overview):
+        root = parse_svg(path)
+        ops = {g.findtext(f"{SVG_NS}title"): g for g in root.iter(f"{SVG_NS}g") if "op" in _classes(g)}
+        boxes = {g.findtext(f"{SVG_NS}title") for g in root.iter(f"{SVG_NS}g") if "group" in _classes(g)}
+        edges = [(g.findtext(f"{SVG_NS}title"), g) for g in root.iter(f"{SVG_NS}g") if "edge" in _classes(g)]
+        for use in (g for g in root.iter(f"{SVG_NS}g") if "use" in _classes(g)):
+            anchor = next(use.iter(f"{SVG_NS}a"))
+            tip = anchor.get(f"{XLINK_NS}title")
+            tensor = re.split(r"\s+\(tensor ", tip)[0]
+            label = _texts(use)
+            if tensor in inputs:
+                assert label.endswith("· model input") and "model input" in tip, (label, tip)
+            elif tensor not in producers:  # a body's input
+                assert " · input of " in label, label
+            else:
+                node = producers[tensor]
+                assert re.search(rf"· from {re.escape(node.op_type)}( \(.+\))? \d+:\d+$", label), label
+                assert f": {node.name}" in tip, tip
+            target, _, element = unquote(anchor.get(f"{XLINK_NS}href")).partition("#")
+            assert element in ids[(path.parent / target).resolve() if target else path.resolve()], (path.name, element)
+            name = use.findtext(f"{SVG_NS}title")
+            out = [(title, g) for title, g in edges if title.startswith(f"{name}->")]
+            assert len(out) == 1, (name, out)
+            reader, edge = out[0][0].split("->")[1], out[0][1].get("id")
+            assert re.fullmatch(r"t-\d+-\d+(\.\d+)?", edge), edge
+            if reader not in ops and reader not in boxes:  # split between two columns: its head side is id-c
+                reader = next(title.split("->")[1] for title, g in edges if g.get("id") == f"{edge}-c")
+            if reader not in boxes:  # a group box reads it inside; an operator names it in its tooltip
+                assert f" {tensor} " in ops[reader].find(f".//{SVG_NS}a").get(f"{XLINK_NS}title") + " ", tensor
+            count += 1
+    return count
+
+
+def _nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The graph's nodes and those of every body inside it."""
+    found = []
+    for node in graph.node:
+        found.append(node)
+        for attribute in node.attribute:
+            for body in [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs):
+                found.extend(_nodes(body))
+    return found
+
+
+@pytest.fixture(scope="module")
+def tts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, onnx.ModelProto]:
+    import tts_int8
+
+    folder = tmp_path_factory.mktemp("tts")
+    model = tts_int8.build()
+    onnx.save(model, str(folder / "tts.onnx"))
+    out = folder / "tts.svg"
+    run = run_cli("render", folder / "tts.onnx", "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    return out, model
+
+
+def test_a_style_vector_read_by_every_adain_is_a_stub_at_each(tts: tuple[Path, onnx.ModelProto]) -> None:
+    """The vocoder's pages: 'style' fed every AdaIN through an edge from one stub at the top of the page, six
+    page-long edges beside three parallel resblocks (2,516 pt wide, 212,369 pt² a box); now a stub
+    ``style · model input`` at each AdaIN."""
+    out, model = tts
+    assert check_uses(out, model) >= 3 * FAR_READERS
+    labels = Counter(_texts(g) for path in _pages(out) for g in parse_svg(path).iter(f"{SVG_NS}g")
+                     if "use" in _classes(g))
+    assert labels["style · model input"] >= FAR_READERS, labels
+
+
+def test_no_page_of_the_tts_model_is_mostly_empty(tts: tuple[Path, onnx.ModelProto]) -> None:
+    out, _ = tts
+    worst = max(_pages(out), key=area_per_box)
+    assert area_per_box(worst) <= MAX_AREA_PER_BOX, worst.name
+
+
+HELD_OUT = {key: (lambda key=key: wheel_model(key)) for key in keys()}
+HELD_OUT |= {name: (lambda name=name: ONNX / f"{name}.onnx") for name in ("bert_dynamo", "silero_vad", "cnn_chain")}
+
+
+@pytest.mark.parametrize("key", sorted(HELD_OUT))
+def test_no_page_of_a_held_out_model_is_mostly_empty(tmp_path: Path, key: str) -> None:
+    """Every page of the default render of the held-out models (tests/support/wheel_models.py) and the samples named
+    in issue 26: at most 150,000 pt² a drawn box; far readers' stubs, where there are any, as ``check_uses``
+    reads them."""
+    path = HELD_OUT[key]()
+    out = tmp_path / "m.svg"
+    run = run_cli("render", path, "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    densities = {page.name: round(area_per_box(page)) for page in _pages(out)}
+    assert max(densities.values()) <= MAX_AREA_PER_BOX, sorted(densities.items(), key=lambda kv: -kv[1])[:3]
+    if path.suffix == ".onnx":
+        check_uses(out, onnx.load(str(path), load_external_data=False))
+
+
+def test_a_flat_picture_gives_far_readers_stubs_and_keeps_hostile_names_as_text(tmp_path: Path) -> None:
+    """One picture (no pages): a mask input with a hostile name read by 4 Muls down a 24-op chain. Its first
+    reader keeps the edge; the 3 others get stubs whose label (the name's last part, after a path separator) and
+    tooltip (the name whole) show it as written: no markup, no Graphviz escape taking effect; each links to the
+    input's box in the same file."""
+    from onnx import TensorProto, helper
+
+    mask = '<b>&"\\N <i>m\'ask&amp;'
+    nodes, previous = [], "x"
+    for i in range(24):
+        inputs = [previous, mask] if i % 6 == 0 else [previous]
+        nodes.append(helper.make_node("Mul" if i % 6 == 0 else "Relu", inputs, [f"y{i}"], name=f"op{i}"))
+        previous = f"y{i}"
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in ("x", mask)]
+    graph = helper.make_graph(nodes, "g", info, [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [1, 8])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    out = tmp_path / "m.svg"
+    run = run_cli("render", path, "-o", out, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert not out.with_name("m.svg.pages").exists()
+    uses = [g for g in parse_svg(out).iter(f"{SVG_NS}g") if "use" in _classes(g)]
+    assert [_texts(g) for g in uses] == ["N <i>m'ask&amp; · model input"] * 3
+    assert check_uses(out, onnx.load(str(path))) == 3
