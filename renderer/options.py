@@ -47,6 +47,9 @@ class RenderOptions:
         focus_together: one page holding every neighbourhood, instead of a page each and an index page.
         summary_top_k: rows of the top-operators table in the Markdown summary (0 to ``SUMMARY_MAX_TOP_K``).
         summary_link_base: URL the summary's links to the pictures start with (else paths relative to it).
+        layout_cache: the folder layouts are kept in between runs (``picture.layout_cache``; it changes no
+            byte of the picture, only how soon it is drawn): None for the default (``ANNOGRAPH_CACHE_DIR``,
+            else the user cache folder), ``""`` for none.
     """
 
     color_by: str | None = None
@@ -76,6 +79,7 @@ class RenderOptions:
     focus_together: bool = False
     summary_top_k: int = SUMMARY_TOP_K
     summary_link_base: str | None = None
+    layout_cache: str | None = None
 
 
 COMMAND_LINE_NAMES = {"dim": "dims", "together": "focus_together", "summary_rows": "summary_top_k"}
@@ -92,7 +96,7 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
     """RenderOptions from option values by name, as the command line parses them (``vars(args)``): the one
     builder ``render``, ``batch`` and ``diff`` use. A value that is None or absent takes RenderOptions' default;
     names that are no render option (``models``, ``output``…) are ignored. Besides the field names it reads the
-    command line's: ``no_edge_labels``, ``dim`` (``NAME=VALUE`` texts), ``together``, ``summary_rows``; and
+    command line's: ``no_edge_labels``, ``no_layout_cache``, ``dim`` (``NAME=VALUE`` texts), ``together``, ``summary_rows``; and
     ``collapse`` and ``show`` as written there (``"2"``, ``"none"``; ``"latency_ms,macs"``, ``"all"``).
 
     Raises:
@@ -104,6 +108,8 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
         field_name = COMMAND_LINE_NAMES.get(name, name)
         if field_name in names and value is not None:
             given[field_name] = value
+    if values.get("no_layout_cache"):
+        given["layout_cache"] = ""
     if values.get("no_edge_labels") is not None:
         given["edge_labels"] = not values["no_edge_labels"]
     if isinstance(given.get("dims"), (list, tuple)):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import atomic, escape
-from . import columns, dot, graphviz_run
+from . import columns, dot, graphviz_run, layout_cache
 from .columns import Columns
 from ..annotations import Annotations
 from ..records import AnnotationSet
@@ -180,7 +180,10 @@ def lay_out_flat(scene: dot.Scene, source: str, formats: list[str],
 
     def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
         left = None if deadline is None or timeout is None else max(min(timeout, 0.1), deadline - time.monotonic())
-        return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check)
+        return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check,
+                                           cache=cache)
+
+    cache = layout_cache.for_setting(scene.options.layout_cache)
 
     if shape is None:
         return source, render(source, None)
