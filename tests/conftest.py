@@ -19,6 +19,18 @@ SAMPLES = ROOT / "samples"
 ONNX = SAMPLES / "onnx"
 TFLITE = SAMPLES / "tflite"
 SVG_NS = "{http://www.w3.org/2000/svg}"
+
+# Layouts are kept in a folder of this session and signed with a key of its own, never the user's (issue 30);
+# run_cli's subprocesses inherit both.
+_CACHE = Path(__import__("tempfile").mkdtemp(prefix="annograph-test-layouts-"))
+os.environ["ANNOGRAPH_CACHE_DIR"] = str(_CACHE / "layouts")
+os.environ["ANNOGRAPH_CACHE_KEY"] = str(_CACHE / "layout-cache.key")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import shutil
+
+    shutil.rmtree(_CACHE, ignore_errors=True)
 XLINK_NS = "{http://www.w3.org/1999/xlink}"
 
 

@@ -145,6 +145,12 @@ SHARED: dict[str, Option] = {
                                         f"{default('max_tensor_elements') // 1_000_000}M)"),
     "timeout": _option("layout", "--timeout", type=positive_seconds, default=default("timeout"),
                        help=f"seconds Graphviz may run, for the whole report (default {default('timeout'):g})"),
+    "layout_cache": _option("layout", "--layout-cache", metavar="DIR",
+                            help="keep layouts in DIR, so that a re-render with new numbers (fills, values, "
+                                 "tooltips) skips the layout (default: $ANNOGRAPH_CACHE_DIR, else the user cache "
+                                 "folder; at most 256 MiB, least recently used first out)"),
+    "no_layout_cache": _option("layout", "--no-layout-cache", action="store_true",
+                               help="lay every picture out anew and keep no layout (the output is the same bytes)"),
     "collapse": _option("big models", "--collapse", default=default("collapse"), metavar="auto|none|DEPTH",
                         help="auto (default): one picture up to 1,500 drawn operators, above that an overview of "
                              "groups (name scopes, subgraphs, or stages) with a linked page per group; none: always "
@@ -179,7 +185,7 @@ has one spelling, one default and one help text (tests/test_option_vocabulary.py
 ANNOTATION_OPTIONS = ("annotations", "annotations_format", "strict", "dim", "no_sidecar")
 PICTURE_OPTIONS = ("inputs", "color_by", "cmap", "norm", "vmin", "vmax", "center", "edge_by", "edge_cmap", "show",
                    "show_constants", "no_edge_labels", "rankdir", "title", "max_tensor_elements", "timeout",
-                   "collapse", "aggregate", "focus", "radius", "top", "together")
+                   "layout_cache", "no_layout_cache", "collapse", "aggregate", "focus", "radius", "top", "together")
 """``render``'s options that change the picture: ``batch`` and ``diff`` offer each, or say why not
 (their ``LEFT_OUT``)."""
 SUMMARY_OPTIONS = ("summary", "summary_link_base", "summary_rows")

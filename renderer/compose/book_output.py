@@ -23,9 +23,10 @@ from renderer.core import progress
 from renderer.core.errors import RenderError
 from renderer.core.numbers import count
 from renderer.files.page_names import Links
-from renderer.picture import columns, graphviz_run
+from renderer.picture import columns, graphviz_run, layout_cache
 from renderer.picture.columns import Columns
 from renderer.picture.dot_pages import emit_page
+from renderer.picture.layout_cache import LayoutCache
 from renderer.picture.pages import MAX_PAGE_PT, PACK_KIND, PAGE_OPS, Book, Page, pack_budget_key, plan
 from renderer.picture.scene import Scene
 
@@ -55,7 +56,8 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
         try:
             with progress.stage("layout") as facts:
                 laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit, shapes,
-                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape))
+                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape),
+                                     layout_cache.for_setting(scene.options.layout_cache))
                 facts.append(count(len(laid), "page"))
             break
         except _PagesTooBig as e:
@@ -106,11 +108,13 @@ def _replan(scene: Scene, book: Book, too_big: list[Page], sides: list[float], b
 
 def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: float | None,
                   max_side: float | None = None, shapes: list[Columns] | None = None,
-                  reshape: Callable[[int, Columns], str] | None = None) -> list[dict[str, bytes]]:
+                  reshape: Callable[[int, Columns], str] | None = None,
+                  cache: LayoutCache | None = None) -> list[dict[str, bytes]]:
     """Each page's DOT (``sources``, in book order) laid out once and rendered to ``formats``; pages in
     parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error. With ``shapes``
     (what each page's emission recorded) and ``reshape`` (page index, columns → its DOT again), a page laid out
     as a long strip is laid out again in columns (``columns.lay_out``), its source in ``sources`` replaced.
+    ``cache``: where layouts are looked up and kept (``layout_cache``).
 
     Raises:
         _PagesTooBig: detail pages (and the pages of a focused view) over ``max_side`` a side (found before
@@ -127,7 +131,7 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             with progress.stage(f"layout page {book.pages[index].index}") as facts:
                 sources[index], laid = _lay_out_page(sources[index], formats, deadline,
                                                      max_side if index or book.kind == "focus" else None,
-                                                     shapes[index] if shapes else None, again)
+                                                     shapes[index] if shapes else None, again, cache)
                 facts.append(f"{book.pages[index].title}, {count(len(sources[index]), 'character')} of DOT")
             return laid
         except graphviz_run.TooBig as e:
@@ -161,26 +165,27 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
 
 
 def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_side: float | None,
-                  shape: Columns | None, again: Callable[[Columns], str] | None) -> tuple[str, dict[str, bytes]]:
+                  shape: Columns | None, again: Callable[[Columns], str] | None,
+                  cache: LayoutCache | None = None) -> tuple[str, dict[str, bytes]]:
     """One page laid out (``_render_page``) by ``deadline``; in columns when it comes out a long strip and
     ``again`` emits it anew (``columns.lay_out``). Returns the source drawn and its formats."""
 
     def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
-        return _render_page(text, formats, left, max_side, check)
+        return _render_page(text, formats, left, max_side, check, cache)
 
     if shape is None or again is None:
         return source, render(source, None)
     return columns.lay_out(source, shape, again, render)
 
 
-def _render_page(source: str, formats: list[str], timeout: float | None,
-                 max_side: float | None, check: Callable[[bytes], None] | None = None) -> dict[str, bytes]:
+def _render_page(source: str, formats: list[str], timeout: float | None, max_side: float | None,
+                 check: Callable[[bytes], None] | None = None, cache: LayoutCache | None = None) -> dict[str, bytes]:
     """One page's DOT laid out and rendered to ``formats``; again without the overview's rows when dot fails
     on them."""
     try:
         return graphviz_run.render_formats(source, formats, timeout=timeout, max_side=max_side, palette_png=True,
-                                           check=check)
+                                           check=check, cache=cache)
     except (graphviz_run.LayoutTimeout, graphviz_run.TooBig, columns.Reshape):
         raise
     except RenderError:
@@ -188,7 +193,8 @@ def _render_page(source: str, formats: list[str], timeout: float | None,
             raise
         # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one reaches into
         # a cluster, a spline it cannot route (Pshortestpath) in a page of operators
-        return graphviz_run.render_formats(_ROWS.sub("", source), formats, timeout=timeout, palette_png=True)
+        return graphviz_run.render_formats(_ROWS.sub("", source), formats, timeout=timeout, palette_png=True,
+                                           cache=cache)
 
 
 def _merge_pdfs(pages: list[bytes]) -> bytes:

@@ -25,7 +25,7 @@ from renderer.core.numbers import count, format_number
 from renderer.core.options import RenderOptions
 from renderer.core.progress import detail, note, stage, waiting, warn
 from renderer.core.records import Annotations, AnnotationSet
-from renderer.picture import columns, dot, graphviz_run
+from renderer.picture import columns, dot, graphviz_run, layout_cache
 from renderer.picture.columns import Columns
 from renderer.picture.folding import Folding, fold
 from renderer.picture.scene import Scene
@@ -187,7 +187,10 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
 
     def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
         left = None if deadline is None or timeout is None else max(min(timeout, 0.1), deadline - time.monotonic())
-        return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check)
+        return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check,
+                                           cache=cache)
+
+    cache = layout_cache.for_setting(scene.options.layout_cache)
 
     if shape is None:
         return source, render(source, None)

@@ -79,6 +79,9 @@ class RenderOptions(PictureOptions):
         max_tensor_elements: weight statistics are skipped (and said so) for larger tensors.
         summary_top_k: rows of the top-operators table in the Markdown summary (0 to ``SUMMARY_MAX_TOP_K``).
         summary_link_base: URL the summary's links to the pictures start with (else paths relative to it).
+        layout_cache: the folder layouts are kept in between runs (``picture.layout_cache``; it changes no
+            byte of the picture, only how soon it is drawn): None for the default (``ANNOGRAPH_CACHE_DIR``,
+            else the user cache folder), ``""`` for none.
     """
 
     timeout: float | None = 600.0
@@ -88,6 +91,8 @@ class RenderOptions(PictureOptions):
     max_tensor_elements: int = 50_000_000
     summary_top_k: int = SUMMARY_TOP_K
     summary_link_base: str | None = None
+    layout_cache: str | None = None
+
 
 COMMAND_LINE_NAMES = {"dim": "dims", "together": "focus_together", "summary_rows": "summary_top_k"}
 """Command-line option names (argparse dests) that are not the RenderOptions field they set."""
@@ -103,7 +108,7 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
     """RenderOptions from option values by name, as the command line parses them (``vars(args)``): the one
     builder ``render``, ``batch`` and ``diff`` use. A value that is None or absent takes RenderOptions' default;
     names that are no render option (``models``, ``output``…) are ignored. Besides the field names it reads the
-    command line's: ``no_edge_labels``, ``dim`` (``NAME=VALUE`` texts), ``together``, ``summary_rows``; and
+    command line's: ``no_edge_labels``, ``no_layout_cache``, ``dim`` (``NAME=VALUE`` texts), ``together``, ``summary_rows``; and
     ``collapse`` and ``show`` as written there (``"2"``, ``"none"``; ``"latency_ms,macs"``, ``"all"``).
 
     Raises:
@@ -115,6 +120,8 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
         field_name = COMMAND_LINE_NAMES.get(name, name)
         if field_name in names and value is not None:
             given[field_name] = value
+    if values.get("no_layout_cache"):
+        given["layout_cache"] = ""
     if values.get("no_edge_labels") is not None:
         given["edge_labels"] = not values["no_edge_labels"]
     if isinstance(given.get("dims"), (list, tuple)):

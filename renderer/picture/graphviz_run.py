@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -12,9 +13,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from renderer.core.errors import GraphvizNotFound, RenderError
 from renderer.core.numbers import format_number
+from renderer.picture import skeleton
+
+if TYPE_CHECKING:
+    from renderer.picture.layout_cache import LayoutCache
 
 
 class LayoutTimeout(RenderError):
@@ -45,31 +51,114 @@ def dot_program() -> str:
     return path
 
 
+@functools.lru_cache(maxsize=1)
+def graphviz_version() -> str:
+    """What ``dot -V`` says (the layout cache keys layouts by it)."""
+    try:
+        done = subprocess.run([dot_program(), "-V"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (done.stderr + done.stdout).decode("utf-8", "replace").strip()
+
+
 def render_formats(source: str, formats: list[str], timeout: float | None = None,
                    max_side: float | None = None, palette_png: bool = False,
-                   check: Callable[[bytes], None] | None = None) -> dict[str, bytes]:
-    """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf).
+                   check: Callable[[bytes], None] | None = None, cache: LayoutCache | None = None) -> dict[str, bytes]:
+    """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf), in two steps that every
+    render takes, so that a layout found in ``cache`` draws the very bytes a fresh one does:
 
-    One ``dot`` run writes the SVG, the PDF and the laid-out graph (``-Tdot``: the source with every position)
-    from the same layout; PNG is drawn from that laid-out graph by ``neato -n2``, which keeps every position: no
-    second layout, and the same geometry in every format. The SVG is byte-identical to ``run_dot(source,
-    "svg")``: the PDF's size cap (``MAX_PDF_INCHES``, a graph attribute of the run) scales nothing smaller, and
-    a layout bigger than it is drawn again without the PDF, which then comes from the laid-out graph too.
-    (Not ``-Txdot``: Graphviz 2.43 writes text holding ``\"`` into xdot's drawing attributes in a form it cannot
-    read back. PNG not in the one run: its ``dpi`` would scale the SVG.)
+    1. the layout: ``dot -Tdot`` of the source's skeleton (``skeleton``: colours, tooltips, links and the
+       digits of labels stood in for), or the same found in ``cache`` (``layout_cache``), keyed by it;
+    2. the drawing: the laid-out skeleton with the real text put back, drawn by ``neato -n2``, which keeps
+       every position: SVG and PDF in one run (the PDF alone when the layout is over its size cap,
+       ``MAX_PDF_INCHES``, which would scale the SVG too), PNG in a run of its own (its ``dpi`` would).
+    A source the skeleton cannot stand in for is laid out and drawn as it is (``_render_direct``).
 
     ``palette_png``: PNG with at most 256 colours, written by gd from cairo's drawing (``-Tpng:cairo:gd``): 3×
     less CPU than cairo's own PNG writer, whose filtering and compression take two thirds of a page's time
     (measured with perf on a 1,293 × 3,812 px page: 0.08 s against 0.25 s); gd's palette is then snapped to
     the colours the source names (``snap_palette``), so fills and the white ground keep their exact colours.
 
-    ``check``: given the layout in ``-Tplain`` form (every node's place and size), written by the same run,
-    before any PNG is drawn; it may raise to refuse the layout (``renderer.picture.columns`` asks for a page in
-    columns).
+    ``check``: given the layout in ``-Tplain`` form (every node's place and size), before anything is drawn;
+    it may raise to refuse the layout (``renderer.picture.columns`` asks for a page in columns).
 
     Raises:
         TooBig: the layout, padding included, is over ``max_side`` points wide or high.
     """
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        frame = skeleton.skeleton(source)
+    except skeleton.Unskeletal:
+        return _render_direct(source, formats, timeout, max_side, palette_png, check)
+    positioned, places = _positions(frame.text, check is not None, deadline, timeout, cache)
+    width, height = laid_out_size(positioned)
+    if max_side is not None and max(width, height) > max_side:
+        raise TooBig(width, height)
+    if check is not None:
+        check(places)
+    try:
+        real = frame.restore(positioned.decode("utf-8")).encode("utf-8")
+    except (skeleton.Unskeletal, UnicodeDecodeError):
+        return _render_direct(source, formats, timeout, max_side, palette_png, check)
+    result: dict[str, bytes] = {}
+    for run in _drawing_runs(formats, max(width, height)):
+        result.update(_draw(real, run, deadline, timeout, max_side, palette_png))
+    if "png" in result and palette_png:
+        result["png"] = snap_palette(result["png"], source)
+    if "pdf" in result:
+        result["pdf"] = _fixed_pdf_dates(result["pdf"])
+    return result
+
+
+def _positions(text: str, places: bool, deadline: float | None, timeout: float | None,
+               cache: LayoutCache | None) -> tuple[bytes, bytes]:
+    """The layout of ``text`` (``-Tdot``) and, when ``places``, its ``-Tplain``: from ``cache``, else from
+    one ``dot`` run, then kept there."""
+    key = cache.key(text, places, graphviz_version()) if cache is not None else ""
+    found = cache.get(key) if cache is not None else None
+    if found is not None:
+        return found
+    laid, positioned = _lay_out(text, ["plain"] if places else [], deadline, timeout)
+    if cache is not None:
+        cache.put(key, positioned, laid.get("plain", b""))
+    return positioned, laid.get("plain", b"")
+
+
+def _drawing_runs(formats: list[str], side: float) -> list[list[str]]:
+    """The ``neato -n2`` runs drawing ``formats``: SVG and PDF together unless the layout is over the PDF's
+    size cap (a graph attribute of the run, which would scale the SVG too); PNG alone (its ``dpi`` would)."""
+    together = [fmt for fmt in ("svg", "pdf") if fmt in formats]
+    runs = [[fmt] for fmt in together] if side > MAX_PDF_INCHES * 72 - 2 * PDF_SLACK_PT else [together]
+    return [run for run in runs if run] + ([["png"]] if "png" in formats else [])
+
+
+def _draw(positioned: bytes, formats: list[str], deadline: float | None, timeout: float | None,
+          max_side: float | None, palette: bool) -> dict[str, bytes]:
+    """One ``neato -n2`` run drawing ``formats`` from the laid-out graph (a PNG capped at ``max_side``)."""
+    command = [_program("neato"), "-n2"]
+    if len(formats) == 1:
+        return {formats[0]: _run(command + _format_args(formats[0], palette=palette, max_side=max_side)[1:],
+                                 positioned, _left(deadline, timeout), timeout)}
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="annograph-") as folder:
+        files = {fmt: Path(folder) / f"page.{fmt}" for fmt in formats}
+        for fmt, path in files.items():
+            command += _format_args(fmt, palette=palette, max_side=max_side)[1:] + ["-o", str(path)]
+        _run(command, positioned, _left(deadline, timeout), timeout)
+        return {fmt: path.read_bytes() for fmt, path in files.items()}
+
+
+def _render_direct(source: str, formats: list[str], timeout: float | None = None,
+                   max_side: float | None = None, palette_png: bool = False,
+                   check: Callable[[bytes], None] | None = None) -> dict[str, bytes]:
+    """``render_formats`` without the skeleton: one ``dot`` run writes the SVG, the PDF and the laid-out graph
+    from the same layout; PNG is drawn from that laid-out graph by ``neato -n2``. For a source whose skeleton
+    does not come back whole from Graphviz (never for annograph's own DOT so far)."""
     if formats == ["svg"] and max_side is not None and check is None:  # one run writing to a pipe; the size is in the SVG's header
         svg = run_dot(source, "svg", timeout=timeout)
         width, height = svg_size(svg)
@@ -78,9 +167,6 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
         return {"svg": svg}
     if len(formats) <= 1 and max_side is None and check is None and not (palette_png and "png" in formats):
         return {fmt: run_dot(source, fmt, timeout=timeout) for fmt in formats}
-    for fmt in formats:
-        if fmt not in FORMATS:
-            raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
     deadline = None if timeout is None else time.monotonic() + timeout
     drawn = _drawn_in_layout_run(formats)
     result, positioned = _lay_out(source, drawn + (["plain"] if check else []), deadline, timeout, max_side,
@@ -151,7 +237,8 @@ def snap_palette(png: bytes, source: str) -> bytes:
     import struct
     import zlib
 
-    wanted = {(255, 255, 255), (0, 0, 0)} | {tuple(bytes.fromhex(h)) for h in set(_HEX_COLOUR.findall(source))}
+    # sorted: a tie between two colours goes the same way in every process (a set's order follows str hashing)
+    wanted = sorted({(255, 255, 255), (0, 0, 0)} | {tuple(bytes.fromhex(h)) for h in set(_HEX_COLOUR.findall(source))})
     position = 8
     while position + 8 <= len(png):
         length, kind = struct.unpack(">I4s", png[position:position + 8])

@@ -1,6 +1,7 @@
-"""One Graphviz layout per picture, whatever the number of formats written (issue 12): ``dot`` runs once, drawing
-the SVG and the PDF itself (or the PNG, when it is the only picture), and a PNG beside them is drawn from its
-laid-out graph by ``neato -n2``. Counted with shims in front of both programs."""
+"""One Graphviz layout per picture, whatever the number of formats written (issue 12): ``dot`` runs once to lay the
+picture out (``-Tdot``: positions only, what the layout cache keeps, issue 30), and ``neato -n2`` draws from that
+laid-out graph: the SVG and the PDF in one run, a PNG in a run of its own. Counted with shims in front of both
+programs; every render here says ``--no-layout-cache``, so that each lays out."""
 
 from __future__ import annotations
 
@@ -28,23 +29,26 @@ def test_three_formats_share_one_layout(tmp_path: Path) -> None:
     env, log = _shimmed(tmp_path)
     model = ONNX / "tiny_cnn.onnx"
     outputs = [tmp_path / f"a.{fmt}" for fmt in ("svg", "png", "pdf")]
-    run = run_cli("render", model, "-q", "--no-sidecar", *[a for o in outputs for a in ("-o", o)], env=env)
+    run = run_cli("render", model, "-q", "--no-sidecar", "--no-layout-cache", *[a for o in outputs for a in ("-o", o)],
+                  env=env)
     assert run.returncode == 0, run.stderr
-    calls = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
-    assert calls == ["dot", "neato"], calls
-    assert all("-n2" in line and "-Tpng" in line for line in log.read_text(encoding="utf-8").splitlines()[1:])
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert [line.split()[0] for line in lines] == ["dot", "neato", "neato"], lines
+    assert "-Tdot" in lines[0] and "-Tsvg" not in lines[0]
+    assert "-n2" in lines[1] and "-Tsvg" in lines[1] and "-Tpdf" in lines[1] and "-Tpng" in lines[2]
     assert outputs[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and outputs[2].read_bytes()[:5] == b"%PDF-"
 
     log.write_text("", encoding="utf-8")  # the SVG is the one a single-format render lays out
     alone = tmp_path / "alone.svg"
-    run = run_cli("render", model, "-q", "--no-sidecar", "-o", alone, env=env)
+    run = run_cli("render", model, "-q", "--no-sidecar", "--no-layout-cache", "-o", alone, env=env)
     assert run.returncode == 0 and log.read_text(encoding="utf-8").split()[0] == "dot"
     assert alone.read_bytes() == outputs[0].read_bytes()
 
 
-def test_one_dot_run_draws_the_svg_and_pdf_or_the_png_alone(tmp_path: Path) -> None:
-    """A book's SVG and PDF come from the layout's one ``dot`` run (no ``neato``), and its PDF is the same bytes
-    as a PDF rendered alone; a PNG alone is drawn in its layout's run too, as big as the SVG page at 110 dpi."""
+def test_one_neato_run_draws_the_svg_and_pdf(tmp_path: Path) -> None:
+    """Each page of a book is laid out by one ``dot`` run and drawn by one ``neato -n2`` run, whatever formats
+    are asked for; its PDF is the same bytes as a PDF rendered alone; a PNG alone is as big as the SVG page at
+    110 dpi."""
     import struct
 
     env, log = _shimmed(tmp_path)
@@ -54,10 +58,12 @@ def test_one_dot_run_draws_the_svg_and_pdf_or_the_png_alone(tmp_path: Path) -> N
     for outputs in ([tmp_path / "svg.svg"], [tmp_path / "both.svg", tmp_path / "both.pdf"],
                     [tmp_path / "alone" / "both.pdf"], [tmp_path / "alone.png"]):
         log.write_text("", encoding="utf-8")
-        run = run_cli("render", model, "-q", "--no-sidecar", *[a for o in outputs for a in ("-o", o)], env=env)
+        run = run_cli("render", model, "-q", "--no-sidecar", "--no-layout-cache",
+                      *[a for o in outputs for a in ("-o", o)], env=env)
         assert run.returncode == 0, run.stderr
-        runs[str(outputs[-1])] = [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()]
-    assert len({tuple(calls) for calls in runs.values()}) == 1 and set(runs[str(tmp_path / "svg.svg")]) == {"dot"}, runs
+        runs[str(outputs[-1])] = sorted(line.split()[0] for line in log.read_text(encoding="utf-8").splitlines())
+    assert len({tuple(calls) for calls in runs.values()}) == 1, runs
+    assert runs[str(tmp_path / "svg.svg")].count("neato") == 3, runs  # the overview and two pages, drawn once each
     assert (tmp_path / "both.pdf").read_bytes() == (tmp_path / "alone" / "both.pdf").read_bytes()
     svg = (tmp_path / "both.svg").read_text(encoding="utf-8")
     width, height = (float(v) for v in re.search(r'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"', svg).groups())
@@ -66,9 +72,8 @@ def test_one_dot_run_draws_the_svg_and_pdf_or_the_png_alone(tmp_path: Path) -> N
 
 
 def test_a_layout_over_the_pdf_cap_keeps_its_svg() -> None:
-    """The PDF's size cap (199 inches) is a graph attribute of the run that also writes the SVG: a layout
-    bigger than it is laid out again for the SVG, which stays the bytes ``dot -Tsvg`` writes; the PDF is scaled
-    to the cap."""
+    """The PDF's size cap (199 inches) is a graph attribute of the run that draws it: a layout bigger than it has
+    its SVG drawn in a run of its own, the same bytes as the SVG drawn alone; the PDF is scaled to the cap."""
     import io
 
     from pypdf import PdfReader
@@ -77,6 +82,7 @@ def test_a_layout_over_the_pdf_cap_keeps_its_svg() -> None:
 
     chain = "digraph g { node [shape=box, height=1]; " + " -> ".join(f"n{i}" for i in range(180)) + " }"
     result = render_formats(chain, ["svg", "pdf"], max_side=10**6)
-    assert result["svg"] == run_dot(chain, "svg")
+    assert result["svg"] == render_formats(chain, ["svg"], max_side=10**6)["svg"]
+    assert run_dot(chain, "svg").count(b"<g id=\"node") == result["svg"].count(b"<g id=\"node") == 180
     box = PdfReader(io.BytesIO(result["pdf"])).pages[0].mediabox
     assert float(box.height) <= MAX_PDF_INCHES * 72 + 72 and float(box.height) > 10_000, box

@@ -1,0 +1,90 @@
+"""The layout cache (issue 30 item 1): a re-render with new numbers against the first render, in CPU ratios.
+
+    python benchmarks/bench_layout_cache.py [--repeat 3] [--only NAME]
+
+CPU is user + system time of ``annograph render`` and every process it waits for (``dot``, ``neato``), read from
+``getrusage(RUSAGE_CHILDREN)``: wall time on a shared machine says more about the neighbours than about us. In
+the same run:
+
+    yardstick       ``dot -Tsvg`` on a fixed chain of 2,000 boxes (``benchmarks/yardstick.py``; 0.26 s on the
+                    2-core machine of issue 30), the unit the issue's figures are in
+    first           ``render MODEL -a latency1.csv -o m.svg`` into an empty ``--layout-cache`` folder
+    no cache        the same with ``--no-layout-cache`` (what the two-step layout costs without a cache)
+    re-render       ``render MODEL -a latency2.csv -o m.svg`` on the folder ``first`` filled: other latencies
+                    (another random draw), so other fills, values and tooltips, and the same layout
+
+    tts-int8-3.6k   tests/tts_int8.py's Kokoro-shaped int8 TTS transformer at 20 encoder layers (3,656 operators),
+                    built here (onnxruntime's quantizer, ~20 s)
+    light_resnet50  samples/onnx/light_resnet50.onnx (415 operators)
+
+The goal printed against the figures: re-render ≤ 0.3× the first on both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_formats import cpu_seconds, model_for  # the same CPU measure and the same models as bench_formats
+
+GOAL = 0.3
+
+
+def latency_file(model: Path, path: Path, seed: int) -> Path:
+    """A generic CSV of one latency a drawn operator (by index), drawn at random around 1 ms."""
+    import onnx
+
+    count = len(onnx.load(str(model), load_external_data=False).graph.node)
+    draw = random.Random(seed)
+    path.write_text("id,latency_ms\n" + "".join(f"{i},{draw.lognormvariate(0, 1):.4f}\n" for i in range(count)))
+    return path
+
+
+def run_case(name: str, folder: Path, repeat: int, unit: float) -> float:
+    model = model_for(name, folder)
+    latencies = [latency_file(model, folder / f"{name}-latency{seed}.csv", seed) for seed in (1, 2)]
+    base = [sys.executable, "-m", "renderer", "render", str(model), "-q", "-o", str(folder / f"{name}.svg")]
+    first, plain, again = [], [], []
+    for attempt in range(repeat):
+        cache = folder / f"{name}-cache-{attempt}"
+        first.append(cpu_seconds([*base, "-a", str(latencies[0]), "--layout-cache", str(cache)]))
+        plain.append(cpu_seconds([*base, "-a", str(latencies[0]), "--no-layout-cache"]))
+        again.append(cpu_seconds([*base, "-a", str(latencies[1]), "--layout-cache", str(cache)]))
+    once, none, re = (statistics.median(t) for t in (first, plain, again))
+    print(f"{name}: first {once:.2f} s CPU = {once / unit:.1f}× the yardstick; no cache {none:.2f} s = "
+          f"{none / once:.2f}× the first; re-render with other latencies {re:.2f} s = {re / once:.2f}× the first",
+          flush=True)
+    print(f"  GOAL re-render ≤ {GOAL}× the first: {re / once:.2f}×, {'met' if re / once <= GOAL else 'MISSED'}")
+    return re / once
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=("tts-int8-3.6k", "light_resnet50"))
+    args = parser.parse_args()
+    import yardstick
+
+    unit = yardstick.cpu_seconds(args.repeat)
+    print(f"yardstick: dot -Tsvg on {yardstick.NODES:,} nodes {unit:.2f} s CPU; load {os.getloadavg()[0]:.1f}",
+          flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-layout-cache-") as folder:
+        for name in ("tts-int8-3.6k", "light_resnet50"):
+            if args.only in (None, name):
+                run_case(name, Path(folder), args.repeat, unit)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
