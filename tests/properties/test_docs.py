@@ -1,4 +1,5 @@
-"""README.md and the manual (docs/) stay true to the code as it moves: every module path and dotted name they cite
+"""README.md and the manual (docs/) stay true to the code as it moves: every repository path (renderer/, tests/,
+benchmarks/, samples/) and dotted name they cite
 exists, the README's links lead to files, and the README stays a front page (at most 250 lines). The site itself is
 built by scripts/test (sphinx -W, before pytest), not here."""
 
@@ -10,7 +11,7 @@ import re
 from conftest import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-PATH = re.compile(r"`(renderer/[\w/.-]+)`")
+PATH = re.compile(r"`((?:renderer|tests|benchmarks|samples)/[\w/.-]+)`")
 DOTTED = re.compile(r"(?<![\w/-])(renderer(?:\.[A-Za-z_]\w*)+)")
 LINK = re.compile(r"\]\(((?:docs/)[^)#\s]*)[^)]*\)|src=\"(docs/[^\"]+)\"")
 
