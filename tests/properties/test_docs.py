@@ -1,7 +1,6 @@
 """README.md and the manual (docs/) stay true to the code as it moves: every repository path (renderer/, tests/,
-benchmarks/, samples/) and dotted name they cite
-exists, the README's links lead to files, and the README stays a front page (at most 250 lines). The site itself is
-built by scripts/test (sphinx -W, before pytest), not here."""
+benchmarks/, samples/) and dotted name they cite exists, the README's links lead to files, and the README stays a
+front page (at most 250 lines). The site itself is built by scripts/test (sphinx -W, before pytest), not here."""
 
 from __future__ import annotations
 
