@@ -69,7 +69,8 @@ def validate_style(style: dict[str, object], where: str) -> dict[str, str]:
         if key in COLOR_ATTRS:
             color = normalize_color(value)
             if color is None:
-                raise AnnotationError(f"{where}: style {key} {value[:40]!r} is not a colour (#rrggbb, 0xRRGGBB or a name)")
+                raise AnnotationError(f"{where}: style {key} {value[:40]!r} is not a colour "
+                                      "(#rrggbb, 0xRRGGBB or a name)")
             clean[key] = color
         elif key in NUMBER_ATTRS:
             low, high = NUMBER_ATTRS[key]

@@ -150,7 +150,9 @@ def _run(job: ModelJob) -> ModelResult:
             name = _file_name(job.prefix, r, path, metric, names)
             result.files.extend(_picture(layout, name, heat, metric, notes, texts[(r, metric)], path, len(drawn),
                                          job.options))
-            low, high = (format_number(heat.scale.vmin), format_number(heat.scale.vmax)) if heat and heat.values else ("", "")
+            low, high = ("", "")
+            if heat and heat.values:
+                low, high = format_number(heat.scale.vmin), format_number(heat.scale.vmax)
             valued = sum(1 for key in drawn if heat is not None and key in heat.values)
             result.pictures.append(Picture(name, Path(path).name, metric, low, high, valued, len(drawn) - valued))
     return result
@@ -286,7 +288,8 @@ def _picture(layout: Layout | BookLayout, name: str, heat: Heatmap | None, metri
         "key": escape.svg_text(metric, first.key_chars).encode(),
     }
     if not isinstance(layout, BookLayout):
-        return [(name, layout.template.fill({**tables, "colorbar": caption.svg(said, layout.width, layout.height).encode()}))]
+        colorbar = caption.svg(said, layout.width, layout.height).encode()
+        return [(name, layout.template.fill({**tables, "colorbar": colorbar}))]
     scene = dataclasses.replace(layout.scene, heatmap=heat, options=options)
     pictures = []
     for laid, page in zip(layout.pages, layout.book.pages):

@@ -1,8 +1,9 @@
 """Running batch jobs: in this process, over local worker processes, or on an existing Dask cluster.
 
 Each job is a pure function of its ``ModelJob`` and returns bytes, so where it runs does not change what is
-written. Results come back in job order, each checked against its job (``ModelJob.token``) before it is used. A job that raises (a bug, or a worker lost more often than Dask
-retries) becomes an error result for its model; the others are unaffected.
+written. Results come back in job order, each checked against its job (``ModelJob.token``) before it is used. A
+job that raises (a bug, or a worker lost more often than Dask retries) becomes an error result for its model; the
+others are unaffected.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def run_dask(jobs: list[ModelJob], address: str) -> Iterator[ModelResult]:
     try:
         client = Client(address, timeout="20s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
-        raise AnnographError(f"--dask {address}: cannot reach the scheduler ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise AnnographError(f"--dask {address}: cannot reach the scheduler ({why})") from None
     with client:
         # Dask treats tasks of equal keys as one: every key is new to this run (and its files may have changed
         # since an earlier run of the same jobs), so a batch never receives another batch's results.

@@ -27,7 +27,8 @@ _OP_ID = re.compile(r"^op-(\d+)-(\d+)$")
 _BOX_ID = re.compile(r"^a_box-(\d+)$")
 """The link of a group box (or of one cell of a run of repeated groups) leading to page N."""
 _POINTS_Y = re.compile(r"[-\d.]+,([-\d.]+)")
-_SVG_SIZE = re.compile(rb'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"')
+_SVG_SIZE = re.compile(rb'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+'
+                       rb'viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"')
 _GRAPH_TRANSLATE = re.compile(rb'(<g id="[^"]*" class="graph" transform="[^"]*translate\()([-\d.]+) ([-\d.]+)\)')
 """The graph's own group: ``id="graph"`` in a flat picture, ``id="overview-svg"``/``page-001-svg`` on a page."""
 
@@ -64,7 +65,8 @@ def add_caption_space(svg: bytes, height: float, min_width: float) -> tuple[byte
     view_w, view_h = float(size.group(5)), float(size.group(6))
     new_w = max(view_w, min_width)
     header = (f'<svg width="{max(width_pt, min_width):.0f}pt" height="{height_pt + height:.0f}pt"\n'
-              f' viewBox="{size.group(3).decode()} {size.group(4).decode()} {new_w:.2f} {view_h + height:.2f}"').encode()
+              f' viewBox="{size.group(3).decode()} {size.group(4).decode()} {new_w:.2f} '
+              f'{view_h + height:.2f}"').encode()
     shifted = move.group(1) + f"{move.group(2).decode()} {float(move.group(3)) + height:.2f})".encode()
     svg = svg[: move.start()] + CAPTION_MARK + shifted + svg[move.end():]
     svg = svg[: size.start()] + header + svg[size.end():]
@@ -122,7 +124,8 @@ def _check_placeholders(slots: list[Slot]) -> None:
             kinds_by_op.setdefault(key, set()).add(kind)
     incomplete = [k for k, kinds in kinds_by_op.items() if not {"fill", "value", "key"} <= kinds]
     if incomplete:
-        raise RenderError(f"operator {incomplete[0][1]}:{incomplete[0][2]}: its box has no value placeholder in the layout")
+        raise RenderError(f"operator {incomplete[0][1]}:{incomplete[0][2]}: its box has no value placeholder "
+                          "in the layout")
 
 
 class _Cutter:
@@ -183,7 +186,8 @@ class _Cutter:
             return match is not None
         self.gdepth += 1
         start, end = self.tag_bounds()
-        if name in ("polygon", "path") and not self.gfilled and attrs.get("fill", "none") not in ("none", "transparent"):
+        filled = attrs.get("fill", "none") not in ("none", "transparent")
+        if name in ("polygon", "path") and not self.gfilled and filled:
             self.gfilled = self.cut_attribute(start, end, b"fill", ("gfill", group))
         elif name == "text":
             self.cut_attribute(start, end, b"fill", ("gink", group))

@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, ("annotations_format", "strict", "dim", "no_sidecar"))
     work = parser.add_argument_group("where the work runs")
     work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
-    work.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
+    work.add_argument("--dask", metavar="ADDRESS",
+                      help="run on the Dask scheduler at ADDRESS (pip install 'annograph[dask]')")
     colour = parser.add_argument_group(SHARED["color_by"].group)
     colour.add_argument("--color-by", "--colour-by", metavar="LIST",  # a list: a picture set per metric
                         help="metrics to colour by, comma-separated, a picture each (default: the runs' only "

@@ -113,7 +113,8 @@ SHARED: dict[str, Option] = {
     "inputs": _option("", "--inputs", metavar="FILE.npz",
                       help="real values for the model's inputs (one array per input name): their shapes pin every "
                            "input dim, and one run on them (onnxruntime, or LiteRT for TFLite) gives the shapes that "
-                           "depend on values (a decoder's length, inside If/Loop bodies too), instead of a run on zeros"),
+                           "depend on values (a decoder's length, inside If/Loop bodies too), instead of a run on "
+                           "zeros"),
     "color_by": _option("colour", "--color-by", "--colour-by", metavar="METRIC",
                         help="operator metric filling the boxes, or 'none' for plain boxes (default: the "
                              "annotations' only numeric metric, or their tool's main one; without either, the "
@@ -229,7 +230,8 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, alias: str, replacemen
 def add_verbosity_arguments(parser: argparse.ArgumentParser) -> None:
     """-q / -v, the same for every command (``renderer.commands.cli`` adds them to each)."""
     say = parser.add_mutually_exclusive_group()
-    say.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings (no summaries, no progress bars)")
+    say.add_argument("-q", "--quiet", action="store_true",
+                     help="only errors and warnings (no summaries, no progress bars)")
     say.add_argument("-v", "--verbose", action="store_true", help="also each stage's time and sizes")
 
 

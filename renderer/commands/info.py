@@ -51,10 +51,11 @@ def run(args: argparse.Namespace) -> int:
                       f"[{ins}] -> [{outs}]{subs}\n")
         out.write("  tensors (id  name  type  role)\n")
         for value in graph.values:
-            role = "input" if value.is_input else "output" if value.is_output else "constant" if value.is_constant else ""
+            role = ("input" if value.is_input else "output" if value.is_output
+                    else "constant" if value.is_constant else "")
             quant = f"  {clean(value.quantization, 120)}" if value.quantization is not None else ""
-            out.write(f"  {graph.index}:{value.index}  {clean(value.name, 120) or '-'}  {clean(value.type or '?', 120)}  "
-                      f"{role}{quant}\n")
+            out.write(f"  {graph.index}:{value.index}  {clean(value.name, 120) or '-'}  "
+                      f"{clean(value.type or '?', 120)}  {role}{quant}\n")
     return 0
 
 

@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
     parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
     parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH",
-                        help="output file (repeatable), or a folder ending in / for a batch; default: MODEL_STEM.svg in "
-                             "the current folder")
+                        help="output file (repeatable), or a folder ending in / for a batch; default: "
+                             "MODEL_STEM.svg in the current folder")
     parser.add_argument("--format", metavar="LIST",
                         help="formats for folder output (or the current folder without -o), e.g. svg,png (default svg)")
     add_options(parser, [*ANNOTATION_OPTIONS, *PICTURE_OPTIONS, *SUMMARY_OPTIONS])

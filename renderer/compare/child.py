@@ -5,8 +5,9 @@ pieces, and only the numbers go back to the command: a model whose tensors outgr
 loops for ever or that crashes the runtime ends this process, and the command says so in one line.
 
 The request: ``format`` (``onnx`` / ``tflite``), ``reference``, ``candidate``, ``inputs`` (an ``.npz`` path or
-null) and ``inputs_label`` (that file as the user named it), ``seed``, ``dims``, ``max_tensor_bytes`` and ``dumps`` (two paths to write the compared tensors to, or
-null). The answer: ``rows`` (one per reference tensor with a counterpart: its name or index, the candidate's
+null) and ``inputs_label`` (that file as the user named it), ``seed``, ``dims``, ``max_tensor_bytes`` and
+``dumps`` (two paths to write the compared tensors to, or null).
+The answer: ``rows`` (one per reference tensor with a counterpart: its name or index, the candidate's
 name, both shapes, the metrics or why not), ``missing``, ``notes`` and ``inputs`` (how they were made).
 """
 

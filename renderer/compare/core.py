@@ -116,7 +116,8 @@ def check_same_inputs(reference: str, ref_specs: list[InputSpec], candidate: str
                 f"{candidate}: input {spec.name!r} is {other.dtype}, {spec.dtype} in {reference}")
     extra = [n for n in cand_by_name if n not in ref_names]
     if extra:
-        raise AnnographError(f"{candidate}: input {extra[0]!r} is not an input of {reference}; the models do not correspond")
+        raise AnnographError(f"{candidate}: input {extra[0]!r} is not an input of {reference}; "
+                             "the models do not correspond")
 
 
 def require_matches(comparison: Comparison, total: int, examples: list[str]) -> None:
@@ -161,8 +162,8 @@ def compare_runs(reference: str, candidate: str, models: tuple[Model, Model], in
             limit = dataclasses.replace(limit, seconds=timeout)
         dumps = [os.path.join(folder, "reference.npz"), os.path.join(folder, "candidate.npz")] if keep_dumps else None
         request = {"format": model.format, "reference": reference, "candidate": candidate, "inputs": inputs,
-                   "inputs_label": label, "seed": seed, "dims": dims, "max_tensor_bytes": max_tensor_bytes, "dumps": dumps,
-                   "preload": _PRELOAD.get(model.format, [])}
+                   "inputs_label": label, "seed": seed, "dims": dims, "max_tensor_bytes": max_tensor_bytes,
+                   "dumps": dumps, "preload": _PRELOAD.get(model.format, [])}
         runtime = "onnxruntime" if model.format == "onnx" else "LiteRT"
         with waiting_then_counting("running both models", "comparing", "tensor") as counted:
             answer, reason = isolated.run("renderer.compare.child", request, runtime,
@@ -285,8 +286,8 @@ def _dump_keys(dump: Any, index: IdIndex, model: Model) -> dict[ElementKey, str]
             unknown.append(ident)
             continue
         if key in found:
-            raise AnnographError(f"{dump.path}: arrays {found[key][:80]!r} and {ident[:80]!r} name one tensor of {model.path}; "
-                                 "keep one array per tensor")
+            raise AnnographError(f"{dump.path}: arrays {found[key][:80]!r} and {ident[:80]!r} name one tensor of "
+                                 f"{model.path}; keep one array per tensor")
         found[key] = ident
     if unknown:
         shown = ", ".join(repr(u[:80]) for u in unknown[:MAX_LISTED])

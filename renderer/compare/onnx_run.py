@@ -63,7 +63,8 @@ class OnnxRun:
         for value in self.session().get_inputs():
             dtype = ORT_TYPES.get(value.type)
             if dtype is None:
-                raise AnnographError(f"{self.path}: input {value.name!r} has type {value.type}, which compare cannot feed")
+                raise AnnographError(f"{self.path}: input {value.name!r} has type {value.type}, "
+                                     "which compare cannot feed")
             shape = tuple(value.shape)
             specs.append(InputSpec(value.name, shape, dtype, fixed_sizes(shape)))
         return specs

@@ -216,8 +216,8 @@ def _focus(scene: Scene) -> Book:
                 raise RenderError(f"--focus {escape.clean(ident, 80)}: {e}") from None
             node = model.graphs[graph].nodes[number]
             if scene.folding.is_hidden(node):
-                raise RenderError(f"--focus {escape.clean(ident, 80)}: operator {graph}:{number} is folded into the box "
-                                  "that reads it; add --show-constants to draw it")
+                raise RenderError(f"--focus {escape.clean(ident, 80)}: operator {graph}:{number} is folded into "
+                                  "the box that reads it; add --show-constants to draw it")
             centres.append(node)
             labels.append(f"{node.op_type} {graph}:{number}")
     if opts.top:
@@ -243,7 +243,8 @@ def _produce_all(scene: Scene, source: str, plan: OutputPlan, shape: Columns | N
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     with stage("layout") as facts, waiting("dot"):
         source, laid = lay_out_flat(scene, source, laid_out, shape) if laid_out else (source, {})
-        facts.append(", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items())) or "no Graphviz output")
+        sizes = ", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items()))
+        facts.append(sizes or "no Graphviz output")
     produced = []
     for k, fmt in enumerate(formats):
         if fmt == "dot":

@@ -88,7 +88,8 @@ def _warn_idle(paths: Sequence[object], name: str, value: int) -> None:
 
 def refusal(paths: Sequence[object], name: str, value: int, names: Sequence[str], inner: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     """The one line saying ``--dim name=value`` pins nothing in the model(s) at ``paths``."""
-    files = ", ".join(str(p) for p in paths[:_FILES]) + (f" and {len(paths) - _FILES} more" if len(paths) > _FILES else "")
+    files = ", ".join(str(p) for p in paths[:_FILES])
+    files += f" and {len(paths) - _FILES} more" if len(paths) > _FILES else ""
     flag = f"--dim {clean(f'{name}={value}', 120)!r}"
     one = len(paths) == 1
     listed = ", ".join(repr(clean(n, 60)) for n in names[:_LISTED]) + (", …" if len(names) > _LISTED else "")

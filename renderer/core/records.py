@@ -1,9 +1,9 @@
 """What annotation readers produce, and the merged result the renderer reads.
 
 A reader turns one file into an ``AnnotationSet``: entries keyed by ids as the file writes them (strings,
-resolved later by ``renderer.core.id_rules``) or by ``Ref`` when the reader already knows the element (a profile that
-names ORT's node index, say). ``renderer.annotations.merge.merge`` matches ids to the model and merges several sets into one
-``Annotations``.
+resolved later by ``renderer.core.id_rules``) or by ``Ref`` when the reader already knows the element (a profile
+that names ORT's node index, say). ``renderer.annotations.merge.merge`` matches ids to the model and merges several
+sets into one ``Annotations``.
 """
 
 from __future__ import annotations

@@ -98,7 +98,8 @@ def read_bytes(path: str | Path, limit: int, error: type[AnnographError], kind: 
         stream = _open_stream(path, error, kind)
         _fill(stream, path, limit + 1, error)
         if len(stream.data) > limit:
-            raise error(f"{path}: more than {format_limit(limit)} from a pipe or device, more than annograph reads as {kind}")
+            raise error(f"{path}: more than {format_limit(limit)} from a pipe or device, "
+                        f"more than annograph reads as {kind}")
         return bytes(stream.data)
     try:
         size = os.stat(path).st_size
@@ -121,7 +122,8 @@ def chunks(path: str | Path, limit: int, error: type[AnnographError], kind: str)
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size > limit:
-                raise error(f"{path}: {format_limit(size)} is more than annograph reads as {kind} ({format_limit(limit)})")
+                raise error(f"{path}: {format_limit(size)} is more than annograph reads as {kind} "
+                            f"({format_limit(limit)})")
             while chunk := f.read(CHUNK):
                 yield chunk
     except OSError as e:
@@ -284,7 +286,7 @@ class NpzArchive:
         if record is None:
             source.seek(0)
             return
-        size, offset = record[5], record[6]  # _ECD_SIZE, _ECD_OFFSET
+        size = record[5]  # _ECD_SIZE
         start = record[9] - size  # _ECD_LOCATION: the directory ends where the end record (or zip64's) starts
         if record[0] == getattr(zipfile, "stringEndArchive64", b"PK\x06\x06"):
             start -= 56 + 20  # the zip64 end record and its locator lie between
@@ -309,8 +311,8 @@ class NpzArchive:
         infos = [info for info in self._zip.infolist() if not info.is_dir()]
         declared = sum(info.file_size for info in infos)
         if declared > limit:
-            raise self._error(f"{self.path}: its members would inflate to {format_limit(declared)}, more than annograph "
-                              f"reads as {self._kind} ({format_limit(limit)})")
+            raise self._error(f"{self.path}: its members would inflate to {format_limit(declared)}, more than "
+                              f"annograph reads as {self._kind} ({format_limit(limit)})")
         names: list[str] = []
         for info in infos:
             if not info.filename.endswith(".npy"):
@@ -392,7 +394,7 @@ class NpzArchive:
     def __enter__(self) -> NpzArchive:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
 
 

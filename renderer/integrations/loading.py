@@ -56,8 +56,8 @@ def render_options(options: RenderOptions | None = None, **given: Any) -> Render
     if unknown:
         raise AnnographError(f"unknown render option {unknown[0]!r} (known: {', '.join(sorted(names))})")
     read = from_values(given)
-    return dataclasses.replace(options or RenderOptions(),
-                               **{name: None if value is None else getattr(read, name) for name, value in given.items()})
+    taken = {name: None if value is None else getattr(read, name) for name, value in given.items()}
+    return dataclasses.replace(options or RenderOptions(), **taken)
 
 
 def load(

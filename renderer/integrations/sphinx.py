@@ -24,8 +24,9 @@ as its dependencies) changes.
 
 HTML: the SVG is written into the build's ``_images/`` as ``annograph-HASH.svg`` and inlined into the page, so the
 boxes' tooltips work and nothing is fetched; it is scaled down to the text column (``max-width:100%;
-height:auto``, or ``:width:``) and a link under it opens the file at full size. The SVG is Graphviz's drawing of our escaped DOT, and is checked for
-active content (script, handlers, foreign objects, javascript: links) before it is inlined. Its ids are
+height:auto``, or ``:width:``) and a link under it opens the file at full size. The SVG is Graphviz's drawing of
+our escaped DOT, and is checked for active content (script, handlers, foreign objects, javascript: links) before it
+is inlined. Its ids are
 prefixed (``inline_svg``) with a hash of the document's name and the picture's place on the page, so two pictures
 on one page share no id, and a build gives the same page every time. A big model drawn as an overview with
 linked pages (``:collapse: auto`` above the page limit, or a depth) has its pages beside it in ``_images/``, and

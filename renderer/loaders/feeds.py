@@ -129,20 +129,11 @@ def _check_header(path: str | Path, spec: InputSpec, shape: tuple[int, ...], dty
     got = "×".join(map(str, shape)) or "scalar"
     numeric = np.dtype(spec.dtype).kind in "biuf" if spec.dtype != "str" else False
     if numeric != (dtype.kind in "biuf"):
-        raise AnnographError(f"{path}: array {clean(spec.name, 80)!r} holds {dtype} ({got}), which cannot feed the model's input "
-                             f"of {spec.dtype}")
+        raise AnnographError(f"{path}: array {clean(spec.name, 80)!r} holds {dtype} ({got}), which cannot feed the "
+                             f"model's input of {spec.dtype}")
     fixed = spec.fixed
     if fixed is not None and (len(fixed) != len(shape) or any(isinstance(f, int) and f != n
                                                               for f, n in zip(fixed, shape))):
         wanted = "×".join("?" if f is None else str(f) for f in fixed) or "scalar"
         raise AnnographError(f"{path}: array {clean(spec.name, 80)!r} is {got}, but the model's input is "
                              f"{clean(wanted, 80)}")
-
-
-def load_npz(path: str | Path, kind: str) -> dict[str, Any]:
-    """Every array of an ``.npz`` file by key, or a one-line error naming the file (``inputs.NpzArchive``'s bounds:
-    headers checked before anything is inflated)."""
-    from renderer.files.inputs import NpzArchive
-
-    with NpzArchive(path, AnnographError, kind) as archive:
-        return archive.arrays()

@@ -185,7 +185,8 @@ def presets(given: Mapping[str, int], names: Sequence[str], found: Mapping[str, 
     result = {k: v for k, v in given.items() if k not in wanted}
     for key, value in wanted.items():
         for one in kv:
-            step = {one.sequence: value, one.past: 0} if key.strip() == "prefill" else {one.sequence: 1, one.past: value}
+            prefill = key.strip() == "prefill"
+            step = {one.sequence: value, one.past: 0} if prefill else {one.sequence: 1, one.past: value}
             result.update(step)
     return result
 
@@ -344,7 +345,8 @@ RUNS = "the first size onnxruntime runs"
 """How the source of a dim taken again after a failed shape run begins (``retried``)."""
 
 
-def retried(assumed: Sequence[AssumedDim], tried: Sequence[Mapping[str, int]], reason: str) -> dict[str, tuple[int, str]]:
+def retried(assumed: Sequence[AssumedDim], tried: Sequence[Mapping[str, int]],
+            reason: str) -> dict[str, tuple[int, str]]:
     """The dims of the last of ``tried`` (the one that ran), each with why: the assumed size failed (where, from
     onnxruntime's ``reason``), and the sizes tried for it."""
     at = re.search(r"running (\w+) node\. Name:'([^']{0,80})", reason)

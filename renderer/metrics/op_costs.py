@@ -238,7 +238,8 @@ class ModelCosts:
         return {
             "params": parameters(constants, scales, packed)
             + sum(prof.in_attributes[0] for prof in self.ops.values()),
-            "weight_bytes": sum(constant_bytes(v) for v in constants) + sum(prof.in_attributes[1] for prof in self.ops.values()),
+            "weight_bytes": sum(constant_bytes(v) for v in constants)
+            + sum(prof.in_attributes[1] for prof in self.ops.values()),
             "macs": macs,
             "macs_uncounted": uncounted,
             "peak_activation_bytes": peak,

@@ -198,7 +198,8 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "transpose_conv": _transpose_conv, "conv_3d_transpose": _conv_3d_transpose,
     "fully_connected": _fully_connected, "batch_matmul": _batch_matmul, "pool": _pool, "l2_pool": _l2_pool,
     "lrn": _lrn, "resize_bilinear": _resize_bilinear, "resize_nearest": _resize_nearest, "lstm": _lstm,
-    "bidirectional_lstm": _bidirectional_lstm, "rnn": _rnn, "bidirectional_rnn": _bidirectional_rnn, "add_n": _add_n, "none": _no_arithmetic, "elementwise": _elementwise, "reduction": _reduction,
+    "bidirectional_lstm": _bidirectional_lstm, "rnn": _rnn, "bidirectional_rnn": _bidirectional_rnn, "add_n": _add_n,
+    "none": _no_arithmetic, "elementwise": _elementwise, "reduction": _reduction,
 }
 """The formulas an entry's ``cost`` may name; numbers of the entry are keyword arguments."""
 _OWN_ACTIVATION = frozenset({"none", "lstm", "bidirectional_lstm", "rnn", "bidirectional_rnn"})

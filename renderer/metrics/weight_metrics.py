@@ -2,8 +2,8 @@
 
 Sparsity of an operation is the fraction of its weight values equal to the zero point *it* uses (see
 ``weights``); it is never written back onto the tensor. The values a sparse TFLite tensor does not store count as
-zeros, so its sparsity is 1 − stored / dense plus the stored zeros' share. Statistics are of the stored values (raw quantized
-codes for integer weights) and are skipped, with a note, for tensors over ``max_tensor_elements``.
+zeros, so its sparsity is 1 − stored / dense plus the stored zeros' share. Statistics are of the stored values (raw
+quantized codes for integer weights) and are skipped, with a note, for tensors over ``max_tensor_elements``.
 """
 
 from __future__ import annotations

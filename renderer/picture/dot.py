@@ -65,7 +65,6 @@ class Emitter:
         self.highlight: frozenset[tuple[str, int, int]] = frozenset()
         self.cat_colors = category_colors()
         self.drawn_graphs: set[int] = set()
-        self.edge_count: dict[int, int] = {}
         self.far: dict[object, set[str]] = {}
         """Tensor key → the readers drawn with a stub of their own (``fanout``)."""
 
@@ -122,7 +121,8 @@ class Emitter:
             if owner is not None:
                 caption += f"  (body of {owner.op_type} {owner.graph.index}:{owner.index})"
             sub.attr(
-                label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">{escape.html_text(caption, 90)}</FONT>'),
+                label=escape.html_label(
+                    f'<FONT POINT-SIZE="10" COLOR="#333333">{escape.html_text(caption, 90)}</FONT>'),
                 style="rounded,dashed", color="#8c8c8c", id=f"graph-{graph.index}", labeljust="l",
             )
             self._graph_body(sub, graph)
@@ -189,7 +189,8 @@ class Emitter:
             f'<TABLE BORDER="{border}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border_color}" '
             f'BGCOLOR="{fill}"{line}>{"".join(rows)}</TABLE>'
         )
-        attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}", "tooltip": self._op_tooltip(node, entry)}
+        attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}",
+                     "tooltip": self._op_tooltip(node, entry)}
         container.node(op_name(node), label=escape.html_label(label), **attrs_out)
 
     def _fill(self, node: Node, entry: Entry | None) -> str:
@@ -237,7 +238,8 @@ class Emitter:
                 dtype = f"{dtype}{sparse}→{value.type.dtype}"
             else:
                 dtype += sparse
-        return f"{escape.html_text(name, 20, middle=True)} [{escape.html_text(shape, 30)}] {escape.html_text(dtype, 30)}"
+        return (f"{escape.html_text(name, 20, middle=True)} [{escape.html_text(shape, 30)}] "
+                f"{escape.html_text(dtype, 30)}")
 
     def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
         lines = [f"{_type_text(node)}  (operator {node.graph.index}:{node.index}, {node.element_id})"]
@@ -413,7 +415,8 @@ class Emitter:
     def _tensor_tooltip(self, value: Value, entry: Entry | None = None) -> graphviz.quoting.NoHtml:
         if entry is None:
             entry = self.scene.annotations.tensors.get(value.key)
-        lines = [f"{escape.clean(value.name, 120) or '(unnamed)'}  (tensor {value.graph.index}:{value.index}, {value.element_id})"]
+        where = f"tensor {value.graph.index}:{value.index}, {value.element_id}"
+        lines = [f"{escape.clean(value.name, 120) or '(unnamed)'}  ({where})"]
         if value.type is not None:
             lines.append(str(value.type))
             if value.type.shape_signature is not None:
@@ -433,11 +436,13 @@ class Emitter:
         scene, model = self.scene, self.model
         graph_values = dict(scene.annotations.graph.values)
         title = self.opts.title or graph_values.pop("title", None) or model.path.replace("\\", "/").rsplit("/", 1)[-1]
-        rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{escape.html_text(title, 80)}</B></FONT></TD></TR>']
+        rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{escape.html_text(title, 80)}</B>'
+                '</FONT></TD></TR>']
         subtitle = f"{model.format.upper()} · {model.version}"
         if model.producer:
             subtitle += f" · {model.producer}"
-        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(subtitle, 100)}</FONT></TD></TR>')
+        rows.append('<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">'
+                    f'{escape.html_text(subtitle, 100)}</FONT></TD></TR>')
         if crumbs:
             rows.append(crumbs)
         if totals is None:
@@ -465,7 +470,8 @@ class Emitter:
         if categories:
             cells = "".join(
                 f'<TD BGCOLOR="{self.cat_colors.get(c, self.cat_colors["other"])}">'
-                f'<FONT POINT-SIZE="8" COLOR="{text_color(self.cat_colors.get(c, self.cat_colors["other"]))}">{c}</FONT></TD>'
+                f'<FONT POINT-SIZE="8" COLOR="{text_color(self.cat_colors.get(c, self.cat_colors["other"]))}">'
+                f'{c}</FONT></TD>'
                 for c in categories
             )
             rows.append(
@@ -578,7 +584,9 @@ def _attribute_lines(node: Node, limit: int, width: int = LABEL_CHARS) -> list[s
 
 def _is_subgraph(value: object) -> bool:
     """Graph-valued attributes are drawn as clusters, not listed in the box."""
-    return isinstance(value, SubgraphRef) or (isinstance(value, list) and any(isinstance(v, SubgraphRef) for v in value))
+    if isinstance(value, list):
+        return any(isinstance(v, SubgraphRef) for v in value)
+    return isinstance(value, SubgraphRef)
 
 
 def _stored_and_annotated(metadata: dict[str, str], entry: Entry | None) -> list[str]:

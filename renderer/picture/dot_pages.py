@@ -316,9 +316,10 @@ class _PageEmitter(Emitter):
             shown = format_number(number) if number is not None else "n/a"
             if self.share:
                 lines.append((self._share_text(id(group)), 11))
-            lines.append((f"{escape.html_text(self.scene.heatmap.metric, 28)} "  # type: ignore[union-attr]
-                          f"{escape.html_text(rule_for(self.scene.heatmap.metric, self.scene.heatmap.info, self.opts.aggregate), 8)}: "  # type: ignore[union-attr]
-                          f"<B>{escape.html_text(shown, 24)}</B>", 9))
+            heat = self.scene.heatmap
+            rule = rule_for(heat.metric, heat.info, self.opts.aggregate)  # type: ignore[union-attr]
+            lines.append((f"{escape.html_text(heat.metric, 28)} "  # type: ignore[union-attr]
+                          f"{escape.html_text(rule, 8)}: <B>{escape.html_text(shown, 24)}</B>", 9))
         return lines
 
     def _box_node(self, container: Sheet, group: Group) -> None:
@@ -519,7 +520,8 @@ class _PageEmitter(Emitter):
             f'<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2"><TR><TD><FONT POINT-SIZE="8" COLOR="#333333">'
             f"{escape.html_text(text, 40)}</FONT></TD></TR></TABLE>",
             "", escape.tooltip([head] + [escape.clean(label, 80) for label in labels[:MAX_TOOLTIP_TENSORS]]
-                               + ([f"… {len(labels) - MAX_TOOLTIP_TENSORS} more"] if len(labels) > MAX_TOOLTIP_TENSORS else [])))
+                               + ([f"… {len(labels) - MAX_TOOLTIP_TENSORS} more"]
+                                  if len(labels) > MAX_TOOLTIP_TENSORS else [])))
         self.stub_ids[name] = ident
         return name
 

@@ -159,7 +159,8 @@ def _render_direct(source: str, formats: list[str], timeout: float | None = None
     """``render_formats`` without the skeleton: one ``dot`` run writes the SVG, the PDF and the laid-out graph
     from the same layout; PNG is drawn from that laid-out graph by ``neato -n2``. For a source whose skeleton
     does not come back whole from Graphviz (never for annograph's own DOT so far)."""
-    if formats == ["svg"] and max_side is not None and check is None:  # one run writing to a pipe; the size is in the SVG's header
+    # one run writing to a pipe; the size is in the SVG's header
+    if formats == ["svg"] and max_side is not None and check is None:
         svg = run_dot(source, "svg", timeout=timeout)
         width, height = svg_size(svg)
         if max(width, height) > max_side:
@@ -319,7 +320,8 @@ def _run(command: list[str], data: bytes, timeout: float | None, budget: float |
             done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
         limit = budget if budget is not None else timeout
-        raise LayoutTimeout(f"Graphviz did not finish within {format_number(limit)} s (raise --timeout, or render a subgraph)") from None
+        raise LayoutTimeout(f"Graphviz did not finish within {format_number(limit)} s "
+                            "(raise --timeout, or render a subgraph)") from None
     except OSError as e:
         raise RenderError(f"cannot run Graphviz: {e}") from None
     if done.returncode == -signal.SIGXFSZ:  # Graphviz writes its own files now (the PDF, the positions)
@@ -357,7 +359,7 @@ def stopping_kills_children() -> Iterator[None]:
         yield
         return
 
-    def stop(signum: int, frame: object) -> None:
+    def stop(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     previous = {}
@@ -376,7 +378,10 @@ _PDF_DATE = re.compile(rb"/(CreationDate|ModDate) \(D:([0-9]+)")
 
 def _fixed_pdf_dates(pdf: bytes) -> bytes:
     """Cairo before 1.17 ignores SOURCE_DATE_EPOCH: pin the dates, keeping lengths so the xref offsets hold."""
-    return _PDF_DATE.sub(lambda m: b"/" + m.group(1) + b" (D:" + FIXED_PDF_DATE[: len(m.group(2))].ljust(len(m.group(2)), b"0"), pdf)
+    def pinned(m: re.Match[bytes]) -> bytes:
+        return b"/" + m.group(1) + b" (D:" + FIXED_PDF_DATE[: len(m.group(2))].ljust(len(m.group(2)), b"0")
+
+    return _PDF_DATE.sub(pinned, pdf)
 
 
 def _first_error(stderr: bytes) -> str:

@@ -159,7 +159,8 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
         return None
     if collapse == "auto" and not force and not needs_pages(model, drawn):
         return None
-    root = group_model(model, drawn, max_items=overview_boxes, max_depth=collapse if isinstance(collapse, int) else None)
+    depth = collapse if isinstance(collapse, int) else None
+    root = group_model(model, drawn, max_items=overview_boxes, max_depth=depth)
     book = Book([], {}, {})
     _add_page(book, root, None, _Budgets(page_ops, overview_boxes, budgets or {}))
     graph_owner = _graph_groups(root)
@@ -232,7 +233,8 @@ class _Budgets:
 
 
 def _add_page(book: Book, group: Group, parent: Page | None, budgets: _Budgets) -> Page:
-    page = Page(len(book.pages), group, list(group.nodes), parent=parent, title=display_path(group) if group.parent else "overview")
+    title = display_path(group) if group.parent else "overview"
+    page = Page(len(book.pages), group, list(group.nodes), parent=parent, title=title)
     book.pages.append(page)
     book.page_of_group[id(group)] = page
     for node in group.nodes:

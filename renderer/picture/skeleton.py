@@ -4,8 +4,8 @@ The layout cache (``layout_cache``) keys a layout by the skeleton: the DOT as em
 text colour, every tooltip and link, and every digit of an HTML label's text stood in for. A re-render with new
 numbers (a profile, an error heatmap) has the same skeleton, so its layout is found again. Stand-ins:
 
-    fillcolor="#a1b2c3"     →  fillcolor=TOKEN             (DOT attributes: ``tooltip``, ``href``, ``URL``, ``*color``)
-    BGCOLOR="#a1b2c3"       →  BGCOLOR="TOKEN"             (HTML attributes: ``*COLOR``, ``TITLE``, ``HREF``, ``TOOLTIP``)
+    fillcolor="#a1b2c3"     →  fillcolor=TOKEN         (DOT attributes: ``tooltip``, ``href``, ``URL``, ``*color``)
+    BGCOLOR="#a1b2c3"       →  BGCOLOR="TOKEN"         (HTML attributes: ``*COLOR``, ``TITLE``, ``HREF``, ``TOOLTIP``)
     >macs: <B>51.4M</B>     →  >macs: <B><FONT COLOR="TOKEN">000000M</FONT></B>  (HTML text with digits)
 
 Text of a label that is wholly a number, a value a box or the legend shows (``0.9864``, ``-3.2``, ``12.3k``,
@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)*")|"[^"\\]*(?:\\.[^"\\]*)*"|=<', re.DOTALL)
+_OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)*")|"[^"\\]*(?:\\.[^"\\]*)*"|=<',
+                      re.DOTALL)
 _INSIDE = re.compile(r'\b([A-Z]*COLOR|TITLE|HREF|TOOLTIP)="([^"<>]*)"|(?<=>)([^<>]*[0-9][^<>]*)(?=<)')
 _ANGLE = re.compile(r"[<>]")
 _HEX = re.compile(r'"#[0-9a-fA-F]{6}(?:[0-9a-fA-F]{2})?"')

@@ -3,8 +3,9 @@ box is (page and element id), the hot spots, and the Content-Security-Policy tha
 
 The browser finds boxes through this data, never by reading text out of the SVG: ``ops[k].el`` is the id our
 DOT gave the operator's ``<g class="node">`` (``Node.element_id``), ``ops[k].pages`` the book pages drawing it.
-The data travels ``packed`` (the values' texts in one table of strings) as JSON in a ``<script type="application/json">`` block (``script_json``), which a browser
-never runs; the script itself is allowed by its SHA-256 in the policy (``policy``), so no other script can run.
+The data travels ``packed`` (the values' texts in one table of strings) as JSON in a
+``<script type="application/json">`` block (``script_json``), which a browser never runs; the script itself is
+allowed by its SHA-256 in the policy (``policy``), so no other script can run.
 """
 
 from __future__ import annotations
@@ -175,7 +176,9 @@ def packed(report: dict[str, Any]) -> dict[str, Any]:
     objects again), not an object repeating every key.
 
     >>> packed({"ops": [{"id": "0:0", "values": [["a", "n/a", None]], "sig": [["x", "n/a"]], "more": ["a"]}]})
-    {'ops': [['0:0', [[0, 1, None]], [[2, 1]], [0]]], 'fields': ['id', 'values', 'sig', 'more'], 'strings': ['a', 'n/a', 'x']}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'ops': [['0:0', [[0, 1, None]], [[2, 1]], [0]]], 'fields': ['id', 'values', 'sig', 'more'],
+     'strings': ['a', 'n/a', 'x']}
     """
     index: dict[str, int] = {}
 

@@ -59,7 +59,8 @@ def parse(svg: str) -> Element:
             raise RenderError(f"refusing to embed an SVG with a <{tag}> element")
         for name, value in element.attrib.items():
             local = name.rsplit("}", 1)[-1].lower()
-            if local.startswith("on") or (local == "href" and value.strip().lower().startswith(("javascript:", "data:"))):
+            script = local == "href" and value.strip().lower().startswith(("javascript:", "data:"))
+            if local.startswith("on") or script:
                 raise RenderError(f"refusing to embed an SVG with a {local} attribute")
     return root
 

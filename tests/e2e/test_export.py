@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, one_line_error, run_cli
-from renderer.annotations.readers.model_explorer import color_for
 from renderer.annotations.registry import load_annotations, read_file
 from renderer.exporters.protocol import ExportOptions
 from renderer.exporters.registry import exporter
@@ -155,16 +154,6 @@ def test_model_explorer_export_and_read_back(cnn_notes: Path, tmp_path: Path) ->
     }
     conv = next(n for n in model.main.nodes if n.name == "stem/conv")
     assert back.ops[conv.key].style == {"fillcolor": "#ff0000"}
-
-
-def test_model_explorer_gradient_and_thresholds_semantics() -> None:
-    gradient = [(0.0, "#000000"), (1.0, "#ffffff")]
-    assert color_for(5.0, 0.0, 10.0, gradient, []) == "#808080"
-    assert color_for(10.0, 0.0, 10.0, gradient, []) == "#ffffff"
-    thresholds = [(10.0, "#ff0000"), (50.0, "#0000ff")]
-    assert color_for(10.0, 0, 0, [], thresholds) == "#ff0000"
-    assert color_for(10.5, 0, 0, [], thresholds) == "#0000ff"
-    assert color_for(51.0, 0, 0, [], thresholds) is None
 
 
 def _model_explorer_python() -> str | None:

@@ -1,12 +1,14 @@
-"""The held-out models from PyPI wheels (tests/support/wheel_models.py) load: `info --json` lists every operator."""
+"""The held-out models from PyPI wheels (tests/support/wheel_models.py) load: `info --json` lists every operator;
+the manual's gallery publishes pictures only of those whose licence allows it."""
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from wheel_models import MODELS, wheel_model
 
 
@@ -18,3 +20,14 @@ def test_info_lists_every_operator(key: str) -> None:
     listing = json.loads(done.stdout)
     operators = [op for graph in listing["graphs"] for op in graph["operators"]]
     assert len(operators) > 20, key
+
+
+def test_the_gallery_draws_no_model_kept_to_the_tests() -> None:
+    """docs/conf.py draws ``GALLERY_WHEELS`` into the published manual; a model whose licence keeps it to the tests
+    (yolov8n, AGPL) is never among them."""
+    tree = ast.parse((ROOT / "docs" / "conf.py").read_text(encoding="utf-8"))
+    gallery = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                   and any(getattr(target, "id", "") == "GALLERY_WHEELS" for target in node.targets))
+    assert gallery and set(gallery) <= set(MODELS), gallery
+    kept = {key for key, model in MODELS.items() if "tests only" in model.licence}
+    assert kept == {"yolov8n_320"} and not kept & set(gallery)

@@ -126,7 +126,7 @@ def _parse_yaml(path: Path, text: str) -> Any:
     class LineLoader(base):  # type: ignore[misc,valid-type]
         """Records the line of every mapping so messages can point at an entry."""
 
-    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+    def construct_mapping(loader: Any, node: Any) -> Any:
         mapping = loader.construct_mapping(node, deep=True)
         if isinstance(mapping, dict) and "line" not in mapping:
             mapping["line"] = node.start_mark.line + 1
@@ -211,7 +211,8 @@ def _where(path: Path, body: Any, fallback: str) -> str:
 
 def _ident(path: Path, ident: Any, body: dict[str, Any]) -> str:
     if isinstance(ident, bool) or not isinstance(ident, (str, int)):
-        raise AnnotationError(f"{_where(path, body, 'entry')}: id must be a name or an index, not {type(ident).__name__}")
+        raise AnnotationError(f"{_where(path, body, 'entry')}: id must be a name or an index, "
+                              f"not {type(ident).__name__}")
     return str(ident)
 
 
@@ -270,7 +271,8 @@ def _compact_json(value: Any, limit: int) -> str:
         if isinstance(item, dict):
             emit("{")
             for n, (key, child) in enumerate(item.items()):
-                emit((", " if n else "") + json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False) + ": ")
+                name = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+                emit((", " if n else "") + name + ": ")
                 walk(child, depth + 1)
             emit("}")
         elif isinstance(item, (list, tuple)):
@@ -398,7 +400,8 @@ def _read_netron_text(path: Path, text: str, result: AnnotationSet) -> None:
         match = _TEXT_KEY.match(raw)
         where = f"{path}:{number}"
         if not match:
-            raise AnnotationError(f"{where}: expected operator_*/tensor_*/graph_* 'key: value', got {raw.strip()[:40]!r}")
+            raise AnnotationError(f"{where}: expected operator_*/tensor_*/graph_* 'key: value', "
+                                  f"got {raw.strip()[:40]!r}")
         kind, field, value = match.group(1), match.group(2), match.group(3).strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]

@@ -16,13 +16,11 @@ that graph.
 The value becomes the metric named by ``name`` (default ``value``); ``bgColor``/``textColor`` become the
 element's ``fillcolor``/``fontcolor`` style (colours we cannot check are dropped). ``gradient`` (colour stops
 from the minimum to the maximum value) and ``thresholds`` (upper bounds with colours) are kept on the metric
-where the annotation model has room for them (``MetricInfo.gradient`` / ``MetricInfo.thresholds``), and
-``color_for`` applies them the way Model Explorer does.
+where the annotation model has room for them (``MetricInfo.gradient`` / ``MetricInfo.thresholds``).
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -178,32 +176,3 @@ def _colouring(where: str, body: dict[str, Any], info: MetricInfo) -> None:
         info.gradient = sorted(stops)  # type: ignore[attr-defined]
     if bounds and "thresholds" in fields:
         info.thresholds = sorted(bounds)  # type: ignore[attr-defined]
-
-
-def color_for(
-    value: float,
-    low: float,
-    high: float,
-    gradient: list[tuple[float, str]],
-    thresholds: list[tuple[float, str]],
-) -> str | None:
-    """Model Explorer's fill for ``value``: the gradient (which wins) at its position between ``low`` and
-    ``high``, else the colour of the first threshold ``value`` does not exceed; None when neither applies."""
-    if gradient:
-        position = 0.5 if high == low else min(max((value - low) / (high - low), 0.0), 1.0)
-        stops = sorted(gradient)
-        for (s0, c0), (s1, c1) in itertools.pairwise(stops):
-            if s0 <= position <= s1:
-                t = 0.0 if s1 == s0 else (position - s0) / (s1 - s0)
-                return _mix(c0, c1, t)
-        return stops[0][1] if position < stops[0][0] else stops[-1][1]
-    for bound, color in sorted(thresholds):
-        if value <= bound:
-            return color
-    return None
-
-
-def _mix(a: str, b: str, t: float) -> str:
-    ca = [int(a[i : i + 2], 16) for i in (1, 3, 5)]
-    cb = [int(b[i : i + 2], 16) for i in (1, 3, 5)]
-    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))

@@ -171,7 +171,7 @@ def _add_row(layers: dict[str, _Layer], text: str, width: int, path: Path, line_
     cells = text.rsplit(";", width - 1)
     if len(cells) != width:
         raise AnnotationError(f"{path}:{line_number}: {len(cells)} cells but {width} columns in the header")
-    name, status, layer_type, exec_type, real, cpu = (c.strip() for c in cells[:6])
+    name, status, layer_type, exec_type, _real, cpu = (c.strip() for c in cells[:6])
     if name == "Total" and not status and not layer_type:
         return
     start = len(text) - sum(len(c) + 1 for c in cells[4:]) + 2  # the column of realTime, counted from the right

@@ -776,8 +776,8 @@ class _Builder:
             return ir.TensorAttribute(self.dtypes.get(t.data_type, "?"), tuple(int(d) for d in t.dims))
         if kind == onnx.AttributeProto.TENSORS:
             return f"{len(attr.tensors)} tensors"
-        if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS, onnx.AttributeProto.TYPE_PROTO,
-                    onnx.AttributeProto.TYPE_PROTOS):
+        if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS,
+                    onnx.AttributeProto.TYPE_PROTO, onnx.AttributeProto.TYPE_PROTOS):
             return onnx.AttributeProto.AttributeType.Name(kind).lower()
         value = helper.get_attribute_value(attr)
         if isinstance(value, bytes):

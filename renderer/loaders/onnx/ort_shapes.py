@@ -245,7 +245,8 @@ def read_feeds(npz: Path, graph: onnx.GraphProto) -> dict[str, Any]:
             fixed = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param or None
                           for d in vi.type.tensor_type.shape.dim) \
                 if vi.type.tensor_type.HasField("shape") else None  # checked from the headers, before inflating
-            specs.append(InputSpec(vi.name, (), "str" if dtype.kind == "O" else dtype.name, fixed))  # no pickled objects
+            # no pickled objects
+            specs.append(InputSpec(vi.name, (), "str" if dtype.kind == "O" else dtype.name, fixed))
     feeds = load_feeds(npz, specs)
     for vi in graph.input:
         if vi.name in feeds and vi.type.tensor_type.HasField("shape"):

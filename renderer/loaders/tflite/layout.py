@@ -28,8 +28,8 @@ IDENTIFIER = b"TFL3"
 # Model table fields, in schema order.
 VERSION, OPERATOR_CODES, SUBGRAPHS, DESCRIPTION, BUFFERS, METADATA_BUFFER, METADATA, SIGNATURE_DEFS = range(8)
 N_MODEL_FIELDS = 8
-# Buffer table fields: data (vector of ubyte), offset (uint64), size (uint64).
-BUFFER_DATA, BUFFER_OFFSET, BUFFER_SIZE = range(3)
+# Buffer table fields: data (vector of ubyte), offset (uint64), then size (uint64), which the loader does not read.
+BUFFER_DATA, BUFFER_OFFSET = range(2)
 # Metadata table fields: name (string), buffer (uint32).
 META_NAME, META_BUFFER = range(2)
 

@@ -573,14 +573,15 @@ class _Builder:
         node.attributes["op_version"] = version
         node.defaults.add("op_version")
         for name, value in node.attributes.items():
-            if value in ("", "NONE") or name.endswith("_bytes") and value == 0 or name.startswith("dilation") and value == 1 \
-                    or name == "pot_scale_int16" and value is True:
+            if (value in ("", "NONE") or name.endswith("_bytes") and value == 0
+                    or name.startswith("dilation") and value == 1 or name == "pot_scale_int16" and value is True):
                 node.defaults.add(name)
         self.link_subgraphs(node, where)
 
     def attributes(self, op: tflite.Operator, domain: str, where: str) -> dict[str, Any]:
         if domain == "custom":
-            size = op.CustomOptionsLength() or (op.LargeCustomOptionsSize() if hasattr(op, "LargeCustomOptionsSize") else 0)
+            large = op.LargeCustomOptionsSize() if hasattr(op, "LargeCustomOptionsSize") else 0
+            size = op.CustomOptionsLength() or large
             return {"custom_options_bytes": int(size)}
         attrs: dict[str, Any] = {}
         try:
@@ -683,10 +684,12 @@ class _Builder:
             inputs, outputs = {}, {}
             for j in range(self.count(sig.InputsLength(), f"signature {key!r} inputs")):
                 entry = sig.Inputs(j)
-                inputs[decode_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, f"signature {key!r}: tensor")
+                where = f"signature {key!r}: tensor"
+                inputs[decode_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, where)
             for j in range(self.count(sig.OutputsLength(), f"signature {key!r} outputs")):
                 entry = sig.Outputs(j)
-                outputs[decode_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, f"signature {key!r}: tensor")
+                where = f"signature {key!r}: tensor"
+                outputs[decode_text(entry.Name())] = self.index(entry.TensorIndex(), n_values, where)
             self.model.signatures[key] = {"subgraph": graph.index, "inputs": inputs, "outputs": outputs}
 
 
