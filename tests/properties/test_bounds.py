@@ -47,7 +47,7 @@ def test_a_tiny_model_gets_the_floor_and_the_machine_caps_everything() -> None:
 def test_the_address_space_limit_of_this_process_caps_a_run() -> None:
     """``ulimit -v`` (RLIMIT_AS) is part of what the machine allows: a run never plans beyond it."""
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY));"
-            "from renderer.loaders.registry import isolated; print(isolated.limits(10**12).memory)")
+            "from renderer.loaders import isolated; print(isolated.limits(10**12).memory)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert 0 < int(done.stdout) <= int((3 << 30) * isolated.MACHINE_SHARE)
