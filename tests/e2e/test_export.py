@@ -89,7 +89,7 @@ def test_tflite_ids_round_trip(tmp_path: Path) -> None:
     model = load_model(DEBUGGER / "tiny_keras_int8.tflite")
     original = load_annotations(DEBUGGER / "layer_stats.csv", model)
     for name in ("generic_csv", "generic_json"):
-        module = __import__(f"renderer.exporters.registry.{name}", fromlist=["export"])
+        module = __import__(f"renderer.exporters.{name}", fromlist=["export"])
         out = tmp_path / f"x{module.EXTENSION}"
         out.write_text(module.export(model, original, ExportOptions()).text)
         assert plain(load_annotations(out, model)) == plain(original)
