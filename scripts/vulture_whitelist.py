@@ -54,5 +54,7 @@ _.final_argument_whitespace
 _.option_spec
 _.default_priority
 
-# pytest: a module's marks
+# pytest: a module's marks, hooks in conftest.py and their arguments (pytest passes them by name)
 pytestmark
+pytest_sessionfinish
+exitstatus

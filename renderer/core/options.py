@@ -109,7 +109,8 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
     builder ``render``, ``batch`` and ``diff`` use. A value that is None or absent takes RenderOptions' default;
     names that are no render option (``models``, ``output``…) are ignored. Besides the field names it reads the
     command line's: ``no_edge_labels``, ``no_layout_cache``, ``dim`` (``NAME=VALUE`` texts), ``together``,
-    ``summary_rows``; and ``collapse`` and ``show`` as written there (``"2"``, ``"none"``; ``"latency_ms,macs"``, ``"all"``).
+    ``summary_rows``; and ``collapse`` and ``show`` as written there (``"2"``, ``"none"``; ``"latency_ms,macs"``,
+    ``"all"``).
 
     Raises:
         UsageError: a bad ``collapse`` or ``dim``.
