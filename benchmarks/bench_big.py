@@ -14,8 +14,8 @@ Reshape, Range and Expand shape computations):
     tts-int8-3.6k             tests/tts_int8.py's Kokoro-shaped int8 TTS at 20 encoder layers (3,656 operators;
                               onnxruntime's quantizer builds it, ~20 s)
 
-Each case runs ``annograph render MODEL -o out.svg`` (the default full report: the overview and every page
-once the report has pages) in a fresh subprocess, so peak memories do not mix. Peak memory is that of the
+Each case runs ``annograph render MODEL --no-layout-cache -o out.svg`` (a first render; the default full report:
+the overview and every page once the report has pages) in a fresh subprocess, so peak memories do not mix. Peak memory is that of the
 whole process tree: the larger of (annograph's own ru_maxrss + the largest ru_maxrss among its children:
 Graphviz, or forked page workers, whose shared pages this counts twice, so it is an upper bound) and the sum
 of the tree's resident sizes sampled every 50 ms (parallel layouts). In the same
@@ -229,7 +229,7 @@ def run_case(case: Case, model: Path, folder: Path, args: argparse.Namespace, fl
     if skip_ours:
         ours = Measure(None, skipped=True)
     else:
-        ours = measure_repeated(["render", str(model), "-q", "-o", str(out)], args.cap, args.repeat)
+        ours = measure_repeated(["render", str(model), "-q", *args.fresh, "-o", str(out)], args.cap, args.repeat)
     pages = out.parent / (out.name + ".pages")
     page_count = 1 + (len([p for p in pages.rglob("*.svg")]) if pages.is_dir() else 0) if out.exists() else 0
     bare = None
@@ -308,6 +308,7 @@ def main() -> int:
     from benchmarks import yardstick
 
     flat_flags = ["--collapse", "none"] if "--collapse" in render_help() else []
+    args.fresh = ["--no-layout-cache"] if "--no-layout-cache" in render_help() else []  # each render a first one
     print("flat DOT made with: " + " ".join(["annograph render MODEL", *flat_flags, "-o flat.dot"]))
     cases = [c for c in CASES if not args.only or any(o in c.name for o in args.only)]
     results: dict[str, tuple[int, Measure, Measure | None]] = {}

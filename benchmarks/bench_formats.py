@@ -2,7 +2,7 @@
 
     python benchmarks/bench_formats.py [--repeat 3] [--only NAME] [--keep DIR]
 
-CPU is user + system time of ``annograph render`` and every process it waits for (``dot``, ``neato``, page
+Every render is a first one (``--no-layout-cache``). CPU is user + system time of ``annograph render`` and every process it waits for (``dot``, ``neato``, page
 workers), read from ``getrusage(RUSAGE_CHILDREN)`` around each run: wall time on a shared 2-core machine says
 more about the neighbours than about us. Each case renders the model to ``-o m.svg`` (the baseline), then
 ``-o m.png``, ``-o m.pdf``, ``-o m.svg -o m.pdf`` (one call, one layout) and ``-o m.html``; the median of
@@ -49,6 +49,14 @@ def cpu_seconds(command: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def fresh_layout() -> list[str]:
+    """``--no-layout-cache`` where the CLI has it: every run lays its pages out, as a first render does (a layout
+    kept by an earlier run of the same model would leave only the drawing to measure)."""
+    done = subprocess.run([sys.executable, "-m", "renderer", "render", "--help"], capture_output=True, text=True,
+                          env=ENV, check=True)
+    return ["--no-layout-cache"] if "--no-layout-cache" in done.stdout else []
+
+
 def model_for(name: str, folder: Path) -> Path:
     if name == "light_resnet50":
         return ROOT / "samples" / "onnx" / "light_resnet50.onnx"
@@ -68,7 +76,7 @@ def run_case(name: str, folder: Path, repeat: int) -> None:
     out = folder / name
     out.mkdir(exist_ok=True)
     unit = yardstick.cpu_seconds()
-    base = [sys.executable, "-m", "renderer", "render", str(model), "-q"]
+    base = [sys.executable, "-m", "renderer", "render", str(model), "-q", *fresh_layout()]
     times: dict[str, list[float]] = {run: [] for run in RUNS}
     for _ in range(repeat):  # interleaved, so a busy minute on the machine weighs on every format alike
         for run, formats in RUNS.items():

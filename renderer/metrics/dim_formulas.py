@@ -17,6 +17,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_count
@@ -169,9 +170,18 @@ def formulas(model: Model) -> Formulas | None:
     cached = _CACHE.get(id(model))
     if cached is not None and cached[0] is model:
         return cached[1]
-    found = _compute(model, shape_run=False)  # onnx inference alone is cheap; the onnxruntime run only if needed
+    loads: list[object] = []
+    found = _compute(model, shape_run=False, loads=loads)  # onnx inference alone is cheap; onnxruntime if needed
     if found is not None and found.total is None and found.missing:
-        found = _compute(model, shape_run=True)
+        from renderer.loaders.onnx import ort_shapes
+
+        # the runs the loads below make, all in one onnxruntime process rather than one process each
+        ort_shapes.run_ahead(Path(model.path), loads)  # type: ignore[arg-type]
+        loads.clear()
+        try:
+            found = _compute(model, shape_run=True)
+        finally:
+            ort_shapes.drop_ahead()
     _CACHE.clear()
     _CACHE[id(model)] = (model, found)
     return found
@@ -180,8 +190,11 @@ def formulas(model: Model) -> Formulas | None:
 _CACHE: dict[int, tuple[Model, Formulas | None]] = {}
 
 
-def _compute(model: Model, shape_run: bool) -> Formulas | None:
+def _compute(model: Model, shape_run: bool, loads: list[object] | None = None) -> Formulas | None:
+    """The formulas from loads of ``model`` at each point of the grid; the ONNX proto of each load (pinned and
+    inferred, as the loader keeps it) is added to ``loads``."""
     from renderer.core.errors import AnnographError
+    from renderer.loaders.onnx.loader import Loaded
     from renderer.loaders.registry import load_model
 
     dims = variables(model)
@@ -196,8 +209,13 @@ def _compute(model: Model, shape_run: bool) -> Formulas | None:
     try:
         for point in points:
             at = dict(zip(names, point))
-            loaded[point] = _macs(model) if at == base else _macs(
-                load_model(model.path, dims={**pinned, **at}, check_dims=False, shape_run=shape_run))
+            if at == base:
+                loaded[point] = _macs(model)
+                continue
+            again = load_model(model.path, dims={**pinned, **at}, check_dims=False, shape_run=shape_run)
+            loaded[point] = _macs(again)
+            if loads is not None and isinstance(again.raw, Loaded):
+                loads.append(again.raw.proto)
     except AnnographError:  # a size the model refuses (a reshape fixed to the traced length): no formula
         return None
     ops = fit_ops(names, values, loaded)

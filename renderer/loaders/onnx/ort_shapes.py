@@ -89,8 +89,12 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
         return [refused], None
     limit = isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS)
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
-    with waiting("shape run (onnxruntime)"):
-        answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
+    ahead = _AHEAD.pop(_ahead_key(path, inputs, missing), None) if feeds is None else None
+    if ahead is not None:
+        answer, reason = ({}, str(ahead["error"])) if "error" in ahead else (ahead, "")
+    else:
+        with waiting("shape run (onnxruntime)"):
+            answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
     if answer.get("ones"):
         on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
@@ -324,10 +328,60 @@ def write_shapes(graph: onnx.GraphProto, shapes: dict[str, list[Any]]) -> int:
     return len(shapes)
 
 
+_AHEAD: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
+"""Answers of shape runs on zero inputs made ahead by ``run_ahead``: (path, input dims, outputs) → the answer."""
+
+
+def _ahead_key(path: Path, inputs: dict[str, list[int]], outputs: list[str]) -> tuple[str, str, tuple[str, ...]]:
+    import json
+
+    return str(path), json.dumps(inputs, sort_keys=True), tuple(outputs)
+
+
+def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
+    """Make in one child process the shape runs on zero inputs that loads of ``path`` at other dims will ask
+    for (``protos``: the model pinned to each, statically inferred), so that each of those loads takes its
+    answer from here (``fill``) instead of starting onnxruntime again: ``dim_formulas`` loads a model at many
+    dims. A run that ran out of memory is not kept: its load makes it again, on its own, as before."""
+    requests: list[dict[str, Any]] = []
+    sizes: list[isolated.Sizes] = []
+    for proto in protos:
+        inputs, missing = input_dims(proto.graph), missing_shapes(proto.graph)
+        if inputs is not None and missing and not _refused(path, proto, ""):
+            requests.append({"inputs": inputs, "outputs": missing})
+            sizes.append(run_sizes(path, proto, inputs, None, len(missing)))
+    if len(requests) < 2:
+        return
+    import dataclasses
+
+    one = isolated.limits(max(sizes, key=lambda size: size.memory()), MAX_SECONDS)
+    limit = dataclasses.replace(one, seconds=one.seconds * len(requests))
+    with waiting("shape runs (onnxruntime)"):
+        answer, _ = isolated.run(__name__, {"path": str(path), "batch": requests}, "onnxruntime",
+                                 "to run the model", limit)
+    for request, found in zip(requests, answer.get("batch", [])):
+        if not found.get("memory"):  # the same run on its own would fail the same way, but for want of memory
+            _AHEAD[_ahead_key(path, request["inputs"], request["outputs"])] = found
+
+
+def drop_ahead() -> None:
+    """Forget the answers ``run_ahead`` made that no load took (the file may change before the next)."""
+    _AHEAD.clear()
+
+
 def _run(request: dict[str, Any]) -> dict[str, Any]:
     """The child: the model with the missing tensors as outputs, run once (on zeros or the given feeds), profiled
     when the request names a ``profile`` prefix. A run on zeros that fails is made again with the attention masks
-    all ones (``MASK_RETRY``); the answer's ``ones`` names them."""
+    all ones (``MASK_RETRY``); the answer's ``ones`` names them. A request with a ``batch`` of inputs and outputs
+    makes one run of each (``run_ahead``), one session serving the runs that expose the same tensors."""
+    if "batch" in request:
+        sessions: dict[tuple[str, ...], tuple[Any, dict[str, int]]] = {}
+        return {"batch": [_run_one({**request, **entry}, sessions) for entry in request["batch"]]}
+    return _run_one(request, {})
+
+
+def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any, dict[str, int]]]
+             ) -> dict[str, Any]:
     import time
 
     import numpy as np
@@ -338,7 +392,11 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         return _first_that_runs(request)
     ones: list[str] = list(request.get("ones", []))
     try:
-        session, types = _session(request)
+        outputs = tuple(request["outputs"])
+        if outputs not in sessions:
+            sessions.clear()  # one session at a time: the memory limit is that of one run
+            sessions[outputs] = _session(request)
+        session, types = sessions[outputs]
         feeds = _feeds(request, types, ones)
         names = [o.name for o in session.get_outputs()]
         started = time.monotonic()
@@ -354,7 +412,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         profile = session.end_profiling() if "profile" in request else ""
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
-            return {"error": isolated.over_memory("onnxruntime", request["limits"])}
+            return {"error": isolated.over_memory("onnxruntime", request["limits"]), "memory": True}
         return {"error": first_line(e, 200)}
     wanted = set(request["outputs"])
     shapes = {}

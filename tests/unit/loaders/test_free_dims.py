@@ -416,3 +416,48 @@ def test_configs_and_metadata_beside_the_model_are_read_within_bounds(tmp_path: 
     overflow = kv_model(tmp_path / "overflow.onnx", "past_sequence_length * 99999999999 * sequence_length")
     shapes = {v.name: v.type.shape for v in load_model(overflow, dims={"decode": 3}).main.inputs}
     assert shapes["mask"] == (1, 1, 1)  # no value: the "other" default, not an int64 overflow
+
+
+def ranged_model(path: Path) -> Path:
+    """x[batch, sequence, 8] · (Range(0, sequence) as a column · w)ᵀ: the Range's length is beyond onnx's static
+    inference, so the MACs of both MatMuls need the onnxruntime shape run at every size."""
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "one"), numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array(1, np.int64), "step"), numpy_helper.from_array(np.ones((1, 8), np.float32), "w")]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["n1"], axis=0),
+             helper.make_node("Squeeze", ["n1"], ["n"]),
+             helper.make_node("Range", ["zero", "n", "step"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["rf", "one"], ["column"]),
+             helper.make_node("MatMul", ["column", "w"], ["pos"], name="pos_proj"),
+             helper.make_node("Transpose", ["pos"], ["post"], perm=[1, 0]),
+             helper.make_node("MatMul", ["x", "post"], ["y"], name="scores")]
+    graph = helper.make_graph(nodes, "ranged", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                             ["batch", "sequence", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_the_formulas_shape_runs_share_one_onnxruntime_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loads at other sizes that need the shape run take it from one onnxruntime process made ahead for all of
+    them (not one process each), and the formula is the one a run per load gives, exact at sizes never loaded."""
+    from renderer.loaders import isolated
+    from renderer.loaders.onnx import ort_shapes
+    from renderer.metrics import dim_formulas
+
+    path = ranged_model(tmp_path / "ranged.onnx")
+    real, started = isolated.run, []
+    monkeypatch.setattr(isolated, "run", lambda module, request, *args, **kwargs:  # counts, runs the real thing
+                        started.append("batch" in request) or real(module, request, *args, **kwargs))
+    ahead = dim_formulas.formulas(load_model(path))
+    assert started == [False, True], started  # the model's own run, then every load's in one process
+    started.clear()
+    monkeypatch.setattr(ort_shapes, "run_ahead", lambda path, protos: None)
+    alone = dim_formulas.formulas(load_model(path))
+    assert started == [False] * 9, started  # the model's own run, then one per load at another size
+    assert ahead is not None and alone is not None and ahead.total is not None
+    assert ahead.total.text(exact=True) == alone.total.text(exact=True)
+    assert ahead.ops == alone.ops
+    pinned = load_model(path, dims={"batch": 3, "sequence": 70})
+    assert ahead.total({"batch": 3, "sequence": 70}) == metrics.model_costs(pinned).totals()["macs"]
