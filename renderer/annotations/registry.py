@@ -19,7 +19,7 @@ from renderer.files import inputs
 # Modules under renderer.annotations.readers, each meeting ``protocol.Reader`` (imported lazily, by name). The fuzz
 # and injection tests iterate over this tuple, so every reader added here is covered.
 READERS: tuple[str, ...] = (
-    "ort_profile", "tflite_benchmark", "vela", "openvino_counters", "openvino_exec_graph",
+    "ort_profile", "etdump", "tflite_benchmark", "vela", "openvino_counters", "openvino_exec_graph",
     "tensorrt_profile", "tflite_quant_debug",
     "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic",
 )
@@ -44,7 +44,8 @@ def _head(path: Path) -> str:
     ``/dev/urandom``): refused before a reader reads on until the limit. (Regular files are the readers' call:
     a tool's text output may carry a NUL in a name.)"""
     data = inputs.head(path, HEAD_CHARS, AnnotationError, "an annotation file")
-    if b"\x00" in data and inputs.is_stream(path):
+    if b"\x00" in data and inputs.is_stream(path) and not any(
+            module.match_bytes(data) for module in reader_modules() if hasattr(module, "match_bytes")):
         raise AnnotationError(f"{path}: binary file, not an annotation file")
     return data.decode("utf-8-sig", "replace")
 

@@ -26,6 +26,9 @@ def compare_models(reference: str | Path, candidate: str | Path, inputs: str | P
     if model.format != other.format:
         raise AnnographError(f"{candidate}: a {other.format.upper()} model; {reference} is {model.format.upper()}: "
                              "compare two models of one format, or dumps with --dumps")
+    if model.format not in ("onnx", "tflite"):
+        raise AnnographError(f"{reference}: compare runs ONNX models (onnxruntime) and TFLite models (LiteRT); "
+                             "for other formats, compare tensor dumps with --dumps")
     return compare_runs(str(reference), str(candidate), (model, other), str(inputs) if inputs else None, seed, dims,
                         timeout, max_tensor_bytes or MAX_TENSOR_BYTES, keep_dumps)
 

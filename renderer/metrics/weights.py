@@ -35,7 +35,8 @@ def _ops(role: str) -> frozenset[str]:
     ops keep its shape (only the element type may change); the second and later inputs, when present, must be
     constant (shape, perm, axes).
     """
-    return categories.with_role("onnx", role) | categories.with_role("tflite", role)
+    return categories.with_role("onnx", role) | categories.with_role("tflite", role) \
+        | categories.with_role("executorch", role)
 
 
 def is_transparent(node: Node) -> bool:

@@ -108,6 +108,8 @@ def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> No
     models = {".onnx": load_model(P.hostile_onnx(text, tmp_path / "hostile.onnx"))}
     (tmp_path / "hostile.tflite").write_bytes(P.hostile_tflite(text))
     models[".tflite"] = load_model(tmp_path / "hostile.tflite")
+    (tmp_path / "hostile.pte").write_bytes(P.hostile_pte(text))
+    models[".pte"] = load_model(tmp_path / "hostile.pte")
     readers = [m for m in P.reader_modules() if not P.is_fallback(m)]
     assert readers and not [m.NAME for m in readers if not callable(registry.reader(m).inject)]
     files = dict(P.injected_reader_files(text, tmp_path))

@@ -369,6 +369,13 @@ def hostile_tflite(text: str) -> bytes:
                     signatures=[signature])
 
 
+def hostile_pte(text: str) -> bytes:
+    """An ExecuTorch program with ``text`` in every string it can carry (``executorch_build.hostile_program``)."""
+    from executorch_build import hostile_program
+
+    return hostile_program(text)
+
+
 def tflite_name_spans(data: bytes) -> list[tuple[int, int]]:
     """(offset, length) in ``data`` of every tensor name's bytes, found through the flatbuffer's own tables."""
     import tflite

@@ -348,6 +348,30 @@ def _hostile_tensorrt(kind: str, size: int) -> tuple[str, bytes]:
     return "hostile.profile.json", ("[\n  " + "\n, ".join(lines) + "\n]\n").encode()
 
 
+def _etdump(text: str) -> tuple[str, bytes]:
+    """An ETDump of the hostile ExecuTorch program (``executorch_build``): runs, a kernel event and a delegated
+    event named ``text``, an event of an instruction the program has not."""
+    from executorch_build import hostile_etdump
+
+    return "hostile.etdp", hostile_etdump(text)
+
+
+def _hostile_etdump(kind: str, size: int) -> tuple[str, bytes]:
+    """An ETDump of the hostile program whose figures are made hostile. Its times are integers (ns): past the
+    float range cannot be written, so ``overflow`` and ``sum_overflow`` take the largest (2⁶⁴ - 1), ``nan`` ends
+    where it starts, ``negative`` ends before it starts (past a 32-bit timer's wrap, so it cannot have wrapped)."""
+    from executorch_build import hostile_etdump
+
+    top = 2**64 - 1
+    spans = {"overflow": lambda run, n: (0, top), "sum_overflow": lambda run, n: (0, top - run),
+             "negative": lambda run, n: (2**40, 2**40 - 5), "nan": lambda run, n: (7, 7)}
+    if kind == "huge_line":
+        return "hostile.etdp", hostile_etdump("x" * size)
+    if kind == "many_records":
+        return "hostile.etdp", hostile_etdump("x", extra=size)
+    return "hostile.etdp", hostile_etdump("x", times=spans[kind])
+
+
 def _hostile_ort(kind: str, size: int) -> tuple[str, bytes]:
     """An onnxruntime profile of tiny_cnn (one event a line, two runs) with the first node's dur made hostile
     (twice in one run for ``sum_overflow``: a node's events of one run add up)."""
@@ -909,13 +933,21 @@ def _compare_dumps_seeds() -> list[tuple[str, bytes]]:
 
 # ---- the registries -------------------------------------------------------------------------------------------
 
+def _executorch_seeds() -> list[tuple[str, bytes]]:
+    from executorch_build import hostile_program
+
+    return [("hostile.pte", hostile_program("<b>x</b>"))]
+
+
 LOADERS: dict[str, LoaderEntry] = {
     "tflite": LoaderEntry(),
     "onnx": LoaderEntry(),
+    "executorch": LoaderEntry(seeds=_executorch_seeds),
 }
 
 READERS: dict[str, ReaderEntry] = {
     "ort_profile": ReaderEntry(inject=_ort_profile, hostile=_hostile_ort),
+    "etdump": ReaderEntry(model="tests/fixtures/executorch/portable.pte", inject=_etdump, hostile=_hostile_etdump),
     "tflite_benchmark": ReaderEntry(model="tests/fixtures/tflite_debugger/tiny_keras_float.tflite",
                                     inject=_tflite_benchmark, hostile=_hostile_tflite_benchmark),
     "vela": ReaderEntry(model="samples/tflite/tiny_keras_int8_asymmetric.tflite", inject=_vela,
