@@ -1,8 +1,8 @@
 """ExecuTorch programs (``.pte``) and their ETDumps, made by executorch itself.
 
-Two sets of artefacts, each made by ``tests/executorch_models.py`` (``to_edge().to_executorch()``, and the XNNPACK
-partitioner; ``generate_etrecord``; the pybindings runtime with ``enable_etdump=True``; the devtools Inspector's
-dataframe as ``NAME.inspector.json``): the committed ones in ``tests/fixtures/executorch/``, and, when the
+Two sets of artefacts, each made by ``tests/support/executorch_models.py`` (``to_edge().to_executorch()``, and
+the XNNPACK partitioner; ``generate_etrecord``; the pybindings runtime with ``enable_etdump=True``; the devtools
+Inspector's dataframe as ``NAME.inspector.json``): the committed ones in ``tests/fixtures/executorch/``, and, when the
 executorch venv is there (``ANNOGRAPH_EXECUTORCH_PYTHON``, made by ``scripts/test``), fresh ones made in this run,
 with executorch's own reading of the program (``NAME.program.json``) as the reference for what is drawn.
 """
@@ -35,7 +35,7 @@ def artefacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         pytest.skip("ANNOGRAPH_EXECUTORCH_PYTHON is not set: scripts/test makes .venv-executorch (pip install "
                     "executorch) for the tests that run executorch itself")
     folder = tmp_path_factory.mktemp("executorch")
-    subprocess.run([ET_PYTHON, str(ROOT / "tests" / "executorch_models.py"), str(folder)], check=True,
+    subprocess.run([ET_PYTHON, str(ROOT / "tests" / "support" / "executorch_models.py"), str(folder)], check=True,
                    capture_output=True, timeout=1800)
     return folder
 
@@ -220,7 +220,7 @@ def test_hostile_names_stay_inert(payload: P.Payload, tmp_path: Path) -> None:
     """A program with the payload as its method, operator, weight and delegate names, and an ETDump naming events
     after it: every output is checked as the injection tests check theirs."""
     from executorch_build import hostile_etdump
-    from test_injection import PER_PAYLOAD, SHORT, _options, check_all, hostile_annotations, render_all
+    from properties.test_injection import PER_PAYLOAD, SHORT, _options, check_all, hostile_annotations, render_all
 
     path = tmp_path / "hostile.pte"
     path.write_bytes(P.hostile_pte(payload.text))

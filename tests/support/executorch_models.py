@@ -1,13 +1,13 @@
 """Make ExecuTorch artefacts with executorch itself; run in the executorch venv (``scripts/test`` makes
 ``.venv-executorch``; the tests find its python in ``ANNOGRAPH_EXECUTORCH_PYTHON``):
 
-    python tests/executorch_models.py OUT_DIR [NAME ...]
+    python tests/support/executorch_models.py OUT_DIR [NAME ...]
 
 For each model NAME it writes ``NAME.pte`` (``to_edge(torch.export.export(m, ex)).to_executorch()``, or
 ``to_edge_transform_and_lower`` with the XNNPACK partitioner), ``NAME.etrecord`` (``generate_etrecord``),
 ``NAME.etdp`` (the pybindings runtime with ``enable_etdump=True``, ``RUNS`` runs) and ``NAME.inspector.json``:
 the devtools Inspector's ``to_dataframe()`` rows (the reference the tests compare with). The committed fixtures
-``tests/fixtures/executorch/`` were made by this script (``python tests/executorch_models.py
+``tests/fixtures/executorch/`` were made by this script (``python tests/support/executorch_models.py
 tests/fixtures/executorch``).
 """
 

@@ -2,7 +2,7 @@
 hostile-input tests: every string the formats carry can be set. Slots follow executorch's ``schema/program.fbs``
 and ``devtools/etdump/etdump_schema_flatcc.fbs`` (a union takes two slots: its type, then its table).
 
-The real files (made by executorch itself) come from ``tests/executorch_models.py``.
+The real files (made by executorch itself) come from ``tests/support/executorch_models.py``.
 """
 
 from __future__ import annotations
