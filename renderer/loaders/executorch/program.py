@@ -21,7 +21,7 @@ HEADER_MAGIC = b"eh00"
 # Slots of the tables read (schema order; a union takes two slots).
 P_VERSION, P_PLANS, P_CONSTANT_BUFFER, P_DELEGATE_DATA, P_SEGMENTS, P_CONSTANT_SEGMENT = 0, 1, 2, 3, 4, 5
 EP_NAME, EP_VALUES, EP_INPUTS, EP_OUTPUTS, EP_CHAINS, EP_OPERATORS, EP_DELEGATES = 0, 2, 3, 4, 5, 6, 7
-T_SCALAR_TYPE, T_SIZES, T_DIM_ORDER, T_BUFFER, T_ALLOCATION, T_DYNAMISM, T_EXTRA = 0, 2, 3, 5, 6, 8, 9
+T_SCALAR_TYPE, T_SIZES, T_BUFFER, T_ALLOCATION, T_DYNAMISM, T_EXTRA = 0, 2, 5, 6, 8, 9
 KERNEL_TYPES = (None, "null", "int", "bool", "double", "tensor", "string", "int_list", "double_list", "bool_list",
                 "tensor_list", "optional_tensor_list")
 INSTRUCTIONS = (None, "kernel", "delegate", "move", "jump_false", "free")
