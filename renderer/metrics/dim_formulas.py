@@ -80,6 +80,10 @@ class Formulas:
     total: Polynomial | None
     missing: bool = False
     """Some load left an operator counted at the assumed sizes without a count (its shapes need a run)."""
+    counted: int = 0
+    """Operators with a MAC count at the assumed sizes: the total is theirs."""
+    uncounted: int = 0
+    """Operators without one (n/a), which the total leaves out."""
 
 
 def variables(model: Model) -> list[tuple[str, int, str]]:
@@ -228,7 +232,7 @@ def _compute(model: Model, shape_run: bool, loads: list[object] | None = None) -
             total = total + polynomial  # type: ignore[operator]
     missing = any(count is None for counts in loaded.values() for key, count in counts.items()
                   if at_base.get(key) is not None)
-    return Formulas(names, ops, total, missing)
+    return Formulas(names, ops, total, missing, len(counted), len(at_base) - len(counted))
 
 
 def _followers(model: Model) -> set[str]:
@@ -239,9 +243,13 @@ def _followers(model: Model) -> set[str]:
 
 
 def total_line(model: Model) -> str:
-    """``MACs = 1.02G·batch`` for the legend and the headline; "" without a formula."""
+    """``MACs = 1.02G·batch`` for the legend and the headline, ``(formula of 300 counted ops; 12 n/a)`` after it
+    when some operators have no count; "" without a formula."""
     found = formulas(model)
-    return f"MACs = {found.total.text()}" if found is not None and found.total is not None else ""
+    if found is None or found.total is None:
+        return ""
+    left = f" (formula of {found.counted:,} counted ops; {found.uncounted:,} n/a)" if found.uncounted else ""
+    return f"MACs = {found.total.text()}{left}"
 
 
 def add_formulas(model: Model, ops: dict[ElementKey, dict[str, object]]) -> None:

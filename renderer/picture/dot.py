@@ -38,6 +38,9 @@ FOLDED_OPS_LISTED = 12  # annotated folded ops listed in the tooltip of the box 
 MAX_DRAWN_VALUES = 40
 """Values drawn in one box (``--show all``); the rest are counted in a last row and listed in the tooltip."""
 EDGE_COLOR_FLOOR = 0.35
+LEGEND_VALUE_CHARS = 120
+"""A graph value longer than this is no caption: the legend shows its length (``_meta_row``)."""
+LEGEND_TOOLTIP_CHARS = 2000
 LEGEND_META_ROWS = 24
 """Totals and graph values listed in the legend (a diff lists its top regressions and improvements there)."""
 BORDER_STYLES = frozenset({"dashed", "dotted"})
@@ -80,7 +83,7 @@ class Emitter:
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
         dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
         sheet = Sheet(dot, self.columns)
-        sheet.node("legend", label=escape.html_label(self._legend()), id="legend", tooltip=escape.attr("legend"))
+        sheet.node("legend", label=escape.html_label(self._legend()), id="legend", tooltip=self._legend_tooltip())
         self.far = self._far_readers()
         self._graph_body(sheet, self.model.main)
         for graph in self.model.graphs[1:]:
@@ -454,10 +457,7 @@ class Emitter:
         for i, (key, value) in enumerate(meta[:LEGEND_META_ROWS]):
             if i == len(totals) and model.assumed_dims:
                 rows.append(_assumed_row(model))  # the sizes the totals are of, before the graph's own values
-            rows.append(
-                f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
-                f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>'
-            )
+            rows.append(_meta_row(key, value))
         if model.assumed_dims and len(totals) >= min(len(meta), LEGEND_META_ROWS):
             rows.append(_assumed_row(model))
         if group_heat is not None:
@@ -482,6 +482,14 @@ class Emitter:
             f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="#9a9a9a" BGCOLOR="#ffffff">'
             f'{"".join(rows)}</TABLE>'
         )
+
+    def _legend_tooltip(self) -> str:
+        """The legend's hover text: "legend", and the graph values too long for it (``_meta_row``), each cut at
+        ``LEGEND_TOOLTIP_CHARS``."""
+        values = {k: _value_text(v) for k, v in self.scene.annotations.graph.values.items() if k != "title"}
+        lines = [f"{escape.clean(k, 40)}: {escape.clean(v, LEGEND_TOOLTIP_CHARS)}" for k, v in values.items()
+                 if len(v) > LEGEND_VALUE_CHARS]
+        return escape.tooltip(["legend", *lines], 4 * LEGEND_TOOLTIP_CHARS) if lines else escape.attr("legend")
 
     def _colorbar(self, heat: Heatmap, what: str) -> str:
         scale = heat.scale
@@ -520,6 +528,15 @@ class Emitter:
             f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
             f"<TR>{cells}{na}</TR>{f'<TR>{tick_cells}</TR>' if tick_cells else ''}</TABLE></TD></TR>"
         )
+
+
+def _meta_row(key: str, value: str) -> str:
+    """A legend row of a total or a graph value; a value longer than ``LEGEND_VALUE_CHARS`` (a character set, a
+    vocabulary: a dictionary, not a caption) shows its length, the value itself in the legend's tooltip."""
+    if len(value) > LEGEND_VALUE_CHARS:
+        value = f"{len(value):,} characters: see the tooltip or info"
+    return (f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="#444444">{escape.html_text(key, 40)}</FONT></TD>'
+            f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9">{escape.html_text(value, 60)}</FONT></TD></TR>')
 
 
 def _assumed_row(model: Model) -> str:

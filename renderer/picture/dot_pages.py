@@ -152,7 +152,7 @@ class _PageEmitter(Emitter):
             self.columns.allowed = not rows  # the overview's rows are screen-shaped already
         sheet = Sheet(dot, self.columns)
         legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
-        sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=escape.attr("legend"))
+        sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=self._legend_tooltip())
         for node in drawn:
             self.local[node.key] = op_name(node)
         for run in self.runs:

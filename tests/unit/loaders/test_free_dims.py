@@ -35,14 +35,18 @@ HELD_OUT = {
     "ddddocr": "image_width=224",
     "yolov8n_320": "batch=1, height=320, width=320",  # metadata: batch 1, imgsz [320, 320]
     "silero_vad_v6": "seq_len=128",
+    "tashkeel_bilstm_int8": "batch_size=1, sequence=128",
+    "romanizer_decoder": "batch=1, tgt_len=128, src_len=128",
 }
 ASSUMED = re.compile(r"(?P<dims>(?:[^\s,;:]+=\d+, )*[^\s,;:]+=\d+) assumed(?:; (?P<follow>[^(]*) following)? "
                      r"\(--dim to change\)")
 # op types whose MACs differ from onnx-tool's by a documented convention (renderer/metrics/builtin.py: functions
 # weighted by instruction cost there, one op per element here; BatchNormalization, pooling, Softmax, LSTM's
-# elementwise part, ConvTranspose counted by output there) and Mul/Range, which also count a few scalar shape ops
+# elementwise part, ConvTranspose counted by output there; Tanh and LogSoftmax weighted, Where not counted there)
+# and Mul/Range, which also count a few scalar shape ops
 CONVENTIONS = {"Div", "Softmax", "BatchNormalization", "LayerNormalization", "GlobalAveragePool", "Erf", "Sigmoid",
-               "HardSigmoid", "HardSwish", "Clip", "Pow", "Sqrt", "LSTM", "ConvTranspose", "Range", "Mul"}
+               "HardSigmoid", "HardSwish", "Clip", "Pow", "Sqrt", "LSTM", "ConvTranspose", "Range", "Mul", "Tanh",
+               "LogSoftmax", "Where"}
 
 
 def legend_texts(svg: Path) -> list[str]:
@@ -154,7 +158,8 @@ def _declared(path: Path) -> list[list[int | str]]:
     return shapes
 
 
-@pytest.mark.parametrize("key", ["yolov8n_320", "ppocr4_det", "ddddocr", "silero_vad_v6", "ppocr4_rec"])
+@pytest.mark.parametrize("key", ["yolov8n_320", "ppocr4_det", "ddddocr", "silero_vad_v6", "ppocr4_rec",
+                                 "romanizer_decoder"])
 def test_headline_macs_are_onnx_tools_at_the_stated_sizes(key: str) -> None:
     """onnx-tool run on inputs of the stated sizes counts the same MACs for every op type both count alike, and
     those are most of the headline's."""
@@ -461,3 +466,35 @@ def test_the_formulas_shape_runs_share_one_onnxruntime_process(tmp_path: Path, m
     assert ahead.ops == alone.ops
     pinned = load_model(path, dims={"batch": 3, "sequence": 70})
     assert ahead.total({"batch": 3, "sequence": 70}) == metrics.model_costs(pinned).totals()["macs"]
+
+
+def test_the_formula_says_how_many_operators_it_leaves_out(tmp_path: Path) -> None:
+    """The MACs formula sums the counted operators only: with some n/a (the silero sample's If bodies that a run
+    on zeros never takes) it says so, in the metrics headline and the legend; with none it says nothing more."""
+    run = run_cli("metrics", ROOT / "samples" / "onnx" / "silero_vad.onnx", "-o", tmp_path / "m.csv")
+    assert run.returncode == 0, run.stderr
+    said = re.search(r"MACs = \S+ \(formula of ([\d,]+) counted ops; ([\d,]+) n/a\)", run.stderr)
+    assert said, run.stderr
+    model = load_model(ROOT / "samples" / "onnx" / "silero_vad.onnx")
+    ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    na = sum(1 for row in ops.values() if not isinstance(row["macs"], int))
+    assert int(said[2].replace(",", "")) == na > 0
+    assert int(said[1].replace(",", "")) + na == len(ops)
+    plain = run_cli("metrics", ROOT / "samples" / "onnx" / "tiny_transformer.onnx", "-o", tmp_path / "t.csv")
+    assert "MACs = " in plain.stderr and "counted ops" not in plain.stderr
+
+
+def test_a_dictionary_in_the_metadata_is_its_length_in_the_legend(tmp_path: Path) -> None:
+    """PP-OCRv4 rec's ``character`` metadata is its 6,623-symbol alphabet (13,245 characters): the legend shows
+    its length, not a line of glyphs the fonts lack, and its hover text holds the value."""
+    path = wheel_model("ppocr4_rec")
+    value = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}["character"]
+    svg = tmp_path / "rec.svg"
+    assert run_cli("render", path, "-o", svg, "--no-sidecar").returncode == 0
+    for page in [svg, *sorted(svg.with_name(svg.name + ".pages").glob("*.svg"))]:
+        texts = legend_texts(page)
+        assert f"{len(value):,} characters: see the tooltip or info" in texts, page.name
+        assert not any(ord(c) > 0x2fff for text in texts for c in text), page.name
+        legend = next(g for g in parse_svg(page).iter(f"{SVG_NS}g") if (g.get("id") or "").endswith("legend"))
+        tip = next(a.get("{http://www.w3.org/1999/xlink}title") for a in legend.iter(f"{SVG_NS}a"))
+        assert tip.startswith("legend\ncharacter: " + value.replace("\n", " ")[:40]), tip[:80]
