@@ -12,7 +12,7 @@ HELP = "list every graph, operator and tensor of a model with its id, type and s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="ONNX or TFLite file")
+    parser.add_argument("model", help="ONNX or TFLite file, or a torch.export .pt2 program")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_options(parser, ("dim",))
 

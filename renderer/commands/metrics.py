@@ -25,7 +25,7 @@ metrics (--metrics):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
-    parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file")
+    parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file, or a torch.export .pt2 program")
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="output file: .json, .csv or .tsv")
     parser.add_argument("--table-format", choices=("json", "csv", "tsv"),
                         help="write the table in this format (default: from the extension of -o)")

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.epilog = EXAMPLES
-    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX or TFLite file(s)")
+    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX, TFLite or torch.export (.pt2) file(s)")
     parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH",
                         help="output file (repeatable), or a folder ending in / for a batch; default: "
                              "MODEL_STEM.svg in the current folder")

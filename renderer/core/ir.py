@@ -336,7 +336,7 @@ class Model:
     """A loaded model.
 
     Attributes:
-        format: ``onnx`` or ``tflite``.
+        format: ``onnx``, ``tflite`` or ``torch`` (a torch.export program).
         path: the file it came from.
         graphs: every graph, main graph first (see the module docstring for numbering).
         producer: the tool that wrote the file, with its version.

@@ -29,14 +29,14 @@ _MAX_HOPS = 16
 
 @cache
 def _ops(role: str) -> frozenset[str]:
-    """Operator types of either format with ``role`` in ``renderer/data`` (the formats' names never collide).
+    """Operator types of any format with ``role`` in ``renderer/data`` (the formats' names never collide).
 
     ``weight_layout`` ops pass a constant through unchanged in content but change its shape, ``weight_cast``
     ops keep its shape (only the element type may change); the second and later inputs, when present, must be
     constant (shape, perm, axes).
     """
     return categories.with_role("onnx", role) | categories.with_role("tflite", role) \
-        | categories.with_role("executorch", role)
+        | categories.with_role("executorch", role) | categories.with_role("torch", role)
 
 
 def is_transparent(node: Node) -> bool:

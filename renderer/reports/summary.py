@@ -42,7 +42,7 @@ class Limits:
 
 
 LIMITS = Limits()
-_FORMAT_NAMES = {"onnx": "ONNX", "tflite": "TFLite", "executorch": "ExecuTorch"}
+_FORMAT_NAMES = {"onnx": "ONNX", "tflite": "TFLite", "executorch": "ExecuTorch", "torch": "torch.export"}
 
 
 def check_link_base(base: str | None) -> None:

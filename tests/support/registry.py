@@ -939,10 +939,18 @@ def _executorch_seeds() -> list[tuple[str, bytes]]:
     return [("hostile.pte", hostile_program("<b>x</b>"))]
 
 
+def _torch_export_seeds() -> list[tuple[str, bytes]]:
+    """Small programs torch.export.save writes (``torch_models``), made when the fuzz run starts."""
+    import torch_models
+
+    return torch_models.seeds()
+
+
 LOADERS: dict[str, LoaderEntry] = {
     "tflite": LoaderEntry(),
     "onnx": LoaderEntry(),
     "executorch": LoaderEntry(seeds=_executorch_seeds),
+    "torch_export": LoaderEntry(seeds=_torch_export_seeds),
 }
 
 READERS: dict[str, ReaderEntry] = {
