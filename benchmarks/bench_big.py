@@ -15,7 +15,8 @@ Reshape, Range and Expand shape computations):
                               onnxruntime's quantizer builds it, ~20 s)
 
 Each case runs ``annograph render MODEL --no-layout-cache -o out.svg`` (a first render; the default full report:
-the overview and every page once the report has pages) in a fresh subprocess, so peak memories do not mix. Peak memory is that of the
+the overview and every page once the report has pages) in a fresh subprocess, so peak memories do not mix.
+Peak memory is that of the
 whole process tree: the larger of (annograph's own ru_maxrss + the largest ru_maxrss among its children:
 Graphviz, or forked page workers, whose shared pages this counts twice, so it is an upper bound) and the sum
 of the tree's resident sizes sampled every 50 ms (parallel layouts). In the same

@@ -2,7 +2,8 @@
 
     python benchmarks/bench_formats.py [--repeat 3] [--only NAME] [--keep DIR]
 
-Every render is a first one (``--no-layout-cache``). CPU is user + system time of ``annograph render`` and every process it waits for (``dot``, ``neato``, page
+Every render is a first one (``--no-layout-cache``). CPU is user + system time of ``annograph render`` and every
+process it waits for (``dot``, ``neato``, page
 workers), read from ``getrusage(RUSAGE_CHILDREN)`` around each run: wall time on a shared 2-core machine says
 more about the neighbours than about us. Each case renders the model to ``-o m.svg`` (the baseline), then
 ``-o m.png``, ``-o m.pdf``, ``-o m.svg -o m.pdf`` (one call, one layout) and ``-o m.html``; the median of

@@ -426,8 +426,10 @@ def test_configs_and_metadata_beside_the_model_are_read_within_bounds(tmp_path: 
 def ranged_model(path: Path) -> Path:
     """x[batch, sequence, 8] · (Range(0, sequence) as a column · w)ᵀ: the Range's length is beyond onnx's static
     inference, so the MACs of both MatMuls need the onnxruntime shape run at every size."""
-    inits = [numpy_helper.from_array(np.array([1], np.int64), "one"), numpy_helper.from_array(np.array(0, np.int64), "zero"),
-             numpy_helper.from_array(np.array(1, np.int64), "step"), numpy_helper.from_array(np.ones((1, 8), np.float32), "w")]
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "one"),
+             numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array(1, np.int64), "step"),
+             numpy_helper.from_array(np.ones((1, 8), np.float32), "w")]
     nodes = [helper.make_node("Shape", ["x"], ["shape"]),
              helper.make_node("Gather", ["shape", "one"], ["n1"], axis=0),
              helper.make_node("Squeeze", ["n1"], ["n"]),
