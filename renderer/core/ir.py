@@ -233,6 +233,8 @@ class Node:
         defaults: names of attributes whose value equals the operator schema's default (not shown in boxes).
         subgraphs: graphs this operator runs (If branches, Loop bodies, TFLite IF/WHILE/CALL_ONCE targets).
         metadata: key/value strings stored in the file for this operator.
+        title: what its box shows for the name when the name itself is too long to read there (a fused TensorRT
+            layer's first part and ``+N fused``); "" shows the name.
     """
 
     index: int
@@ -248,6 +250,7 @@ class Node:
     defaults: set[str] = field(default_factory=set)
     subgraphs: list[Graph] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
+    title: str = ""
 
     def __repr__(self) -> str:
         return f"Node({self.graph.index}:{self.index} {self.op_type} {self.name!r})"

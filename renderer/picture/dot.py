@@ -164,7 +164,7 @@ class Emitter:
             f'<FONT COLOR="{header_ink}" POINT-SIZE="8">  {node.graph.index}:{node.index}</FONT></TD></TR>'
         ]
         if node.name:
-            rows.append(text_row(escape.html_text(node.name, LABEL_CHARS, middle=True), ink, size=8))
+            rows.append(text_row(escape.html_text(node.title or node.name, LABEL_CHARS, middle=True), ink, size=8))
         folded = self.folding.folded_inputs(node)
         for slot, value in folded[:4]:
             rows.append(text_row(self._constant_text(node, slot, value), ink, size=8))

@@ -42,7 +42,8 @@ class Limits:
 
 
 LIMITS = Limits()
-_FORMAT_NAMES = {"onnx": "ONNX", "tflite": "TFLite", "executorch": "ExecuTorch", "torch": "torch.export"}
+_FORMAT_NAMES = {"onnx": "ONNX", "tflite": "TFLite", "executorch": "ExecuTorch", "torch": "torch.export",
+                 "tensorrt": "TensorRT engine"}
 
 
 def check_link_base(base: str | None) -> None:

@@ -97,6 +97,43 @@ def test_tflite_fields(payload: P.Payload, tmp_path: Path) -> None:
     check_all(outputs, tmp_path, payload.text if payload.name in SHORT else None)
 
 
+def _hostile_engine(text: str, folder: Path) -> tuple[Path, Path]:
+    """A TensorRT layer graph carrying ``text`` in its layer names (fused), types, tensor names, formats, fields
+    and ONNX Metadata, and a trtexec profile of it naming the layers."""
+    import json
+
+    port = {"Name": text, "Dimensions": [1, 4], "Format/Datatype": f"{text} FP32", "Location": text}
+    layers = [{"Name": f"{text} + {text} + PWN({text})", "LayerType": text, "ParameterType": "Convolution",
+               "Inputs": [port], "Outputs": [{**port, "Name": f"{text}/out"}], "TacticName": text, text: text,
+               "Weights": {"Type": text, "Count": 4}, "Metadata": f"[ONNX Layer: {text}]\x1f[ONNX Layer: x]"},
+              {"Name": text, "LayerType": "Reformat", "Inputs": [{**port, "Name": f"{text}/out"}],
+               "Outputs": [{**port, "Name": "y"}]}]
+    graph = folder / "hostile.graph.json"
+    graph.write_text(json.dumps({"Layers": layers, "Bindings": [text, "y"]}), encoding="utf-8")
+    rows = [{"count": 10}] + [{"name": layer["Name"], "timeMs": 1.0, "averageMs": 0.1, "medianMs": 0.1,
+                               "percentage": 50.0} for layer in layers]
+    profile = folder / "hostile.profile.json"
+    profile.write_text(json.dumps(rows), encoding="utf-8")
+    return graph, profile
+
+
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_tensorrt_fields(payload: P.Payload, tmp_path: Path) -> None:
+    from renderer.annotations.registry import load_annotations
+    from renderer.loaders.registry import load_model
+
+    graph, profile = _hostile_engine(payload.text, tmp_path)
+    model = load_model(graph)
+    assert model.format == "tensorrt" and model.main.nodes[1].name == payload.text
+    annotations = load_annotations(profile, model, embedded=False)
+    assert len(annotations.ops) == 2, "the profile's layers should land on the hostile layers"
+    from renderer.core.options import RenderOptions
+
+    options = RenderOptions(title=payload.text, color_by="average_ms", show=["all"], edge_by="bytes")
+    outputs = render_all(model, annotations, options, tmp_path, PER_PAYLOAD)
+    check_all(outputs, tmp_path, payload.text if payload.name in SHORT else None)
+
+
 def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> None:
     """Each tool reader's injection file (``tests/support/registry.py``) is detected as its own format and names an
     operator of the hostile model (ONNX, or TFLite when the reader's registry model is), so the injected strings

@@ -951,6 +951,7 @@ LOADERS: dict[str, LoaderEntry] = {
     "onnx": LoaderEntry(),
     "executorch": LoaderEntry(seeds=_executorch_seeds),
     "torch_export": LoaderEntry(seeds=_torch_export_seeds),
+    "tensorrt": LoaderEntry(seeds=["samples/tensorrt/*.graph.json"]),
 }
 
 READERS: dict[str, ReaderEntry] = {

@@ -20,6 +20,9 @@ pointwise ops, ``node_of_<tensor>`` for an unnamed node (each part a node name, 
 that name). Layers TensorRT inserted (``Reformatting CopyNode for …``, ``[trainStation…]``) and layers whose
 parts name no node (Myelin's ``{ForeignNode[…]}`` without layer information) are reported in the coverage line.
 
+Read onto the engine's own layer graph (``loaders.tensorrt``, the ``--exportLayerInfo`` file loaded as the model),
+each profile layer is the operator of its name, and nothing is looked for beside the profile.
+
 Attribution of a fused layer: its time goes to its first node (the one the fusion is named after, the Conv of
 Conv + BatchNormalization + Relu); every node of the layer gets ``trt_layer`` (the layer's name) and the others
 ``time_on`` (the node holding the time), so times add up to the profile's. Values: ``average_ms`` (the main
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from renderer.annotations.lookup import MAX_JSON_BYTES, attribute_fused, json_items, node_ref, record_bound
-from renderer.annotations.measures import Where
+from renderer.annotations.measures import Where, total
 from renderer.core.errors import AnnotationError
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
@@ -78,7 +81,8 @@ class _Layer:
 def read(path: Path, model: Model) -> AnnotationSet:
     result = AnnotationSet(source=NAME, path=str(path), metrics=dict(METRICS))
     layers, count = _profile(path, record_bound(model))
-    info_path, infos = _layer_info(path)
+    engine = model.format == "tensorrt"  # the engine's own layer graph: a layer is the operator of its name
+    info_path, infos = (None, {}) if engine else _layer_info(path)
     if info_path is not None:
         result.graph.values["TensorRT layer info"] = info_path.name
         result.side_files.append(str(info_path))
@@ -87,11 +91,11 @@ def read(path: Path, model: Model) -> AnnotationSet:
     entries: dict[Node, Entry] = {}
     for layer in layers:
         layer.info = infos.get(layer.name, {})
-        nodes = _nodes(lookup, layer)
+        nodes = _engine_layer(lookup, layer.name) if engine else _nodes(lookup, layer)
         if not nodes:
             result.unmatched.append(f"{layer.name} ({layer.average:g} ms)")
             continue
-        _attribute(entries, layer, nodes, Where(path, layer.line))
+        _attribute(entries, layer, nodes, Where(path, layer.line), engine)
     result.operators = [(node_ref(node), entry) for node, entry in entries.items()]
     return result
 
@@ -211,13 +215,24 @@ def _nodes(lookup: IdIndex, layer: _Layer) -> list[Node]:
     return found
 
 
-def _attribute(entries: dict[Node, Entry], layer: _Layer, nodes: list[Node], where: Where) -> None:
-    """The layer's time on its first node; its name on all of them (see the module docstring)."""
+def _engine_layer(lookup: IdIndex, name: str) -> list[Node]:
+    node = lookup.node(name)
+    return [node] if node is not None else []
+
+
+def _attribute(entries: dict[Node, Entry], layer: _Layer, nodes: list[Node], where: Where, engine: bool) -> None:
+    """The layer's time on its first node; its name on all of them (see the module docstring); on the engine's
+    own layer, only its times."""
     times = {"average_ms": layer.average}
     if layer.median is not None:
         times["median_ms"] = layer.median
     if layer.percent is not None:
         times["percent"] = layer.percent
+    if engine:  # the layer is its box: no name to repeat on it, no fused nodes to share its time with
+        entry = entries.setdefault(nodes[0], Entry())
+        for key, value in times.items():
+            entry.values[key] = round(total((entry.values.get(key, 0.0), value), where, key), 9)
+        return
     attribute_fused(entries, nodes, times, layer.name, "trt_layer", where)
     for node in nodes:
         for key, field_name in (("layer_type", "LayerType"), ("tactic", "TacticName")):
