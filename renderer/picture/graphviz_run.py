@@ -55,7 +55,8 @@ def dot_program() -> str:
 def graphviz_version() -> str:
     """What ``dot -V`` says (the layout cache keys layouts by it)."""
     try:
-        done = subprocess.run([dot_program(), "-V"], capture_output=True, timeout=30, check=False)
+        with stopping_kills_children():  # a stopped annograph leaves no dot behind, this one included
+            done = subprocess.run([dot_program(), "-V"], capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return (done.stderr + done.stdout).decode("utf-8", "replace").strip()
@@ -319,7 +320,8 @@ def _run(command: list[str], data: bytes, timeout: float | None, budget: float |
         with stopping_kills_children():
             done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
-        limit = budget if budget is not None else timeout
+        # what is left of the budget is a hair under it when the first run starts: say the budget, to 0.01 s
+        limit = budget if budget is not None else math.ceil(timeout * 100) / 100 if timeout else timeout
         raise LayoutTimeout(f"Graphviz did not finish within {format_number(limit)} s "
                             "(raise --timeout, or render a subgraph)") from None
     except OSError as e:

@@ -378,7 +378,7 @@ def test_yaml_alias_bomb_is_cheap(tmp_path: Path) -> None:
                     encoding="utf-8")
     peak, done = _child_measure(_READ.format(model=str(ONNX / "tiny_cnn.onnx"), path=str(path)), timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert peak < 500, peak
+    assert peak < 1024, peak  # the whole process tree; expanded, the aliases would take tens of GB
 
 
 def test_nested_values_are_cut_not_expanded(tmp_path: Path) -> None:

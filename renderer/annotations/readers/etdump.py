@@ -33,6 +33,7 @@ from pathlib import Path
 from renderer.annotations.lookup import node_ref, record_bound
 from renderer.core.errors import AnnotationError, first_line, unreadable
 from renderer.core.ir import Model, Node
+from renderer.core.numbers import format_number
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
 from renderer.files import inputs
 from renderer.files.flatbuffer_view import Buffer, Corrupt, Table
@@ -167,7 +168,7 @@ def _place(result: AnnotationSet, block: _Block, nodes: dict[int, Node]) -> None
         values["delegated_ms"] = math.fsum(ms for _, ms in events)
         values["delegated_events"] = len(events)
         shown = sorted(events, key=lambda e: -e[1])[:MAX_LISTED]
-        values["delegated_top"] = "; ".join(f"{label}: {ms:.4g} ms" for label, ms in shown)
+        values["delegated_top"] = "; ".join(f"{label}: {format_number(ms)} ms" for label, ms in shown)
     result.operators = [(node_ref(node), entry) for node, entry in entries.items()]
     result.unmatched += list(missing.values())
 
