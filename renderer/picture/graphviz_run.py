@@ -320,8 +320,9 @@ def _run(command: list[str], data: bytes, timeout: float | None, budget: float |
         with stopping_kills_children():
             done = subprocess.run(command, input=data, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
-        # what is left of the budget is a hair under it when the first run starts: say the budget, to 0.01 s
-        limit = budget if budget is not None else math.ceil(timeout * 100) / 100 if timeout else timeout
+        # callers pass what is left of the user's budget, a hair under it when the first run starts: say it to 0.01 s
+        limit = budget if budget is not None else timeout
+        limit = math.ceil(round(limit * 100, 6)) / 100 if limit else limit
         raise LayoutTimeout(f"Graphviz did not finish within {format_number(limit)} s "
                             "(raise --timeout, or render a subgraph)") from None
     except OSError as e:
