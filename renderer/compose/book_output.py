@@ -53,12 +53,14 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
             sources = [emit_page(scene, book, page, links, shape) for page, shape in zip(book.pages, shapes)]
             facts.append(f"{count(len(sources), 'page')}, {count(sum(map(len, sources)), 'character')}")
         limit = MAX_PAGE_PT if attempt < REPLANS else None
+        cache = layout_cache.for_setting(scene.options.layout_cache)
+        before = cache.counts() if cache is not None else (0, 0)
         try:
             with progress.stage("layout") as facts:
                 laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit, shapes,
-                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape),
-                                     layout_cache.for_setting(scene.options.layout_cache))
+                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape), cache)
                 facts.append(count(len(laid), "page"))
+                facts += [cache.said(before)] if cache is not None else []
             break
         except _PagesTooBig as e:
             _replan(scene, book, e.pages, e.sides, budgets)

@@ -241,10 +241,13 @@ def _produce_all(scene: Scene, source: str, plan: OutputPlan, shape: Columns | N
     out again in columns: ``lay_out_flat``); a Markdown summary links to the plan's pictures."""
     formats = plan.formats
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
+    cache = layout_cache.for_setting(scene.options.layout_cache)
+    before = cache.counts() if cache is not None else (0, 0)
     with stage("layout") as facts, waiting("dot"):
         source, laid = lay_out_flat(scene, source, laid_out, shape) if laid_out else (source, {})
         sizes = ", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items()))
         facts.append(sizes or "no Graphviz output")
+        facts += [cache.said(before)] if cache is not None and laid_out else []
     produced = []
     for k, fmt in enumerate(formats):
         if fmt == "dot":

@@ -112,6 +112,92 @@ def _esc_string(value: Any, limit: int, backslash: str) -> NoHtml:
     return nohtml(text.replace("\\", backslash).replace("\n", "\\n"))
 
 
+# What Graphviz 2.43 writes into SVG for text it was given (``svg_*_of``): the layout cache draws a picture's
+# skeleton once and puts the real text into that SVG itself (renderer/picture/skeleton.py), so these must give
+# Graphviz's very bytes. Each returns None for text whose SVG form it cannot tell (a backslash sequence Graphviz
+# substitutes, an entity it may read otherwise): the skeleton keeps such text, so Graphviz draws it.
+_PLAIN_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});")
+_GV_XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "-": "&#45;", '"': "&quot;", "'": "&#39;", "\n": "&#10;",
+           "\r": "&#13;", " ": "&#160;"}
+_GV_XML_CHAR = re.compile(r"[&<>\-\"'\n\r]|(?<= ) ")
+_LINK_CHARS = re.compile(r"[A-Za-z0-9%/#._~:?=+,;@!$*()-]+")
+
+
+def _graphviz_xml(text: str) -> str:
+    """``text`` escaped as Graphviz's ``xml_string0(text, raw)`` escapes it (every ``&``; a space after a space
+    as ``&#160;``; ``-`` as ``&#45;``; newlines as character references)."""
+    return _GV_XML_CHAR.sub(lambda m: _GV_XML[m.group()], text)
+
+
+def _decoded(text: str) -> str | None:
+    """``text`` with its entities decoded as Graphviz's HTML lexer and tooltip reader decode them; None when it
+    holds an ``&`` that is not one of the plain XML or numeric entities."""
+    if text.count("&") != len(_PLAIN_ENTITY.findall(text)):
+        return None
+    decoded = html.unescape(text)
+    return None if _NOT_XML.search(decoded) or _CONTROL.search(decoded) else decoded
+
+
+def svg_text_of(label_text: str) -> str | None:
+    """The SVG text node Graphviz writes for ``label_text``, a run of an HTML-like label's text as written in
+    the DOT (``html_text``'s output): entities decoded, then escaped as Graphviz escapes. None for text with a
+    backslash (Graphviz's object substitution reads it) or an entity other than the plain ones.
+
+    >>> svg_text_of("a &amp;  b-1 &#x27;x&#x27;")
+    'a &amp; &#160;b&#45;1 &#39;x&#39;'
+    """
+    decoded = _decoded(label_text)
+    if decoded is None or "\\" in decoded or "\n" in decoded or "\r" in decoded:
+        return None
+    return _graphviz_xml(decoded)
+
+
+def svg_tooltip_of(quoted: str) -> str | None:
+    """The ``xlink:title`` value Graphviz writes for a DOT ``tooltip`` given as the quoted string ``quoted``
+    (``tooltip``'s output): unquoted, entities decoded, ``\\\\`` to ``\\`` and ``\\n`` to a newline, then the
+    object substitution (``\\\\`` to ``\\``), then escaped. None for any other backslash sequence (``\\N``: a name)
+    or an empty tooltip (Graphviz writes none).
+    """
+    if len(quoted) < 3 or quoted[0] != '"' or quoted[-1] != '"':
+        return None
+    text = re.sub(r'\\\\\n', "", quoted[1:-1]).replace('\\"', '"')
+    decoded = _decoded(text)
+    if decoded is None:
+        return None
+    once = _backslashes(decoded, newline=True)
+    twice = None if once is None else _backslashes(once, newline=False)
+    return None if not twice else _graphviz_xml(twice)
+
+
+def _backslashes(text: str, newline: bool) -> str | None:
+    """One Graphviz backslash pass: ``\\\\`` is ``\\`` (and ``\\n`` a newline when ``newline``); None for any other."""
+    parts = re.split(r"(\\.?)", text, flags=re.DOTALL)
+    out = []
+    for part in parts:
+        if part == "\\\\":
+            part = "\\"
+        elif newline and part == "\\n":
+            part = "\n"
+        elif part.startswith("\\"):
+            return None
+        out.append(part)
+    return "".join(out)
+
+
+def svg_title_of(attribute: str) -> str | None:
+    """The ``xlink:title`` Graphviz writes for an HTML-like label's ``TITLE`` (or ``TOOLTIP``) value as written
+    in the DOT; None for one with a backslash or an entity other than the plain ones."""
+    decoded = _decoded(attribute)
+    return None if decoded is None or not decoded or "\\" in decoded else _graphviz_xml(decoded)
+
+
+def svg_href_of(value: str) -> str | None:
+    """The ``xlink:href`` Graphviz writes for a link ``href``'s output (quoted for a DOT attribute, bare for an
+    HTML one): the same characters. None for a link with any character ``href`` would have percent-encoded."""
+    bare = value[1:-1] if value.startswith('"') and value.endswith('"') and len(value) >= 2 else value
+    return bare if _LINK_CHARS.fullmatch(bare) else None
+
+
 def href(path: str) -> str:
     """A link target we compute (a page file and an element id) for Graphviz's ``href``: every character
     outside ``[A-Za-z0-9._~/#-]`` percent-encoded, so a file name the user chose cannot break out either.

@@ -68,11 +68,12 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
     """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf), in two steps that every
     render takes, so that a layout found in ``cache`` draws the very bytes a fresh one does:
 
-    1. the layout: ``dot -Tdot`` of the source's skeleton (``skeleton``: colours, tooltips, links and the
-       digits of labels stood in for), or the same found in ``cache`` (``layout_cache``), keyed by it;
-    2. the drawing: the laid-out skeleton with the real text put back, drawn by ``neato -n2``, which keeps
-       every position: SVG and PDF in one run (the PDF alone when the layout is over its size cap,
-       ``MAX_PDF_INCHES``, which would scale the SVG too), PNG in a run of its own (its ``dpi`` would).
+    1. the layout and its drawing: ``dot -Tdot -Tsvg`` of the source's skeleton (``skeleton``: colours,
+       tooltips, links and the digits of labels stood in for), or the same found in ``cache``
+       (``layout_cache``), keyed by it;
+    2. the real text put back: into that SVG by ``Skeleton.fill_svg``, in Python, as Graphviz writes it (an
+       SVG alone runs no Graphviz when the layout is cached); into the laid-out DOT, from which ``neato -n2``,
+       which keeps every position, draws the PDF and the PNG, each in a run of its own.
     A source the skeleton cannot stand in for is laid out and drawn as it is (``_render_direct``).
 
     ``palette_png``: PNG with at most 256 colours, written by gd from cairo's drawing (``-Tpng:cairo:gd``): 3×
@@ -94,46 +95,61 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
         frame = skeleton.skeleton(source)
     except skeleton.Unskeletal:
         return _render_direct(source, formats, timeout, max_side, palette_png, check)
-    positioned, places = _positions(frame.text, check is not None, deadline, timeout, cache)
+    positioned, places, drawn = _positions(frame.text, check is not None, deadline, timeout, cache)
     width, height = laid_out_size(positioned)
     if max_side is not None and max(width, height) > max_side:
         raise TooBig(width, height)
     if check is not None:
         check(places)
     try:
-        real = frame.restore(positioned.decode("utf-8")).encode("utf-8")
+        result = {"svg": frame.fill_svg(drawn.decode("utf-8")).encode("utf-8")} if "svg" in formats else {}
+        runs = _drawing_runs(formats)
+        real = frame.restore(positioned.decode("utf-8")).encode("utf-8") if runs else b""
     except (skeleton.Unskeletal, UnicodeDecodeError):
         return _render_direct(source, formats, timeout, max_side, palette_png, check)
-    result: dict[str, bytes] = {}
-    for run in _drawing_runs(formats, max(width, height)):
+    if runs:
+        real = _with_corners(real, positioned, frame.prefix)
+    for run in runs:
         result.update(_draw(real, run, deadline, timeout, max_side, palette_png))
     if "png" in result and palette_png:
         result["png"] = snap_palette(result["png"], source)
     if "pdf" in result:
         result["pdf"] = _fixed_pdf_dates(result["pdf"])
-    return result
+    return {fmt: result[fmt] for fmt in formats}
 
 
 def _positions(text: str, places: bool, deadline: float | None, timeout: float | None,
-               cache: LayoutCache | None) -> tuple[bytes, bytes]:
-    """The layout of ``text`` (``-Tdot``) and, when ``places``, its ``-Tplain``: from ``cache``, else from
-    one ``dot`` run, then kept there."""
+               cache: LayoutCache | None) -> tuple[bytes, bytes, bytes]:
+    """The layout of ``text`` (``-Tdot``), its ``-Tplain`` when ``places`` (else empty) and its drawing
+    (``-Tsvg``): from ``cache``, else from one ``dot`` run, then kept there."""
     key = cache.key(text, places, graphviz_version()) if cache is not None else ""
     found = cache.get(key) if cache is not None else None
-    if found is not None:
-        return found
-    laid, positioned = _lay_out(text, ["plain"] if places else [], deadline, timeout)
+    if found is not None and len(found) == 3:
+        return found[0], found[1], found[2]
+    laid, positioned = _lay_out(text, ["svg"] + (["plain"] if places else []), deadline, timeout)
     if cache is not None:
-        cache.put(key, positioned, laid.get("plain", b""))
-    return positioned, laid.get("plain", b"")
+        cache.put(key, positioned, laid.get("plain", b""), laid["svg"])
+    return positioned, laid.get("plain", b""), laid["svg"]
 
 
-def _drawing_runs(formats: list[str], side: float) -> list[list[str]]:
-    """The ``neato -n2`` runs drawing ``formats``: SVG and PDF together unless the layout is over the PDF's
-    size cap (a graph attribute of the run, which would scale the SVG too); PNG alone (its ``dpi`` would)."""
-    together = [fmt for fmt in ("svg", "pdf") if fmt in formats]
-    runs = [[fmt] for fmt in together] if side > MAX_PDF_INCHES * 72 - 2 * PDF_SLACK_PT else [together]
-    return [run for run in runs if run] + ([["png"]] if "png" in formats else [])
+def _with_corners(real: bytes, positioned: bytes, prefix: str) -> bytes:
+    """``real`` with an invisible point at two corners of the layout's bounding box: ``neato -n2`` draws within
+    the box of what it draws (a layout's empty band, left by invisible column stubs, would be cut off), and the
+    PDF and PNG must have the SVG's size. ``prefix`` makes names the source never holds."""
+    box = _BOUNDING_BOX.search(positioned)
+    end = real.rfind(b"}")
+    if box is None or end < 0:
+        return real
+    x0, y0, x1, y1 = (v.decode() for v in box.groups())
+    corners = "".join(f'\t{prefix}corner{i} [label="" pos="{x},{y}" shape=point style=invis width=0 height=0]\n'
+                      for i, (x, y) in enumerate(((x0, y0), (x1, y1))))
+    return real[:end] + corners.encode() + real[end:]
+
+
+def _drawing_runs(formats: list[str]) -> list[list[str]]:
+    """The ``neato -n2`` runs drawing ``formats`` other than SVG (made from the skeleton's own drawing): PDF
+    and PNG each alone (the PDF's size cap and the PNG's ``dpi`` are graph attributes of the run)."""
+    return [[fmt] for fmt in ("pdf", "png") if fmt in formats]
 
 
 def _draw(positioned: bytes, formats: list[str], deadline: float | None, timeout: float | None,

@@ -1,10 +1,11 @@
 """Layouts kept on disk between runs (issue 30): a re-render with new numbers reuses the layout of the first.
 
 An entry is the laid-out skeleton of one picture or page (``skeleton``: the DOT with colours, tooltips, links and
-the digits of its labels stood in for), as Graphviz wrote it (``-Tdot``, and ``-Tplain`` when the caller checks
-the layout's shape). Its key is a SHA-256 of everything that decides the geometry: the skeleton's text (the
-graph's structure, every label's size-relevant text, the picture options written into the DOT), the Graphviz
-version (``dot -V``), annograph's version and ``FORMAT``.
+the digits of its labels stood in for), as Graphviz wrote it (``-Tdot``, ``-Tplain`` when the caller checks
+the layout's shape, and its drawing, ``-Tsvg``, into which the real text is put back). Its key is a SHA-256 of
+everything that decides the geometry: the skeleton's text (the graph's structure, every label's size-relevant
+text, the picture options written into the DOT), the Graphviz version (``dot -V``), annograph's version and
+``FORMAT``.
 
 The folder: ``--layout-cache DIR``, else ``ANNOGRAPH_CACHE_DIR``, else the user cache folder
 (``platformdirs``: ``~/.cache/annograph/layouts`` on Linux); ``--no-layout-cache`` keeps none. At most
@@ -28,10 +29,11 @@ import os
 import re
 import secrets
 import stat
+import threading
 import time
 from pathlib import Path
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_CAP = 256 * 2**20
 """Bytes of entries a cache folder holds at most (256 MiB)."""
 MAX_ENTRY = 64 * 2**20
@@ -52,6 +54,8 @@ class LayoutCache:
     def __init__(self, folder: Path, cap: int = DEFAULT_CAP, secret: bytes | None = None) -> None:
         self.folder, self.cap = folder, cap
         self._secret = secret
+        self._counts = [0, 0]  # layouts asked for, found (``said``)
+        self._lock = threading.Lock()
 
     def key(self, skeleton_text: str, places: bool, graphviz: str) -> str:
         """The entry name of a layout of ``skeleton_text`` (with its ``-Tplain`` when ``places``) by the Graphviz
@@ -60,33 +64,46 @@ class LayoutCache:
         digest.update(skeleton_text.encode("utf-8"))
         return digest.hexdigest()
 
-    def get(self, key: str) -> tuple[bytes, bytes] | None:
-        """The positioned graph and places of ``key``, or None when absent or not to be trusted."""
+    def get(self, key: str) -> tuple[bytes, ...] | None:
+        """The parts ``put`` kept under ``key`` (the positioned graph, its places, its drawing), or None when
+        absent or not to be trusted."""
         secret = self._key()
         if secret is None:
             return None
         path = self.folder / f"{key}.layout"
         data = _read_bounded(path)
-        if data is None:
-            return None
-        parts = _parse(data, key, secret)
+        parts = None if data is None else _parse(data, key, secret)
         if parts is not None:
             with contextlib.suppress(OSError):
                 os.utime(path)  # the least recently used go first
+        with self._lock:
+            self._counts[0] += 1
+            self._counts[1] += parts is not None
         return parts
 
-    def put(self, key: str, positioned: bytes, places: bytes) -> None:
-        """Store a layout (no error when the folder cannot take it), then trim the folder to ``cap``."""
+    def counts(self) -> tuple[int, int]:
+        """Layouts looked up here so far in this process, and found."""
+        with self._lock:
+            return self._counts[0], self._counts[1]
+
+    def said(self, before: tuple[int, int]) -> str:
+        """What ``-v`` says of the lookups since ``counts`` gave ``before``."""
+        asked, found = self.counts()
+        return f"{found - before[1]} of {asked - before[0]} layouts from the cache"
+
+    def put(self, key: str, *parts: bytes) -> None:
+        """Store a layout's parts (no error when the folder cannot take it), then trim the folder to ``cap``."""
         secret = self._key()
-        if secret is None or len(positioned) + len(places) + 256 > MAX_ENTRY:
+        body = b"".join(parts)
+        if secret is None or not parts or len(body) + 256 > MAX_ENTRY:
             return
-        head = f"{key} {len(positioned)} {len(places)}".encode()
-        tag = hmac.new(secret, head + b"\n" + positioned + places, hashlib.sha256).hexdigest().encode()
+        head = " ".join([key] + [str(len(part)) for part in parts]).encode()
+        tag = hmac.new(secret, head + b"\n" + body, hashlib.sha256).hexdigest().encode()
         temporary = self.folder / f".{key}.{secrets.token_hex(8)}.part"
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with open(temporary, "xb") as out:
-                out.write(_MAGIC + head + b" " + tag + b"\n" + positioned + places)
+                out.write(_MAGIC + head + b" " + tag + b"\n" + body)
             os.replace(temporary, self.folder / f"{key}.layout")
         except OSError:
             with contextlib.suppress(OSError):
@@ -124,25 +141,28 @@ class LayoutCache:
         return self._secret or None
 
 
-def _parse(data: bytes, key: str, secret: bytes) -> tuple[bytes, bytes] | None:
-    """An entry's positioned graph and places, when its header names ``key`` and its HMAC holds."""
+def _parse(data: bytes, key: str, secret: bytes) -> tuple[bytes, ...] | None:
+    """An entry's parts, when its header names ``key`` and its HMAC holds."""
     if not data.startswith(_MAGIC):
         return None
     end = data.find(b"\n", len(_MAGIC), len(_MAGIC) + 256)
     if end < 0:
         return None
     fields = data[len(_MAGIC):end].split(b" ")
-    if len(fields) != 4 or fields[0] != key.encode() or not all(f.isdigit() for f in fields[1:3]):
+    if not 3 <= len(fields) <= 8 or fields[0] != key.encode() or not all(f.isdigit() for f in fields[1:-1]):
         return None
     body = data[end + 1:]
-    size, places = int(fields[1]), int(fields[2])
-    if size + places != len(body):
+    sizes = [int(f) for f in fields[1:-1]]
+    if sum(sizes) != len(body):
         return None
-    head = b" ".join(fields[:3])
-    tag = hmac.new(secret, head + b"\n" + body, hashlib.sha256).hexdigest().encode()
-    if not hmac.compare_digest(tag, fields[3]):
+    tag = hmac.new(secret, b" ".join(fields[:-1]) + b"\n" + body, hashlib.sha256).hexdigest().encode()
+    if not hmac.compare_digest(tag, fields[-1]):
         return None
-    return body[:size], body[size:]
+    parts, at = [], 0
+    for size in sizes:
+        parts.append(body[at:at + size])
+        at += size
+    return tuple(parts)
 
 
 def _read_bounded(path: Path) -> bytes | None:

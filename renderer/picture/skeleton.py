@@ -4,9 +4,10 @@ The layout cache (``layout_cache``) keys a layout by the skeleton: the DOT as em
 text colour, every tooltip and link, and every digit of an HTML label's text stood in for. A re-render with new
 numbers (a profile, an error heatmap) has the same skeleton, so its layout is found again. Stand-ins:
 
-    fillcolor="#a1b2c3"     →  fillcolor=TOKEN         (DOT attributes: ``tooltip``, ``href``, ``URL``, ``*color``)
-    BGCOLOR="#a1b2c3"       →  BGCOLOR="TOKEN"         (HTML attributes: ``*COLOR``, ``TITLE``, ``HREF``, ``TOOLTIP``)
-    >macs: <B>51.4M</B>     →  >macs: <B><FONT COLOR="TOKEN">000000M</FONT></B>  (HTML text with digits)
+    fillcolor="#A1B2C3"     →  fillcolor="#000005"    (DOT ``*color``, HTML ``*COLOR``: a colour token, below)
+    tooltip="…", href="…"   →  tooltip=agv0q7z        (DOT ``tooltip``, ``href``, ``URL``; HTML ``TITLE``,
+                                                       ``TOOLTIP``, ``HREF``)
+    >macs: <B>51.4M</B>     →  >macs: <B><FONT COLOR="#000009">000000M</FONT></B>  (HTML text with digits)
 
 Text of a label that is wholly a number, a value a box or the legend shows (``0.9864``, ``-3.2``, ``12.3k``,
 ``97.7 MiB``), is laid out as a fixed-width field: ``VALUE_WIDTH`` zeros (one a character when longer), its unit
@@ -14,10 +15,18 @@ as it is. A digit elsewhere (an operator's number, a shape, a name) is a zero. D
 in the fonts Graphviz draws with (tabular figures) and wider than a point or a sign, so the real text always fits
 the room laid out for it, and a re-render whose values move (0.9864 → 12.35, 99.99 → 100) has the same skeleton;
 a value with another unit (1234 → 12.3k) or ``n/a`` makes another one.
-Everything else, names and structure included, is the skeleton's own text. A token is ``agv<k>q<i>z``, with
-``k`` the smallest number whose prefix the source never holds, so no text of a model can be taken for one.
-Graphviz writes the laid-out skeleton (``-Tdot``) with each token as it was given; ``restore`` puts the real
-text back, and a token that does not come back exactly once refuses the skeleton (``Unskeletal``).
+Everything else, names and structure included, is the skeleton's own text.
+
+Graphviz draws the skeleton once (``dot -Tsvg -Tdot``); both are kept. ``restore`` puts the real text back into
+the laid-out DOT (PDF and PNG are drawn from it), ``fill_svg`` into the drawn SVG, in the form Graphviz itself
+writes (``escape.svg_*_of``), so the SVG of a cached layout is made exactly as a fresh one is, with no Graphviz
+run. Text whose SVG form cannot be told (a backslash, an unusual entity), a colour not of six hex digits, and a
+label's text drawn in a colour its label does not name (``FONT COLOR``) are not stood in for: they stay in the
+skeleton and so in its key.
+A string token is ``agv<k>q<i>z``, with ``k`` the smallest number whose prefix the source never holds; a colour
+token is a ``#rrggbb`` the skeleton names nowhere else (Graphviz writes six-digit colours into SVG as they are,
+lower-cased, and named colours by name). A token that does not come back exactly once into the laid-out DOT
+refuses the skeleton (``Unskeletal``).
 """
 
 from __future__ import annotations
@@ -25,13 +34,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from renderer.core import escape
+
 _OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)*")|"[^"\\]*(?:\\.[^"\\]*)*"|=<',
                       re.DOTALL)
-_INSIDE = re.compile(r'\b([A-Z]*COLOR|TITLE|HREF|TOOLTIP)="([^"<>]*)"|(?<=>)([^<>]*[0-9][^<>]*)(?=<)')
-_ANGLE = re.compile(r"[<>]")
-_HEX = re.compile(r'"#[0-9a-fA-F]{6}(?:[0-9a-fA-F]{2})?"')
+_HTML_PARTS = re.compile(r'(?<=>)([^<>]*[0-9][^<>]*)(?=<)|</FONT>|<FONT\b[^<>]*>'
+                         r'|<[^<>]*\b(?:[A-Z]*COLOR|TITLE|HREF|TOOLTIP)="[^<>]*>')
+_FONT_COLOR = re.compile(r'\bCOLOR="([^"]*)"')
+_HTML_END = re.compile(r"<[^<>]*>|[<>]")
+_HTML_ATTR = re.compile(r'\b([A-Z]*COLOR|TITLE|HREF|TOOLTIP)="([^"<>]*)"')
+_HEX6 = re.compile(r"#[0-9a-fA-F]{6}")
+_ANY_HEX = re.compile(r"#[0-9a-fA-F]{6}")
 _DIGIT_OR_ENTITY = re.compile(r"&#?\w+;|[0-9]")
 _VALUE = re.compile(r"(\s*)(-?[0-9][0-9.,]*(?:e[+-][0-9]+)?)(\s*[A-Za-z%\u00b5]{0,3}\s*)")
+_DIGIT = re.compile(r"[0-9]")
+_COLOUR_SLOT = "\x00"
+_FONTCOLOR_DEFAULT = re.compile(r"^\s*(?:(?:node|graph)\s*\[[^\n]*)?\bfontcolor=", re.MULTILINE)
+_NODE_HEAD = re.compile(r'\s*(?!(?:node|edge|graph|subgraph)\b)(?:"[^"\n]*"|[\w.]+)\s*\[[^\n]*$')
 VALUE_WIDTH = 6
 """Digits a value of a label is laid out with at least (module docstring)."""
 
@@ -41,46 +60,126 @@ class Unskeletal(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Token:
+    """What a token stands for: ``original`` as in the source; ``svg`` as Graphviz writes it into SVG (for a
+    label's text, its text node); ``ink``: for a label's text, its colour as Graphviz writes it (lower-case hex,
+    or ``""`` for the default black, which Graphviz writes no ``fill`` for), else None."""
+
+    original: str
+    svg: str
+    ink: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Skeleton:
-    """``text``: the DOT to lay out; ``originals[i]``: what token ``i`` (``prefix`` + i + ``z``) stands for."""
+    """``text``: the DOT to lay out; string token ``i`` is ``prefix`` + i + ``z``; ``colours[c]``: the index of the
+    token colour ``c`` stands for (a colour or a label's text)."""
 
     text: str
     prefix: str
-    originals: tuple[str, ...]
+    tokens: tuple[Token, ...]
+    colours: dict[str, int]
 
     def restore(self, positioned: str) -> str:
         """``positioned`` (Graphviz's ``-Tdot`` of ``text``) with every token's real text back."""
-        if not self.originals:
+        if not self.tokens:
             return positioned
-        seen = bytearray(len(self.originals))
-        pattern = re.compile(rf'<FONT COLOR="{self.prefix}([0-9]+)z">[^<]*</FONT>|{self.prefix}([0-9]+)z')
+        seen = bytearray(len(self.tokens))
+        pattern = re.compile(rf'<FONT COLOR="(#[0-9a-f]{{6}})">([^<]*)</FONT>|"(#[0-9a-f]{{6}})"'
+                             rf'|{self.prefix}([0-9]+)z')
 
         def back(match: re.Match[str]) -> str:
-            index = int(match.group(1) or match.group(2))
+            colour = match.group(1) or match.group(3)
+            index = self.colours.get(colour, -1) if colour else int(match.group(4))
+            if colour and index < 0:
+                return match.group(0)
             if index >= len(seen) or seen[index]:
                 raise Unskeletal(f"token {index} came back twice or unknown")
             seen[index] = 1
-            return self.originals[index]
+            token = self.tokens[index]
+            if match.group(1) is not None:  # a label's text, or a colour of a FONT around text
+                if token.ink is not None:
+                    return token.original
+                return f'<FONT COLOR="{token.original}">{match.group(2)}</FONT>'
+            return token.original if match.group(3) is None else f'"{token.original}"'
 
         restored = pattern.sub(back, positioned)
         if not all(seen):
             raise Unskeletal("a token did not come back")
         return restored
 
+    def fill_svg(self, drawn: str) -> str:
+        """``drawn`` (Graphviz's ``-Tsvg`` of ``text``) with every token's real text back, as Graphviz writes it."""
+        if not self.tokens:
+            return drawn
+        pattern = re.compile(rf'(<text [^>]*?fill=")(#[0-9a-f]{{6}})("[^>]*>)([^<]*)(</text>)'
+                             rf'|"(#[0-9a-f]{{6}})"|{self.prefix}([0-9]+)z')
+
+        def back(match: re.Match[str]) -> str:
+            if match.group(7) is not None:
+                return self.tokens[int(match.group(7))].svg
+            colour = match.group(2) or match.group(6)
+            index = self.colours.get(colour, -1)
+            if index < 0:
+                return match.group(0)
+            token = self.tokens[index]
+            if match.group(6) is not None:
+                return f'"{token.svg}"'
+            if token.ink is None:
+                return f"{match.group(1)}{token.svg}{match.group(3)}{match.group(4)}{match.group(5)}"
+            if not token.ink:  # the default black: no fill at all
+                return f'{match.group(1)[:-7]}{match.group(3)[1:]}{token.svg}{match.group(5)}'
+            return f"{match.group(1)}{token.ink}{match.group(3)}{token.svg}{match.group(5)}"
+
+        return pattern.sub(back, drawn)
+
+
+class _Builder:
+    """The tokens of one skeleton as they are made; colour tokens are slots until every other text is known."""
+
+    def __init__(self, source: str) -> None:
+        k = 0
+        while f"agv{k}q" in source:
+            k += 1
+        self.prefix = f"agv{k}q"
+        self.tokens: list[Token] = []
+
+    def string(self, original: str, svg: str | None) -> str:
+        if svg is None:
+            return original
+        self.tokens.append(Token(original, svg))
+        return f"{self.prefix}{len(self.tokens) - 1}z"
+
+    def colour(self, original: str, ink: str | None = None, svg: str = "") -> str:
+        self.tokens.append(Token(original, svg or original.lower(), ink))
+        return f"{_COLOUR_SLOT}{len(self.tokens) - 1}{_COLOUR_SLOT}"
+
+    def finish(self, text: str) -> Skeleton:
+        """``text`` with each colour slot given a ``#rrggbb`` that ``text`` names nowhere else."""
+        taken = {found.lower() for found in _ANY_HEX.findall(text)}
+        colours: dict[str, int] = {}
+        counter = 0
+
+        def fresh(match: re.Match[str]) -> str:
+            nonlocal counter
+            while True:
+                counter += 1
+                value = f"#{counter:06x}"
+                if value not in taken:
+                    colours[value] = int(match.group(1))
+                    return value
+
+        return Skeleton(re.sub(f"{_COLOUR_SLOT}([0-9]+){_COLOUR_SLOT}", fresh, text), self.prefix,
+                        tuple(self.tokens), colours)
+
 
 def skeleton(source: str) -> Skeleton:
     """``source`` with its non-geometric text stood in for (module docstring)."""
-    k = 0
-    while f"agv{k}q" in source:
-        k += 1
-    prefix = f"agv{k}q"
-    originals: list[str] = []
+    if _COLOUR_SLOT in source:
+        raise Unskeletal("a NUL in the source")
+    build = _Builder(source)
+    black = not _FONTCOLOR_DEFAULT.search(source)
     parts: list[str] = []
-
-    def token(original: str) -> str:
-        originals.append(original)
-        return f"{prefix}{len(originals) - 1}z"
-
     at = 0
     for match in _OUTSIDE.finditer(source):
         if match.start() < at:  # inside an HTML label already stood in for
@@ -89,16 +188,24 @@ def skeleton(source: str) -> Skeleton:
         name, value = match.group(1), match.group(2)
         if match.group(0) == "=<":
             end = _html_end(source, match.end() - 1)
-            parts.append("=" + _html_skeleton(source[match.end() - 1:end], token))
+            ink = "" if black and _plain_node(source, match.start(), end) else None
+            parts.append("=" + _html_skeleton(source[match.end() - 1:end], build, ink))
             at = end
             continue
-        if name is not None and (not name.endswith("color") or _HEX.fullmatch(value)):
-            parts.append(f"{name}={token(value)}")
-        else:
-            parts.append(match.group(0))
+        parts.append(_outside(match.group(0), name, value, build))
         at = match.end()
     parts.append(source[at:])
-    return Skeleton("".join(parts), prefix, tuple(originals))
+    return build.finish("".join(parts))
+
+
+def _outside(whole: str, name: str | None, value: str, build: _Builder) -> str:
+    """A DOT attribute outside HTML labels, stood in for when it is a colour, a tooltip or a link."""
+    if name is None:
+        return whole
+    if name.endswith("color"):
+        return f'{name}="{build.colour(value[1:-1])}"' if _HEX6.fullmatch(value[1:-1]) else whole
+    svg = escape.svg_tooltip_of(value) if name == "tooltip" else escape.svg_href_of(value)
+    return f"{name}={build.string(value, svg)}"
 
 
 def _zeroed(text: str) -> str:
@@ -110,26 +217,58 @@ def _zeroed(text: str) -> str:
 
 
 def _html_end(source: str, start: int) -> int:
-    """The end of the HTML label whose ``<`` is at ``start``."""
-    depth = 0
-    for match in _ANGLE.finditer(source, start):
-        depth += 1 if match.group() == "<" else -1
-        if depth == 0:
+    """The end of the HTML label whose ``<`` is at ``start``: the first ``>`` that closes no tag."""
+    for match in _HTML_END.finditer(source, start + 1):
+        if match.group() == ">":
             return match.end()
+        if match.group() == "<":
+            break
     raise Unskeletal("an HTML label without its end")
 
 
-def _html_skeleton(label: str, token: object) -> str:
+def _plain_node(source: str, start: int, end: int) -> bool:
+    """Whether the HTML label between ``start`` and ``end`` is a node's whose statement names no ``fontcolor``
+    (so its text is black where no ``FONT COLOR`` says otherwise, given no default one: ``_FONTCOLOR_DEFAULT``)."""
+    head = source[source.rfind("\n", 0, start) + 1:start]
+    tail = source[end:source.find("\n", end) % (len(source) + 1)]
+    return (_NODE_HEAD.match(head) is not None and "fontcolor" not in head and "fontcolor" not in tail)
+
+
+def _html_skeleton(label: str, build: _Builder, ink: str | None) -> str:
+    """An HTML label with its colours, titles, links and texts with digits stood in for; a text only where its
+    colour is known: a ``FONT COLOR`` of the label, or ``ink`` (the default black, ``""``) outside any."""
+    inks: list[str | None] = [ink]
+
     def stand_in(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            name, value = match.group(1), match.group(2)
-            if name.endswith("COLOR") and not _HEX.fullmatch(f'"{value}"'):
-                return match.group(0)
-            return f'{name}="{token(value)}"'  # type: ignore[operator]
-        text = match.group(3)
-        return f'<FONT COLOR="{token(text)}">{_zeroed(text)}</FONT>'  # type: ignore[operator]
+        whole = match.group(0)
+        if match.group(1) is not None:  # a text run with a digit
+            return _html_text(whole, inks[-1], build)
+        if whole == "</FONT>":
+            inks.pop() if len(inks) > 1 else None
+            return whole
+        if whole.startswith("<FONT"):
+            colour = _FONT_COLOR.search(whole)
+            inks.append(colour.group(1) if colour else inks[-1])
+        return _HTML_ATTR.sub(lambda m: _html_attribute(m, build), whole) if "=" in whole else whole
 
-    return _INSIDE.sub(stand_in, label)
+    return _HTML_PARTS.sub(stand_in, label)
 
 
-__all__ = ["Skeleton", "Unskeletal", "skeleton"]
+def _html_attribute(match: re.Match[str], build: _Builder) -> str:
+    name, value = match.group(1), match.group(2)
+    if name.endswith("COLOR"):
+        return f'{name}="{build.colour(value)}"' if _HEX6.fullmatch(value) else match.group(0)
+    svg = escape.svg_href_of(value) if name == "HREF" else escape.svg_title_of(value)
+    return f'{name}="{build.string(value, svg)}"'
+
+
+def _html_text(text: str, ink: str | None, build: _Builder) -> str:
+    if not _DIGIT.search(text) or ink is None or (ink and not _HEX6.fullmatch(ink)):
+        return text
+    svg = escape.svg_text_of(text)
+    if svg is None:
+        return text
+    return f'<FONT COLOR="{build.colour(text, ink=ink.lower(), svg=svg)}">{_zeroed(text)}</FONT>'
+
+
+__all__ = ["Skeleton", "Token", "Unskeletal", "skeleton"]

@@ -34,8 +34,9 @@ def test_three_formats_share_one_layout(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     lines = log.read_text(encoding="utf-8").splitlines()
     assert [line.split()[0] for line in lines] == ["dot", "neato", "neato"], lines
-    assert "-Tdot" in lines[0] and "-Tsvg" not in lines[0]
-    assert "-n2" in lines[1] and "-Tsvg" in lines[1] and "-Tpdf" in lines[1] and "-Tpng" in lines[2]
+    assert "-Tdot" in lines[0] and "-Tsvg" in lines[0]  # the skeleton's layout and drawing, the SVG's source
+    assert "-n2" in lines[1] and "-Tpdf" in lines[1] and "-Tpng" in lines[2]
+    assert "-Tsvg" not in lines[1] + lines[2]
     assert outputs[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and outputs[2].read_bytes()[:5] == b"%PDF-"
 
     log.write_text("", encoding="utf-8")  # the SVG is the one a single-format render lays out
@@ -45,10 +46,10 @@ def test_three_formats_share_one_layout(tmp_path: Path) -> None:
     assert alone.read_bytes() == outputs[0].read_bytes()
 
 
-def test_one_neato_run_draws_the_svg_and_pdf(tmp_path: Path) -> None:
-    """Each page of a book is laid out by one ``dot`` run and drawn by one ``neato -n2`` run, whatever formats
-    are asked for; its PDF is the same bytes as a PDF rendered alone; a PNG alone is as big as the SVG page at
-    110 dpi."""
+def test_each_page_is_laid_out_once_and_drawn_once_per_other_format(tmp_path: Path) -> None:
+    """Each page of a book is laid out and drawn as SVG by one ``dot`` run, and drawn by one ``neato -n2`` run per
+    other format asked for (none for an SVG alone); its PDF is the same bytes as a PDF rendered alone; a PNG
+    alone is as big as the SVG page at 110 dpi."""
     import struct
 
     env, log = _shimmed(tmp_path)
@@ -62,8 +63,10 @@ def test_one_neato_run_draws_the_svg_and_pdf(tmp_path: Path) -> None:
                       *[a for o in outputs for a in ("-o", o)], env=env)
         assert run.returncode == 0, run.stderr
         runs[str(outputs[-1])] = sorted(line.split()[0] for line in log.read_text(encoding="utf-8").splitlines())
-    assert len({tuple(calls) for calls in runs.values()}) == 1, runs
-    assert runs[str(tmp_path / "svg.svg")].count("neato") == 3, runs  # the overview and two pages, drawn once each
+    layouts = runs[str(tmp_path / "svg.svg")]
+    assert set(layouts) == {"dot"}, runs  # no drawing beyond the layouts' own
+    for other in ("both.pdf", "alone/both.pdf", "alone.png"):  # the overview and two pages, drawn once each
+        assert runs[str(tmp_path / other)] == layouts + ["neato"] * 3, runs
     assert (tmp_path / "both.pdf").read_bytes() == (tmp_path / "alone" / "both.pdf").read_bytes()
     svg = (tmp_path / "both.svg").read_text(encoding="utf-8")
     width, height = (float(v) for v in re.search(r'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"', svg).groups())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, parse_svg, run_cli
+from payloads import PAYLOADS, Payload
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 FORMATS = ("svg", "pdf", "png", "dot", "html")
@@ -144,7 +146,8 @@ def test_the_folder_keeps_to_its_cap_least_recently_used_out(tmp_path: Path) -> 
     _svg(model, source)
     found = LayoutCache(source)
     name = min(_entries(source))[:-7]
-    positioned, places = found.get(name)  # type: ignore[misc]
+    parts = found.get(name)
+    assert parts is not None and len(parts) == 3  # the positioned graph, its places, its drawing
     size = (source / f"{name}.layout").stat().st_size
     folder = tmp_path / "capped"
     folder.mkdir()
@@ -152,12 +155,12 @@ def test_the_folder_keeps_to_its_cap_least_recently_used_out(tmp_path: Path) -> 
     capped = LayoutCache(folder, cap=3 * size + size // 2, secret=found._key())
     keys = [f"{k:064x}" for k in range(5)]
     for k, key in enumerate(keys[:3]):
-        capped.put(key, positioned, places)
+        capped.put(key, *parts)
         os.utime(folder / f"{key}.layout", (1000 + k, 1000 + k))
-    assert capped.get(keys[0]) == (positioned, places)  # now the most recently used
-    capped.put(keys[3], positioned, places)
+    assert capped.get(keys[0]) == parts  # now the most recently used
+    capped.put(keys[3], *parts)
     assert sorted(_entries(folder)) == sorted(f"{k}.layout" for k in (keys[0], keys[2], keys[3]))
-    capped.put(keys[4], positioned, places)
+    capped.put(keys[4], *parts)
     assert sorted(_entries(folder)) == sorted(f"{k}.layout" for k in (keys[0], keys[3], keys[4]))
     assert (folder / "notes.txt").read_text() == "mine"
 
@@ -170,3 +173,63 @@ def test_the_tests_never_touch_the_user_cache() -> None:
 
     assert not str(default_folder()).startswith(platformdirs.user_cache_dir("annograph"))
     assert not os.environ["ANNOGRAPH_CACHE_KEY"].startswith(platformdirs.user_config_dir("annograph"))
+
+
+_GEOMETRY = re.compile(r'\b(x|y|cx|cy|rx|ry|points|d|width|height|viewBox|transform)="[^"]*"')
+
+
+def _drawn(source: str) -> str:
+    done = subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=True)
+    return done.stdout.decode("utf-8")
+
+
+def _put_back(source: str) -> tuple[str, int]:
+    """The SVG a render makes of ``source``: its skeleton drawn by Graphviz, the real text put back in Python;
+    and how many tokens the skeleton had."""
+    from renderer.picture import skeleton
+
+    frame = skeleton.skeleton(source)
+    return frame.fill_svg(_drawn(frame.text)), len(frame.tokens)
+
+
+def _hostile_dot(text: str) -> str:
+    """A node and an edge carrying ``text`` everywhere annograph puts model or annotation text, escaped by
+    ``renderer.escape``: an HTML label's text in a ``FONT COLOR`` and outside any, a cell's title, a tooltip,
+    a link; with colours to stand in for."""
+    from graphviz.quoting import quote
+
+    from renderer.core import escape
+
+    cell = escape.html_text(text, 200)
+    label = (f'<<TABLE BGCOLOR="#A1B2C3" COLOR="#102030"><TR><TD><FONT COLOR="#ffffff" POINT-SIZE="9">{cell}: <B>'
+             f'12.5 ms</B></FONT></TD><TD TITLE="{escape.html_text(text, 160)}" HREF="{escape.href(text)}">'
+             f'{cell} 3</TD></TR></TABLE>>')
+    return (f"digraph g {{\n\tnode [fontname=Helvetica shape=plain]\n"
+            f"\tn [label={label} tooltip={quote(escape.tooltip([text, '4.5 ms']))} href={quote(escape.href(text))}]\n"
+            f'\tn -> m [color="#606060" tooltip={quote(escape.tooltip([text]))}]\n}}\n')
+
+
+@pytest.mark.parametrize("payload", [p for p in PAYLOADS if p.name != "big"], ids=lambda p: p.name)
+def test_the_svg_put_back_is_graphvizs_own(payload: Payload) -> None:
+    """The real text put back into the skeleton's SVG (``Skeleton.fill_svg``, escaped by ``escape.svg_*_of``) is
+    what Graphviz writes drawing the real DOT: the two SVGs are the same once the places and sizes are set
+    aside (the skeleton's values are laid out as wider fields), on every hostile payload; and the skeleton did
+    stand the label's values, colours and links in (else there would be nothing to compare)."""
+    source = _hostile_dot(payload.text + " 0:1")
+    put_back, tokens = _put_back(source)
+    assert tokens >= 7, tokens
+    assert _GEOMETRY.sub("", put_back) == _GEOMETRY.sub("", _drawn(source))
+    assert parse_svg(put_back.encode()).findall(f".//{SVG_NS}text")
+
+
+def test_a_models_svg_put_back_is_graphvizs_own(tmp_path: Path) -> None:
+    """On a real model's overview and pages (light_resnet50 coloured by a latency file, thousands of tokens):
+    the SVG put back is Graphviz's own drawing of the real DOT, places and sizes set aside."""
+    _render(ONNX / "light_resnet50.onnx", _latencies(tmp_path / "a.csv", 5, 415), tmp_path / "out", "--no-layout-cache")
+    pages = sorted((tmp_path / "out").rglob("*.dot"))
+    assert len(pages) >= 3
+    for page in pages:
+        source = page.read_text(encoding="utf-8")
+        put_back, tokens = _put_back(source)
+        assert tokens > 300, (page, tokens)
+        assert _GEOMETRY.sub("", put_back) == _GEOMETRY.sub("", _drawn(source)), page
