@@ -47,7 +47,7 @@ from renderer.picture.grouping.group import Group
 from renderer.picture.grouping.names import display_path, series_prefix
 from renderer.picture.pages import Book, Inline, Page
 from renderer.picture.scene import Scene
-from renderer.picture.titles import distinct_titles, own_title
+from renderer.picture.titles import cut_apart, distinct_titles, own_title
 
 STUB_FILL = "#f4f4f4"
 GROUP_PLAIN_FILL = "#f2f5f9"
@@ -122,6 +122,8 @@ class _PageEmitter(Emitter):
         """Item name → the clusters it sits in, outermost first (empty at the page's top level)."""
         self.titles = self._titles()
         """id(group) (a run's first) → its title on this page, told apart from the others (``titles``)."""
+        self.cut_titles: dict[int, dict[int, str]] = {}
+        """limit → id(group) → its title cut to that many characters."""
 
     def _titles(self) -> dict[int, str]:
         fmt = self.model.format
@@ -132,10 +134,13 @@ class _PageEmitter(Emitter):
         return distinct_titles([(id(g), g, title) for g, title in items])
 
     def _title(self, group: Group, limit: int) -> str:
-        """``group``'s title (a run's, for its first group) as label text: a title qualified on this page is cut
-        in its middle, so both the enclosing name and its own stay in view."""
-        title = self.titles[id(group)]
-        return escape.html_text(title, limit, middle=title != self.own_titles[id(group)])
+        """``group``'s title (a run's, for its first group) as label text, cut to ``limit`` as every title of the
+        page is, all still different (``titles.cut_apart``: a qualified title cut in its middle)."""
+        if limit not in self.cut_titles:
+            qualified = {key for key, title in self.titles.items() if title != self.own_titles[key]}
+            self.cut_titles[limit] = cut_apart(self.titles, limit, qualified)
+        text = self.cut_titles[limit][id(group)]
+        return escape.html_text(text, len(text))
 
     def run(self) -> str:
         opts, page = self.opts, self.page

