@@ -38,6 +38,8 @@ _.handle_data
 # xml.parsers.expat parsers
 _.StartElementHandler
 _.EndElementHandler
+_.CharacterDataHandler
+_.StartDoctypeDeclHandler
 
 # pypdf.PdfWriter: no random file identifier (compose/book_output.py)
 _._ID

@@ -339,7 +339,8 @@ class Model:
     """A loaded model.
 
     Attributes:
-        format: ``onnx``, ``tflite`` or ``torch`` (a torch.export program).
+        format: ``onnx``, ``tflite``, ``torch`` (a torch.export program), ``executorch``, ``tensorrt`` (an
+            engine's layer graph), ``openvino`` (an IR) or ``openvino-exec`` (an OpenVINO execution graph).
         path: the file it came from.
         graphs: every graph, main graph first (see the module docstring for numbering).
         producer: the tool that wrote the file, with its version.

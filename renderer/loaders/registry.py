@@ -18,9 +18,10 @@ from renderer.loaders.protocol import Loader, RealValues
 
 # One line per format: its package under renderer.loaders (the module ``loader`` in it meets ``protocol.Loader``;
 # imported lazily: onnx and flatbuffers are heavy). The fuzz and injection tests iterate over this list.
-LOADERS: tuple[str, ...] = ("tflite", "onnx", "executorch", "torch_export", "tensorrt")
+LOADERS: tuple[str, ...] = ("tflite", "onnx", "executorch", "torch_export", "tensorrt", "openvino")
 
-HEAD_BYTES = 64
+HEAD_BYTES = 4096
+"""What ``match`` sees: enough for an OpenVINO XML's first layer, which tells an IR from an execution graph."""
 MAX_ELEMENTS = 2**63 - 1
 """No tensor can hold more elements than an int64 counts; a shape declaring more is corrupt (and its counts
 would overflow every float they reach)."""

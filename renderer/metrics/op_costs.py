@@ -16,7 +16,7 @@ from typing import Any
 
 from renderer.core.ir import ElementKey, Model, Node, Value
 from renderer.data.categories import runs_subgraphs
-from renderer.metrics import executorch_ops, onnx_ops, tensorrt_ops, tflite_ops, torch_ops
+from renderer.metrics import executorch_ops, onnx_ops, openvino_ops, tensorrt_ops, tflite_ops, torch_ops
 from renderer.metrics.formulas import MALFORMED, Cost, NotCountable, malformed, prod
 from renderer.metrics.opview import Op, label, static_shape
 from renderer.metrics.packed import packed_values
@@ -129,8 +129,8 @@ def _sum_bytes(values: list[Value], sizes: dict[int, int | str]) -> int | str:
 
 def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) -> OpCosts:
     """The cheap pass over one operator of a model in format ``fmt``; ``sizes`` memoizes activation bytes."""
-    table = {"tflite": tflite_ops, "executorch": executorch_ops, "torch": torch_ops, "tensorrt": tensorrt_ops}.get(
-        fmt, onnx_ops)
+    table = {"tflite": tflite_ops, "executorch": executorch_ops, "torch": torch_ops, "tensorrt": tensorrt_ops,
+             "openvino": openvino_ops.IR, "openvino-exec": openvino_ops.EXEC}.get(fmt, onnx_ops)
     op = Op(node)
     try:
         cost: Cost | str = table.cost(op)

@@ -36,7 +36,8 @@ def _ops(role: str) -> frozenset[str]:
     constant (shape, perm, axes).
     """
     return categories.with_role("onnx", role) | categories.with_role("tflite", role) \
-        | categories.with_role("executorch", role) | categories.with_role("torch", role)
+        | categories.with_role("executorch", role) | categories.with_role("torch", role) \
+        | categories.with_role("openvino", role)
 
 
 def is_transparent(node: Node) -> bool:

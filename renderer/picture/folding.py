@@ -27,13 +27,14 @@ from renderer.data import operators
 
 @cache
 def _folded_as(fold: str) -> frozenset[str]:
-    """Operator types of either format whose data entry has ``fold`` (the formats' names never collide):
-    ``constant`` producers (Constant, ConstantOfShape); ``shape`` readers, whose output describes the input's
-    shape whatever its data (ONNX Shape/Size, TFLite SHAPE); ``random`` generators, all-constant inputs but a
-    different value on every run; ``storage`` ops that only change how a stored weight is held (float16
-    widened, int8 dequantized, a deduplicated copy), so a box reading their output lists the stored tensor,
-    ``⟨64×3×3⟩ float16→float32``."""
-    return operators.with_fold("onnx", fold) | operators.with_fold("tflite", fold)
+    """Operator types of the ONNX, TFLite and OpenVINO IR formats whose data entry has ``fold`` (the formats'
+    names never collide): ``constant`` producers (Constant, ConstantOfShape); ``shape`` readers, whose output
+    describes the input's shape whatever its data (ONNX Shape/Size, TFLite SHAPE); ``random`` generators,
+    all-constant inputs but a different value on every run; ``storage`` ops that only change how a stored weight
+    is held (float16 widened, int8 dequantized, a deduplicated copy), so a box reading their output lists the
+    stored tensor, ``⟨64×3×3⟩ float16→float32``."""
+    return operators.with_fold("onnx", fold) | operators.with_fold("tflite", fold) \
+        | operators.with_fold("openvino", fold)
 
 
 _MAX_STORAGE_HOPS = 8

@@ -43,7 +43,7 @@ class Limits:
 
 LIMITS = Limits()
 _FORMAT_NAMES = {"onnx": "ONNX", "tflite": "TFLite", "executorch": "ExecuTorch", "torch": "torch.export",
-                 "tensorrt": "TensorRT engine"}
+                 "tensorrt": "TensorRT engine", "openvino": "OpenVINO IR", "openvino-exec": "OpenVINO execution graph"}
 
 
 def check_link_base(base: str | None) -> None:

@@ -134,6 +134,26 @@ def test_tensorrt_fields(payload: P.Payload, tmp_path: Path) -> None:
     check_all(outputs, tmp_path, payload.text if payload.name in SHORT else None)
 
 
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_openvino_ir_fields(payload: P.Payload, tmp_path: Path) -> None:
+    """An OpenVINO IR with ``payload`` in its names, a layer's type and its data (``openvino_models``)."""
+    import struct
+
+    from openvino_models import hostile_net, xml_text
+    from renderer.core.options import RenderOptions
+    from renderer.loaders.registry import load_model
+
+    path = tmp_path / "hostile.xml"
+    path.write_bytes(hostile_net(payload.text))
+    path.with_suffix(".bin").write_bytes(struct.pack("<4f", 1, 0, 0, 2))
+    model = load_model(path)
+    assert model.format == "openvino" and len(model.main.nodes) == 2
+    options = RenderOptions(title=payload.text, show=["all"], edge_by="bytes", show_constants=True)
+    outputs = render_all(model, None, options, tmp_path, PER_PAYLOAD)
+    literal = payload.name in SHORT and xml_text(payload.text) == payload.text
+    check_all(outputs, tmp_path, payload.text if literal else None)
+
+
 def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> None:
     """Each tool reader's injection file (``tests/support/registry.py``) is detected as its own format and names an
     operator of the hostile model (ONNX, or TFLite when the reader's registry model is), so the injected strings

@@ -185,10 +185,12 @@ def _hook_seeds(module: ModuleType) -> list[Seed]:
 
 def loader_seeds(module: ModuleType) -> list[Seed]:
     """Sample and fixture files ``module`` recognises, plus its extra seeds from the registry."""
+    from renderer.loaders.registry import HEAD_BYTES
+
     seeds = []
     for path in _candidate_files():
         with open(path, "rb") as f:
-            head = f.read(64)
+            head = f.read(HEAD_BYTES)
         if module.match(head) or path.suffix.lower() in module.EXTENSIONS:
             seeds.append(Seed(path.name, path.read_bytes()))
     return seeds + _hook_seeds(module)
@@ -217,11 +219,12 @@ def reader_files(module: ModuleType) -> list[Path]:
     """The sample and fixture files ``read_file`` would hand to ``module``, where they lie (beside the files a
     reader may look for: a TensorRT profile's layer information)."""
     from renderer.annotations.registry import HEAD_CHARS
+    from renderer.loaders.registry import HEAD_BYTES
 
     readers = reader_modules()
     found = []
     for path in _candidate_files():
-        if any(loader.match(path.read_bytes()[:64]) for loader in loader_modules()):
+        if any(loader.match(path.read_bytes()[:HEAD_BYTES]) for loader in loader_modules()):
             continue
         head = path.read_bytes()[:HEAD_CHARS].decode("utf-8-sig", "replace")
         chosen = next((r for r in readers if r.match(path, head)), None)

@@ -946,12 +946,27 @@ def _torch_export_seeds() -> list[tuple[str, bytes]]:
     return torch_models.seeds()
 
 
+def _openvino_ir_seeds() -> list[tuple[str, bytes]]:
+    """The IR openvino writes for ``openvino_models.small_onnx`` (float32 and float16), made when the fuzz run
+    starts, and the hostile IR's layout (their ``.bin`` is not beside the seeds: shapes without values)."""
+    import tempfile
+
+    from openvino_models import hostile_net, save_ir, small_onnx
+
+    with tempfile.TemporaryDirectory() as folder:
+        source = small_onnx(Path(folder) / "small.onnx")
+        made = [(f"small{tag}.xml", save_ir(source, Path(folder) / f"small{tag}.xml", fp16=bool(tag)).read_bytes())
+                for tag in ("", "_fp16")]
+    return [*made, ("hostile.xml", hostile_net("<b>x</b>"))]
+
+
 LOADERS: dict[str, LoaderEntry] = {
     "tflite": LoaderEntry(),
     "onnx": LoaderEntry(),
     "executorch": LoaderEntry(seeds=_executorch_seeds),
     "torch_export": LoaderEntry(seeds=_torch_export_seeds),
     "tensorrt": LoaderEntry(seeds=["samples/tensorrt/*.graph.json"]),
+    "openvino": LoaderEntry(seeds=_openvino_ir_seeds),
 }
 
 READERS: dict[str, ReaderEntry] = {

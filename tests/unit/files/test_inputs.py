@@ -85,9 +85,9 @@ def test_every_reader_sees_the_same_through_a_pipe(module, tmp_path: Path) -> No
 @pytest.mark.parametrize("module", P.loader_modules(), ids=lambda m: m.FORMAT)
 def test_every_loader_reads_a_pipe(module, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from renderer.files import inputs
-    from renderer.loaders.registry import load_model
+    from renderer.loaders.registry import HEAD_BYTES, load_model
 
-    seed = max((s for s in P.loader_seeds(module) if len(s.data) < 5_000_000 and module.match(s.data[:64])),
+    seed = max((s for s in P.loader_seeds(module) if len(s.data) < 5_000_000 and module.match(s.data[:HEAD_BYTES])),
                key=lambda s: len(s.data))
     regular = tmp_path / seed.name
     regular.write_bytes(seed.data)

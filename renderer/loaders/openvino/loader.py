@@ -1,0 +1,38 @@
+"""An OpenVINO IR: the ``.xml`` ``openvino.save_model`` (or ``ovc``) writes, with its weights in the ``.bin``
+beside it, read as a model (``build``: layers as operators with their ``<data>`` and opset, ports as typed
+tensors joined by ``<edges>``, ``Const`` data from the ``.bin``; MACs from ``metrics/openvino_ops.py``).
+
+Found by content: an XML document whose root is ``<net>``; one whose first layers carry ``execTimeMcs`` is an
+execution graph (``loaders.openvino_exec``), and a file only further in shows to be one is read as one too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from renderer.core import ir
+from renderer.loaders.openvino.build import IR, load_net
+
+FORMAT = IR
+EXTENSIONS: tuple[str, ...] = (".xml",)
+NET = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]{0,200}\?>\s*)?(?:<!--.{0,1000}?-->\s*)*<net[\s>]", re.DOTALL)
+EXECUTED = re.compile(rb"\sexecTimeMcs\s*=")
+
+
+def match(head: bytes) -> bool:
+    return NET.match(head) is not None and EXECUTED.search(head) is None
+
+
+def pinnable(path: Path) -> list[str]:
+    """An IR's dynamic dims have no names to pin (``-1``): nothing."""
+    return []
+
+
+def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True, shape_run: bool = True,
+         values: Any = None, assume: bool = True) -> ir.Model:
+    from renderer.core.pinning import resolve
+
+    resolve(path, dims, [], check=check_dims)
+    return load_net(path)
