@@ -75,6 +75,10 @@ def _transpose_conv(op: Op) -> Cost:  # inputs: output_shape, filter [O, kh, kw,
     return transposed_convolution(op.elements(2), op.out_elements(), op.weight_shape(1), 3, op.has(3))
 
 
+def _transpose_conv_bias(op: Op) -> Cost:  # MediaPipe's custom op; inputs: input, filter [O, kh, kw, I], bias
+    return transposed_convolution(op.elements(0), op.out_elements(), op.weight_shape(1), 3, op.has(2))
+
+
 def _conv_3d_transpose(op: Op) -> Cost:  # inputs: output_shape, filter [kd, kh, kw, O, I], input, bias
     return transposed_convolution(op.elements(2), op.out_elements(), op.weight_shape(1), 4, op.has(3))
 
@@ -195,7 +199,8 @@ def _reduction(op: Op) -> Cost:
 
 FORMULAS: dict[str, Callable[..., Cost]] = {
     "conv_2d": _conv_2d, "depthwise_conv_2d": _depthwise_conv_2d, "conv_3d": _conv_3d,
-    "transpose_conv": _transpose_conv, "conv_3d_transpose": _conv_3d_transpose,
+    "transpose_conv": _transpose_conv, "transpose_conv_bias": _transpose_conv_bias,
+    "conv_3d_transpose": _conv_3d_transpose,
     "fully_connected": _fully_connected, "batch_matmul": _batch_matmul, "pool": _pool, "l2_pool": _l2_pool,
     "lrn": _lrn, "resize_bilinear": _resize_bilinear, "resize_nearest": _resize_nearest, "lstm": _lstm,
     "bidirectional_lstm": _bidirectional_lstm, "rnn": _rnn, "bidirectional_rnn": _bidirectional_rnn, "add_n": _add_n,
@@ -209,16 +214,18 @@ their operations per unit (``ops``)."""
 
 @cache
 def formula_by_op() -> dict[tuple[str, str], Callable[[Op], Cost]]:
-    """(op type, "") → its formula, from the data (checked: every name resolves)."""
+    """(op type, "") → its formula, (custom code, "custom") for a custom op the data knows, from the data (checked:
+    every name resolves)."""
     return formula_table("tflite", FORMULAS)
 
 
 def cost(op: Op) -> Cost:
     """MACs of one TFLite operator; NotCountable with the reason when there is no formula or shape."""
     name = op.type
-    if op.node.domain == "custom":
+    custom = op.node.domain == "custom"
+    formula = formula_by_op().get((name, "custom" if custom else ""))
+    if custom and formula is None:
         raise NotCountable(f"custom op {name}")
-    formula = formula_by_op().get((name, ""))
     if formula is None:
         if runs_subgraphs("tflite", name):
             raise NotCountable("control flow: the called subgraph's operators are counted one by one")
@@ -236,7 +243,7 @@ def weight_slots(op: Op) -> tuple[tuple[int, None], ...]:
     """(slot, None) of the op's weight inputs, from the data (zero points come from the tensors' own
     quantization parameters)."""
     entry = operator("tflite", op.type)
-    if op.node.domain == "custom" or entry is None or entry.weights == "all":
+    if entry is None or entry.weights == "all" or op.node.domain == "custom" and "custom" not in entry.cost_by_domain:
         return ()
     return entry.weights  # type: ignore[return-value]
 
