@@ -121,8 +121,10 @@ def input_paths(model: Model, annotations: Annotations | None = None) -> list[st
 
 
 def model_files(model: Model) -> list[str]:
-    """The files ``model`` keeps its weights in besides its own (ONNX external data), beside the model."""
+    """The files ``model`` keeps its weights in besides its own (ONNX external data), beside the model, then the
+    other files its load read (``Model.side_files``: an ExecuTorch program's ETRecord)."""
     folder = Path(model.path).parent
     found = {value.initializer.location for graph in model.graphs for value in graph.values
              if value.initializer is not None and getattr(value.initializer, "location", None)}
-    return [str(folder / location) for location in sorted(found) if location != "?"]
+    weights = [str(folder / location) for location in sorted(found) if location != "?"]
+    return list(dict.fromkeys([*weights, *model.side_files]))

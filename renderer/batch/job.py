@@ -47,6 +47,7 @@ class ModelJob:
         annotations_format / strict: as for ``render``.
         shared_scale: one colour range per metric across all runs, instead of one per picture.
         sidecar: merge the model's sidecar annotation files into every run (``--no-sidecar``: not).
+        etrecord: an ExecuTorch program's ETRecord (``--etrecord``), instead of the one beside it.
     """
 
     model: str
@@ -58,6 +59,7 @@ class ModelJob:
     strict: bool = False
     shared_scale: bool = False
     sidecar: bool = True
+    etrecord: str | None = None
 
     def token(self) -> str:
         """A digest of everything the job's pictures depend on: equal for equal jobs, different otherwise. A
@@ -123,7 +125,7 @@ def _run(job: ModelJob) -> ModelResult:
     if not job.runs:
         raise AnnographError(f"{job.model}: no annotation files for this model")
     model = load_model(job.model, dims=job.options.dims, check_dims=False,  # the command checked them all
-                       inputs=job.options.inputs, assume_dims=not job.options.keep_free_dims)
+                       inputs=job.options.inputs, assume_dims=not job.options.keep_free_dims, etrecord=job.etrecord)
     result.notes.extend(model.notes)
     runs = [(path, load_annotations([path], model, fmt=job.annotations_format, strict=job.strict, sidecar=job.sidecar))
             for path in job.runs]

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for the pictures and index.html")
     parser.add_argument("--shared-scale", action="store_true",
                         help="one colour range per metric across all runs of a model (default: one per picture)")
-    add_options(parser, ("annotations_format", "strict", "dim", "no_sidecar"))
+    add_options(parser, ("annotations_format", "strict", "dim", "no_sidecar", "etrecord"))
     work = parser.add_argument_group("where the work runs")
     work.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: the usable cores)")
     work.add_argument("--dask", metavar="ADDRESS",
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from renderer.batch.contact_sheet import earlier_files, html
     from renderer.batch.job import model_prefixes
     from renderer.batch.parallel import local_workers, run_dask, run_local
-    from renderer.commands.common import stage, warn
+    from renderer.commands.common import etrecords, stage, warn
     from renderer.commands.render import render_options
     from renderer.core.errors import AnnographError, UsageError
     from renderer.core.numbers import count
@@ -78,13 +78,16 @@ def run(args: argparse.Namespace) -> int:
     if folder.exists() and not folder.is_dir():
         raise AnnographError(f"{folder}: not a folder")
     several = len(args.models) > 1
+    records = etrecords(args, args.models)
     jobs = [
         ModelJob(model, tuple(_expand(args.annotations, Path(model).stem)), metrics, options,
                  prefix=prefix, annotations_format=args.annotations_format,
-                 strict=args.strict, shared_scale=args.shared_scale, sidecar=not args.no_sidecar)
+                 strict=args.strict, shared_scale=args.shared_scale, sidecar=not args.no_sidecar,
+                 etrecord=records.get(model))
         for model, prefix in zip(args.models, model_prefixes(args.models))
     ]
-    inputs = [*args.models, *(f for job in jobs for f in job.runs), *([args.inputs] if args.inputs else [])]
+    inputs = [*args.models, *(f for job in jobs for f in job.runs), *([args.inputs] if args.inputs else []),
+              *args.etrecord]
     atomic.refuse_inputs([folder / "index.html"], inputs)
     ours = earlier_files(folder)  # refuses a folder whose index.html batch did not write
     check_dims(args.models, options.dims)  # each job pins what its model has; a --dim none has is an error

@@ -115,6 +115,10 @@ SHARED: dict[str, Option] = {
                            "input dim, and one run on them (onnxruntime, or LiteRT for TFLite) gives the shapes that "
                            "depend on values (a decoder's length, inside If/Loop bodies too), instead of a run on "
                            "zeros"),
+    "etrecord": _option("", "--etrecord", action="append", default=[], metavar="FILE",
+                        help="an ExecuTorch program's ETRecord (generate_etrecord), for its operators' names and "
+                             "module groups, instead of the one beside the .pte (NAME.etrecord, etrecord.bin…); "
+                             "with several programs, once for each in their order"),
     "color_by": _option("colour", "--color-by", "--colour-by", metavar="METRIC",
                         help="operator metric filling the boxes, or 'none' for plain boxes (default: the "
                              "annotations' only numeric metric, or their tool's main one; without either, the "
@@ -239,18 +243,26 @@ def verbosity_of(args: argparse.Namespace) -> Verbosity:
     return from_flags(getattr(args, "quiet", False), getattr(args, "verbose", False))
 
 
+def etrecords(args: argparse.Namespace, models: list[str]) -> dict[str, str]:
+    """Model path → its ``--etrecord`` (``registry.etrecords_for``); none when the command has no such option."""
+    from renderer.loaders.registry import etrecords_for
+
+    return etrecords_for(models, getattr(args, "etrecord", None) or [])
+
+
 def load_noted(path: str, dim_args: list[str], check_dims: bool = True, inputs: str | None = None,
-               profiles: list[Any] | None = None, keep_free: bool = False) -> Any:
+               profiles: list[Any] | None = None, keep_free: bool = False, etrecord: str | None = None) -> Any:
     """The model with ``--dim`` applied; the loader's notes (how the dims could be pinned) go to stderr.
     ``check_dims``: a ``--dim`` this model cannot pin is an error (runs over several models check the union).
     ``inputs``, ``profiles``: where shapes that depend on input values come from (``loaders.RealValues``).
-    ``keep_free``: ``--keep-free-dims``, no value assumed for the dims left free."""
+    ``keep_free``: ``--keep-free-dims``, no value assumed for the dims left free. ``etrecord``: ``--etrecord``'s
+    file for this model."""
     from renderer.core.pinning import parse
     from renderer.loaders.registry import load_model
 
     with stage("load") as facts:
         model = load_model(path, dims=parse(dim_args), check_dims=check_dims, inputs=inputs, profiles=profiles or (),
-                           assume_dims=not keep_free)
+                           assume_dims=not keep_free, etrecord=etrecord)
         facts.append(_model_facts(model))
     for line in model.notes:
         warn(line)
@@ -265,9 +277,9 @@ def _model_facts(model: Any) -> str:
 
 
 def load_annotated(args: argparse.Namespace, model_path: str | None = None, embedded: bool = True,
-                   check_dims: bool = True) -> tuple[Any, Any]:
+                   check_dims: bool = True, etrecord: str | None = None) -> tuple[Any, Any]:
     """The model and its merged annotations (``renderer.load_annotations``): the model's own (when ``embedded``),
-    sidecars (unless ``--no-sidecar``), then ``-a`` files. ``check_dims`` as for ``load_noted``.
+    sidecars (unless ``--no-sidecar``), then ``-a`` files. ``check_dims`` and ``etrecord`` as for ``load_noted``.
 
     Prints one coverage line per source that has rows (a warning when some ids match nothing, else a note).
     """
@@ -279,7 +291,7 @@ def load_annotated(args: argparse.Namespace, model_path: str | None = None, embe
     with stage("load") as facts:
         model = load_model_for(path, args.annotations, fmt=args.annotations_format, sidecar=not args.no_sidecar,
                                dims=parse(args.dim), check_dims=check_dims, inputs=getattr(args, "inputs", None),
-                               keep_free_dims=args.keep_free_dims)
+                               keep_free_dims=args.keep_free_dims, etrecord=etrecord)
         facts.append(_model_facts(model))
     for line in model.notes:
         warn(line)

@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", action="append", default=[], required=True, metavar="PATH",
                         help="picture to write (repeatable): .svg .png .pdf .dot .html .md")
     add_gate_arguments(parser)
-    add_options(parser, ("annotations_format", "strict", "no_sidecar", "dim"))
+    add_options(parser, ("annotations_format", "strict", "no_sidecar", "dim", "etrecord"))
     add_options(parser, [*PICTURE_OPTIONS, *SUMMARY_OPTIONS], left_out=LEFT_OUT)
     add_deprecated_alias(parser, "--top-k", "--summary-rows")
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     check_top_k(args.summary_rows)
     check_link_base(args.summary_link_base)
     plan = OutputPlan.build(args.output, inputs=[*args.models, *args.before, *args.after,
-                                                 *([args.inputs] if args.inputs else [])],
+                                                 *([args.inputs] if args.inputs else []), *args.etrecord],
                             also=[args.summary] if args.summary else [])
     check_summary_name(args.summary)  # after: an input named there is said as such, whatever its extension
 
@@ -156,7 +156,7 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """(the model to draw, the diff, every file read: the models', their sidecars, the readers' side files)."""
     from renderer import diff as differ
     from renderer.annotations.registry import input_paths, load_annotations
-    from renderer.commands.common import load_noted, say_coverage
+    from renderer.commands.common import etrecords, load_noted, say_coverage
     from renderer.core.pinning import check_union
     from renderer.core.pinning import parse as parse_dims
 
@@ -167,15 +167,17 @@ def _diff(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         return notes
 
     relative = args.change == "relative"
+    records = etrecords(args, args.models)
     if len(args.models) == 1:
-        model = load_noted(args.models[0], args.dim, inputs=args.inputs, keep_free=args.keep_free_dims)
+        model = load_noted(args.models[0], args.dim, inputs=args.inputs, keep_free=args.keep_free_dims,
+                           etrecord=records.get(args.models[0]))
         before, after = annotations(args.before, model, False), annotations(args.after, model, False)
         names = _names(args.before, args.after)
         metric = args.metric or _default_metric(after, model)
         diff = differ.one_model(model, before, after, metric, relative, args.higher_is_better, names)
         return model, diff, [*input_paths(model, before), *input_paths(model, after)]
     before_model, model = (load_noted(path, args.dim, check_dims=False, inputs=args.inputs,
-                                      keep_free=args.keep_free_dims)
+                                      keep_free=args.keep_free_dims, etrecord=records.get(path))
                            for path in args.models[:2])
     check_union(args.models[:2], parse_dims(args.dim), [before_model.pinnable_dims, model.pinnable_dims])
     before, after = annotations(args.before, before_model, True), annotations(args.after, model, True)

@@ -14,15 +14,16 @@ HELP = "list every graph, operator and tensor of a model with its id, type and s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="ONNX or TFLite file, or a torch.export .pt2 program")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    add_options(parser, ("dim",))
+    add_options(parser, ("dim", "etrecord"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderer.commands.common import load_noted
+    from renderer.commands.common import etrecords, load_noted
     from renderer.core.escape import clean
     from renderer.loaders.free_dims import described
 
-    model = load_noted(args.model, args.dim, keep_free=args.keep_free_dims)
+    model = load_noted(args.model, args.dim, keep_free=args.keep_free_dims,
+                       etrecord=etrecords(args, [args.model]).get(args.model))
     if args.json:
         json.dump(_as_json(model), sys.stdout, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")

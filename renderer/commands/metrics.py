@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-a", "--annotations", action="append", default=[], metavar="FILE",
                         help="onnxruntime profile of the model (repeatable): shapes come from those it recorded, "
                              "as in render")
-    add_options(parser, ("dim", "inputs", "max_tensor_elements"), grouped=False)
+    add_options(parser, ("dim", "inputs", "etrecord", "max_tensor_elements"), grouped=False)
     parser.add_argument("--metrics", metavar="LIST",
                         help="comma-separated metric names to write (default: all; listed below)")
     # --format was this command's table format, while render's --format lists picture formats: one meaning each
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from renderer.annotations.registry import model_files
-    from renderer.commands.common import count, load_noted, note, stage, warn
+    from renderer.commands.common import count, etrecords, load_noted, note, stage, warn
     from renderer.core.errors import AnnographError, UsageError
     from renderer.exporters.metric_table import export_format, render
     from renderer.files import atomic
@@ -61,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
             known = ", ".join([*OP_METRICS, *ALL_TENSOR_METRICS])
             raise AnnographError(f"--metrics: unknown metric {unknown[0]!r} (known: {known})")
         op_names, tensor_names = asked & set(OP_METRICS), asked & set(ALL_TENSOR_METRICS)
-    read = [args.model, *args.annotations, *([args.inputs] if args.inputs else [])]
+    read = [args.model, *args.annotations, *([args.inputs] if args.inputs else []), *args.etrecord]
     atomic.refuse_inputs([args.output], read)
     model = load_noted(args.model, args.dim, inputs=args.inputs, profiles=_profiles(args.annotations),
-                       keep_free=args.keep_free_dims)
-    read += model_files(model)  # its external data, found on loading
+                       keep_free=args.keep_free_dims, etrecord=etrecords(args, [args.model]).get(args.model))
+    read += model_files(model)  # its external data and the ETRecord found beside it, found on loading
     atomic.refuse_inputs([args.output], read)
     with stage("metrics") as facts:
         ops, tensors = compute(model, op_names, tensor_names, args.max_tensor_elements)

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "MODEL_STEM.svg in the current folder")
     parser.add_argument("--format", metavar="LIST",
                         help="formats for folder output (or the current folder without -o), e.g. svg,png (default svg)")
-    add_options(parser, [*ANNOTATION_OPTIONS, *PICTURE_OPTIONS, *SUMMARY_OPTIONS])
+    add_options(parser, [*ANNOTATION_OPTIONS, "etrecord", *PICTURE_OPTIONS, *SUMMARY_OPTIONS])
     add_deprecated_alias(parser, "--top-k", "--summary-rows")  # its --top is another thing: the hottest operators
 
 
@@ -60,7 +60,7 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderer.commands.common import warn
+    from renderer.commands.common import etrecords, warn
     from renderer.compose.output_plan import OutputPlan
     from renderer.core.errors import AnnographError
     from renderer.core.progress import bar
@@ -73,20 +73,21 @@ def run(args: argparse.Namespace) -> int:
         check_link_base(options.summary_link_base)
         check_top_k(options.summary_top_k)
         jobs = [(model, [*outputs, *extra]) for model, outputs in jobs]
-    read = [*args.models, *args.annotations, *([args.inputs] if args.inputs else [])]
+    read = [*args.models, *args.annotations, *([args.inputs] if args.inputs else []), *args.etrecord]
     plans = [(model, OutputPlan.build(outputs, inputs=read)) for model, outputs in jobs]  # all refused up front
     several = len(jobs) > 1
     if several:  # a --dim may belong to some of the models only; one none of them has is an error
         from renderer.loaders.registry import check_dims
 
         check_dims([model for model, _ in jobs], options.dims)
+    records = etrecords(args, [model for model, _ in jobs])
     created = _make_folder(folder) if folder is not None else []
     failures = 0
     try:
         with bar(len(jobs), "render", "model") as shown:
             for model_path, plan in plans:
                 try:
-                    _render_one(model_path, plan, options, args, check_dims=not several)
+                    _render_one(model_path, plan, options, args, not several, records.get(model_path))
                 except AnnographError as e:
                     if len(jobs) == 1:
                         raise
@@ -106,11 +107,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _render_one(model_path: str, plan: OutputPlan, options, args: argparse.Namespace,  # type: ignore[no-untyped-def]
-                check_dims: bool) -> None:
+                check_dims: bool, etrecord: str | None) -> None:
     from renderer.commands.common import load_annotated, warn
     from renderer.compose.rendering import render
 
-    model, annotations = load_annotated(args, model_path, check_dims=check_dims)
+    model, annotations = load_annotated(args, model_path, check_dims=check_dims, etrecord=etrecord)
     render(model, annotations, options, output=plan)  # the default colour metric is decided there
     if options.show == ["all"]:
         from renderer.picture.dot import MAX_DRAWN_VALUES

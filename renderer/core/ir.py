@@ -373,6 +373,9 @@ class Model:
     """The free input dims nothing pinned and the values the shapes were computed with (stated in the legend,
     ``info`` and the metrics headline)."""
     attachments: dict[str, bytes | memoryview] = field(default_factory=dict)
+    side_files: list[str] = field(default_factory=list)
+    """Files the load read besides ``path`` and its weights' files (an ExecuTorch program's ETRecord): inputs of
+    the run, which no output may replace."""
     raw: Any = None
     """The parsed file object (onnx.ModelProto, tflite.Model) for format-specific passes; None when freed."""
 

@@ -93,16 +93,18 @@ def load(
 
 def load_model_for(model: PathLike, annotation_paths: Sequence[PathLike], *, fmt: str | None = None,
                    sidecar: bool = True, dims: dict[str, int] | None = None, check_dims: bool = True,
-                   inputs: PathLike | None = None, keep_free_dims: bool = False) -> Any:
+                   inputs: PathLike | None = None, keep_free_dims: bool = False,
+                   etrecord: PathLike | None = None) -> Any:
     """The model at ``model`` loaded as every render loads it (the command line, ``renderer.show``, Sphinx): shapes
     that depend on input values come from ``inputs`` or from the onnxruntime profiles among the annotation files
-    and the model's sidecars; free dims nothing pins take a stated value unless ``keep_free_dims``."""
+    and the model's sidecars; free dims nothing pins take a stated value unless ``keep_free_dims``; ``etrecord``:
+    an ExecuTorch program's ETRecord, instead of the one beside it."""
     from renderer.annotations.registry import shape_profiles
     from renderer.loaders.registry import load_model
 
     profiles = shape_profiles(model, list(annotation_paths), fmt, sidecar)
     return load_model(model, dims=dims, check_dims=check_dims, inputs=inputs, profiles=profiles,
-                      assume_dims=not keep_free_dims)
+                      assume_dims=not keep_free_dims, etrecord=etrecord)
 
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:

@@ -20,6 +20,8 @@ from renderer.loaders.protocol import Loader, RealValues
 # imported lazily: onnx and flatbuffers are heavy). The fuzz and injection tests iterate over this list.
 LOADERS: tuple[str, ...] = ("tflite", "onnx", "executorch", "torch_export", "tensorrt", "openvino")
 
+ETRECORD_FORMAT = "executorch"
+"""The format ``load_model``'s ``etrecord`` is for (an ETRecord names an ExecuTorch program's operators)."""
 HEAD_BYTES = 4096
 """What ``match`` sees: enough for an OpenVINO XML's first layer, which tells an IR from an execution graph."""
 MAX_ELEMENTS = 2**63 - 1
@@ -76,7 +78,8 @@ def refuse_impossible_shapes(model: Model, path: Path) -> Model:
 
 def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_dims: bool = True,
                shape_run: bool = True, inputs: str | Path | None = None,
-               profiles: Sequence[str | Path] = (), assume_dims: bool = True) -> Model:
+               profiles: Sequence[str | Path] = (), assume_dims: bool = True,
+               etrecord: str | Path | None = None) -> Model:
     """Load an ONNX or TFLite model into the IR.
 
     Args:
@@ -94,6 +97,8 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
         assume_dims: free input dims that ``dims``, ``inputs`` and ``profiles`` leave free are given a value
             (``free_dims``: batch 1, sequence 128…; TFLite: the file's placeholder), listed in
             ``Model.assumed_dims``; with False they stay free, and costs that need them are n/a.
+        etrecord: an ExecuTorch program's ETRecord, instead of the one beside it (``--etrecord``); for another
+            format an error.
 
     Raises:
         LoaderError: missing, unknown or corrupt file, or a ``dims`` name it cannot pin, with the path in the
@@ -104,9 +109,38 @@ def load_model(path: str | Path, dims: dict[str, int] | None = None, *, check_di
     values = RealValues(Path(inputs) if inputs is not None else None, tuple(Path(p) for p in profiles))
     from renderer.files.inputs import reading  # (``inputs`` is the .npz argument here)
 
+    companions: dict[str, Path] = {}
+    if etrecord is not None:
+        if module.FORMAT != ETRECORD_FORMAT:
+            raise LoaderError(f"{path}: --etrecord {etrecord} is for ExecuTorch programs (.pte); this is a "
+                              f"{module.FORMAT} model")
+        companions["etrecord"] = Path(etrecord)
     with reading(path):  # an out-of-memory error names the model
         return module.load(path, dims=dims, check_dims=check_dims, shape_run=shape_run, values=values,
-                           assume=assume_dims)
+                           assume=assume_dims, **companions)
+
+
+def etrecords_for(models: Sequence[str], given: Sequence[str]) -> dict[str, str]:
+    """Model path → the ETRecord ``--etrecord`` gives it: the ``given`` files in the order of the ExecuTorch
+    programs among ``models`` (one each; a model that cannot be read is left for its load to report).
+
+    Raises:
+        UsageError: not as many ETRecords as ExecuTorch programs.
+    """
+    from renderer.core.errors import UsageError
+
+    if not given:
+        return {}
+    programs: list[str] = []
+    for model in dict.fromkeys(models):
+        with contextlib.suppress(LoaderError):
+            if detect(Path(model)).FORMAT == ETRECORD_FORMAT:
+                programs.append(model)
+    if len(programs) != len(given):
+        some = f"{len(programs)} ExecuTorch program{'s' if len(programs) != 1 else ''} (.pte)"
+        raise UsageError(f"--etrecord is given {len(given)} time{'s' if len(given) != 1 else ''} for {some} among "
+                         "the models: give one ETRecord per program, in the programs' order")
+    return dict(zip(programs, given))
 
 
 def check_dims(paths: list[str] | list[Path], dims: dict[str, int]) -> None:

@@ -257,3 +257,119 @@ def test_diff_batch_report_and_compare_take_programs(tmp_path: Path) -> None:
     assert done.returncode == 0 and "XnnpackBackend" in (tmp_path / "r.html").read_text(), done.stderr
     error = one_line_error(run_cli("compare", pte, pte, "-o", tmp_path / "c.json"))
     assert "compare runs ONNX models" in error
+
+
+def _op_titles(svg: Path) -> dict[str, str]:
+    return {key: tooltip_of(group) for key, group in svg_groups(parse_svg(svg), "node").items()
+            if key.startswith("op-")}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_an_etrecord_given_names_a_program_found_alone(name: str, artefacts: Path, tmp_path: Path) -> None:
+    """--etrecord gives a program alone in its folder what the ETRecord beside it gives: info, metrics, render,
+    diff and batch name and group its operators as the edge graph does."""
+    alone = tmp_path / "alone" / f"{name}.pte"
+    alone.parent.mkdir()
+    shutil.copy(artefacts / f"{name}.pte", alone)
+    record = str(artefacts / f"{name}.etrecord")
+    beside = _load(artefacts / f"{name}.pte")
+    names = [n.name for n in beside.main.nodes]
+    assert any(not n.startswith(("kernel_", "delegate_")) for n in names)
+    done = run_cli("info", alone, "--json", "--etrecord", record)
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert [op["name"] for op in info["graphs"][0]["operators"]] == names and info["metadata"]["etrecord"] == record
+    plain = json.loads(run_cli("info", alone, "--json").stdout)
+    assert [op["name"] for op in plain["graphs"][0]["operators"]] != names
+    for program, table in ((alone, "given.json"), (artefacts / f"{name}.pte", "beside.json")):
+        done = run_cli("metrics", program, "--etrecord", record, "-o", tmp_path / table)
+        assert done.returncode == 0 and "ETRecord" not in done.stderr, done.stderr
+    assert (tmp_path / "given.json").read_bytes() == (tmp_path / "beside.json").read_bytes()
+    for program, picture in ((alone, "given.svg"), (artefacts / f"{name}.pte", "beside.svg")):
+        done = run_cli("render", program, "--etrecord", record, "-o", tmp_path / picture)
+        assert done.returncode == 0, done.stderr
+    titles = _op_titles(tmp_path / "given.svg")
+    assert titles == _op_titles(tmp_path / "beside.svg") and titles
+    for node in (n for n in beside.main.nodes if n.element_id in titles):
+        assert f"name: {node.name}" in titles[node.element_id]
+        module = node.metadata.get("module")
+        assert module is None or f"module: {module}" in titles[node.element_id]
+    dump = artefacts / f"{name}.etdp"
+    done = run_cli("diff", alone, alone, "--before", dump, "--after", dump, "--etrecord", record,
+                   "-o", tmp_path / "d.svg")
+    assert done.returncode == 0, done.stderr
+    titles = _op_titles(tmp_path / "d.svg")
+    assert titles and all(f"name: {n.name}" in titles[n.element_id] for n in beside.main.nodes
+                          if n.element_id in titles)
+    done = run_cli("batch", alone, "-a", dump, "--etrecord", record, "-o", tmp_path / "batch")
+    assert done.returncode == 0, done.stderr
+    (picture,) = (tmp_path / "batch").glob("*.svg")
+    titles = _op_titles(picture)
+    assert titles and all(f"name: {n.name}" in titles[n.element_id] for n in beside.main.nodes
+                          if n.element_id in titles)
+
+
+def test_two_programs_take_their_etrecords_in_order(tmp_path: Path) -> None:
+    """diff BEFORE AFTER of two programs takes one --etrecord each, in the programs' order; a count that does not
+    fit, or one given to an ONNX model, is a usage error in one line."""
+    for name in MODELS:
+        shutil.copy(FIXTURES / f"{name}.pte", tmp_path / f"{name}.pte")
+    records = [str(FIXTURES / f"{name}.etrecord") for name in MODELS]
+    done = run_cli("diff", tmp_path / "portable.pte", tmp_path / "xnnpack.pte", "--metric", "params",
+                   "--etrecord", records[0], "--etrecord", records[1], "-o", tmp_path / "d.svg")
+    assert done.returncode == 0, done.stderr
+    after = _load(FIXTURES / "xnnpack.pte")
+    titles = _op_titles(tmp_path / "d.svg")
+    assert f"name: {after.main.nodes[1].name}" in titles[after.main.nodes[1].element_id]
+    assert "(1 by name" in done.stderr  # topk, named aten_topk_default by both ETRecords (kernel_4 and kernel_1 alone)
+    error = one_line_error(run_cli("diff", tmp_path / "portable.pte", tmp_path / "xnnpack.pte", "--metric", "params",
+                                   "--etrecord", records[0], "-o", tmp_path / "d2.svg"))
+    assert "--etrecord is given 1 time for 2 ExecuTorch programs" in error
+    error = one_line_error(run_cli("info", ROOT / "samples" / "onnx" / "tiny_cnn.onnx", "--etrecord", records[0]))
+    assert "--etrecord" in error and "0 ExecuTorch programs" in error
+    assert not (tmp_path / "d2.svg").exists()
+
+
+def test_a_bad_etrecord_given_is_one_line_naming_it(tmp_path: Path) -> None:
+    """A broken, missing or unreadable --etrecord, or the ETRecord of another program, stops the run in one line
+    naming it, before anything is written; one of another program that happens to fit is said in a warning."""
+    portable, xnnpack = tmp_path / "portable.pte", tmp_path / "xnnpack.pte"
+    shutil.copy(FIXTURES / "portable.pte", portable)
+    shutil.copy(FIXTURES / "xnnpack.pte", xnnpack)
+    broken = tmp_path / "broken.etrecord"
+    broken.write_bytes((FIXTURES / "portable.etrecord").read_bytes()[:3000])
+    fifo = tmp_path / "fifo.etrecord"
+    os.mkfifo(fifo)
+    cases = [(portable, broken, "not a readable ETRecord"), (portable, tmp_path / "missing.etrecord", "no such file"),
+             (portable, tmp_path, "a folder"), (portable, fifo, "not a regular file"),
+             (portable, FIXTURES / "portable.pte", "not a readable ETRecord"),
+             (xnnpack, FIXTURES / "portable.etrecord", "not the ETRecord of")]
+    for program, record, why in cases:
+        for command in (["info", program], ["render", program, "-o", tmp_path / "out.svg"]):
+            error = one_line_error(run_cli(*command, "--etrecord", record, timeout=60))
+            assert error.startswith(f"annograph: error: {record}:") and why in error, error
+        assert not (tmp_path / "out.svg").exists()
+    done = run_cli("info", portable, "--etrecord", FIXTURES / "xnnpack.etrecord")
+    assert done.returncode == 0 and "4 of 5 kernel calls match no operator of the ETRecord" in done.stderr, done.stderr
+
+
+def test_no_output_replaces_the_etrecord(tmp_path: Path) -> None:
+    """The ETRecord read, given or found beside the program, is an input of the run: an output named as it is
+    refused in one line and the file stays as it was."""
+    shutil.copy(FIXTURES / "portable.pte", tmp_path / "portable.pte")
+    record = tmp_path / "given.etrecord"
+    shutil.copy(FIXTURES / "portable.etrecord", record)
+    before = record.read_bytes()
+    runs = [("render", "-o", record, "--etrecord", record), ("metrics", "--table-format", "json", "-o", record,
+                                                               "--etrecord", record),
+            ("diff", "--before", FIXTURES / "portable.etdp", "--after", FIXTURES / "portable.etdp", "-o", record,
+             "--etrecord", record)]
+    for command, *rest in runs:
+        error = one_line_error(run_cli(command, tmp_path / "portable.pte", *rest))
+        assert "given.etrecord: is an input of this run" in error, error
+        assert record.read_bytes() == before
+    shutil.copy(FIXTURES / "portable.etrecord", tmp_path / "portable.etrecord")
+    error = one_line_error(run_cli("metrics", tmp_path / "portable.pte", "--table-format", "json",
+                                   "-o", tmp_path / "portable.etrecord"))
+    assert "portable.etrecord: is an input of this run" in error
+    assert (tmp_path / "portable.etrecord").read_bytes() == before

@@ -82,6 +82,17 @@ def beside(model: Path) -> Path | None:
     return None
 
 
+def given(path: Path) -> Path:
+    """``path`` when it is a regular file (a FIFO would block the zip reader for ever); else a LoaderError naming it."""
+    try:
+        if path.is_file():
+            return path
+        why = "a folder" if path.is_dir() else "not a regular file" if path.exists() else "no such file"
+    except OSError as e:
+        why = first_line(e)
+    raise LoaderError(f"{path}: cannot read the ETRecord ({why})")
+
+
 def read(path: Path, methods: list[str]) -> ETRecord:
     """The parts of the ETRecord at ``path`` for ``methods``; LoaderError naming the file when it is none."""
     try:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from renderer.core import ir
 from renderer.core.errors import LoaderError, first_line
+from renderer.core.escape import clean
 from renderer.data.categories import category
 from renderer.files.flatbuffer_view import Corrupt
 from renderer.loaders.executorch import etrecord as records
@@ -97,7 +98,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         raise LoaderError(f"{path}: not a valid ExecuTorch program ({type(e).__name__}: {first_line(e)})") from None
     model = ir.Model(format=FORMAT, path=str(path), producer="ExecuTorch",
                      version=f"{bytes(data[4:8]).decode('ascii')} program, schema version {program.version}")
-    record = _etrecord(path, etrecord, [plan.name for plan in program.plans], model)
+    record = _etrecord(path, etrecord, program, model)
     for plan in program.plans:
         _PlanBuilder(model, program, plan, record.methods.get(plan.name) if record else None).build()
     if values is not None and (values.inputs is not None or values.profiles):
@@ -106,10 +107,14 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     return refuse_impossible_shapes(model, path)
 
 
-def _etrecord(path: Path, given: Path | None, methods: list[str], model: ir.Model) -> records.ETRecord | None:
-    """The ETRecord given, or found beside ``path`` (a broken one found there is left out, with a note)."""
+def _etrecord(path: Path, given: Path | None, program: Program, model: ir.Model) -> records.ETRecord | None:
+    """The ETRecord given (``--etrecord``: a broken one is an error), or found beside ``path`` (a broken one found
+    there is left out, with a note). Either is a side file of the load (``Model.side_files``)."""
+    methods = [plan.name for plan in program.plans]
     if given is not None:
-        found = records.read(Path(given), methods)
+        found = records.read(records.given(Path(given)), methods)
+        if why := _misfit(found, program):
+            raise LoaderError(f"{given}: not the ETRecord of {path}: {why}")
     else:
         near = records.beside(path)
         if near is None:
@@ -119,8 +124,25 @@ def _etrecord(path: Path, given: Path | None, methods: list[str], model: ir.Mode
         except LoaderError as e:
             model.notes.append(f"{e}; names and groups are the program's own")
             return None
+        if why := _misfit(found, program):
+            model.notes.append(f"{near}: left out: {why}; names and groups are the program's own")
+            return None
     model.metadata["etrecord"] = found.path
+    model.side_files.append(found.path)
     return found
+
+
+def _misfit(record: records.ETRecord, program: Program) -> str:
+    """Why ``record`` is no ETRecord of ``program`` ("" when its debug handles fit the program's instructions)."""
+    for plan in program.plans:
+        method = record.methods.get(plan.name)
+        if plan.instructions and (method is None or not method.handles):
+            return f"it maps no instruction of method {clean(plan.name, 80)!r} to a debug handle"
+        last = max(method.handles, default=-1)
+        if last >= len(plan.instructions):
+            return (f"it maps instruction {last} of method {clean(plan.name, 80)!r}, which has "
+                    f"{len(plan.instructions)} (the ETRecord of another program?)")
+    return ""
 
 
 def op_identity(name: str) -> tuple[str, str]:
@@ -142,6 +164,7 @@ class _PlanBuilder:
         self.produced: set[int] = set()
         self.live: dict[tuple[int, int], int] = {}  # memory place → the tensor last written there
         self.used: set[int] = set()  # ids of the edge nodes already matched
+        self.strays = 0  # kernel calls no edge node matched
 
     def build(self) -> None:
         for index, evalue in enumerate(self.plan.values):
@@ -169,6 +192,11 @@ class _PlanBuilder:
         if skipped:
             self.model.notes.append(f"{self.model.path}: method {self.plan.name!r}: {skipped} move, jump and free "
                                     "instructions are not drawn")
+        if self.strays:
+            kernels = sum(1 for i in self.plan.instructions if i.kind == "kernel")
+            self.model.notes.append(f"{self.model.path}: method {self.plan.name!r}: {self.strays} of {kernels} kernel "
+                                    f"calls match no operator of the ETRecord {self.model.metadata.get('etrecord')} "
+                                    "(the ETRecord of another program?); they keep the program's names")
         bounded = sum(1 for v in self.graph.values if "shape" in v.metadata)
         if bounded:
             self.model.notes.append(f"{self.model.path}: method {self.plan.name!r}: {bounded} tensors have dynamic "
@@ -222,6 +250,7 @@ class _PlanBuilder:
         node.attributes["overload"] = overload
         node.metadata["kernel"] = f"{name}.{overload}" if overload else name
         edge = self._edge_node(instruction.index, f"aten.{op_type}" if domain == "aten" else op_type)
+        self.strays += self.edge is not None and edge is None
         self._arguments(node, args[:inputs_end], edge)
         self._outputs(node, outputs, edge.outputs if edge else [])
         self._identify(node, instruction, edge, "kernel")
