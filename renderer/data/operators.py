@@ -1,4 +1,4 @@
-"""Operator knowledge as data: one entry per operator in ``renderer/data/onnx-ops.json`` and ``tflite-ops.json``,
+"""Operator knowledge as data: one entry per operator in ``renderer/data/onnx-ops.json``, ``tflite-ops.json``…,
 checked when read (an unknown field, category, role, fold or formula is an ``OperatorDataError`` naming the file
 and the operator). ``ops.schema.json`` is the same contract as a JSON Schema, for editors and the tests.
 
@@ -198,9 +198,13 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+TABLE_OF = {"executorch": "torch"}
+"""Formats that read another's table: an ExecuTorch program's kernels are the ATen operators of torch.export."""
+
+
 def where(fmt: str) -> str:
     """The data file of format ``fmt``, as error messages name it."""
-    return f"renderer/data/{fmt}-ops.json"
+    return f"renderer/data/{TABLE_OF.get(fmt, fmt)}-ops.json"
 
 
 def parse(where: str, text: str) -> dict[str, Operator]:
@@ -217,7 +221,10 @@ def parse(where: str, text: str) -> dict[str, Operator]:
 
 @cache
 def operators(fmt: str) -> dict[str, Operator]:
-    """Every operator entry of format ``fmt`` (``onnx``/``tflite``), by operator type; checked against the fields."""
+    """Every operator entry of format ``fmt`` (``onnx``/``tflite``…; ``TABLE_OF``), by operator type; checked against
+    the fields."""
+    if fmt in TABLE_OF:
+        return operators(TABLE_OF[fmt])
     try:
         text = resources.files(__package__).joinpath(f"{fmt}-ops.json").read_text(encoding="utf-8")
     except OSError as e:

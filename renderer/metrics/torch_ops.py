@@ -15,12 +15,13 @@ from functools import cache
 
 from renderer.data.categories import runs_subgraphs
 from renderer.data.operators import formula_table, operator
-from renderer.metrics import executorch_ops, onnx_ops
+from renderer.metrics import onnx_ops
 from renderer.metrics.formulas import (
     Cost,
     NotCountable,
     attention,
     convolution,
+    matmul,
     per_element,
     pooling,
     prod,
@@ -31,16 +32,47 @@ from renderer.metrics.formulas import (
 from renderer.metrics.opview import Op
 
 FORMAT = "torch"
+_TRANSPOSED_ARG = 6  # convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+_WINDOW_ARG = 1  # max_pool2d_with_indices(self, kernel_size, …), adaptive_avg_pool2d(self, output_size)
+
+
+def _argument(op: Op, name: str, position: int) -> object:
+    """The argument ``name``, or, in an ExecuTorch program without its ETRecord (arguments named by position,
+    ``argN``), the one at ``position``."""
+    return op.attr(name, op.attr(f"arg{position}"))
 
 
 def _conv(op: Op) -> Cost:
-    if op.attr("transposed") is True:
+    if _argument(op, "transposed", _TRANSPOSED_ARG) is True:
         return _conv_transpose(op)
     return convolution(op.out_elements(), op.weight_shape(1), 0, op.has(2))
 
 
 def _conv_transpose(op: Op) -> Cost:
     return transposed_convolution(op.elements(0), op.out_elements(), op.weight_shape(1), 0, op.has(2))
+
+
+def _inner(op: Op, slot: int) -> int:
+    shape = op.weight_shape(slot)
+    if not shape:
+        raise NotCountable("scalar operand of a matrix product")
+    return shape[-1]
+
+
+def _linear(op: Op) -> Cost:
+    """``linear(input, weight [out, in], bias)``: as ONNX Gemm (or MatMul + Add)."""
+    return matmul(op.out_elements(), _inner(op, 1), op.has(2))
+
+
+def _addmm(op: Op) -> Cost:
+    """``addmm(bias, mat1 [n, k], mat2 [k, m])`` (``baddbmm`` batched): the product, and the bias added to every
+    output."""
+    return matmul(op.out_elements(), _inner(op, 1), op.has(0))
+
+
+def _matmul(op: Op) -> Cost:
+    """``mm``, ``bmm``, ``matmul``."""
+    return matmul(op.out_elements(), _inner(op, 0))
 
 
 def _sdpa(op: Op) -> Cost:
@@ -52,7 +84,7 @@ def _sdpa(op: Op) -> Cost:
 
 
 def _window(op: Op, name: str, spatial: int) -> list[int]:
-    value = op.attr(name)
+    value = _argument(op, name, _WINDOW_ARG)
     if isinstance(value, int) and not isinstance(value, bool):
         return [value] * spatial
     if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
@@ -68,7 +100,8 @@ def _pool(op: Op) -> Cost:
 def _adaptive(op: Op) -> tuple[tuple[int, ...], list[int]]:
     """The input shape and the window of each pooled axis (input / output when it divides)."""
     shape, out = op.shape(0), op.out_shape()
-    spatial = len(_window(op, "output_size", 1)) if isinstance(op.attr("output_size"), list) else len(out) - 2
+    spatial = len(_window(op, "output_size", 1)) if isinstance(_argument(op, "output_size", _WINDOW_ARG), list) \
+        else len(out) - 2
     inputs, outputs = shape[-spatial:], out[-spatial:]
     if any(o <= 0 or i % o for i, o in zip(inputs, outputs)):
         raise NotCountable(f"adaptive pooling of {inputs} to {outputs}: windows of different sizes")
@@ -98,10 +131,7 @@ def _resize(op: Op) -> Cost:
 
 
 FORMULAS: dict[str, Callable[..., Cost]] = {
-    "conv": _conv, "conv_transpose": _conv_transpose,
-    # ExecuTorch's kernels are these ATen operators: linear as ONNX Gemm (or MatMul + Add), addmm/baddbmm with
-    # the bias added to every output, mm/bmm/matmul
-    **{name: executorch_ops.FORMULAS[name] for name in ("linear", "addmm", "matmul")},
+    "conv": _conv, "conv_transpose": _conv_transpose, "linear": _linear, "addmm": _addmm, "matmul": _matmul,
     "sdpa": _sdpa, "pool": _pool, "adaptive_avg_pool": _adaptive_avg_pool, "adaptive_max_pool": _adaptive_max_pool,
     "resize": _resize,
     # the same arithmetic as ONNX's: data movement 0, ``ops`` per output element, one per input element

@@ -188,6 +188,20 @@ def test_module_groups_come_from_the_etrecord(tmp_path: Path) -> None:
         ("scope", "stem", ["convolution", "relu"]), ("scope", "head", ["permute_copy", "addmm"])]
 
 
+def test_costs_do_not_need_the_etrecord(artefacts: Path, tmp_path: Path) -> None:
+    """Without its ETRecord a kernel's arguments are named by position (``arg6``, not ``transposed``): the MACs
+    counted from the ATen table are the same as with it, kernel by kernel."""
+    from renderer.metrics.builtin import compute
+
+    for name in MODELS:
+        alone = tmp_path / f"{name}.pte"
+        shutil.copy(artefacts / f"{name}.pte", alone)
+        named, bare = _load(artefacts / f"{name}.pte"), _load(alone)
+        assert any(k.startswith("arg") for n in bare.main.nodes for k in n.attributes)
+        counted = [compute(model, {"macs"}, set())[0] for model in (named, bare)]
+        assert counted[0] == counted[1] and any(v.get("macs") for v in counted[0].values())
+
+
 def test_broken_programs_and_dumps_say_so_in_one_line(tmp_path: Path) -> None:
     data = (FIXTURES / "portable.pte").read_bytes()
     truncated = tmp_path / "truncated.pte"

@@ -206,3 +206,14 @@ def test_graph_attributes_are_typed_and_text_that_looks_like_one_is_shown(tmp_pa
     run = run_cli("render", path, "-o", out, "--no-sidecar")
     assert run.returncode == 0, run.stderr
     assert "mode=graph 7 fast" in out.read_text(encoding="utf-8")
+
+
+def test_executorch_reads_the_torch_export_table() -> None:
+    """An ExecuTorch program's kernels are ATen operators: one table for both formats, read once, named as
+    torch's own file; the edge dialect's _copy views fold as the views they copy."""
+    assert operators.operators("executorch") is operators.operators("torch")
+    assert operators.where("executorch") == "renderer/data/torch-ops.json"
+    for name in ("permute_copy", "view_copy", "t_copy", "squeeze_copy", "unsqueeze_copy"):
+        assert "weight_layout" in operators.operator("executorch", name).roles  # type: ignore[union-attr]
+        assert categories.category("executorch", name) == categories.category("torch", name.removesuffix("_copy"))
+    assert categories.category("executorch", "topk") == "reduce" == categories.category("onnx", "TopK")
