@@ -236,6 +236,20 @@ def test_a_symbolic_batch_is_a_free_dim_assumed_pinned_and_bounded(tmp_path: Pat
     assert code == 1 and err.count("\n") == 1 and symbol in err
 
 
+def test_the_archive_keeps_no_dim_names(tmp_path: Path) -> None:
+    """torch.export.save writes the ranges of ``Dim("batch", min=1, max=64)`` under torch's symbol (``s77``) and the
+    name nowhere (not in ``range_constraints``, the signature, the sizes' expressions, the sample inputs or any
+    other member), so the symbol is what the legend, ``--dim`` and the formulas can show. Should torch start to
+    keep the name, this fails: then show it."""
+    path = _program_file(tmp_path, "transformer_dynamic")
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    (program,) = [json.loads(data) for name, data in members.items() if name.endswith("models/model.json")]
+    assert [(re.fullmatch(r"s\d+", key) is not None, bound) for key, bound in program["range_constraints"].items()] \
+        == [(True, {"min_val": 1, "max_val": 64})]
+    assert not [name for name, data in members.items() if b"batch" in data]
+
+
 # ---- the other commands ---------------------------------------------------------------------------------------
 
 
