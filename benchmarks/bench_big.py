@@ -202,7 +202,7 @@ def model_for(case: Case, folder: Path) -> Path | None:
     if path.exists():
         return path
     if case.tts:
-        sys.path.insert(0, str(ROOT / "tests"))
+        sys.path.insert(0, str(ROOT / "tests" / "support"))
         import tts_int8
 
         return tts_int8.save_int8(path, case.layers)

@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from graphviz import nohtml
+from graphviz import quoting as _dot
 from graphviz.quoting import NoHtml
 
 # C0 controls other than tab and newline, DEL, C1 controls: invalid or invisible in XML/SVG output.
@@ -229,6 +230,23 @@ def html_label(markup: str) -> str:
 # mentions (``@user``, ``@org/team``), issue references (``#1``), math (``$x$``), and a dot between letters
 # (a bare domain, linked by some renderers).
 _LIVE_IN_GFM = re.compile(r"[\\|`*_\[\]#!~<>&@$:=]|www\.|[^\W\d_]\.[^\W\d_]", re.IGNORECASE)
+
+
+_DOT_HTML, _DOT_ID, _DOT_ODD_BACKSLASHES = _dot.HTML_STRING.match, _dot.ID.match, _dot.FINAL_ODD_BACKSLASHES.search
+
+
+def dot_id(identifier: str) -> str:
+    """``identifier`` as a DOT ID, by the ``graphviz`` package's own rule (``graphviz.quoting.quote``, whose
+    patterns it uses): an HTML-like ``<…>`` string as it is unless it is ``NoHtml``, a name or number as it is,
+    anything else quoted with its unescaped quotes escaped. The same text, without the per-call cost of the
+    package's deprecation wrapper (a third of the DOT's emission on a 20,000-operator model)."""
+    if _DOT_HTML(identifier) and not isinstance(identifier, NoHtml):
+        return identifier
+    if not _DOT_ID(identifier) or identifier.lower() in _dot.KEYWORDS:
+        if _DOT_ODD_BACKSLASHES(identifier):
+            _dot.quote(identifier)  # the package's own warning
+        return f'"{_dot.ESCAPE_UNESCAPED_QUOTES(identifier)}"'
+    return identifier
 
 
 def markdown_cell(value: Any, limit: int = 120) -> str:

@@ -27,6 +27,7 @@ import graphviz
 from renderer.core import escape
 from renderer.core.errors import RenderError
 from renderer.picture import graphviz_run
+from renderer.picture.digraph import Digraph
 
 LONG_SIDE_PT = 3000.0
 """A page may be long and narrow up to this long a side; past it, at most ``MAX_ASPECT`` : 1."""
@@ -131,7 +132,7 @@ class Sheet:
     def _column_graph(self, number: int) -> graphviz.Digraph:
         band = self._bands.get(number)
         if band is None:
-            band = self._bands[number] = graphviz.Digraph(name=f"cluster_col{number}")
+            band = self._bands[number] = Digraph(name=f"cluster_col{number}")
             # nothing a cluster inside would take for its own (a nested cluster inherits what is not set on it)
             band.attr(label="", color="transparent", id=f"column-{number + 1}")
         return band

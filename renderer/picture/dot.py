@@ -21,6 +21,7 @@ from renderer.core.ir import Graph, Model, Node, SubgraphRef, Value
 from renderer.core.numbers import format_number
 from renderer.core.records import Entry, metric_value
 from renderer.picture.columns import Columns, Sheet
+from renderer.picture.digraph import Digraph
 from renderer.picture.fanout import far_readers
 from renderer.picture.folding import NodeKey
 from renderer.picture.scene import Scene
@@ -75,7 +76,7 @@ class Emitter:
 
     def run(self) -> str:
         opts = self.opts
-        dot = graphviz.Digraph("annograph")
+        dot = Digraph("annograph")
         dot.attr(
             "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.25", ranksep="0.35",
             bgcolor="#ffffff", compound="true", newrank="true", id="graph", pad="0.3",

@@ -30,6 +30,7 @@ from renderer.core.records import MetricInfo
 from renderer.files.page_names import Links
 from renderer.metrics.tensors import tensor_bytes
 from renderer.picture.columns import Columns, Sheet
+from renderer.picture.digraph import Digraph
 from renderer.picture.dot import (
     BORDER_COLOR,
     EDGE_COLOR,
@@ -144,7 +145,7 @@ class _PageEmitter(Emitter):
 
     def run(self) -> str:
         opts, page = self.opts, self.page
-        dot = graphviz.Digraph("annograph")
+        dot = Digraph("annograph")
         dot.attr(
             "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.25", ranksep="0.35",
             bgcolor="#ffffff", compound="true", newrank="true", id=f"{page.stem}-svg", pad="0.3",

@@ -158,6 +158,21 @@ EXPECTED: dict[str, dict[str, str]] = {
         "long": "[`" + "x" * 119 + "…`](" + "x" * 300 + ")",
         "entity": "[`&lt;x&gt;`](%26lt%3Bx%26gt%3B)",
     },
+    # DOT syntax only, by the graphviz package's rule: what reaches it was made safe by the functions above
+    "dot_id": {
+        "plain": '"conv1/Conv_0"',
+        "markup": '<b onclick="x">&amp;</b>',
+        "quotes": '"it\'s \\"q\\""',
+        "escstring": '"a\\N\\G\\n"',
+        "newlines": '"a\nb\r\nc\td"',
+        "controls": '"a\x00b\x1b\x7f\x85"',
+        "bidi": '"abc\u202edef\u200b"',
+        "not_xml": '"x\ud800y\uffff"',
+        "gfm": '"*a* [l](u) @team #1 www.x.io"',
+        "backticks": '"``a`|b"',
+        "long": "x" * 300,
+        "entity": '"&lt;x&gt;"',
+    },
 }
 
 FUNCTIONS = {
@@ -170,6 +185,7 @@ FUNCTIONS = {
     "markdown_cell": escape.markdown_cell,
     "markdown_code": escape.markdown_code,
     "markdown_link": lambda text: escape.markdown_link(text, text),
+    "dot_id": escape.dot_id,
 }
 
 
