@@ -96,11 +96,20 @@ def _values(value: int, role: str) -> list[int]:
     return [value + k * STEP[role] for k in range(DEGREES[role] + 2)]
 
 
-def _macs(model: Model) -> dict[ElementKey, int | None]:
-    from renderer.metrics.builtin import model_costs
+def _macs(model: Model, rendered: bool = False) -> dict[ElementKey, int | None]:
+    """Each operator's MACs (None where it has none): of the ``rendered`` model from its cost pass (kept, the
+    render needs it), of a load at other dims from the MACs alone (``op_cost``: a third of the pass, and the
+    rendered model's pass stays the one kept)."""
     from renderer.metrics.formulas import Cost
 
-    return {key: op.cost.macs if isinstance(op.cost, Cost) else None for key, op in model_costs(model).ops.items()}
+    if rendered:
+        from renderer.metrics.builtin import model_costs
+
+        return {key: op.cost.macs if isinstance(op.cost, Cost) else None for key, op in model_costs(model).ops.items()}
+    from renderer.metrics.op_costs import op_cost
+
+    costs = {node.key: op_cost(node, model.format) for graph in model.graphs for node in graph.nodes}
+    return {key: cost.macs if isinstance(cost, Cost) else None for key, cost in costs.items()}
 
 
 @functools.lru_cache(maxsize=16)
@@ -214,7 +223,7 @@ def _compute(model: Model, shape_run: bool, loads: list[object] | None = None) -
         for point in points:
             at = dict(zip(names, point))
             if at == base:
-                loaded[point] = _macs(model)
+                loaded[point] = _macs(model, rendered=True)
                 continue
             again = load_model(model.path, dims={**pinned, **at}, check_dims=False, shape_run=shape_run)
             loaded[point] = _macs(again)

@@ -127,17 +127,31 @@ def _sum_bytes(values: list[Value], sizes: dict[int, int | str]) -> int | str:
     return total
 
 
+def _table(fmt: str) -> Any:
+    return {"tflite": tflite_ops, "executorch": executorch_ops, "torch": torch_ops, "tensorrt": tensorrt_ops,
+            "openvino": openvino_ops.IR, "openvino-exec": openvino_ops.EXEC}.get(fmt, onnx_ops)
+
+
+def _cost(table: Any, op: Op) -> Cost | str:
+    try:
+        return table.cost(op)
+    except NotCountable as e:
+        return str(e)
+    except MALFORMED as e:
+        return malformed(e)
+
+
+def op_cost(node: Node, fmt: str) -> Cost | str:
+    """The MACs and FLOPs of one operator (``OpCosts.cost``), or why it has none, without the rest of the pass:
+    what ``dim_formulas`` reads of each load at other dims."""
+    return _cost(_table(fmt), Op(node))
+
+
 def op_costs(node: Node, fmt: str, sizes: dict[int, int | str] | None = None) -> OpCosts:
     """The cheap pass over one operator of a model in format ``fmt``; ``sizes`` memoizes activation bytes."""
-    table = {"tflite": tflite_ops, "executorch": executorch_ops, "torch": torch_ops, "tensorrt": tensorrt_ops,
-             "openvino": openvino_ops.IR, "openvino-exec": openvino_ops.EXEC}.get(fmt, onnx_ops)
+    table = _table(fmt)
     op = Op(node)
-    try:
-        cost: Cost | str = table.cost(op)
-    except NotCountable as e:
-        cost = str(e)
-    except MALFORMED as e:
-        cost = malformed(e)
+    cost = _cost(table, op)
     transparent = is_transparent(node)
     constants: dict[int, Value] = {}
     activations: dict[int, Value] = {}

@@ -502,3 +502,15 @@ def test_a_dictionary_in_the_metadata_is_its_length_in_the_legend(tmp_path: Path
         legend = next(g for g in parse_svg(page).iter(f"{SVG_NS}g") if (g.get("id") or "").endswith("legend"))
         tip = next(a.get("{http://www.w3.org/1999/xlink}title") for a in legend.iter(f"{SVG_NS}a"))
         assert tip.startswith("legend\ncharacter: " + value.replace("\n", " ")[:40]), tip[:80]
+
+
+def test_the_formulas_loads_leave_the_rendered_models_cost_pass_kept() -> None:
+    """The loads at other sizes count MACs alone: the cost pass of the model being rendered, which the render reads
+    again, stays the one kept (it was replaced by the last load's, and computed again)."""
+    from renderer.metrics import dim_formulas
+
+    model = load_model(ROOT / "samples" / "onnx" / "tiny_transformer.onnx")
+    kept = metrics.model_costs(model)
+    found = dim_formulas.formulas(model)
+    assert found is not None and found.total is not None and len(found.names) == 2
+    assert metrics.model_costs(model) is kept
