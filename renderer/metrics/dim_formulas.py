@@ -87,8 +87,29 @@ class Formulas:
 
 
 def variables(model: Model) -> list[tuple[str, int, str]]:
-    """(name, assumed value, role) of the assumed dims formulas are polynomials of."""
-    return [(d.name, d.value, d.role) for d in model.assumed_dims if d.role in DEGREES]
+    """(name, assumed value, role) of the assumed dims formulas are polynomials of; the batch dims assumed alike
+    are one, named by the first (``together``)."""
+    return [(names[0], value, role) for (names, value, role) in _grouped(model)]
+
+
+def together(model: Model) -> dict[str, list[str]]:
+    """Each variable's name → the assumed dims loaded at its value. An exporter names each input's batch apart
+    (tf2onnx: ``unk__6134``, ``unk__6135``, ``unk__6136``) though the model joins them: loaded at different values
+    it fails at the join, and the formula was lost."""
+    return {names[0]: names for names, _, _ in _grouped(model)}
+
+
+def _grouped(model: Model) -> list[tuple[list[str], int, str]]:
+    found: list[tuple[list[str], int, str]] = []
+    batches: dict[int, list[str]] = {}
+    for d in model.assumed_dims:
+        if d.role == "batch" and d.value in batches:
+            batches[d.value].append(d.name)
+        elif d.role in DEGREES:
+            found.append(([d.name], d.value, d.role))
+            if d.role == "batch":
+                batches[d.value] = found[-1][0]
+    return found
 
 
 def _values(value: int, role: str) -> list[int]:
@@ -217,7 +238,9 @@ def _compute(model: Model, shape_run: bool, loads: list[object] | None = None) -
     if not dims or model.format != "onnx" or len(points) * sum(len(g.nodes) for g in model.graphs) > MAX_WORK:
         return None
     base = {name: value for name, value, _ in dims}
-    pinned = {k: v for k, v in model.pinned_dims.items() if k not in base and k not in _followers(model)}
+    members = together(model)
+    varied = {member for group in members.values() for member in group}
+    pinned = {k: v for k, v in model.pinned_dims.items() if k not in varied and k not in _followers(model)}
     loaded: dict[tuple[int, ...], Mapping[ElementKey, int | None]] = {}
     try:
         for point in points:
@@ -225,6 +248,7 @@ def _compute(model: Model, shape_run: bool, loads: list[object] | None = None) -
             if at == base:
                 loaded[point] = _macs(model, rendered=True)
                 continue
+            at = {member: value for name, value in at.items() for member in members[name]}
             again = load_model(model.path, dims={**pinned, **at}, check_dims=False, shape_run=shape_run)
             loaded[point] = _macs(again)
             if loads is not None and isinstance(again.raw, Loaded):
@@ -269,5 +293,5 @@ def add_formulas(model: Model, ops: dict[ElementKey, dict[str, object]]) -> None
             ops[key]["macs_formula"] = polynomial.text(exact=True)
 
 
-__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "total_line",
+__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "together", "total_line",
            "variables"]
