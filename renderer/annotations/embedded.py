@@ -3,6 +3,7 @@
 Read from a model:
 
 * ONNX: every node's ``metadata_props`` (operator values) and the model's ``metadata_props`` (graph values);
+* an OpenVINO execution graph: each primitive's ``execTimeMcs`` (``readers.openvino_exec_graph.own_times``);
 * ONNX and TFLite: the entry ``annograph.annotations`` written by ``annograph embed``. In ONNX it is a model
   ``metadata_props`` entry; in TFLite a ``Metadata`` entry of the model whose buffer holds the text (the
   extension point TFLite provides for tool data, rather than operators' ``custom_options``).
@@ -51,6 +52,10 @@ def from_model(model: Model) -> list[AnnotationSet]:
         _from_document(document, model, result, f"{model.path}: metadata {ENTRY!r}")
     if model.format == "onnx":
         _from_onnx_props(model, result)
+    if model.format == "openvino-exec":  # the times the execution graph carries, as the exec-graph reader reads them
+        from renderer.annotations.readers.openvino_exec_graph import own_times
+
+        return [result, own_times(model)] if result.operators or result.graph.values else [own_times(model)]
     if not result.operators and not result.tensors and not result.graph.values and not result.graph.style:
         return []
     return [result]

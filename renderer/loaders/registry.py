@@ -18,7 +18,7 @@ from renderer.loaders.protocol import Loader, RealValues
 
 # One line per format: its package under renderer.loaders (the module ``loader`` in it meets ``protocol.Loader``;
 # imported lazily: onnx and flatbuffers are heavy). The fuzz and injection tests iterate over this list.
-LOADERS: tuple[str, ...] = ("tflite", "onnx", "executorch", "torch_export", "tensorrt", "openvino")
+LOADERS: tuple[str, ...] = ("tflite", "onnx", "executorch", "torch_export", "tensorrt", "openvino", "openvino_exec")
 
 ETRECORD_FORMAT = "executorch"
 """The format ``load_model``'s ``etrecord`` is for (an ETRecord names an ExecuTorch program's operators)."""

@@ -154,6 +154,27 @@ def test_openvino_ir_fields(payload: P.Payload, tmp_path: Path) -> None:
     check_all(outputs, tmp_path, payload.text if literal else None)
 
 
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_openvino_exec_graph_fields(payload: P.Payload, tmp_path: Path) -> None:
+    """An OpenVINO execution graph with ``payload`` in its names, a primitive's type, originalLayersNames and
+    primitiveType, coloured by its own times."""
+    from openvino_models import hostile_net, xml_text
+    from renderer.annotations.registry import load_annotations
+    from renderer.core.options import RenderOptions
+    from renderer.loaders.registry import load_model
+
+    path = tmp_path / "hostile.exec.xml"
+    path.write_bytes(hostile_net(payload.text, executed=True))
+    model = load_model(path)
+    assert model.format == "openvino-exec" and len(model.main.nodes) == 2
+    annotations = load_annotations([], model, sidecar=False)
+    assert len(annotations.ops) == 2, "each primitive's execTimeMcs should be its annotation"
+    options = RenderOptions(title=payload.text, color_by="exec_time_us", show=["all"], edge_by="bytes")
+    outputs = render_all(model, annotations, options, tmp_path, PER_PAYLOAD)
+    literal = payload.name in SHORT and xml_text(payload.text) == payload.text
+    check_all(outputs, tmp_path, payload.text if literal else None)
+
+
 def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> None:
     """Each tool reader's injection file (``tests/support/registry.py``) is detected as its own format and names an
     operator of the hostile model (ONNX, or TFLite when the reader's registry model is), so the injected strings

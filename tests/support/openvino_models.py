@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
 INPUT = (1, 3, 16, 16)
 CONV = (8, 3, 3, 3)
 DEPTHWISE = (8, 1, 3, 3)
@@ -117,3 +119,20 @@ def hostile_net(text: str, executed: bool = False) -> bytes:
             + "\n</layers>\n<edges>\n" + "\n".join(f'<edge from-layer="{a}" from-port="{b}" to-layer="{c}" '
                                                  f'to-port="{d}"/>' for a, b, c, d in edges)
             + "\n</edges>\n</net>\n").encode()
+
+
+def svg_boxes(svg: Path) -> dict[str, tuple[str, str, str]]:
+    """Each operator box of the SVG picture by the name its tooltip gives: (its text, its tooltip, its fill); a
+    name drawn twice fails."""
+    import xml.etree.ElementTree as ET
+
+    found: dict[str, tuple[str, str, str]] = {}
+    for group in ET.parse(svg).getroot().iter(f"{SVG}g"):
+        if group.get("id", "").startswith("op-") and "op" in group.get("class", "").split():
+            link = next(group.iter(f"{SVG}a"), None)
+            tip = (link.get(f"{XLINK}title") or "") if link is not None else ""
+            name = next(line[6:] for line in tip.splitlines() if line.startswith("name: "))
+            assert name not in found, f"{name} drawn twice"
+            text = " ".join(" ".join("".join(t.itertext()) for t in group.iter(f"{SVG}text")).split())
+            found[name] = (text, tip, [p.get("fill") for p in group.iter(f"{SVG}polygon")][0])
+    return found

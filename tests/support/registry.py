@@ -960,6 +960,13 @@ def _openvino_ir_seeds() -> list[tuple[str, bytes]]:
     return [*made, ("hostile.xml", hostile_net("<b>x</b>"))]
 
 
+def _openvino_exec_seeds() -> list[tuple[str, bytes]]:
+    """The hostile execution graph's layout (the real ones are the fixtures, found by content)."""
+    from openvino_models import hostile_net
+
+    return [("hostile.exec.xml", hostile_net("<b>x</b>", executed=True))]
+
+
 LOADERS: dict[str, LoaderEntry] = {
     "tflite": LoaderEntry(),
     "onnx": LoaderEntry(),
@@ -967,6 +974,7 @@ LOADERS: dict[str, LoaderEntry] = {
     "torch_export": LoaderEntry(seeds=_torch_export_seeds),
     "tensorrt": LoaderEntry(seeds=["samples/tensorrt/*.graph.json"]),
     "openvino": LoaderEntry(seeds=_openvino_ir_seeds),
+    "openvino_exec": LoaderEntry(seeds=_openvino_exec_seeds),
 }
 
 READERS: dict[str, ReaderEntry] = {

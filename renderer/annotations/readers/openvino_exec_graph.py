@@ -29,6 +29,7 @@ from renderer.annotations.lookup import MAX_JSON_BYTES, attribute_fused, node_re
 from renderer.annotations.measures import Where, measure
 from renderer.annotations.readers.openvino_counters import find_node
 from renderer.core.errors import AnnotationError
+from renderer.core.escape import clean
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
@@ -86,6 +87,21 @@ def read(path: Path, model: Model) -> AnnotationSet:
     if not timed:
         raise AnnotationError(f"{path}: no layer has an execTimeMcs (an execution graph saved with the performance "
                               "counters on: benchmark_app -exec_graph_path … -report_type detailed_counters)")
+    return result
+
+
+def own_times(model: Model) -> AnnotationSet:
+    """An execution graph loaded as the model (``loaders.openvino_exec``): each primitive's own ``execTimeMcs``
+    (kept as its stored text) as its ``exec_time_us``, ``exec_status`` for those that did not run."""
+    result = AnnotationSet(source=NAME, path=model.path, metrics=dict(METRICS))
+    for node in model.nodes():
+        text = node.metadata.get("execTimeMcs", "")
+        if not text.strip():
+            continue
+        where = Where(Path(model.path))
+        micros = measure(text, where, f"layer {clean(node.name, 80)!r}: execTimeMcs", missing=_NOT_RUN)
+        values = {"exec_time_us": float(micros)} if micros is not None else {"exec_status": clean(text, 40)}
+        result.operators.append((node_ref(node), Entry(values)))
     return result
 
 

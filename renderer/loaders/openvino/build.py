@@ -163,6 +163,8 @@ def _describe(node: ir.Node, layer: openvino_xml.Layer, executed: bool) -> None:
     for key, text in fields.items():
         if len(node.attributes) >= MAX_ATTRIBUTES:
             break
+        if executed and not text:  # a Reorder the plugin inserted lists no originalLayersNames
+            continue
         node.attributes[clean(key, 60)] = _attribute(text)
     if layer.version:  # in the tooltip, not the box
         node.attributes["version"] = clean(layer.version, 60)

@@ -26,7 +26,7 @@ def match(head: bytes) -> bool:
 
 
 def pinnable(path: Path) -> list[str]:
-    """An IR's dynamic dims have no names to pin (``-1``): nothing."""
+    """An IR's dynamic dims have no names to pin (``-1``), an execution graph's shapes are fixed: nothing."""
     return []
 
 
