@@ -202,6 +202,42 @@ def test_costs_do_not_need_the_etrecord(artefacts: Path, tmp_path: Path) -> None
         assert counted[0] == counted[1] and any(v.get("macs") for v in counted[0].values())
 
 
+LOWERED = {"convolution": "conv2d", "hardtanh": "hardtanh", "max_pool2d_with_indices": "max_pool2d",
+           "upsample_bilinear2d": "upsample_bilinear2d", "avg_pool2d": "avg_pool2d", "addmm": "linear",
+           "clamp": "clamp", "topk": "topk"}
+"""ExecuTorch kernel → the ATen operator of the torch.export program it was lowered from (``layers``)."""
+
+
+def test_kernels_count_as_the_operators_they_were_lowered_from(artefacts: Path, tmp_path: Path) -> None:
+    """One ATen table for both formats: each kernel of the ``layers`` program has the category and the MACs of the
+    torch.export operator it runs, with its ETRecord (arguments by name) or alone (by position: ``arg1`` is the
+    pool's kernel_size). By hand: conv 6×8×8 outputs × 4·3·3 + bias = 14,208; 2×2 max pool to 6×4×4 = 384; bilinear
+    ×2 to 6×8×8, 4 taps each = 1,536."""
+    pytest.importorskip("torch")
+    import torch_models as TM
+    from renderer.metrics.builtin import compute
+
+    exported = TM.write(tmp_path, "layers.pt2", TM.pt2("layers"))
+    alone = tmp_path / "alone" / "layers.pte"
+    alone.parent.mkdir()
+    shutil.copy(artefacts / "layers.pte", alone)
+    torch_model = _load(exported)
+    torch_nodes = {n.op_type: n for n in torch_model.main.nodes}
+    torch_macs = compute(torch_model, {"macs"}, set())[0]
+    for program in (artefacts / "layers.pte", alone):
+        model = _load(program)
+        macs = compute(model, {"macs"}, set())[0]
+        kernels = [n for n in model.main.nodes if n.op_type in LOWERED]
+        assert sorted(n.op_type for n in kernels) == sorted(LOWERED)
+        for node in kernels:
+            twin = torch_nodes[LOWERED[node.op_type]]
+            assert (node.category, macs[node.key]["macs"]) == (twin.category, torch_macs[twin.key]["macs"]), node
+        by_type = {n.op_type: macs[n.key]["macs"] for n in kernels}
+        assert (by_type["convolution"], by_type["max_pool2d_with_indices"], by_type["upsample_bilinear2d"]) == \
+            (6 * 8 * 8 * 4 * 3 * 3 + 6 * 8 * 8, 6 * 4 * 4 * 4, 6 * 8 * 8 * 4)
+        assert "no formula for topk" in str(by_type["topk"])  # as ONNX TopK and TFLite TOPK_V2
+
+
 def test_broken_programs_and_dumps_say_so_in_one_line(tmp_path: Path) -> None:
     data = (FIXTURES / "portable.pte").read_bytes()
     truncated = tmp_path / "truncated.pte"

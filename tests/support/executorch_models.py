@@ -3,12 +3,13 @@
 
     python tests/support/executorch_models.py OUT_DIR [NAME ...]
 
-For each model NAME it writes ``NAME.pte`` (``to_edge(torch.export.export(m, ex)).to_executorch()``, or
-``to_edge_transform_and_lower`` with the XNNPACK partitioner), ``NAME.etrecord`` (``generate_etrecord``),
-``NAME.etdp`` (the pybindings runtime with ``enable_etdump=True``, ``RUNS`` runs) and ``NAME.inspector.json``:
-the devtools Inspector's ``to_dataframe()`` rows (the reference the tests compare with). The committed fixtures
-``tests/fixtures/executorch/`` were made by this script (``python tests/support/executorch_models.py
-tests/fixtures/executorch``).
+Models: ``portable`` and ``xnnpack`` (a conv-relu-linear-topk net, the second lowered to XNNPACK), ``layers``
+(``torch_models.module("layers")``, portable kernels). For each model NAME it writes ``NAME.pte``
+(``to_edge(torch.export.export(m, ex)).to_executorch()``, or ``to_edge_transform_and_lower`` with the XNNPACK
+partitioner), ``NAME.etrecord`` (``generate_etrecord``), ``NAME.etdp`` (the pybindings runtime with
+``enable_etdump=True``, ``RUNS`` runs) and ``NAME.inspector.json``: the devtools Inspector's ``to_dataframe()`` rows
+(the reference the tests compare with). The committed fixtures ``tests/fixtures/executorch/`` were made by this
+script (``python tests/support/executorch_models.py tests/fixtures/executorch``; ``layers`` later, on its own).
 """
 
 from __future__ import annotations
@@ -57,8 +58,14 @@ def _program(name: str):  # type: ignore[no-untyped-def]
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
     torch.manual_seed(0)
-    model = _modules()().eval()
-    example = (torch.randn(1, 3, 8, 8),)
+    if name == "layers":  # torch_models' module, so the tests can export the same program with torch alone
+        import torch_models
+
+        model, shape = torch_models.module("layers")
+        example = (torch.randn(*shape),)
+    else:
+        model = _modules()().eval()
+        example = (torch.randn(1, 3, 8, 8),)
     exported = torch.export.export(model, example)
     if name == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -127,7 +134,7 @@ def _plain(value: object) -> object:
 def main() -> None:
     folder = Path(sys.argv[1])
     folder.mkdir(parents=True, exist_ok=True)
-    for name in sys.argv[2:] or ["portable", "xnnpack"]:
+    for name in sys.argv[2:] or ["portable", "xnnpack", "layers"]:
         make(folder, name)
 
 

@@ -7,6 +7,8 @@ Each maker returns the bytes of a ``.pt2`` archive written by ``torch.export.sav
       2×8×16, the module tree ``blocks.0.qkv``…;
     * ``transformer(dynamic=True)``: the same with a symbolic batch (``torch.export.Dim``, 1..64);
     * ``branches``: ``torch.cond`` choosing between two Linear layers (a higher-order operator with two subgraphs);
+    * ``layers``: conv, hardtanh, max and avg pooling, a bilinear upsample, linear, clamp, topk on 1×4×8×8 (also
+      lowered to ExecuTorch by ``executorch_models.py``);
     * ``decomposed=True``: the program after ``run_decompositions()`` (core ATen: addmm, native_layer_norm…).
 ``onnx_of`` exports the same module to ONNX with torch's exporter, for comparing the counts. ``rewrite`` edits the
 program JSON (or adds members) of an archive, for hostile files.
@@ -26,6 +28,7 @@ from typing import Any
 CONV_INPUT = (1, 3, 16, 16)
 MLP_INPUT = (2, 16)
 TRANSFORMER_INPUT = (2, 8, 16)
+LAYERS_INPUT = (1, 4, 8, 8)
 
 
 def _modules() -> dict[str, Any]:
@@ -80,10 +83,26 @@ def _modules() -> dict[str, Any]:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.cond(x.sum() > 0, lambda x: self.a(x).relu(), lambda x: self.b(x) * 2, (x,))
 
+    class Layers(nn.Module):
+        """conv 4→6 (3×3, pad 1), hardtanh, 2×2 max pool, bilinear ×2 upsample, 2×2 avg pool, global avg pool,
+        linear 6→5, clamp, topk(2): the layers whose arguments a cost reads (kernel_size, transposed)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(4, 6, 3, padding=1)
+            self.up = nn.Upsample(scale_factor=2, mode="bilinear")
+            self.head = nn.Linear(6, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = F.avg_pool2d(self.up(F.max_pool2d(F.hardtanh(self.conv(x)), 2)), 2)
+            y = self.head(F.adaptive_avg_pool2d(y, 1).flatten(1))
+            return torch.topk(torch.clamp(y, -1, 1), 2).values
+
     torch.manual_seed(0)
     mlp = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4))
     return {"conv_net": (ConvNet().eval(), CONV_INPUT), "mlp": (mlp.eval(), MLP_INPUT),
-            "transformer": (Transformer().eval(), TRANSFORMER_INPUT), "branches": (Branches().eval(), (2, 4))}
+            "transformer": (Transformer().eval(), TRANSFORMER_INPUT), "branches": (Branches().eval(), (2, 4)),
+            "layers": (Layers().eval(), LAYERS_INPUT)}
 
 
 @cache
