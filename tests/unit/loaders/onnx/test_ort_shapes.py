@@ -206,3 +206,17 @@ def test_a_run_that_asks_for_too_much_memory_fails_as_a_note(tmp_path: Path, mon
         "onnxruntime could not run it on zero inputs for them: "), model.notes
     huge = next(v for v in model.main.values if v.name == "huge")
     assert huge.type is None or huge.type.static_shape is None
+
+
+def test_the_shape_runs_session_does_not_spin(tmp_path: Path) -> None:
+    """The session the shape run makes lets its idle threads sleep (spinning doubled a run's CPU time), and it is
+    a session of the model with the missing tensors exposed."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["y"], ["z"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])])
+    path = tmp_path / "small.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    session, types = ort_shapes._session({"path": str(path), "outputs": ["y"]})
+    assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert [o.name for o in session.get_outputs()] == ["z", "y"] and types == {"x": TensorProto.FLOAT}
+    assert session.run(["y"], {"x": np.array([-1.0, 2.0], np.float32)})[0].tolist() == [0.0, 2.0]
