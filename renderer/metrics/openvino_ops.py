@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from renderer.data.operators import formula_table, operator
-from renderer.metrics import tflite_ops
+from renderer.metrics import onnx_ops, tflite_ops
 from renderer.metrics.formulas import (
     Cost,
     NotCountable,
@@ -102,6 +102,7 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "convolution": _conv, "deconvolution": _deconv, "matmul": _matmul, "fully_connected": _fully_connected,
     "pool": _pool, "interpolate": _interpolate, "attention": _attention,
     **{name: tflite_ops.FORMULAS[name] for name in ("none", "elementwise", "reduction")},  # the same counts
+    "lrn": onnx_ops.FORMULAS["lrn"],  # OpenVINO's LRN has ONNX's ``size``
 }
 """The formulas an entry's ``cost`` may name; numbers of the entry are keyword arguments."""
 
