@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, ROOT, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
+from picture_checks import close, shown
 
 FIXTURES = ROOT / "tests" / "fixtures"
 TINY_INT8 = TFLITE / "tiny_keras_int8_asymmetric.tflite"
@@ -48,20 +49,6 @@ def tooltips(svg: Path) -> dict[str, dict[str, str]]:
     """Operator element id → its tooltip's annotation values."""
     return {element_id: tooltip_values(tooltip_of(group))
             for element_id, group in svg_groups(parse_svg(svg), "op").items()}
-
-
-def shown(text: str) -> float:
-    """A number as the tooltip shows it (``13``, ``2.5``, ``12.3k``)."""
-    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(text[-1:], 1.0)
-    return float(text.rstrip("kMG")) * scale
-
-
-def close(shown_text: str, expected: float) -> bool:
-    """The tooltip's digits agree with ``expected`` to half a unit of the last one shown (``16.1k``: ±50; the
-    times are the machine's, above 10k µs under load)."""
-    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(shown_text[-1:], 1.0)
-    decimals = len(shown_text.rstrip("kMG").partition(".")[2])
-    return abs(shown(shown_text) - expected) <= 0.5 * scale * 10.0**-decimals + 1e-9 * abs(expected)
 
 
 def render(model: Path, annotations: Path, out: Path, *more: str) -> str:

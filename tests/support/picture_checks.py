@@ -107,3 +107,17 @@ def check_tiny_cnn(svg: bytes | str, annotations: Path = LATENCY, inlined: bool 
         assert fills[name] == viridis_hex(values[name], lo, hi), (name, values[name], fills[name])
     assert len(set(fills.values())) == 3, fills
     return fills
+
+
+def shown(text: str) -> float:
+    """A number as the tooltip shows it (``13``, ``2.5``, ``12.3k``)."""
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(text[-1:], 1.0)
+    return float(text.rstrip("kMG")) * scale
+
+
+def close(shown_text: str, expected: float) -> bool:
+    """The tooltip's digits agree with ``expected`` to half a unit of the last one shown (``16.1k``: ±50; the
+    times are the machine's, above 10k µs under load)."""
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(shown_text[-1:], 1.0)
+    decimals = len(shown_text.rstrip("kMG").partition(".")[2])
+    return abs(shown(shown_text) - expected) <= 0.5 * scale * 10.0**-decimals + 1e-9 * abs(expected)
