@@ -12,6 +12,7 @@ Numbering (the ids users type and the SVG element ids):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,12 +120,12 @@ class Tensor:
         """Number of elements of the tensor the data stands for (the dense tensor, for sparse data)."""
         if self.dense_shape is None:
             return self.size
-        return int(np.prod(self.dense_shape, dtype=np.int64)) if self.dense_shape else 1
+        return _elements(self.dense_shape)
 
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return _elements(self.shape)
 
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (read on first use)."""
@@ -133,6 +134,12 @@ class Tensor:
                 raise ValueError("tensor has no data")
             self._array = self.reader()
         return self._array
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    """The product of ``shape``'s dims in Python integers: numpy's int64 product wraps past 2**63 without a word
+    (an OpenVINO IR may declare a Const of 2**62 x 27 elements and hold no data for it)."""
+    return math.prod(int(dim) for dim in shape)
 
 
 class TensorAttribute(str):
