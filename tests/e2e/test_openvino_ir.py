@@ -198,3 +198,37 @@ def test_bad_ir_is_one_line(edit: str, expected: str, made: dict[str, Path], tmp
     line = one_line_error(run_cli("render", xml, "-o", tmp_path / "out.svg"))
     assert expected in line and str(xml) in line, line
     assert not (tmp_path / "out.svg").exists()
+
+
+
+def _relu_ir(folder: Path) -> Path:
+    """An IR without weights (x → ReLU → y): its ``.bin`` is empty, no tensor names it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    onnx.save(helper.make_model(graph), folder / "relu.onnx")
+    return save_ir(folder / "relu.onnx", folder / "relu.xml")
+
+
+def test_no_output_replaces_the_bin(made: dict[str, Path], tmp_path: Path) -> None:
+    """The ``.bin`` beside the IR is an input of the run (``Model.side_files``), weights read from it or none:
+    an output named as it is refused in one line naming it, before anything is written, its bytes unchanged."""
+    xml = tmp_path / "model.xml"
+    xml.write_bytes(made["ir"].read_bytes())
+    xml.with_suffix(".bin").write_bytes(made["ir"].with_suffix(".bin").read_bytes())
+    for model in (xml, _relu_ir(tmp_path)):
+        weights = model.with_suffix(".bin")
+        before, files = weights.read_bytes(), sorted(tmp_path.iterdir())
+        for run in [("render", model, "-o", weights), ("metrics", model, "-o", weights),  # by extension
+                    ("diff", "--before", made["exec"], "--after", made["exec"], model, "-o", weights)]:
+            error = one_line_error(run_cli(*run))
+            assert error.startswith(f"annograph: error: {weights}: "), error
+        for run in [("metrics", model, "--table-format", "json", "-o", weights),
+                    ("export", model, "--to", "json", "-o", weights)]:
+            error = one_line_error(run_cli(*run))
+            assert error == f"annograph: error: {weights}: is an input of this run; write the output to another " \
+                            "file", (run, error)
+        assert weights.read_bytes() == before and sorted(tmp_path.iterdir()) == files

@@ -54,6 +54,8 @@ def load_net(path: Path) -> ir.Model:
     graph = model.add_graph(net.name)
     weights = None if executed else Bin(path)
     _Builder(path, graph, weights, executed).build(net)
+    if weights is not None and weights.data is not None:
+        model.side_files.append(str(weights.path))  # an input of the run: no output may replace it
     if weights is not None and weights.data is None and any(v.is_constant for v in graph.values):
         model.notes.append(f"no {weights.path.name} beside the IR: weights have their shapes, not their values")
     if executed:
