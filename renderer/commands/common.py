@@ -151,9 +151,10 @@ SHARED: dict[str, Option] = {
     "timeout": _option("layout", "--timeout", type=positive_seconds, default=default("timeout"),
                        help=f"seconds Graphviz may run, for the whole report (default {default('timeout'):g})"),
     "layout_cache": _option("layout", "--layout-cache", metavar="DIR",
-                            help="keep layouts in DIR, so that a re-render with new numbers (fills, values, "
-                                 "tooltips) skips the layout (default: $ANNOGRAPH_CACHE_DIR, else the user cache "
-                                 "folder; at most 256 MiB, least recently used first out)"),
+                            help="keep layouts (and the model's shape runs and MACs formulas) in DIR, so that a "
+                                 "re-render with new numbers (fills, values, tooltips) skips them (default: "
+                                 "$ANNOGRAPH_CACHE_DIR, else the user cache folder; at most 256 MiB, least "
+                                 "recently used first out)"),
     "no_layout_cache": _option("layout", "--no-layout-cache", action="store_true",
                                help="lay every picture out anew and keep no layout (the output is the same bytes)"),
     "collapse": _option("big models", "--collapse", default=default("collapse"), metavar="auto|none|DEPTH",

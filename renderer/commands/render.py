@@ -60,6 +60,13 @@ def render_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def run(args: argparse.Namespace) -> int:
+    from renderer.files import disk_cache
+
+    with disk_cache.using(render_options(args).layout_cache):  # the loads' results are kept where the layouts are
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from renderer.commands.common import etrecords, warn
     from renderer.compose.output_plan import OutputPlan
     from renderer.core.errors import AnnographError

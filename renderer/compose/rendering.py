@@ -293,8 +293,13 @@ def compose(model: Model, annotations: Annotations | None, options: RenderOption
             plan: OutputPlan) -> Drawing:
     """The one composer of a picture: model + annotations + options → scene (``prepare``) → one flat picture
     or a book of pages → every file of ``plan`` (``draw``). ``render``, ``render_bytes``, ``show``, the Sphinx
-    directive and ``batch`` draw through it. Nothing is written."""
-    return draw(prepare(model, annotations, options or RenderOptions()), plan)
+    directive and ``batch`` draw through it. Nothing is written; results the metrics take long to make are kept
+    where the layouts are (``files.disk_cache``)."""
+    from renderer.files import disk_cache
+
+    options = options or RenderOptions()
+    with disk_cache.using(options.layout_cache):
+        return draw(prepare(model, annotations, options), plan)
 
 
 def draw(scene: Scene, plan: OutputPlan) -> Drawing:

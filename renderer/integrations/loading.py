@@ -79,8 +79,12 @@ def load(
     paths = [] if annotations is None or isinstance(annotations, Annotations) else [annotations] if isinstance(
         annotations, (str, Path)) else list(annotations)
     if not isinstance(model, Model):
-        model = load_model_for(model, paths, fmt=annotations_format, sidecar=sidecar, dims=dims or options.dims,
-                               inputs=options.inputs, keep_free_dims=options.keep_free_dims)
+        from renderer.files import disk_cache
+
+        with disk_cache.using(options.layout_cache):  # the load's results are kept where the layouts are
+            model = load_model_for(model, paths, fmt=annotations_format, sidecar=sidecar,
+                                   dims=dims or options.dims, inputs=options.inputs,
+                                   keep_free_dims=options.keep_free_dims)
         notes += model.notes
     if not isinstance(annotations, Annotations):
         annotations = load_annotations(paths, model, fmt=annotations_format, sidecar=sidecar, embedded=embedded)

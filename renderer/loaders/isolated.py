@@ -215,6 +215,25 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
         arrays: dict[str, Any] | None = None, counted: Callable[[int, int], None] | None = None,
         ) -> tuple[dict[str, Any], str]:
     """Run ``python -m module`` on ``request`` under ``limit``: (its answer, "") or ({}, why not, in one line).
+    Arguments as for ``exchange``."""
+    answer, reason = exchange(module, request, runtime, doing, limit, arrays, counted)
+    return answered(answer, reason)
+
+
+def answered(answer: dict[str, Any] | None, reason: str = "") -> tuple[dict[str, Any], str]:
+    """``exchange``'s outcome as ``run`` gives it: (the answer, "") or ({}, the child's error or ``reason``)."""
+    if answer is None:
+        return {}, reason
+    if "error" in answer:
+        return {}, str(answer["error"])
+    return answer, ""
+
+
+def exchange(module: str, request: dict[str, Any], runtime: str, doing: str, limit: Limits | float,
+             arrays: dict[str, Any] | None = None, counted: Callable[[int, int], None] | None = None,
+             ) -> tuple[dict[str, Any] | None, str]:
+    """Run ``python -m module`` on ``request`` under ``limit``: (the child's answer as it gave it, its ``error``
+    included, "") or (None, why it gave none: over time, killed, no answer).
 
     Args:
         module: the child's module name (``__name__`` of a module that calls ``serve``).
@@ -234,7 +253,7 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
         with tempfile.TemporaryDirectory(prefix="annograph-inputs-") as folder:
             feeds = str(Path(folder) / "feeds.npz")
             np.savez(feeds, **arrays)
-            return run(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
+            return exchange(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
     import json
     import subprocess
     import sys
@@ -257,18 +276,16 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
-            return {}, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
+            return None, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
         except BaseException:  # interrupted (Ctrl-C): the child does not outlive the command
             process.kill()
             raise
     try:
         answer = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {}, _died(process.returncode, runtime, doing, limit)
+        return None, _died(process.returncode, runtime, doing, limit)
     if not isinstance(answer, dict):
-        return {}, f"{runtime} failed on the model (no answer)"
-    if "error" in answer:
-        return {}, str(answer["error"])
+        return None, f"{runtime} failed on the model (no answer)"
     return answer, ""
 
 

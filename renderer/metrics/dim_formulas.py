@@ -21,6 +21,7 @@ from pathlib import Path
 
 from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_count
+from renderer.files import disk_cache
 
 DEGREES = {"batch": 1, "sequence": 2, "past": 1}
 """The dims a formula is a polynomial of, and the degree fitted in each (one more load checks it)."""
@@ -204,6 +205,18 @@ def formulas(model: Model) -> Formulas | None:
     cached = _CACHE.get(id(model))
     if cached is not None and cached[0] is model:
         return cached[1]
+    where = _where(model)
+    found = _MISS if where is None else _from_json(disk_cache.recall(KIND, *where))
+    if found is _MISS:
+        found = _fitted(model)
+        if where is not None:
+            disk_cache.keep(KIND, *where, {"formulas": _to_json(found)})  # type: ignore[arg-type]
+    _CACHE.clear()
+    _CACHE[id(model)] = (model, found)  # type: ignore[assignment]
+    return found  # type: ignore[return-value]
+
+
+def _fitted(model: Model) -> Formulas | None:
     loads: list[object] = []
     found = _compute(model, shape_run=False, loads=loads)  # onnx inference alone is cheap; onnxruntime if needed
     if found is not None and found.total is None and found.missing:
@@ -216,9 +229,62 @@ def formulas(model: Model) -> Formulas | None:
             found = _compute(model, shape_run=True)
         finally:
             ort_shapes.drop_ahead()
-    _CACHE.clear()
-    _CACHE[id(model)] = (model, found)
     return found
+
+
+KIND = "MACs formulas"
+_MISS = object()
+
+
+def _where(model: Model) -> tuple[list[Path], dict[str, object]] | None:
+    """Where ``model``'s formulas are kept (``disk_cache.recall``'s files and fields), None when it has none to
+    keep. The key holds the model file's bytes, its external data's, the dims it was loaded at and the MACs of
+    this load (shapes from ``--inputs`` or a profile change them), onnx's and onnxruntime's versions: the other
+    loads are of the same file at other dims."""
+    from renderer.loaders.onnx import ort_shapes
+    from renderer.loaders.onnx.loader import Loaded
+
+    if not variables(model) or model.format != "onnx":
+        return None
+    path = Path(model.path)
+    files = [path, *(ort_shapes.external_files(path, model.raw.proto) if isinstance(model.raw, Loaded) else [])]
+    fields: dict[str, object] = {
+        "assumed": [[d.name, d.value, d.role, d.source] for d in model.assumed_dims],
+        "pinned": sorted(model.pinned_dims.items()), "max work": MAX_WORK,
+        "macs": sorted((list(key), count) for key, count in _macs(model, rendered=True).items()),
+        "versions": [ort_shapes.version("onnx"), ort_shapes.version("onnxruntime")]}
+    return files, fields
+
+
+def _to_json(found: Formulas | None) -> object:
+    def poly(p: Polynomial | None) -> object:
+        return None if p is None else [[list(powers), str(c)] for powers, c in sorted(p.terms.items())]
+
+    if found is None:
+        return None
+    return {"names": list(found.names), "ops": [[*key, poly(p)] for key, p in found.ops.items()],
+            "total": poly(found.total), "missing": found.missing, "counted": found.counted,
+            "uncounted": found.uncounted}
+
+
+def _from_json(kept: object) -> Formulas | None | object:
+    """The formulas ``_to_json`` kept (``{"formulas": …}``), or ``_MISS`` when nothing usable was kept."""
+    if not isinstance(kept, dict) or "formulas" not in kept:
+        return _MISS
+    found = kept["formulas"]
+    if found is None:
+        return None
+    try:
+        names = tuple(found["names"])
+
+        def poly(terms: list | None) -> Polynomial | None:
+            return None if terms is None else Polynomial(names, {tuple(p): Fraction(c) for p, c in terms})
+
+        ops = {(str(kind), int(g), int(n)): poly(terms) for kind, g, n, terms in found["ops"]}
+        return Formulas(names, ops, poly(found["total"]), bool(found["missing"]), int(found["counted"]),
+                        int(found["uncounted"]))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return _MISS
 
 
 _CACHE: dict[int, tuple[Model, Formulas | None]] = {}

@@ -22,6 +22,7 @@ run has a time budget of its own, from the first run's time (a Loop of many step
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,14 +88,19 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     refused = _refused(path, proto, what)
     if refused:
         return [refused], None
-    limit = isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS)
+    import functools
+
+    limit = functools.cache(lambda: isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS))
     request = {"path": str(path), "inputs": inputs, "outputs": missing}
     ahead = _AHEAD.pop(_ahead_key(path, inputs, missing), None) if feeds is None else None
     if ahead is not None:
         answer, reason = ({}, str(ahead["error"])) if "error" in ahead else (ahead, "")
+    elif feeds is None:
+        with waiting("shape run (onnxruntime)"):
+            answer, reason = _ask(path, proto, request, limit, lambda found: not found.get("memory"))
     else:
         with waiting("shape run (onnxruntime)"):
-            answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit, feeds)
+            answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit(), feeds)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
     if answer.get("ones"):
         on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
@@ -108,7 +114,7 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     lines = [_filled(path, graph, missing, answer["shapes"], on, sized)] if missing else []
     if record is None:
         return lines, None
-    profile, failed = profiled(request, feeds, limit, float(answer.get("seconds", 0)), record, answer.get("ones", []))
+    profile, failed = profiled(request, feeds, limit(), float(answer.get("seconds", 0)), record, answer.get("ones", []))
     if failed:
         lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
     return lines, profile
@@ -357,8 +363,8 @@ def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
     one = isolated.limits(max(sizes, key=lambda size: size.memory()), MAX_SECONDS)
     limit = dataclasses.replace(one, seconds=one.seconds * len(requests))
     with waiting("shape runs (onnxruntime)"):
-        answer, _ = isolated.run(__name__, {"path": str(path), "batch": requests}, "onnxruntime",
-                                 "to run the model", limit)
+        answer, _ = _ask(path, protos[0], {"path": str(path), "batch": requests}, lambda: limit,
+                         lambda found: not any(entry.get("memory") for entry in found.get("batch", [])))
     for request, found in zip(requests, answer.get("batch", [])):
         if not found.get("memory"):  # the same run on its own would fail the same way, but for want of memory
             _AHEAD[_ahead_key(path, request["inputs"], request["outputs"])] = found
@@ -367,6 +373,56 @@ def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
 def drop_ahead() -> None:
     """Forget the answers ``run_ahead`` made that no load took (the file may change before the next)."""
     _AHEAD.clear()
+
+
+def _ask(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit: Callable[[], isolated.Limits],
+         lasting: Callable[[dict[str, Any]], bool]) -> tuple[dict[str, Any], str]:
+    """``isolated.run``'s outcome of the shape run ``request`` (on zero inputs) of the model at ``path``: the
+    child's answer kept in the results cache (``files.disk_cache``) for the model's bytes, its external data's,
+    the request and onnxruntime's version, when ``lasting`` says another run would answer the same (not a run
+    that ran out of memory or time); so a re-render runs nothing (nor works out the run's ``limit``)."""
+    from renderer.files import disk_cache
+
+    if disk_cache.results() is None:
+        return isolated.run(__name__, request, "onnxruntime", "to run the model", limit())
+    files = [path, *external_files(path, proto)]
+    fields = {"request": {k: v for k, v in request.items() if k != "path"}, "onnxruntime": version("onnxruntime"),
+              "onnx": version("onnx")}
+    found = disk_cache.recall("onnxruntime shapes", files, fields)
+    if isinstance(found, dict):
+        return isolated.answered(found)
+    answer, reason = isolated.exchange(__name__, request, "onnxruntime", "to run the model", limit())
+    if answer is not None and lasting(answer):
+        disk_cache.keep("onnxruntime shapes", files, fields, answer)
+    return isolated.answered(answer, reason)
+
+
+def version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def external_files(path: Path, proto: onnx.ModelProto) -> list[Path]:
+    """The external-data files the model's tensors name (onnxruntime reads them beside the model), subgraphs'
+    included."""
+    import onnx
+
+    names: set[str] = set()
+    pending = [proto.graph]
+    while pending:
+        graph = pending.pop()
+        for tensor in graph.initializer:
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                names.update(entry.value for entry in tensor.external_data if entry.key == "location")
+        for node in graph.node:
+            for attribute in node.attribute:
+                pending += [attribute.g] if attribute.HasField("g") else []
+                pending += list(attribute.graphs)
+    return [path.parent / name for name in sorted(names)]
 
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
@@ -452,10 +508,12 @@ def first_that_runs(path: Path, proto: onnx.ModelProto, tries: list[dict[str, li
     if not tries or not installed():
         return None
     largest = max(tries, key=lambda inputs: sum(math.prod(d) for d in inputs.values()))
-    limit = isolated.limits(run_sizes(path, proto, largest, None, 0), MAX_SECONDS)
-    with waiting("shape run (onnxruntime) at other sizes"):
-        answer, _ = isolated.run(__name__, {"path": str(path), "inputs": largest, "tries": tries}, "onnxruntime",
-                                 "to run the model", limit)
+    def limit() -> isolated.Limits:
+        return isolated.limits(run_sizes(path, proto, largest, None, 0), MAX_SECONDS)
+
+    with waiting("shape run (onnxruntime) at other sizes"):  # kept when one ran or each failed (not for memory)
+        answer, _ = _ask(path, proto, {"path": str(path), "inputs": largest, "tries": tries}, limit,
+                         lambda found: found.get("ran") is not None or len(found.get("failed", [])) == len(tries))
     ran = answer.get("ran")
     return ran if isinstance(ran, int) and 0 <= ran < len(tries) else None
 
