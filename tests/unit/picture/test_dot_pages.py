@@ -152,3 +152,19 @@ def test_labels_show_no_internal_ids(book) -> None:  # type: ignore[no-untyped-d
 def test_the_internal_id_check_sees_one() -> None:
     assert INTERNAL_ID.search("from op-0-12") and INTERNAL_ID.search("stub_in_0") and INTERNAL_ID.search("box-3")
     assert not INTERNAL_ID.search("blocks.3 … blocks.9 · 12 operators · 1×8×16×?")
+
+
+def test_a_cluster_beside_others_wraps_to_its_share_of_the_row() -> None:
+    """Two branches drawn side by side over the same ranks (an If's) each take their share of the row width, so
+    that together they make one row, not one each (silero VAD's overview was 3,235 × 1,075 pt); a cluster alone
+    among clusters at its ranks takes the whole row, whatever the page's own items beside it (wrapped into rows
+    of their own: bert's embeddings, 3 operators, stay one row)."""
+    from renderer.picture.dot_pages import width_share
+
+    size = (200.0, 80.0)
+    rank = {"top": 0, "a1": 1, "b1": 1, "a2": 2, "b2": 2, "b3": 2, "c1": 3, "out": 3}
+    clustered = {name: size for name in ("a1", "a2", "b1", "b2", "b3", "c1")}
+    then, otherwise = {n: size for n in ("a1", "a2")}, {n: size for n in ("b1", "b2", "b3")}
+    assert width_share(then, clustered, rank) == pytest.approx(2 / 5)
+    assert width_share(otherwise, clustered, rank) == pytest.approx(3 / 5)
+    assert width_share({"c1": size}, clustered, rank) == 1.0
