@@ -520,13 +520,15 @@ the resize, on a busy machine, was the old one: ``filled`` 0.54)."""
 @pytest.mark.parametrize(("key", "extra", "paged"), [
     ("ppocr5_det", (), True), ("ppocr_cls", ("--collapse", "none"), False),
     ("layout_cdla", (), True), ("magika", (), False), ("selfie_segmentation", (), True),
+    ("tashkeel_bilstm_int8", (), False), ("romanizer_decoder", (), False),
 ])
 def test_the_first_view_is_the_title_legend_and_whole_picture(open_report, tmp_path: Path, key: str,  # type: ignore[no-untyped-def]
                                                                extra: tuple[str, ...], paged: bool) -> None:
     """Issue 26: a report opens on the model's title and the page's legend with the overview (or, with
     --collapse none or for a model drawn as one picture, the picture) fitted to the window, at two window sizes
     and again after the window changes size; held-out models from PyPI wheels (tests/support/wheel_models.py):
-    a paddle2onnx detector, a tf2onnx classifier drawn as one page in columns, a TFLite segmenter."""
+    a paddle2onnx detector, a tf2onnx classifier drawn as one page in columns, a TFLite segmenter, a
+    DynamicQuantizeLSTM diacritizer and a GRU attention decoder (text2tashkeel, arabic-name-romanizer)."""
     from wheel_models import wheel_model
 
     report = _render(wheel_model(key), tmp_path / f"{key}.html", *extra)
