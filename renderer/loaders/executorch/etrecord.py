@@ -8,7 +8,8 @@ delegate debug ids) and ``edge_dialect_exported_program/<method>``, the edge pro
 
 Only what the ExecuTorch loader uses is kept: per method, each node's name, operator, argument names and tensor
 names, module path and source line, by debug handle; which placeholder is which parameter or user input; and the
-two maps. Every member is read with a size bound, so a zip bomb costs one line.
+two maps. Every member is read with a size bound and a bound on its inflation (``files.zip_members``), so a
+zip bomb costs one line.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from renderer.core.errors import LoaderError, first_line
 from renderer.core.escape import clean
+from renderer.files.zip_members import check_inflation
 
 MARKER = "ETRECORD_V0"
 EDGE = "edge_dialect_exported_program"
@@ -121,6 +123,7 @@ def _json(archive: zipfile.ZipFile, path: Path, member: str, names: set[str]) ->
     if info.file_size > MAX_MEMBER_BYTES:
         raise LoaderError(f"{path}: ETRecord entry {clean(member, 80)!r} holds {info.file_size:,} bytes, more than "
                           f"{MAX_MEMBER_BYTES:,}")
+    check_inflation(info, path, LoaderError, "ETRecord entry")
     with archive.open(info) as handle:
         data = handle.read(MAX_MEMBER_BYTES + 1)
     if len(data) > MAX_MEMBER_BYTES:

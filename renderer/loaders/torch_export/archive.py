@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from renderer.core.errors import LoaderError, first_line
 from renderer.core.escape import clean
+from renderer.files.zip_members import check_inflation
 
 if TYPE_CHECKING:
     import numpy as np
@@ -146,6 +147,7 @@ def _json(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[s
     if info.file_size > MAX_JSON_BYTES:
         raise LoaderError(f"{path}: {clean(info.filename, 120)!r} is {info.file_size:,} bytes, more than a "
                           f"program's JSON holds ({MAX_JSON_BYTES:,})")
+    check_inflation(info, path, LoaderError, "member")
     try:
         document = json.loads(archive.read(info))
     except (ValueError, RecursionError) as e:
