@@ -175,6 +175,27 @@ def test_openvino_exec_graph_fields(payload: P.Payload, tmp_path: Path) -> None:
     check_all(outputs, tmp_path, payload.text if literal else None)
 
 
+@pytest.mark.parametrize("payload", P.PAYLOADS, ids=[p.name for p in P.PAYLOADS])
+def test_executorch_etrecord_fields(payload: P.Payload, tmp_path: Path) -> None:
+    """An ExecuTorch program given an ETRecord (``--etrecord``) with ``payload`` in its node names, argument names,
+    module paths and source lines: every output passes its checks, and a render from the layout cache (the
+    second) is the bytes of a first and of one without the cache."""
+    from renderer.core.options import RenderOptions
+    from renderer.loaders.executorch.etrecord import MAX_NAME_CHARS
+    from renderer.loaders.registry import load_model
+
+    record = P.hostile_etrecord(payload.text, tmp_path / "hostile.etrecord")
+    model = load_model(P.FIXTURES / "executorch" / "portable.pte", etrecord=record)
+    assert [n.name for n in model.main.nodes][:2] == [f"{payload.text}{i}"[:MAX_NAME_CHARS] for i in (0, 1)]
+    outputs = []
+    for k, cache in enumerate((str(tmp_path / "cache"), str(tmp_path / "cache"), "")):
+        (tmp_path / str(k)).mkdir()
+        options = RenderOptions(title=payload.text, show=["all"], edge_by="bytes", layout_cache=cache)
+        outputs.append(render_all(model, None, options, tmp_path / str(k), PER_PAYLOAD))
+    assert outputs[0] == outputs[1] == outputs[2]
+    check_all(outputs[0], tmp_path, payload.text if payload.name in SHORT else None)
+
+
 def test_every_tool_reader_has_an_inject_hook_that_matches(tmp_path: Path) -> None:
     """Each tool reader's injection file (``tests/support/registry.py``) is detected as its own format and names an
     operator of the hostile model (ONNX, or TFLite when the reader's registry model is), so the injected strings

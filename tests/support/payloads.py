@@ -379,6 +379,35 @@ def hostile_pte(text: str) -> bytes:
     return hostile_program(text)
 
 
+def hostile_etrecord(text: str, path: Path) -> Path:
+    """The ETRecord of ``tests/fixtures/executorch/portable.pte`` with ``text`` in each edge node's name (and so its
+    output tensor's), argument names, module path and type (``nn_module_stack``) and source line, written to
+    ``path``."""
+    import zipfile
+
+    member = "edge_dialect_exported_program/forward"
+    with zipfile.ZipFile(FIXTURES / "executorch" / "portable.etrecord") as source, zipfile.ZipFile(path, "w") as out:
+        for info in source.infolist():
+            data = source.read(info)
+            out.writestr(info, _hostile_edge_program(json.loads(data), text) if info.filename == member else data)
+    return path
+
+
+def _hostile_edge_program(program: dict, text: str) -> bytes:
+    renamed = {}
+    for i, node in enumerate(program["graph_module"]["graph"]["nodes"]):
+        renamed[node["name"]] = node["name"] = f"{text}{i}"
+        node.setdefault("metadata", {}).update({
+            "nn_module_stack": f"L__self__,,{text};L__self__x,{text}.{i},{text}",
+            "stack_trace": f'File "{text}", line 1, in {text}\n    {text}'})
+        for argument in node["inputs"]:
+            argument["name"] = text + argument["name"]
+    document = json.dumps(program)
+    for old, new in renamed.items():  # the tensors the nodes return, wherever they are used
+        document = document.replace(json.dumps(old), json.dumps(new))
+    return document.encode()
+
+
 def tflite_name_spans(data: bytes) -> list[tuple[int, int]]:
     """(offset, length) in ``data`` of every tensor name's bytes, found through the flatbuffer's own tables."""
     import tflite
