@@ -271,7 +271,7 @@ def _result_key(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> str
         digests = [file_digest(path) for path in files]
     except OSError:
         return None
-    digest = hashlib.sha256(f"{FORMAT}\nresults\n{our_version()}\n{kind}\n".encode())
+    digest = hashlib.sha256(f"{FORMAT}\nresults\n{our_version()}\n{code_digest()}\n{kind}\n".encode())
     digest.update(json.dumps([digests, fields], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -288,6 +288,20 @@ def _digest(path: str, _size: int, _mtime: int, _inode: int) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """SHA-256 of the package's own code and data: a results entry is what this code made of its inputs, so an
+    edited checkout (the version string unchanged) makes entries of its own instead of reading stale ones."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".json") and path.is_file():
+            content = path.read_bytes()
+            digest.update(f"{path.relative_to(package).as_posix()}\n{len(content)}\n".encode())
+            digest.update(content)
+    return digest.hexdigest()
+
+
 def our_version() -> str:
     """annograph's version (every key holds it: a new release makes its own entries)."""
     from renderer.version import __version__
@@ -295,5 +309,5 @@ def our_version() -> str:
     return __version__
 
 
-__all__ = ["DEFAULT_CAP", "MAX_ENTRY", "OFF", "DiskCache", "default_folder", "file_digest",
+__all__ = ["DEFAULT_CAP", "MAX_ENTRY", "OFF", "DiskCache", "code_digest", "default_folder", "file_digest",
            "folder_of", "keep", "our_version", "recall", "results", "using"]

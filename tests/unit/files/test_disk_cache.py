@@ -114,6 +114,20 @@ def test_a_result_is_plain_signed_json_and_a_spoiled_one_is_a_miss(tmp_path: Pat
         assert disk_cache.results() is None
 
 
+def test_a_result_kept_by_other_code_is_a_miss(tmp_path: Path, monkeypatch) -> None:
+    """An edited checkout keeps its version string: results are keyed on the package's code and data too, so a
+    formula or shape answer made by the code before an edit is not served after it."""
+    model, folder = tmp_path / "m.onnx", tmp_path / "cache"
+    model.write_bytes(b"model bytes")
+    digest = disk_cache.code_digest()
+    assert len(digest) == 64 and digest == disk_cache.code_digest()
+    with disk_cache.using(str(folder)):
+        disk_cache.keep("kind", [model], {}, {"macs": 1})
+        assert disk_cache.recall("kind", [model], {}) == {"macs": 1}
+        monkeypatch.setattr(disk_cache, "code_digest", lambda: "0" * 64)
+        assert disk_cache.recall("kind", [model], {}) is None
+
+
 def test_results_and_layouts_share_the_folders_cap(tmp_path: Path) -> None:
     """Entries of both kinds count against one cap; the least recently used go first, whatever their kind."""
     secret, keys = os.urandom(32), [f"{k:064x}" for k in range(6)]
