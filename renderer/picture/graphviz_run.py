@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import math
 import os
 import re
@@ -60,6 +61,28 @@ def graphviz_version() -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return (done.stderr + done.stdout).decode("utf-8", "replace").strip()
+
+
+@functools.lru_cache(maxsize=1)
+def layout_setting() -> str:
+    """What decides a layout besides its DOT, by which the layout cache keys it: ``dot -V``, and the fonts
+    fontconfig offers (Graphviz measures text in the fonts it finds: a font installed or removed, or another
+    ``FONTCONFIG_FILE``, lays out anew)."""
+    return f"{graphviz_version()}\nfonts {_fonts()}"
+
+
+def _fonts() -> str:
+    """SHA-256 of the fonts ``fc-list`` lists (file and version, sorted); ``none`` without fontconfig's tools."""
+    program = shutil.which("fc-list")
+    if program is None:
+        return "none"
+    try:
+        with stopping_kills_children():
+            done = subprocess.run([program, "-f", "%{file} %{fontversion}\n"], capture_output=True, timeout=30,
+                                  check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return hashlib.sha256(b"".join(sorted(done.stdout.splitlines(keepends=True)))).hexdigest()
 
 
 def render_formats(source: str, formats: list[str], timeout: float | None = None,
@@ -122,7 +145,7 @@ def _positions(text: str, places: bool, deadline: float | None, timeout: float |
                cache: LayoutCache | None) -> tuple[bytes, bytes, bytes]:
     """The layout of ``text`` (``-Tdot``), its ``-Tplain`` when ``places`` (else empty) and its drawing
     (``-Tsvg``): from ``cache``, else from one ``dot`` run, then kept there."""
-    key = cache.key(text, places, graphviz_version()) if cache is not None else ""
+    key = cache.key(text, places, layout_setting()) if cache is not None else ""
     found = cache.get(key) if cache is not None else None
     if found is not None and len(found) == 3:
         return found[0], found[1], found[2]

@@ -4,8 +4,9 @@ An entry is the laid-out skeleton of one picture or page (``skeleton``: the DOT 
 the digits of its labels stood in for), as Graphviz wrote it (``-Tdot``, ``-Tplain`` when the caller checks
 the layout's shape, and its drawing, ``-Tsvg``, into which the real text is put back). Its key is a SHA-256 of
 everything that decides the geometry: the skeleton's text (the graph's structure, every label's size-relevant
-text, the picture options written into the DOT), the Graphviz version (``dot -V``), annograph's version and
-``FORMAT``. The folder, its cap, and how entries are written and never trusted: ``files.disk_cache``.
+text, the picture options written into the DOT), the Graphviz version (``dot -V``) and the fonts it finds
+(``graphviz_run.layout_setting``: text is measured in them), annograph's version and ``FORMAT``. The folder,
+its cap, and how entries are written and never trusted: ``files.disk_cache``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class LayoutCache(DiskCache):
 
     def key(self, skeleton_text: str, places: bool, graphviz: str) -> str:
         """The entry name of a layout of ``skeleton_text`` (with its ``-Tplain`` when ``places``) by the Graphviz
-        whose ``dot -V`` says ``graphviz``."""
+        whose ``dot -V`` and fonts ``graphviz`` describes (``graphviz_run.layout_setting``)."""
         digest = hashlib.sha256(f"{FORMAT}\n{our_version()}\n{graphviz}\n{int(places)}\n".encode())
         digest.update(skeleton_text.encode("utf-8"))
         return digest.hexdigest()

@@ -1,14 +1,18 @@
 """One Graphviz layout per picture, whatever the number of formats written (issue 12): ``dot`` runs once to lay the
 picture out (``-Tdot``: positions only, what the layout cache keeps, issue 30), and ``neato -n2`` draws from that
 laid-out graph: the SVG and the PDF in one run, a PNG in a run of its own. Counted with shims in front of both
-programs; every render here says ``--no-layout-cache``, so that each lays out."""
+programs; every render here that counts them says ``--no-layout-cache``, so that each lays out. A layout made with
+other fonts is not taken from the cache."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from conftest import ONNX, run_cli
 
@@ -89,3 +93,30 @@ def test_a_layout_over_the_pdf_cap_keeps_its_svg() -> None:
     assert run_dot(chain, "svg").count(b"<g id=\"node") == result["svg"].count(b"<g id=\"node") == 180
     box = PdfReader(io.BytesIO(result["pdf"])).pages[0].mediabox
     assert float(box.height) <= MAX_PDF_INCHES * 72 + 72 and float(box.height) > 10_000, box
+
+
+def test_a_layout_made_with_other_fonts_is_not_reused(tmp_path: Path) -> None:
+    """Graphviz measures text in the fonts fontconfig finds: after a render with the machine's fonts, one whose
+    fontconfig offers only a serif font (``FONTCONFIG_FILE``) with the same cache folder lays out anew and writes
+    the bytes of an uncached render with those fonts (the layout cache keys on ``layout_setting``); the serif
+    layout does differ (else the test would prove nothing)."""
+    if shutil.which("fc-match") is None:
+        pytest.skip("no fontconfig here")
+    found = subprocess.run(["fc-match", "-f", "%{file}", "serif"], capture_output=True, text=True, check=False)
+    serif = Path(found.stdout)
+    if found.returncode != 0 or not serif.is_file():
+        pytest.skip("fontconfig has no serif font here")
+    (tmp_path / "fonts").mkdir()
+    shutil.copy(serif, tmp_path / "fonts" / serif.name)
+    config = tmp_path / "fonts.conf"
+    config.write_text(f'<?xml version="1.0"?><fontconfig><dir>{tmp_path / "fonts"}</dir>'
+                      f"<cachedir>{tmp_path / 'fc-cache'}</cachedir></fontconfig>")
+    model, cache, serif_only = ONNX / "tiny_cnn.onnx", tmp_path / "cache", {"FONTCONFIG_FILE": str(config)}
+    runs = [("machine.svg", {}, ["--layout-cache", cache]), ("cached.svg", serif_only, ["--layout-cache", cache]),
+            ("plain.svg", serif_only, ["--no-layout-cache"])]
+    for name, env, flags in runs:
+        run = run_cli("render", model, "-q", "-o", tmp_path / name, *flags, env=env)
+        assert run.returncode == 0, run.stderr
+    machine, cached, plain = ((tmp_path / name).read_bytes() for name, _, _ in runs)
+    assert cached == plain and machine != plain
+    assert len(list(cache.glob("*.layout"))) == 2
