@@ -34,10 +34,10 @@ LEFT_OUT = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from renderer.commands.common import PICTURE_OPTIONS, SHARED, add_options
+    from renderer.commands.common import MODEL_FILES, PICTURE_OPTIONS, SHARED, add_options
 
     parser.epilog = EXAMPLES
-    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX, TFLite or torch.export (.pt2) file(s)")
+    parser.add_argument("models", nargs="+", metavar="MODEL", help=f"{MODEL_FILES}(s)")
     parser.add_argument("-a", "--annotations", action="extend", nargs="+", default=[], metavar="FILE|GLOB",
                         help="annotation files or patterns, one picture set per file (-a a.json b.json, -a "
                         "'runs/*.json', or repeated; {model} allowed)")

@@ -60,6 +60,12 @@ non_negative_int = whole_number(0)
 
 
 OUTPUT_FLAGS = frozenset({"-o", "--summary", "--save-dumps"})
+MODEL_FORMATS = {
+    "onnx": "ONNX", "tflite": "TFLite", "torch": "torch.export (.pt2)", "executorch": "ExecuTorch (.pte)",
+    "openvino": "OpenVINO IR (.xml, its .bin beside)", "openvino-exec": "OpenVINO execution graph",
+    "tensorrt": "TensorRT layer graph (trtexec --exportLayerInfo)"}
+"""Each loader's format (``loaders.registry``) as the commands' help names it."""
+MODEL_FILES = f"{', '.join(list(MODEL_FORMATS.values())[:-1])} or {list(MODEL_FORMATS.values())[-1]} file"
 """Options that name a file or folder to write: an empty name is a usage error for every command."""
 
 

@@ -6,13 +6,13 @@ import argparse
 import json
 import sys
 
-from renderer.commands.common import add_options
+from renderer.commands.common import MODEL_FILES, add_options
 
 HELP = "list every graph, operator and tensor of a model with its id, type and shapes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="ONNX or TFLite file, or a torch.export .pt2 program")
+    parser.add_argument("model", help=MODEL_FILES)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_options(parser, ("dim", "etrecord"))
 

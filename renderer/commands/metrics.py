@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from renderer.commands.common import add_deprecated_alias, add_options
+from renderer.commands.common import MODEL_FILES, add_deprecated_alias, add_options
 
 HELP = "compute parameters, MACs, memory, sparsity and weight statistics into a .json/.csv annotation file"
 
@@ -25,7 +25,7 @@ metrics (--metrics):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXAMPLES
-    parser.add_argument("model", metavar="MODEL", help="ONNX or TFLite file, or a torch.export .pt2 program")
+    parser.add_argument("model", metavar="MODEL", help=MODEL_FILES)
     parser.add_argument("-o", "--output", required=True, metavar="PATH", help="output file: .json, .csv or .tsv")
     parser.add_argument("--table-format", choices=("json", "csv", "tsv"),
                         help="write the table in this format (default: from the extension of -o)")

@@ -22,6 +22,7 @@ EXAMPLES = """examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from renderer.commands.common import (
         ANNOTATION_OPTIONS,
+        MODEL_FILES,
         PICTURE_OPTIONS,
         SUMMARY_OPTIONS,
         add_deprecated_alias,
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.epilog = EXAMPLES
-    parser.add_argument("models", nargs="+", metavar="MODEL", help="ONNX, TFLite or torch.export (.pt2) file(s)")
+    parser.add_argument("models", nargs="+", metavar="MODEL", help=f"{MODEL_FILES}(s)")
     parser.add_argument("-o", "--output", action="append", default=[], metavar="PATH",
                         help="output file (repeatable), or a folder ending in / for a batch; default: "
                              "MODEL_STEM.svg in the current folder")

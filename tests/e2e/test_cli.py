@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONNX, ROOT, SVG_NS, TFLITE, parse_svg
+from conftest import ONNX, ROOT, SVG_NS, TFLITE, parse_svg, run_cli
 from renderer.commands.cli import COMMANDS, with_command
 
 TINY = ONNX / "tiny_cnn.onnx"
@@ -101,3 +101,19 @@ def test_help_says_how_to_render_without_the_command(tmp_path: Path) -> None:
 ])
 def test_with_command(argv: list[str], expected: list[str]) -> None:
     assert with_command(argv) == expected
+
+
+@pytest.mark.parametrize("command", ["render", "batch", "info", "metrics"])
+def test_the_model_argument_names_every_format_a_loader_reads(command: str) -> None:
+    """``COMMAND --help`` names each registered loader's format (``common.MODEL_FORMATS`` has one for each, so a
+    loader added later must be named): it said "ONNX, TFLite or torch.export" after ExecuTorch, OpenVINO and
+    TensorRT loaders had landed."""
+    from renderer.commands.common import MODEL_FORMATS
+    from renderer.loaders.registry import loader_modules
+
+    assert set(MODEL_FORMATS) == {module.FORMAT for module in loader_modules()}
+    run = run_cli(command, "--help")
+    assert run.returncode == 0, run.stderr
+    shown = " ".join(run.stdout.split())
+    for name in MODEL_FORMATS.values():
+        assert name in shown, (command, name)
