@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import one_line_error, run_cli
+from conftest import ONNX, one_line_error, run_cli
 from openvino_models import CONV, LINEAR, SVG, save_exec_graph, save_ir, small_onnx, svg_boxes
 
 NOT_OPERATORS = ("Parameter", "Const", "Result")
@@ -232,3 +232,73 @@ def test_no_output_replaces_the_bin(made: dict[str, Path], tmp_path: Path) -> No
             assert error == f"annograph: error: {weights}: is an input of this run; write the output to another " \
                             "file", (run, error)
         assert weights.read_bytes() == before and sorted(tmp_path.iterdir()) == files
+
+
+def _free_onnx(path: Path) -> Path:
+    """x [batch, seq, 16] → MatMul 16×32 + bias → ReLU → MatMul 32×8: free batch and sequence."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+               for name, shape in (("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 8)))]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"), helper.make_node("Add", ["h", "b1"], ["hb"],
+             name="fc1/bias"), helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2")]
+    graph = helper.make_graph(nodes, "free", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq",
+                                                                                                     16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 8])], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _total_macs(model: Path, tmp_path: Path, *dims: str) -> tuple[int, str]:
+    table = tmp_path / f"{model.stem}{len(dims)}{'_'.join(dims)}.csv"
+    run = run_cli("metrics", model, "-o", table, *[a for d in dims for a in ("--dim", d)])
+    assert run.returncode == 0, run.stderr
+    rows = [r for r in csv.DictReader(table.open(encoding="utf-8")) if r["kind"] == "operator"]
+    assert rows and all(r["macs"] for r in rows), rows
+    return sum(int(r["macs"]) for r in rows), run.stderr
+
+
+def test_free_dims_are_assumed_and_pinned_as_for_onnx(tmp_path: Path) -> None:
+    """An IR converted from an ONNX model with a free batch and sequence has -1 dims: they are named (``batch``,
+    ``x.axis1``), assumed as ONNX's (batch 1, sequence 128) and stated in the legend, every port's shape is
+    OpenVINO's at those values, so the MACs equal the ONNX model's, and ``--dim`` scales them."""
+    onnx_path = _free_onnx(tmp_path / "free.onnx")
+    xml = save_ir(onnx_path, tmp_path / "free.xml")
+    assert "<dim>-1</dim>" in xml.read_text(encoding="utf-8")
+    onnx_macs, onnx_said = _total_macs(onnx_path, tmp_path)
+    ir_macs, ir_said = _total_macs(xml, tmp_path)
+    assert "batch=1, seq=128 assumed" in onnx_said and "batch=1, x.axis1=128 assumed (--dim to change)" in ir_said
+    assert ir_macs == onnx_macs == 128 * (16 * 32 + 32 + 32 + 32 * 8)
+    assert _total_macs(xml, tmp_path, "batch=4")[0] == 4 * onnx_macs == _total_macs(onnx_path, tmp_path, "batch=4")[0]
+    assert _total_macs(xml, tmp_path, "batch=4", "x.axis1=32")[0] == onnx_macs
+    svg = tmp_path / "free.svg"
+    assert run_cli("render", xml, "-o", svg).returncode == 0
+    texts = ["".join(t.itertext()) for t in ET.parse(svg).getroot().iter(f"{SVG}text")]
+    assert "batch=1, x.axis1=128 assumed (--dim to change)" in texts, texts
+    error = one_line_error(run_cli("render", xml, "-o", svg, "--dim", "seq=4"))
+    assert "pins nothing" in error and "'batch', 'x.axis1'" in error, error
+
+
+def test_assumed_sequence_stays_within_the_position_table(tmp_path: Path) -> None:
+    """As for ONNX, a sequence is assumed no longer than the position-embedding table's rows (64 here)."""
+    xml = save_ir(ONNX / "bert_scoped.onnx", tmp_path / "bert.xml")
+    macs, said = _total_macs(xml, tmp_path)
+    assert "batch=1, input_ids.axis1=64 assumed (--dim to change)" in said, said
+    assert _total_macs(xml, tmp_path, "batch=3")[0] == 3 * macs
+
+
+def test_free_dims_without_openvino_stay_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without openvino the inputs take the assumed values, the shapes after them stay unknown, a note says so."""
+    from renderer.loaders.openvino import ov_shapes
+    from renderer.loaders.registry import load_model
+
+    xml = save_ir(_free_onnx(tmp_path / "free.onnx"), tmp_path / "free.xml")
+    monkeypatch.setattr(ov_shapes, "installed", lambda: False)
+    model = load_model(xml)
+    assert any("openvino is not installed" in note for note in model.notes), model.notes
+    assert model.main.inputs[0].type.shape == (1, 128, 16)
+    assert model.main.outputs[0].type.shape == (None, None, 8)

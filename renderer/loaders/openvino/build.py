@@ -19,6 +19,7 @@ from renderer.core.errors import LoaderError
 from renderer.core.escape import clean
 from renderer.data.categories import category
 from renderer.files import openvino_xml
+from renderer.loaders.openvino import dims as free
 from renderer.loaders.openvino import types
 from renderer.loaders.openvino.weights import Bin
 
@@ -42,18 +43,35 @@ def is_execution_graph(net: openvino_xml.Net) -> bool:
     return any("execTimeMcs" in layer.data for layer in net.layers)
 
 
-def load_net(path: Path) -> ir.Model:
+def read(path: Path) -> openvino_xml.Net:
+    return openvino_xml.read_net(path, LoaderError, "an OpenVINO IR or execution graph", MAX_LAYERS, MAX_BYTES)
+
+
+def load_net(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True, shape_run: bool = True,
+             assume: bool = True) -> ir.Model:
     """The model of the OpenVINO XML at ``path``: an IR (format ``openvino``) or an execution graph
-    (``openvino-exec``), as its content says."""
-    net = openvino_xml.read_net(path, LoaderError, "an OpenVINO IR or execution graph", MAX_LAYERS, MAX_BYTES)
+    (``openvino-exec``), as its content says; an IR's free input dims pinned by ``dims`` and, with ``assume``,
+    the others assumed (``loaders.openvino.dims``), every port's shape at them OpenVINO's with ``shape_run``."""
+    from renderer.core.pinning import resolve
+
+    net = read(path)
     executed = is_execution_graph(net)
+    notes: list[str] = []
+    found = [] if executed else free.slots(net)
+    if not found:
+        resolve(path, dims, [], check=check_dims)
+    values, assumed = free.settle(path, net, dims, check_dims, assume, notes) if found else ({}, [])
+    ports = free.shapes(path, net, values, notes, shape_run) if values else {}
     runtime = net.rt_info.get("Runtime_version") or net.rt_info.get("OpenVINO Runtime", "")
     model = ir.Model(format=EXEC if executed else IR, path=str(path),
                      producer=clean(f"OpenVINO {runtime}".strip(), 200),
                      version=clean(f"{'execution graph' if executed else 'IR'} v{net.version}", 200))
     graph = model.add_graph(net.name)
     weights = None if executed else Bin(path)
-    _Builder(path, graph, weights, executed).build(net)
+    _Builder(path, graph, weights, executed, ports).build(net)
+    model.notes.extend(notes)
+    model.pinnable_dims = free.pinnable(found)
+    model.pinned_dims, model.assumed_dims = dict(values), assumed
     if weights is not None and weights.data is not None:
         model.side_files.append(str(weights.path))  # an input of the run: no output may replace it
     if weights is not None and weights.data is None and any(v.is_constant for v in graph.values):
@@ -66,8 +84,10 @@ def load_net(path: Path) -> ir.Model:
 class _Builder:
     """The layers of one net into ``graph``."""
 
-    def __init__(self, path: Path, graph: ir.Graph, weights: Bin | None, executed: bool) -> None:
+    def __init__(self, path: Path, graph: ir.Graph, weights: Bin | None, executed: bool,
+                 ports: free.Ports) -> None:
         self.path, self.graph, self.weights, self.executed = path, graph, weights, executed
+        self.shapes = ports
         self.fmt = EXEC if executed else IR
         self.ports: dict[tuple[str, str], ir.Value] = {}
         self.layers: dict[str, openvino_xml.Layer] = {}
@@ -113,7 +133,7 @@ class _Builder:
         dtype = types.element_type(port.element_type) if port.element_type else types.precision(port.precision)
         if dtype == "unknown" and "element_type" in layer.data:
             dtype = types.element_type(layer.data["element_type"])
-        return ir.TensorType(dtype, tuple(port.dims))
+        return ir.TensorType(dtype, self.shapes.get((layer.id, port.id), tuple(port.dims)))
 
     def _constant(self, layer: openvino_xml.Layer, value: ir.Value, where: str) -> ir.Tensor:
         shape = value.type.static_shape if value.type else None

@@ -26,13 +26,15 @@ def match(head: bytes) -> bool:
 
 
 def pinnable(path: Path) -> list[str]:
-    """An IR's dynamic dims have no names to pin (``-1``), an execution graph's shapes are fixed: nothing."""
-    return []
+    """An IR's free input dims (``input.axisN``, and ``batch`` for its batch dims; ``loaders.openvino.dims``); an
+    execution graph's shapes are fixed: nothing."""
+    from renderer.loaders.openvino import dims
+    from renderer.loaders.openvino.build import is_execution_graph, read
+
+    net = read(path)
+    return [] if is_execution_graph(net) else dims.pinnable(dims.slots(net))
 
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True, shape_run: bool = True,
          values: Any = None, assume: bool = True) -> ir.Model:
-    from renderer.core.pinning import resolve
-
-    resolve(path, dims, [], check=check_dims)
-    return load_net(path)
+    return load_net(path, dims, check_dims, shape_run, assume)
