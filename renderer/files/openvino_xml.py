@@ -24,6 +24,11 @@ MAX_TAG_BYTES = 1 << 24
 MAX_PORTS = 1 << 16
 """Ports of one layer."""
 MAX_RANK = 64
+MAX_DEPTH = 64
+"""Deepest element nesting: an IR nests 6 deep, 3 more per TensorIterator/Loop/If body; deeper is refused
+(each element's handling looks at the path to it, so unbounded nesting would cost its square)."""
+MAX_DIM = (1 << 63) - 1
+"""OpenVINO's dims are int64."""
 PORTS_PER_LAYER = 16
 """The ports and edges of a file: at most this many per layer (plus ``MAX_PORTS``) in all."""
 
@@ -111,10 +116,12 @@ class _Parse:
         return self.error(f"{self.path}:{self.parser.CurrentLineNumber}: {message}")
 
     def doctype(self, *_args: object) -> None:
-        raise self.fail(f"a DOCTYPE, which no {self.what} has (refused: entities are not expanded)")
+        raise self.fail(f"a DOCTYPE, which {self.what} never has (refused: entities are not expanded)")
 
     def start(self, tag: str, attributes: dict[str, str]) -> None:
         depth = len(self.stack)
+        if depth >= MAX_DEPTH:
+            raise self.fail(f"elements nested more than {MAX_DEPTH} deep (OpenVINO nests far less); not read further")
         if depth == 0:
             if tag != "net":
                 raise self.error(f"{self.path}: not {self.what} (<net> with <layers>)")
@@ -197,8 +204,8 @@ def dim_value(text: str, parse: _Parse) -> int | None:
     """A ``<dim>``'s text as a size: an integer ≥ 0, None for a dynamic dim (``-1``, ``?``, ``1..8``)."""
     if text in ("-1", "?") or ".." in text:
         return None
-    if not (text.isascii() and text.isdigit()) or len(text) > 19:
-        raise parse.fail(f"dim {text[:40]!r} is not a size")
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) > MAX_DIM:
+        raise parse.fail(f"dim {text[:40]!r} is not a size (OpenVINO's dims are int64)")
     return int(text)
 
 

@@ -302,3 +302,19 @@ def test_free_dims_without_openvino_stay_unknown(tmp_path: Path, monkeypatch: py
     assert any("openvino is not installed" in note for note in model.notes), model.notes
     assert model.main.inputs[0].type.shape == (1, 128, 16)
     assert model.main.outputs[0].type.shape == (None, None, 8)
+
+
+@pytest.mark.parametrize("which", ["ir", "exec"])
+def test_inputs_are_said_to_give_nothing(which: str, made: dict[str, Path], tmp_path: Path) -> None:
+    """``--inputs`` cannot shape an OpenVINO graph (its dims do, through ``--dim``): the run says so instead of
+    taking the file without a word, and the picture is the one drawn without it."""
+    import numpy as np
+
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, x=np.zeros((1, 3, 8, 8), np.float32))
+    given = run_cli("render", made[which], "--inputs", feeds, "-o", tmp_path / "given.svg")
+    plain = run_cli("render", made[which], "-o", tmp_path / "plain.svg")
+    assert given.returncode == 0 and plain.returncode == 0, given.stderr + plain.stderr
+    assert f"{made[which]}: an OpenVINO graph's shapes come from its dims and --dim; --inputs and profiles give it " \
+           "none" in given.stderr and "--inputs" not in plain.stderr
+    assert (tmp_path / "given.svg").read_bytes() == (tmp_path / "plain.svg").read_bytes()

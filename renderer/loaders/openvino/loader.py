@@ -37,4 +37,8 @@ def pinnable(path: Path) -> list[str]:
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True, shape_run: bool = True,
          values: Any = None, assume: bool = True) -> ir.Model:
-    return load_net(path, dims, check_dims, shape_run, assume)
+    model = load_net(path, dims, check_dims, shape_run, assume)
+    if values is not None and (values.inputs is not None or values.profiles):
+        model.notes.append(f"{path}: an OpenVINO graph's shapes come from its dims and --dim; --inputs and "
+                           "profiles give it none")
+    return model

@@ -4,6 +4,8 @@ naming the layer), mapped and read only when a metric asks for the values."""
 
 from __future__ import annotations
 
+import math
+
 import mmap
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +38,7 @@ class Bin:
             raise LoaderError(f"{where}: {size:,} bytes at {offset:,} reach past the end of {self.path.name} "
                               f"({len(self.data):,} bytes)")
         bits = types.BITS.get(dtype)
-        elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        elements = math.prod(shape)
         if bits is not None and size != (elements * bits + 7) // 8:
             raise LoaderError(f"{where}: {size:,} bytes for {elements:,} {dtype} values "
                               f"(shape {clean(str(list(shape)), 80)})")
@@ -54,7 +56,7 @@ def _number(text: str, where: str, key: str) -> int:
 def _reader(data: bytes | mmap.mmap, offset: int, numpy_type: str, dtype: str,
             shape: tuple[int, ...]) -> Callable[[], np.ndarray]:
     def read() -> np.ndarray:
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)
         values = np.frombuffer(data, dtype=np.dtype(numpy_type), count=count, offset=offset)
         if dtype == "bfloat16":  # numpy has no bfloat16: the float32 with the same top 16 bits
             values = (values.astype(np.uint32) << 16).view(np.float32)

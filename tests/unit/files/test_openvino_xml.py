@@ -51,11 +51,15 @@ def test_layers_ports_dims_edges_and_rt_info(tmp_path: Path) -> None:
     (NET.replace("<dim>1</dim>", "<dim>1</dim>" * 65, 1), "more than 64 dims"),
     (NET.replace('<edge from-layer="0"', '<edge from-lair="0"'), ":8: an <edge> without"),
     (NET[:200], "invalid XML"),
-], ids=["entity-expansion", "external-entity", "root", "no-layers", "unicode-digit", "rank", "edge", "truncated"])
+    (NET.replace("<dim>2</dim>", "<dim>9223372036854775808</dim>", 1), "dim '9223372036854775808' is not a size"),
+    (NET.replace("<body>", "<body>" + "<a>" * 80_000 + "</a>" * 80_000, 1), "nested more than 64 deep"),
+], ids=["entity-expansion", "external-entity", "root", "no-layers", "unicode-digit", "rank", "edge", "truncated",
+        "dim-past-int64", "deep-nesting"])
 def test_hostile_xml_is_one_error(text: str, expected: str, tmp_path: Path) -> None:
     with pytest.raises(LoaderError) as caught:
         _read(tmp_path, text)
     assert expected in str(caught.value) and str(tmp_path / "m.xml") in str(caught.value)
+    assert "no an" not in str(caught.value)
 
 
 def test_layers_and_tags_are_bounded_as_they_are_reached(tmp_path: Path) -> None:
