@@ -5,7 +5,6 @@ naming the layer), mapped and read only when a metric asks for the values."""
 from __future__ import annotations
 
 import math
-
 import mmap
 from collections.abc import Callable
 from pathlib import Path
