@@ -231,6 +231,13 @@ class Sheet:
         for number in numbers:
             if number in firsts:
                 self.graph.edge(f"colhead_{number}", firsts[number], style="invis", weight="10")
+        # over every node that starts its column too: the heads then sit above all the columns, and dot's
+        # crossing minimisation, which keeps the heads in order but orders the clusters as it likes (a flat edge
+        # between clusters is dropped), draws the columns in the heads' order (layout_cdla page 12 had 3, 2, 4, 1)
+        for number, names in self._ends_and_starts()[1].items():
+            for name in names:
+                if name != firsts.get(number):
+                    self.graph.edge(f"colhead_{number}", name, style="invis", weight="0")
         for left, right in zip(numbers, numbers[1:]):
             self.graph.edge(f"colhead_{left}", f"colhead_{right}", style="invis", weight="100")
 
@@ -238,6 +245,18 @@ class Sheet:
         """Each band after the one before it along the ranks: the nodes of a band that feed none of its own (its
         ends) over an invisible node, and that node over the nodes of the next band that none of its own feeds
         (its starts); the edges within a band rank the rest."""
+        ends, starts = self._ends_and_starts()
+        for left, right in zip(numbers, numbers[1:]):
+            separator = f"colsep_{left}"
+            self.graph.node(separator, **_INVISIBLE)
+            for name in ends.get(left, []):
+                self.graph.edge(name, separator, style="invis", weight="0")
+            for name in starts.get(right, []):
+                self.graph.edge(separator, name, style="invis", weight="0")
+
+    def _ends_and_starts(self) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+        """Each band's nodes that feed none of its own (its ends) and that none of its own feeds (its starts),
+        the stubs to other bands among the ends, those from them among the starts."""
         columns = self.columns
         assert columns is not None
         band = {name: number for atom, number in columns.column.items() for name in columns.atoms.get(atom, [])}
@@ -257,13 +276,7 @@ class Sheet:
         for stub in sorted(self._stubs):
             number = int(stub.split("_")[1])
             (ends if stub.startswith("colto") else starts).setdefault(number, []).append(stub)
-        for left, right in zip(numbers, numbers[1:]):
-            separator = f"colsep_{left}"
-            self.graph.node(separator, **_INVISIBLE)
-            for name in ends.get(left, []):
-                self.graph.edge(name, separator, style="invis", weight="0")
-            for name in starts.get(right, []):
-                self.graph.edge(separator, name, style="invis", weight="0")
+        return ends, starts
 
 
 _INVISIBLE = {"shape": "point", "style": "invis", "width": "0", "height": "0", "label": ""}

