@@ -59,6 +59,7 @@ _.default_priority
 # pytest: a module's marks, hooks in conftest.py and their arguments (pytest passes them by name)
 pytestmark
 pytest_sessionfinish
+_no_results_cache_outside_a_render  # an autouse fixture in conftest.py
 exitstatus
 
 # the file object zipfile.ZipFile reads a mapped .pt2 archive through (loaders/torch_export/archive.py)

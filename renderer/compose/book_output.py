@@ -11,6 +11,7 @@ the formats asked for.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
 import time
@@ -151,7 +152,8 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
     with ThreadPoolExecutor(max_workers=workers) as pool, progress.bar(len(sources), "layout", "page") as bar:
         # the biggest pages first, so one long page does not start last
         order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-        futures = {pool.submit(one, i): i for i in order}
+        # each page in a copy of this context: what ``files.disk_cache.using`` set holds in the workers too
+        futures = {pool.submit(contextvars.copy_context().run, one, i): i for i in order}
         try:
             for future in as_completed(futures):
                 results[futures[future]] = future.result()

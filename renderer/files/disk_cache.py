@@ -20,6 +20,7 @@ nothing.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import hmac
@@ -219,7 +220,8 @@ def folder_of(setting: str | None) -> str | None:
 
 # --- model results: plain JSON values kept by what they are of ---------------------------------------------------
 
-_SETTING: list[str | None] = [OFF]
+# a context variable, not a global: a thread (or task) entering ``using`` never changes what another one reads
+_SETTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("annograph_results_cache", default=OFF)
 
 
 @contextlib.contextmanager
@@ -227,12 +229,16 @@ def using(setting: str | None) -> Iterator[None]:
     """Within it, results are kept in the folder ``setting`` names (``RenderOptions.layout_cache``: None for the
     default one, ``OFF`` for none); outside any, none are: a render keeps them (the command, ``compose``, the
     API's ``load``), a command that only reads a model (``info``, ``metrics``, ``compare``) runs everything."""
-    before = _SETTING[0]
-    _SETTING[0] = setting
+    token = _SETTING.set(setting)
     try:
         yield
     finally:
-        _SETTING[0] = before
+        _SETTING.reset(token)
+
+
+def setting() -> str | None:
+    """The folder setting ``using`` gave, ``OFF`` outside any."""
+    return _SETTING.get()
 
 
 @functools.lru_cache(maxsize=8)
@@ -242,7 +248,7 @@ def _results_of(folder: str) -> DiskCache:
 
 def results() -> DiskCache | None:
     """Where results are kept (``using``), or None."""
-    folder = folder_of(_SETTING[0])
+    folder = folder_of(_SETTING.get())
     return None if folder is None else _results_of(folder)
 
 

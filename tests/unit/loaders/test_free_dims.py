@@ -493,10 +493,12 @@ def ranged_model(path: Path) -> Path:
 def test_the_formulas_shape_runs_share_one_onnxruntime_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loads at other sizes that need the shape run take it from one onnxruntime process made ahead for all of
     them (not one process each), and the formula is the one a run per load gives, exact at sizes never loaded."""
+    from renderer.files import disk_cache
     from renderer.loaders import isolated
     from renderer.loaders.onnx import ort_shapes
     from renderer.metrics import dim_formulas
 
+    assert disk_cache.results() is None  # every run is made, none recalled (conftest's guard keeps it so)
     path = ranged_model(tmp_path / "ranged.onnx")
     real, started = isolated.run, []
     monkeypatch.setattr(isolated, "run", lambda module, request, *args, **kwargs:  # counts, runs the real thing
