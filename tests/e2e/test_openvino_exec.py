@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import one_line_error, run_cli
-from openvino_models import CONV, LINEAR, save_exec_graph, save_ir, small_onnx, svg_boxes
+from openvino_models import CONV, LINEAR, small_set, svg_boxes
 from picture_checks import close
 
 NOT_PRIMITIVES = ("Input", "Const", "Output")
@@ -20,11 +20,7 @@ NOT_PRIMITIVES = ("Input", "Const", "Output")
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("openvino_exec")
-    onnx_path = small_onnx(folder / "small.onnx")
-    ir = save_ir(onnx_path, folder / "small.xml")
-    return {"onnx": onnx_path, "ir": ir, "exec": save_exec_graph(onnx_path, folder / "small.exec.xml"),
-            "exec_ir": save_exec_graph(ir, folder / "small_ir.exec.xml", runs=5)}
+    return small_set(tmp_path_factory.mktemp("openvino_exec"))
 
 
 def _primitives(xml: Path) -> list[ET.Element]:

@@ -11,18 +11,14 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, one_line_error, run_cli
-from openvino_models import CONV, LINEAR, SVG, save_exec_graph, save_ir, small_onnx, svg_boxes
+from openvino_models import CONV, LINEAR, SVG, save_ir, small_set, svg_boxes
 
 NOT_OPERATORS = ("Parameter", "Const", "Result")
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("openvino_ir")
-    onnx_path = small_onnx(folder / "small.onnx")
-    ir = save_ir(onnx_path, folder / "small.xml")
-    return {"onnx": onnx_path, "ir": ir, "fp16": save_ir(onnx_path, folder / "small_fp16.xml", fp16=True),
-            "exec": save_exec_graph(ir, folder / "small.exec.xml")}
+    return small_set(tmp_path_factory.mktemp("openvino_ir"))
 
 
 def _layers(xml: Path) -> list[ET.Element]:
@@ -134,7 +130,7 @@ def test_info_diff_batch_and_html(made: dict[str, Path], tmp_path: Path) -> None
     assert info.returncode == 0 and "openvino · IR v11" in info.stdout and "block/dw" in info.stdout, info.stderr
     diff = run_cli("diff", made["ir"], made["fp16"], "-o", tmp_path / "diff.svg")
     assert diff.returncode == 0, diff.stderr
-    batch = run_cli("batch", made["ir"], made["fp16"], "-a", made["exec"], "-o", tmp_path / "batch")
+    batch = run_cli("batch", made["ir"], made["fp16"], "-a", made["exec_ir"], "-o", tmp_path / "batch")
     assert batch.returncode == 0, batch.stderr
     assert len(list((tmp_path / "batch").rglob("*.svg"))) >= 2 and (tmp_path / "batch" / "index.html").is_file()
     html = tmp_path / "ir.html"
@@ -151,9 +147,9 @@ def test_execution_graph_times_land_on_the_ir_layers(made: dict[str, Path], tmp_
 
     model = load_model(made["ir"])
     index = {node.name: node.key for node in model.main.nodes}
-    annotations = load_annotations(made["exec"], model, embedded=False)
+    annotations = load_annotations(made["exec_ir"], model, embedded=False)
     expected = {}
-    for layer in _layers(made["exec"]):
+    for layer in _layers(made["exec_ir"]):
         data = layer.find("data").attrib
         if data["execTimeMcs"] != "not_executed" and data["originalLayersNames"]:
             first = data["originalLayersNames"].split(",")[0]
@@ -223,7 +219,7 @@ def test_no_output_replaces_the_bin(made: dict[str, Path], tmp_path: Path) -> No
         weights = model.with_suffix(".bin")
         before, files = weights.read_bytes(), sorted(tmp_path.iterdir())
         for run in [("render", model, "-o", weights), ("metrics", model, "-o", weights),  # by extension
-                    ("diff", "--before", made["exec"], "--after", made["exec"], model, "-o", weights)]:
+                    ("diff", "--before", made["exec_ir"], "--after", made["exec_ir"], model, "-o", weights)]:
             error = one_line_error(run_cli(*run))
             assert error.startswith(f"annograph: error: {weights}: "), error
         for run in [("metrics", model, "--table-format", "json", "-o", weights),
@@ -304,7 +300,7 @@ def test_free_dims_without_openvino_stay_unknown(tmp_path: Path, monkeypatch: py
     assert model.main.outputs[0].type.shape == (None, None, 8)
 
 
-@pytest.mark.parametrize("which", ["ir", "exec"])
+@pytest.mark.parametrize("which", ["ir", "exec_ir"])
 def test_inputs_are_said_to_give_nothing(which: str, made: dict[str, Path], tmp_path: Path) -> None:
     """``--inputs`` cannot shape an OpenVINO graph (its dims do, through ``--dim``): the run says so instead of
     taking the file without a word, and the picture is the one drawn without it."""

@@ -74,6 +74,17 @@ def save_exec_graph(model_path: Path, xml: Path, runs: int = 3) -> Path:
     return xml
 
 
+def small_set(folder: Path) -> dict[str, Path]:
+    """The small ONNX model written in ``folder`` (``onnx``) and what openvino makes of it: its IR (``ir``), the IR
+    compressed to float16 (``fp16``), the execution graph of the ONNX model (``exec``) and of the IR after five
+    inferences (``exec_ir``)."""
+    onnx_path = small_onnx(folder / "small.onnx")
+    ir = save_ir(onnx_path, folder / "small.xml")
+    return {"onnx": onnx_path, "ir": ir, "fp16": save_ir(onnx_path, folder / "small_fp16.xml", fp16=True),
+            "exec": save_exec_graph(onnx_path, folder / "small.exec.xml"),
+            "exec_ir": save_exec_graph(ir, folder / "small_ir.exec.xml", runs=5)}
+
+
 def xml_text(text: str) -> str:
     """``text`` without the characters XML 1.0 cannot hold (any XML writer must leave them out)."""
     return "".join(c for c in text if c in "\t\n\r" or ("\x20" <= c <= "\ud7ff") or ("\ue000" <= c <= "\ufffd")
