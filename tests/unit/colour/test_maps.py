@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -78,6 +80,30 @@ def test_our_maps_are_matplotlib_interpolations_of_their_stops(name: str) -> Non
         assert scale.color(float(value)) == to_hex(reference(min(int(value * 256), 255)))
     assert scale.color(0.0) == stops[0] and scale.color(1.0) == stops[-1]
     assert Scale.fit([0.0, 1.0], cmap=name + "_r").color(0.0) == stops[-1]
+
+
+@pytest.mark.parametrize("name", OWN + [m + "_r" for m in OWN])
+def test_our_maps_are_matplotlibs_table_to_the_bit(name: str) -> None:
+    """Every entry of our sampled table is the float matplotlib's ``from_list`` (and ``reversed``) computes, and a
+    float position picks the entry matplotlib picks, ends and out-of-range values included."""
+    base = name.removesuffix("_r")
+    reference = LinearSegmentedColormap.from_list(base, own_colormaps()[base]["colors"], N=256)
+    reference = reference.reversed() if name.endswith("_r") else reference
+    ours = get_cmap(name)
+    assert ours.N == reference.N and np.array_equal(ours(np.arange(ours.N)), reference(np.arange(reference.N)))
+    draw = np.random.default_rng(7).random(500).tolist()
+    for position in [0.0, 1.0, -0.5, 1.5, 0.5, 1 / 256, 255 / 256, 0.999999999, *draw]:
+        assert ours(position) == tuple(reference(position)), position
+    assert ours(0) == tuple(reference(0)) and ours(np.int64(255)) == tuple(reference(np.int64(255)))
+
+
+def test_our_maps_colour_without_importing_matplotlib() -> None:
+    code = ("import sys\nfrom renderer.colour.maps import Scale\n"
+            "print([Scale.fit([1.0, 2.0], cmap=n).color(1.5) for n in ('heat', 'ice_r', 'traffic', 'diverging')],"
+            " 'matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip().endswith("False"), done.stdout + done.stderr
+    assert done.stdout.count("'#") == 4
 
 
 def test_a_matplotlib_map_by_name() -> None:
