@@ -1,6 +1,6 @@
 """What annograph keeps on disk between runs (issue 30): layouts (``picture.layout_cache``) and the results a
-model's load and metrics take long to make (``recall``/``keep``: onnxruntime's shape runs, the MACs formulas), so
-that a re-render with new numbers does neither again.
+model's load and metrics take long to make (``recall``/``keep``: onnxruntime's shape runs, OpenVINO's reshapes,
+the MACs formulas), so that a re-render with new numbers does none of them again.
 
 The folder: ``--layout-cache DIR``, else ``ANNOGRAPH_CACHE_DIR``, else the user cache folder (``platformdirs``:
 ``~/.cache/annograph/layouts`` on Linux); ``--no-layout-cache`` keeps none. Results are kept by renders only

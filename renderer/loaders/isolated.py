@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -220,6 +220,46 @@ def run(module: str, request: dict[str, Any], runtime: str, doing: str, limit: L
     return answered(answer, reason)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """Where a run's answer is kept in the results cache (``files.disk_cache``): ``kind`` for the bytes of
+    ``files`` (the model and whatever else the child reads) and ``fields`` (the request but its path, the
+    runtime's version), when ``lasting`` says another run would answer the same (not one that ran out of memory)."""
+
+    kind: str
+    files: Sequence[Path]
+    fields: dict[str, Any]
+    lasting: Callable[[dict[str, Any]], bool]
+
+
+def remembered(kept: Kept, module: str, request: dict[str, Any], runtime: str, doing: str,
+               limit: Callable[[], Limits]) -> tuple[dict[str, Any], str]:
+    """``run``'s outcome, the child's answer taken from or kept in the results cache as ``kept`` says when a render
+    keeps results (``disk_cache.using``): a re-render starts no child (nor works out the run's ``limit``). A run
+    over time or killed gives no answer and is never kept."""
+    from renderer.files import disk_cache
+
+    if disk_cache.results() is None:
+        return run(module, request, runtime, doing, limit())
+    found = disk_cache.recall(kept.kind, kept.files, kept.fields)
+    if isinstance(found, dict):
+        return answered(found)
+    answer, reason = exchange(module, request, runtime, doing, limit())
+    if answer is not None and kept.lasting(answer):
+        disk_cache.keep(kept.kind, kept.files, kept.fields, answer)
+    return answered(answer, reason)
+
+
+def version(package: str) -> str:
+    """The installed distribution's version, "" when it is not installed (a cache key's part)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 def answered(answer: dict[str, Any] | None, reason: str = "") -> tuple[dict[str, Any], str]:
     """``exchange``'s outcome as ``run`` gives it: (the answer, "") or ({}, the child's error or ``reason``)."""
     if answer is None:
@@ -382,7 +422,7 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "t
         except ImportError:  # the handler says what is missing
             pass
     limit = Limits(**request["limits"])
-    over = {"error": over_memory(runtime, limit)}  # made now: nothing may need memory once it is out
+    over = {"error": over_memory(runtime, limit), "memory": True}  # made now: nothing may need memory once it is out
     _apply(limit)
     try:
         answer = handler(request)

@@ -241,6 +241,7 @@ def _where(model: Model) -> tuple[list[Path], dict[str, object]] | None:
     keep. The key holds the model file's bytes, its external data's, the dims it was loaded at and the MACs of
     this load (shapes from ``--inputs`` or a profile change them), onnx's and onnxruntime's versions: the other
     loads are of the same file at other dims."""
+    from renderer.loaders import isolated
     from renderer.loaders.onnx import ort_shapes
     from renderer.loaders.onnx.loader import Loaded
 
@@ -252,7 +253,7 @@ def _where(model: Model) -> tuple[list[Path], dict[str, object]] | None:
         "assumed": [[d.name, d.value, d.role, d.source] for d in model.assumed_dims],
         "pinned": sorted(model.pinned_dims.items()), "max work": MAX_WORK,
         "macs": sorted((list(key), count) for key, count in _macs(model, rendered=True).items()),
-        "versions": [ort_shapes.version("onnx"), ort_shapes.version("onnxruntime")]}
+        "versions": [isolated.version("onnx"), isolated.version("onnxruntime")]}
     return files, fields
 
 

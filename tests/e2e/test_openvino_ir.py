@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ONNX, one_line_error, run_cli
-from openvino_models import CONV, LINEAR, SVG, save_ir, small_set, svg_boxes
+from openvino_models import CONV, LINEAR, SVG, free_onnx, save_ir, small_set, svg_boxes
 
 NOT_OPERATORS = ("Parameter", "Const", "Result")
 
@@ -230,25 +230,6 @@ def test_no_output_replaces_the_bin(made: dict[str, Path], tmp_path: Path) -> No
         assert weights.read_bytes() == before and sorted(tmp_path.iterdir()) == files
 
 
-def _free_onnx(path: Path) -> Path:
-    """x [batch, seq, 16] → MatMul 16×32 + bias → ReLU → MatMul 32×8: free batch and sequence."""
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(1)
-    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
-               for name, shape in (("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 8)))]
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"), helper.make_node("Add", ["h", "b1"], ["hb"],
-             name="fc1/bias"), helper.make_node("Relu", ["hb"], ["r"], name="relu"),
-             helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2")]
-    graph = helper.make_graph(nodes, "free", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq",
-                                                                                                     16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 8])], weights)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
-
-
 def _total_macs(model: Path, tmp_path: Path, *dims: str) -> tuple[int, str]:
     table = tmp_path / f"{model.stem}{len(dims)}{'_'.join(dims)}.csv"
     run = run_cli("metrics", model, "-o", table, *[a for d in dims for a in ("--dim", d)])
@@ -262,7 +243,7 @@ def test_free_dims_are_assumed_and_pinned_as_for_onnx(tmp_path: Path) -> None:
     """An IR converted from an ONNX model with a free batch and sequence has -1 dims: they are named (``batch``,
     ``x.axis1``), assumed as ONNX's (batch 1, sequence 128) and stated in the legend, every port's shape is
     OpenVINO's at those values, so the MACs equal the ONNX model's, and ``--dim`` scales them."""
-    onnx_path = _free_onnx(tmp_path / "free.onnx")
+    onnx_path = free_onnx(tmp_path / "free.onnx")
     xml = save_ir(onnx_path, tmp_path / "free.xml")
     assert "<dim>-1</dim>" in xml.read_text(encoding="utf-8")
     onnx_macs, onnx_said = _total_macs(onnx_path, tmp_path)
@@ -292,7 +273,7 @@ def test_free_dims_without_openvino_stay_unknown(tmp_path: Path, monkeypatch: py
     from renderer.loaders.openvino import ov_shapes
     from renderer.loaders.registry import load_model
 
-    xml = save_ir(_free_onnx(tmp_path / "free.onnx"), tmp_path / "free.xml")
+    xml = save_ir(free_onnx(tmp_path / "free.onnx"), tmp_path / "free.xml")
     monkeypatch.setattr(ov_shapes, "installed", lambda: False)
     model = load_model(xml)
     assert any("openvino is not installed" in note for note in model.notes), model.notes

@@ -53,6 +53,24 @@ def small_onnx(path: Path) -> Path:
     return path
 
 
+def free_onnx(path: Path) -> Path:
+    """x [batch, seq, 16] → MatMul 16×32 + bias → ReLU → MatMul 32×8: free batch and sequence."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+               for name, shape in (("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 8)))]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"), helper.make_node("Add", ["h", "b1"], ["hb"],
+             name="fc1/bias"), helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2")]
+    graph = helper.make_graph(nodes, "free", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq",
+                                                                                                     16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 8])], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 def save_ir(onnx_path: Path, xml: Path, fp16: bool = False) -> Path:
     """The IR of ``onnx_path`` at ``xml`` (its ``.bin`` beside it)."""
     import openvino

@@ -378,7 +378,7 @@ def drop_ahead() -> None:
 def _ask(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit: Callable[[], isolated.Limits],
          lasting: Callable[[dict[str, Any]], bool]) -> tuple[dict[str, Any], str]:
     """``isolated.run``'s outcome of the shape run ``request`` (on zero inputs) of the model at ``path``: the
-    child's answer kept in the results cache (``files.disk_cache``) for the model's bytes, its external data's,
+    child's answer kept in the results cache (``isolated.remembered``) for the model's bytes, its external data's,
     the request and onnxruntime's version, when ``lasting`` says another run would answer the same (not a run
     that ran out of memory or time); so a re-render runs nothing (nor works out the run's ``limit``)."""
     from renderer.files import disk_cache
@@ -386,24 +386,10 @@ def _ask(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit: Cal
     if disk_cache.results() is None:
         return isolated.run(__name__, request, "onnxruntime", "to run the model", limit())
     files = [path, *external_files(path, proto)]
-    fields = {"request": {k: v for k, v in request.items() if k != "path"}, "onnxruntime": version("onnxruntime"),
-              "onnx": version("onnx")}
-    found = disk_cache.recall("onnxruntime shapes", files, fields)
-    if isinstance(found, dict):
-        return isolated.answered(found)
-    answer, reason = isolated.exchange(__name__, request, "onnxruntime", "to run the model", limit())
-    if answer is not None and lasting(answer):
-        disk_cache.keep("onnxruntime shapes", files, fields, answer)
-    return isolated.answered(answer, reason)
-
-
-def version(package: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return ""
+    fields = {"request": {k: v for k, v in request.items() if k != "path"},
+              "onnxruntime": isolated.version("onnxruntime"), "onnx": isolated.version("onnx")}
+    return isolated.remembered(isolated.Kept("onnxruntime shapes", files, fields, lasting), __name__, request,
+                               "onnxruntime", "to run the model", limit)
 
 
 def external_files(path: Path, proto: onnx.ModelProto) -> list[Path]:

@@ -1,7 +1,9 @@
 """Every port's shape of an OpenVINO IR whose inputs are pinned, by OpenVINO itself: ``Model.reshape`` to the
 pinned input shapes re-runs each operation's shape rules (``validate_and_infer_types``), and the ports' shapes
 are read back. ``openvino`` is optional (``pip install openvino``; the ``test`` extra has it) and runs in a child
-process under ``isolated``'s resource policy, like onnxruntime's and LiteRT's shape runs."""
+process under ``isolated``'s resource policy, like onnxruntime's and LiteRT's shape runs; a render keeps its answer
+in the results cache (``isolated.remembered``), keyed by the ``.xml`` and ``.bin`` bytes, the input shapes and
+openvino's version, so a re-render starts no child."""
 
 from __future__ import annotations
 
@@ -29,19 +31,29 @@ def reshaped(path: Path, inputs: Mapping[str, Sequence[int]]) -> tuple[Shapes, s
     ``inputs``' shapes, the layer names found more than once (their shapes are not told apart), and "" — or
     ``({}, set(), why not)`` in one line."""
     weights = path.with_suffix(".bin")
-    known = path.stat().st_size + (weights.stat().st_size if weights.is_file() else 0)
-    request = {"path": str(path), "inputs": {name: list(shape) for name, shape in inputs.items()}}
-    answer, reason = isolated.run(__name__, request, "OpenVINO", "to reshape the model",
-                                  isolated.limits(known, MAX_SECONDS))
+    files = [path, weights] if weights.is_file() else [path]
+    shapes = {name: list(shape) for name, shape in inputs.items()}
+    kept = isolated.Kept("openvino shapes", files, {"inputs": shapes, "openvino": isolated.version("openvino")},
+                         lambda found: _lasting(found, path))
+    answer, reason = isolated.remembered(kept, __name__, {"path": str(path), "inputs": shapes}, "OpenVINO",
+                                         "to reshape the model",
+                                         lambda: isolated.limits(sum(f.stat().st_size for f in files), MAX_SECONDS))
     if reason:
         return {}, set(), reason
-    shapes: Shapes = {}
+    found: Shapes = {}
     repeated: set[str] = set()
     for name, outputs in answer.get("shapes", []):
-        if name in shapes:
+        if name in found:
             repeated.add(name)
-        shapes[str(name)] = [None if dims is None else [int(d) for d in dims] for dims in outputs]
-    return shapes, repeated, ""
+        found[str(name)] = [None if dims is None else [int(d) for d in dims] for dims in outputs]
+    return found, repeated, ""
+
+
+def _lasting(answer: dict[str, Any], path: Path) -> bool:
+    """Whether another run on the same bytes would give ``answer``: not one over memory, nor an error naming this
+    copy's path (the key holds the bytes, not where they lie), nor openvino missing in the child."""
+    error = str(answer.get("error", ""))
+    return not (answer.get("memory") or str(path.with_suffix("")) in error or "openvino is not installed" in error)
 
 
 def _reshape(request: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +79,7 @@ def _reshape(request: dict[str, Any]) -> dict[str, Any]:
             shapes.append([op.get_friendly_name(), outputs])
     except Exception as e:  # noqa: BLE001 (OpenVINO raises RuntimeError, its own Exception types…)
         if isolated.allocation_failed(str(e)):
-            return {"error": isolated.over_memory("OpenVINO", request["limits"])}
+            return {"error": isolated.over_memory("OpenVINO", request["limits"]), "memory": True}
         return {"error": f"OpenVINO cannot reshape the model to these input shapes ({first_line(e, 200)})"}
     return {"shapes": shapes}
 
