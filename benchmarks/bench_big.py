@@ -27,7 +27,8 @@ of a series whose smaller one already hit the cap is not run (``>CAP s, skipped`
 Every case is also printed as a multiple of the yardstick (``benchmarks/yardstick.py``: ``dot -Tsvg`` on a chain of
 2,000 boxes, the median of 3 runs measured just before the case), so the figures of a loaded machine compare: the
 yardstick, the floor (bare dot on the flat DOT) and ours, each in seconds and ours as both ratios. ``--repeat N``
-runs each render N times and prints the median and the spread.
+runs each render N times and prints the median and the spread. Each render also says how many Graphviz processes
+it started (each about 16 ms of start-up) and how much of its CPU went to child processes (Graphviz, onnxruntime).
 
 The goals (issue 9, on a 2-core machine) are printed against the figures: ≤ 5 s for the 3,600-op
 transformer, ≤ 2 s for the 400-op one, ≤ 20 s for 20,000 operators with close to linear growth, ≤ 1 GiB;
@@ -91,6 +92,8 @@ class Measure:
     failed: str = ""
     spread: str = ""
     cpu: float = 0.0  # user + system seconds of annograph and every process it waited for
+    graphviz: str = ""  # the Graphviz processes started, by program ("412 dot, 47 neato")
+    children_cpu: float = 0.0  # the part of ``cpu`` spent in child processes (Graphviz, onnxruntime runs)
 
     def time_text(self, cap: float) -> str:
         if self.failed:
@@ -159,7 +162,8 @@ def measure_render(argv: list[str], cap: float) -> Measure:
         # the sum is an upper bound, the sampled tree a lower one
         detail = (f"upper bound: annograph {own['self'] / 2**20:.0f} MiB + largest child "
                   f"{own['children'] / 2**20:.0f} MiB; sampled tree {sampled / 2**20:.0f} MiB")
-        return Measure(seconds, peak, detail, cpu=own["cpu"])
+        runs = ", ".join(f"{n} {program}" for program, n in sorted(own["graphviz"].items())) or "none"
+        return Measure(seconds, peak, detail, cpu=own["cpu"], graphviz=runs, children_cpu=own["children_cpu"])
     finally:
         report.unlink(missing_ok=True)
 
@@ -167,13 +171,31 @@ def measure_render(argv: list[str], cap: float) -> Measure:
 def child(report: str, argv: list[str]) -> int:
     from renderer.commands.cli import main
 
+    started = _counting_graphviz()
     rc = main(argv)
     # ru_maxrss is in KiB on Linux
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     usage = {"self": own.ru_maxrss * 1024, "children": children.ru_maxrss * 1024,
-             "cpu": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime}
+             "cpu": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, "graphviz": started,
+             "children_cpu": children.ru_utime + children.ru_stime}
     Path(report).write_text(json.dumps(usage))
     return rc
+
+
+def _counting_graphviz() -> dict[str, int]:
+    """Counts, by program, the Graphviz processes this process starts from now on (each costs about 16 ms of
+    start-up: issue 30)."""
+    started: dict[str, int] = {}
+    start = subprocess.Popen.__init__
+
+    def counted(self: subprocess.Popen, args: object, *rest: object, **options: object) -> None:
+        program = Path(str(args[0])).name if isinstance(args, (list, tuple)) and args else ""
+        if program in ("dot", "neato", "fdp", "sfdp", "circo", "twopi"):
+            started[program] = started.get(program, 0) + 1
+        start(self, args, *rest, **options)  # type: ignore[arg-type]
+
+    subprocess.Popen.__init__ = counted  # type: ignore[method-assign]
+    return started
 
 
 def measure_dot(dot_file: Path, out: Path, cap: float) -> Measure:
@@ -247,11 +269,13 @@ def run_case(case: Case, model: Path, folder: Path, args: argparse.Namespace, fl
                 bare = measure_dot(flat, folder / case.name / "bare.svg", args.cap)
     line = f"  annograph render -o out.svg: {ours.time_text(args.cap)}"
     if ours.seconds is not None and not ours.failed:
-        line += f"{ours.spread}, peak {fmt_bytes(ours.peak_bytes)} ({ours.detail}), {page_count} page(s)"
+        line += (f"{ours.spread}, peak {fmt_bytes(ours.peak_bytes)} ({ours.detail}), {page_count} page(s), "
+                 f"Graphviz processes: {ours.graphviz}")
     print(line, flush=True)
     if unit and ours.seconds and not ours.failed:
         print(f"  = {ours.seconds / unit[0]:.1f}× the yardstick's wall time; CPU {ours.cpu:.2f} s = "
-              f"{ours.cpu / unit[1]:.1f}× the yardstick's CPU", flush=True)
+              f"{ours.cpu / unit[1]:.1f}× the yardstick's CPU (child processes {ours.children_cpu:.2f} s of it)",
+              flush=True)
     if bare is not None:
         line = f"  bare dot -Tsvg on the flat DOT: {bare.time_text(args.cap)}"
         if bare.seconds is not None and not bare.failed:

@@ -247,7 +247,13 @@ PDF_SLACK_PT = 8
 def _lay_out(source: str, formats: list[str], deadline: float | None, timeout: float | None,
              max_side: float | None = None, palette: bool = False) -> tuple[dict[str, bytes], bytes]:
     """One ``dot`` run: each of ``formats`` drawn, and the laid-out graph (``-Tdot``). A PNG drawn here is
-    capped at ``max_side`` (a page over it is drawn again as pages, never at full size)."""
+    capped at ``max_side`` (a page over it is drawn again as pages, never at full size).
+
+    One graph a run, though a run costs about 16 ms of start-up (linking, fontconfig): Graphviz 2.43 carries
+    state from one graph of a run to the next (cgraph orders subgraphs by the addresses of their names, so by the
+    heap's history; the graph's id and an HTML label's link ids count on over the run), so a page laid out after
+    others in one ``dot`` run can come out other than alone (issue 30: two copies of a bert_scoped page in one
+    run, ``-O``, were laid out differently from each other and from the page alone)."""
     import tempfile
     from pathlib import Path
 
