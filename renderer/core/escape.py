@@ -120,20 +120,26 @@ def _esc_string(value: Any, limit: int, backslash: str) -> NoHtml:
 _PLAIN_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});")
 _GV_XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "-": "&#45;", '"': "&quot;", "'": "&#39;", "\n": "&#10;",
            "\r": "&#13;", " ": "&#160;"}
-_GV_XML_CHAR = re.compile(r"[&<>\-\"'\n\r]|(?<= ) ")
 _LINK_CHARS = re.compile(r"[A-Za-z0-9%/#._~:?=+,;@!$*()-]+")
+
+
+_SECOND_SPACE = re.compile(r"(?<= ) ")
 
 
 def _graphviz_xml(text: str) -> str:
     """``text`` escaped as Graphviz's ``xml_string0(text, raw)`` escapes it (every ``&``; a space after a space
-    as ``&#160;``; ``-`` as ``&#45;``; newlines as character references)."""
-    return _GV_XML_CHAR.sub(lambda m: _GV_XML[m.group()], text)
+    as ``&#160;``; ``-`` as ``&#45;``; newlines as character references). ``&`` goes first and no escape holds
+    another escaped character or a space, so one replacement after another is the single pass Graphviz makes."""
+    for char, escaped in _GV_XML.items():
+        if char != " " and char in text:
+            text = text.replace(char, escaped)
+    return _SECOND_SPACE.sub("&#160;", text) if "  " in text else text
 
 
 def _decoded(text: str) -> str | None:
     """``text`` with its entities decoded as Graphviz's HTML lexer and tooltip reader decode them; None when it
     holds an ``&`` that is not one of the plain XML or numeric entities."""
-    if text.count("&") != len(_PLAIN_ENTITY.findall(text)):
+    if "&" in text and text.count("&") != len(_PLAIN_ENTITY.findall(text)):
         return None
     decoded = html.unescape(text)
     return None if _NOT_XML.search(decoded) or _CONTROL.search(decoded) else decoded
@@ -172,6 +178,10 @@ def svg_tooltip_of(quoted: str) -> str | None:
 
 def _backslashes(text: str, newline: bool) -> str | None:
     """One Graphviz backslash pass: ``\\\\`` is ``\\`` (and ``\\n`` a newline when ``newline``); None for any other."""
+    if "\\" not in text:
+        return text
+    if newline and "\\\\" not in text and text.count("\\") == text.count("\\n"):
+        return text.replace("\\n", "\n")  # the usual tooltip: lines joined by \n, no other backslash
     parts = re.split(r"(\\.?)", text, flags=re.DOTALL)
     out = []
     for part in parts:

@@ -41,7 +41,8 @@ _OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)
 _HTML_PARTS = re.compile(r'(?<=>)([^<>]*[0-9][^<>]*)(?=<)|</FONT>|<FONT\b[^<>]*>'
                          r'|<[^<>]*\b(?:[A-Z]*COLOR|TITLE|HREF|TOOLTIP)="[^<>]*>')
 _FONT_COLOR = re.compile(r'\bCOLOR="([^"]*)"')
-_HTML_END = re.compile(r"<[^<>]*>|[<>]")
+_HTML_LABEL = re.compile(r"<(?:[^<>]|<[^<>]*+>)*+>")
+"""An HTML label: its text and whole tags, up to the first ``>`` that closes no tag (possessive: no backtracking)."""
 _HTML_ATTR = re.compile(r'\b([A-Z]*COLOR|TITLE|HREF|TOOLTIP)="([^"<>]*)"')
 _HEX6 = re.compile(r"#[0-9a-fA-F]{6}")
 _ANY_HEX = re.compile(r"#[0-9a-fA-F]{6}")
@@ -181,9 +182,7 @@ def skeleton(source: str) -> Skeleton:
     black = not _FONTCOLOR_DEFAULT.search(source)
     parts: list[str] = []
     at = 0
-    for match in _OUTSIDE.finditer(source):
-        if match.start() < at:  # inside an HTML label already stood in for
-            continue
+    while (match := _OUTSIDE.search(source, at)) is not None:  # from ``at``: not into a label already stood in for
         parts.append(source[at:match.start()])
         name, value = match.group(1), match.group(2)
         if match.group(0) == "=<":
@@ -213,17 +212,17 @@ def _zeroed(text: str) -> str:
     value = _VALUE.fullmatch(text)
     if value is not None:
         return value.group(1) + "0" * max(VALUE_WIDTH, len(value.group(2))) + value.group(3)
+    if "&" not in text:
+        return _DIGIT.sub("0", text)
     return _DIGIT_OR_ENTITY.sub(lambda m: m.group() if m.group()[0] == "&" else "0", text)
 
 
 def _html_end(source: str, start: int) -> int:
     """The end of the HTML label whose ``<`` is at ``start``: the first ``>`` that closes no tag."""
-    for match in _HTML_END.finditer(source, start + 1):
-        if match.group() == ">":
-            return match.end()
-        if match.group() == "<":
-            break
-    raise Unskeletal("an HTML label without its end")
+    match = _HTML_LABEL.match(source, start)
+    if match is None:
+        raise Unskeletal("an HTML label without its end")
+    return match.end()
 
 
 def _plain_node(source: str, start: int, end: int) -> bool:

@@ -1,0 +1,24 @@
+"""``renderer/picture/skeleton.py``: where an HTML label ends (a lone ``<`` refuses the skeleton), and that what
+follows a label is still stood in for; the SVG put back is checked against Graphviz's own in test_layout_cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from renderer.picture import skeleton
+
+
+def test_a_label_ends_at_the_first_bracket_that_closes_no_tag_and_what_follows_is_stood_in_for() -> None:
+    source = ('digraph g {\n\tn [label=<<TABLE><TR><TD TITLE="t 1" BGCOLOR="#a1b2c3">x &lt; 12.5 ms</TD></TR>'
+              '</TABLE>> tooltip="after 3" fillcolor="#102030"]\n\tm [tooltip="q \\"<\\" 4"]\n}\n')
+    frame = skeleton.skeleton(source)
+    assert [t.original for t in frame.tokens] == ["t 1", "#a1b2c3", "x &lt; 12.5 ms", '"after 3"', "#102030",
+                                                  '"q \\"<\\" 4"']
+    assert "x &lt; 00.0 ms" in frame.text and "12.5" not in frame.text and '"after 3"' not in frame.text
+    assert frame.restore(frame.text) == source
+
+
+@pytest.mark.parametrize("label", ["<<TABLE><TR><TD>a < b</TD></TR></TABLE>>", "<<TABLE><TR><TD>open"])
+def test_a_label_with_a_lone_bracket_or_no_end_is_refused(label: str) -> None:
+    with pytest.raises(skeleton.Unskeletal):
+        skeleton.skeleton(f"digraph g {{\n\tn [label={label}]\n}}\n")
