@@ -152,6 +152,15 @@ def genai_model(tmp_path_factory):  # type: ignore[no-untyped-def]
     return GenaiModels(tmp_path_factory.mktemp("genai"))
 
 
+@pytest.fixture(scope="module", params=["committed", "fresh"])
+def executorch_portable(request, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The folder of ``portable.pte`` with its ETRecord and ETDump made by executorch itself: the committed ones,
+    then ones made in this run (skipped without the executorch venv: ``executorch_models.artefacts``)."""
+    from executorch_models import artefacts
+
+    return artefacts(request.param, tmp_path_factory.mktemp("executorch"), "portable")
+
+
 def escaping_external_data(folder: Path) -> Path:
     """tiny_cnn with its first initializer stored as external data at a location that climbs out of the model's
     folder (``../../…/etc/passwd``): never to be followed."""

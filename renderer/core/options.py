@@ -76,6 +76,9 @@ class RenderOptions(PictureOptions):
         inputs: an ``.npz`` file of values for the model's inputs, used when the model is loaded from a path
             (``renderer.show``, the Sphinx directive): shapes that depend on input values come from one
             onnxruntime run on them (``loaders.RealValues``).
+        etrecord: an ExecuTorch program's ETRecord (``generate_etrecord``), used when the model is loaded from a path
+            (``renderer.show``, the Sphinx directive) instead of the one beside the ``.pte`` (``--etrecord``): the
+            operators' names and module groups come from its edge program.
         max_tensor_elements: weight statistics are skipped (and said so) for larger tensors.
         summary_top_k: rows of the top-operators table in the Markdown summary (0 to ``SUMMARY_MAX_TOP_K``).
         summary_link_base: URL the summary's links to the pictures start with (else paths relative to it).
@@ -88,6 +91,7 @@ class RenderOptions(PictureOptions):
     dims: dict[str, int] = field(default_factory=dict)
     keep_free_dims: bool = False
     inputs: str | None = None
+    etrecord: str | None = None
     max_tensor_elements: int = 50_000_000
     summary_top_k: int = SUMMARY_TOP_K
     summary_link_base: str | None = None
@@ -121,6 +125,8 @@ def from_values(values: Mapping[str, Any]) -> RenderOptions:
         field_name = COMMAND_LINE_NAMES.get(name, name)
         if field_name in names and value is not None:
             given[field_name] = value
+    if isinstance(given.get("etrecord"), (list, tuple)):  # the command's --etrecord: one per program (etrecords_for)
+        del given["etrecord"]
     if values.get("no_layout_cache"):
         given["layout_cache"] = ""
     if values.get("no_edge_labels") is not None:

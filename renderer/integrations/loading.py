@@ -84,7 +84,7 @@ def load(
         with disk_cache.using(options.layout_cache):  # the load's results are kept where the layouts are
             model = load_model_for(model, paths, fmt=annotations_format, sidecar=sidecar,
                                    dims=dims or options.dims, inputs=options.inputs,
-                                   keep_free_dims=options.keep_free_dims)
+                                   keep_free_dims=options.keep_free_dims, etrecord=options.etrecord)
         notes += model.notes
     if not isinstance(annotations, Annotations):
         annotations = load_annotations(paths, model, fmt=annotations_format, sidecar=sidecar, embedded=embedded)
@@ -111,13 +111,19 @@ def load_model_for(model: PathLike, annotation_paths: Sequence[PathLike], *, fmt
                       assume_dims=not keep_free_dims, etrecord=etrecord)
 
 
-def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True) -> list[Path]:
-    """Every file a render reads, before anything is loaded: the model, its sidecars, the annotation files."""
+def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True,
+                etrecord: PathLike | None = None) -> list[Path]:
+    """Every file a render reads, before anything is loaded: the model, the ETRecord an ExecuTorch program is
+    named from (``etrecord``, else the one beside it), its sidecars, the annotation files."""
     from renderer.annotations.sidecar import sidecars
+    from renderer.loaders.executorch import etrecord as records
+    from renderer.loaders.registry import ETRECORD_FORMAT, detect
 
     found = sidecars(model_path) if sidecar else []
-    return [Path(model_path), *[p for p in found if str(p) not in map(str, annotation_paths)],
-            *map(Path, annotation_paths)]
+    if etrecord is None and detect(Path(model_path)).FORMAT == ETRECORD_FORMAT:
+        etrecord = records.beside(Path(model_path))
+    return [Path(model_path), *([Path(etrecord)] if etrecord is not None else []),
+            *[p for p in found if str(p) not in map(str, annotation_paths)], *map(Path, annotation_paths)]
 
 
 __all__ = ["Loaded", "input_files", "load", "render_options"]

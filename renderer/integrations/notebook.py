@@ -113,13 +113,16 @@ def show(model: Any, annotations: Any = None, color_by: str | None = None, *,
     """Draw ``model`` with ``annotations`` and return a Picture, which a notebook displays.
 
     Args:
-        model: a path to an ONNX or TFLite file, or a model from ``renderer.load_model``.
+        model: a path to a model file (any format ``annograph render`` reads), or a model from
+            ``renderer.load_model``.
         annotations: None, one annotation file, a list of them, or ``renderer.load_annotations``'s result.
             The model's sidecar files are read too, as the command does (``sidecar=False`` to skip).
         color_by: the metric filling the boxes; by default the annotations' only numeric operator metric, or
             their tool's main one (``renderer.colour.heatmap.default_metric``).
         options: a RenderOptions to start from.
-        **fields: any RenderOptions field (``cmap="viridis"``, ``collapse="none"``, ``show="all"``...).
+        **fields: any RenderOptions field (``cmap="viridis"``, ``collapse="none"``, ``show="all"``...); for a
+            model given as a path, also the files its load reads: ``inputs="values.npz"``, and for an ExecuTorch
+            program ``etrecord="program.etrecord"`` (names and module groups, instead of the ETRecord beside it).
 
     Raises:
         AnnographError: a file that cannot be read, an unknown option, a failed layout; one line, the file named.

@@ -11,6 +11,7 @@
        :show: latency_us,macs
        :dims: batch=1 seq=128
        :inputs: sample_inputs.npz
+       :etrecord: program.etrecord
        :alt: tiny_cnn coloured by latency
        :width: 100%
        :class: wide
@@ -64,6 +65,8 @@ logger = logging.getLogger(__name__)
 CACHE_FOLDER = "annograph"
 """Folder inside the build's doctree folder holding the drawn pictures, by hash."""
 
+FILES = ("inputs", "etrecord")
+"""The options naming a file (relative to the document), hashed by their bytes in a picture's key."""
 _SVG_SIZE = re.compile(r'(<svg\b[^>]*?)\swidth="[^"]*"\s+height="[^"]*"')
 
 
@@ -90,6 +93,7 @@ class AnnographDirective(SphinxDirective):
         "show": directives.unchanged,
         "dims": directives.unchanged_required,
         "inputs": directives.unchanged_required,
+        "etrecord": directives.unchanged_required,
         "no-sidecar": directives.flag,
         "alt": directives.unchanged,
         "width": directives.length_or_percentage_or_unitless,
@@ -112,11 +116,11 @@ class AnnographDirective(SphinxDirective):
         fields = self._fields()
         loading.render_options(**fields)  # a bad option is an error before any file is read
         self._drop_idle_dims(model, fields)
-        inputs = loading.input_files(model, annotations, sidecar) + (
+        inputs = loading.input_files(model, annotations, sidecar, fields.get("etrecord")) + (
             [Path(fields["inputs"])] if "inputs" in fields else [])
         for path in inputs:
             self.env.note_dependency(str(path))
-        key = picture_key(inputs, {k: v for k, v in fields.items() if k != "inputs"}, sidecar)  # hashed as a file
+        key = picture_key(inputs, {k: v for k, v in fields.items() if k not in FILES}, sidecar)  # hashed as files
         cache = Path(self.env.doctreedir) / CACHE_FOLDER
         svg = cache / f"annograph-{key}.svg"
         notes = svg.with_suffix(".notes.json")
@@ -162,8 +166,9 @@ class AnnographDirective(SphinxDirective):
                 fields[name] = self.options[option] or ""
         if "dims" in self.options:
             fields["dims"] = parse_dims(_split(self.options["dims"]))
-        if "inputs" in self.options:
-            fields["inputs"] = self._path(self.options["inputs"])
+        for name in FILES:
+            if name in self.options:
+                fields[name] = self._path(self.options[name])
         return fields
 
 

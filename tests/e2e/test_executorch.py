@@ -12,16 +12,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+import executorch_models
 import payloads as P
 from conftest import ROOT, SVG_NS, one_line_error, parse_svg, run_cli, svg_groups, tooltip_of
 
-FIXTURES = ROOT / "tests" / "fixtures" / "executorch"
-ET_PYTHON = os.environ.get("ANNOGRAPH_EXECUTORCH_PYTHON")
+FIXTURES = executorch_models.COMMITTED
 MODELS = ("portable", "xnnpack")
 STATS = {"avg_ms": "avg (ms)", "p50_ms": "p50 (ms)", "p10_ms": "p10 (ms)", "p90_ms": "p90 (ms)",
          "min_ms": "min (ms)", "max_ms": "max (ms)"}
@@ -29,15 +28,7 @@ STATS = {"avg_ms": "avg (ms)", "p50_ms": "p50 (ms)", "p10_ms": "p10 (ms)", "p90_
 
 @pytest.fixture(scope="module", params=["committed", "fresh"])
 def artefacts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if request.param == "committed":
-        return FIXTURES
-    if not ET_PYTHON:
-        pytest.skip("ANNOGRAPH_EXECUTORCH_PYTHON is not set: scripts/test makes .venv-executorch (pip install "
-                    "executorch) for the tests that run executorch itself")
-    folder = tmp_path_factory.mktemp("executorch")
-    subprocess.run([ET_PYTHON, str(ROOT / "tests" / "support" / "executorch_models.py"), str(folder)], check=True,
-                   capture_output=True, timeout=1800)
-    return folder
+    return executorch_models.artefacts(request.param, tmp_path_factory.mktemp("executorch"))
 
 
 def _load(path: Path):  # type: ignore[no-untyped-def]

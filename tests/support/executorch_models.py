@@ -131,6 +131,29 @@ def _plain(value: object) -> object:
     return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
 
 
+PYTHON_ENV = "ANNOGRAPH_EXECUTORCH_PYTHON"
+COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "executorch"
+
+
+def artefacts(which: str, folder: Path, *names: str) -> Path:
+    """The folder holding the artefacts: the ``committed`` ones, or ``fresh`` ones of ``names`` (all by default)
+    made now in ``folder`` by this script in the executorch venv (``PYTHON_ENV``); a test using them is skipped
+    when that venv is not given."""
+    import os
+    import subprocess
+
+    import pytest
+
+    if which == "committed":
+        return COMMITTED
+    python = os.environ.get(PYTHON_ENV)
+    if not python:
+        pytest.skip(f"{PYTHON_ENV} is not set: scripts/test makes .venv-executorch (pip install executorch) for "
+                    "the tests that run executorch itself")
+    subprocess.run([python, __file__, str(folder), *names], check=True, capture_output=True, timeout=1800)
+    return folder
+
+
 def main() -> None:
     folder = Path(sys.argv[1])
     folder.mkdir(parents=True, exist_ok=True)

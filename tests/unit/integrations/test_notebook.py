@@ -5,13 +5,14 @@ nothing outside it is touched."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 import payloads as P
-from conftest import ROOT, parse_svg, svg_groups
+from conftest import ROOT, parse_svg, run_cli, svg_groups, tooltip_of
 from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, page_ids
 
 
@@ -119,6 +120,38 @@ def test_show_takes_loaded_objects_and_options(tmp_path: Path) -> None:
         renderer.show(model, collapse="deep")
     with pytest.raises(renderer.LoaderError, match="missing.onnx"):
         renderer.show(tmp_path / "missing.onnx")
+
+
+def op_tooltips(svg: str | bytes) -> dict[str, str]:
+    return {key: tooltip_of(group) for key, group in svg_groups(parse_svg(svg), "op").items()}
+
+
+def test_show_takes_an_etrecord(executorch_portable: Path, tmp_path: Path) -> None:
+    """``etrecord=`` names a program found alone as ``render --etrecord`` does: the SVG is the command's, byte for
+    byte, every box named and grouped as the edge graph says; without it the boxes are ``kernel_I``; on an ONNX
+    model it is one line naming the model."""
+    import renderer
+
+    programs = executorch_portable
+    alone, record, dump = tmp_path / "portable.pte", programs / "portable.etrecord", programs / "portable.etdp"
+    shutil.copy(programs / "portable.pte", alone)
+    beside = renderer.load_model(programs / "portable.pte")
+    picture = renderer.show(alone, dump, etrecord=str(record))
+    done = run_cli("render", alone, "-a", dump, "--etrecord", record, "-o", tmp_path / "cli.svg")
+    assert done.returncode == 0, done.stderr
+    assert picture.svg.encode("utf-8") == (tmp_path / "cli.svg").read_bytes()
+    assert picture.model.metadata["etrecord"] == str(record) and picture.options.etrecord == str(record)
+    tips = op_tooltips(picture.svg)
+    drawn = [node for node in beside.main.nodes if node.element_id in tips]
+    assert len(drawn) == len(tips) >= 4  # the permute of a weight is folded into the addmm reading it
+    for node in drawn:
+        tip = tips[node.element_id]
+        assert f"name: {node.name}" in tip and not node.name.startswith("kernel_"), tip
+        assert "module" not in node.metadata or f"module: {node.metadata['module']}" in tip, tip
+    bare = op_tooltips(renderer.show(alone, dump).svg)
+    assert sorted(bare) == sorted(tips) and all("name: kernel_" in tip for tip in bare.values())
+    with pytest.raises(renderer.LoaderError, match=r"tiny_cnn\.onnx: --etrecord .* is for ExecuTorch programs"):
+        renderer.show(TINY_CNN, etrecord=str(record))
 
 
 def test_a_big_model_shows_its_overview(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import payloads as P
-from conftest import ROOT, SVG_NS, parse_svg, svg_groups
+from conftest import ROOT, SVG_NS, parse_svg, run_cli, svg_groups, tooltip_of
 from picture_checks import LATENCY, TINY_CNN, check_tiny_cnn, inlined_prefix, latencies, page_ids
 
 INLINE_ID = re.compile(r'id="ag[0-9a-f]{8}-')
@@ -266,6 +266,53 @@ def test_errors_are_warnings_naming_the_document_and_line(project: Path) -> None
     # only the last directive draws: its dims pin nothing in a model whose inputs are all fixed, and lose nothing
     assert "Text after." in result.page() and len(divs(result.page())) == 1
     assert lines[-1].endswith("(every input shape is fixed); ignored")
+
+
+def _names(svg: str | bytes) -> list[str]:
+    """The ``name:`` line of each operator box's tooltip."""
+    return sorted(line for group in svg_groups(parse_svg(svg), "op").values()
+                  for line in tooltip_of(group).splitlines() if line.startswith("name: "))
+
+
+def test_an_etrecord_names_the_program_and_is_a_dependency(project: Path, executorch_portable: Path) -> None:
+    """``:etrecord:`` names a program alone in its folder as ``render --etrecord`` does (the shipped SVG is the
+    command's bytes); the ETRecord given, or the one beside a program, is hashed into the key and noted as a
+    dependency: spoiled, the page is read again and warns at the directive's line; removed from beside the
+    program, the boxes are the program's own. On an ONNX model it is a warning."""
+    shutil.copy(executorch_portable / "portable.pte", project / "models")
+    (project / "records").mkdir()
+    record = project / "records" / "portable.etrecord"
+    shutil.copy(executorch_portable / "portable.etrecord", record)
+    (project / "index.rst").write_text(
+        "ET\n==\n\n.. annograph:: models/portable.pte\n   :etrecord: records/portable.etrecord\n\n"  # line 4
+        ".. annograph:: models/tiny_cnn.onnx\n   :etrecord: records/portable.etrecord\n", encoding="utf-8")  # 7
+    first = build(project)
+    index = project / "index.rst"
+    assert first.warnings.strip().startswith(f"{index}:7: WARNING: annograph: ") and \
+        "is for ExecuTorch programs" in first.warnings and len(first.warnings.strip().splitlines()) == 1
+    [shipped] = first.out.glob("_images/annograph-*.svg")
+    cli = project.parent / "cli.svg"
+    done = run_cli("render", project / "models" / "portable.pte", "--etrecord", record, "-o", cli)
+    assert done.returncode == 0, done.stderr
+    assert shipped.read_bytes() == cli.read_bytes()
+    named = _names(shipped.read_bytes())
+    assert len(named) >= 4 and "name: aten_convolution_default" in named
+    good = record.read_bytes()
+    record.write_bytes(good[:3000])
+    spoiled = build(project)
+    assert f"{index}:4: WARNING: annograph: {record}: " in spoiled.warnings, spoiled.warnings
+    record.unlink()
+    (project / "index.rst").write_text("ET\n==\n\n.. annograph:: models/portable.pte\n", encoding="utf-8")
+    beside = project / "models" / "portable.etrecord"
+    beside.write_bytes(good)
+    [div] = divs(build(project).page())
+    assert _names(svg_of(div)) == named
+    beside.unlink()
+    bare = build(project)
+    assert bare.warnings == ""
+    [div] = divs(bare.page())
+    assert _names(svg_of(div)) == [f"name: kernel_{i}" for i in range(5) if f"name: kernel_{i}" in svg_of(div)]
+    assert len(_names(svg_of(div))) == len(named)
 
 
 def test_unmatched_ids_are_coverage_warnings(project: Path) -> None:
