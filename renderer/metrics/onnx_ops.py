@@ -69,6 +69,11 @@ def _qlinear_matmul(op: Op) -> Cost:
     return matmul(op.out_elements(), _inner(op, 0))
 
 
+def _qgemm(op: Op) -> Cost:
+    """com.microsoft QGemm: Gemm's A at 0, B at 3 and the int32 bias C at 6."""
+    return matmul(op.out_elements(), _inner(op, 0, bool(op.int_attr("transA", 0))), op.has(6))
+
+
 def _matmul_nbits(op: Op) -> Cost:
     return matmul(op.out_elements(), op.int_attr("K", 0) or _inner(op, 0), op.has(5))
 
@@ -159,7 +164,8 @@ def _reduction(op: Op) -> Cost:
 
 FORMULAS: dict[str, Callable[..., Cost]] = {
     "conv": _conv, "conv_integer": _conv_integer, "qlinear_conv": _qlinear_conv, "conv_transpose": _conv_transpose,
-    "gemm": _gemm, "matmul": _matmul, "qlinear_matmul": _qlinear_matmul, "matmul_nbits": _matmul_nbits,
+    "gemm": _gemm, "matmul": _matmul, "qlinear_matmul": _qlinear_matmul, "qgemm": _qgemm,
+    "matmul_nbits": _matmul_nbits,
     "einsum": _einsum, "pool": _pool, "global_average_pool": _global_average_pool,
     "global_lp_pool": _global_lp_pool, "lrn": _lrn, "resize": _resize, "recurrent": _recurrent,
     "dynamic_quantize_lstm": _dynamic_quantize_lstm,

@@ -11,6 +11,7 @@ import pytest
 
 import renderer
 from conftest import FIXTURES, ONNX, SVG_NS, TFLITE, first_fill, one_line_error, parse_svg, run_cli, svg_groups
+from ort_quantized import quantize_static_random
 from renderer.annotations.registry import load_annotations
 from renderer.compare.metrics import error_metrics
 
@@ -19,25 +20,9 @@ METRICS = ("max_abs_error", "mean_abs_error", "rmse", "rel_error", "cosine", "sq
 
 def quantize_qdq(source: Path, target: Path) -> Path:
     """onnxruntime's static quantizer, QDQ format, calibrated on a few random inputs."""
-    import onnxruntime as ort
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    from onnxruntime.quantization import QuantFormat
 
-    inputs = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"]).get_inputs()
-
-    class Random(CalibrationDataReader):
-        def __init__(self) -> None:
-            rng = np.random.default_rng(0)
-            self.batches = iter([
-                {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-                 for i in inputs}
-                for _ in range(3)
-            ])
-
-        def get_next(self):  # type: ignore[no-untyped-def]
-            return next(self.batches, None)
-
-    quantize_static(str(source), str(target), Random(), quant_format=QuantFormat.QDQ)
-    return target
+    return quantize_static_random(source, target, quant_format=QuantFormat.QDQ)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,46 @@
+"""ONNX operator costs on models onnxruntime's own quantizer writes: each quantized operator costs what the float
+operator it replaces does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from ort_quantized import quantize_static_random
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
+
+TINY_CNN = ROOT / "samples" / "onnx" / "tiny_cnn.onnx"
+
+
+def quantize_qoperator(source: Path, target: Path) -> Path:
+    """onnxruntime's static quantizer in its QOperator format (QLinearConv, QGemm, QLinearSoftmax…), uint8."""
+    from onnxruntime.quantization import QuantFormat, QuantType
+
+    return quantize_static_random(source, target, quant_format=QuantFormat.QOperator,
+                                  activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8)
+
+
+@pytest.fixture(scope="module")
+def qoperator(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    return quantize_qoperator(TINY_CNN, tmp_path_factory.mktemp("qop") / "tiny_cnn.qop.onnx")
+
+
+def by_type(path: Path) -> dict[str, dict[str, object]]:
+    model = load_model(path)
+    values, _ = metrics.compute(model, {"macs", "params"}, set(), progress=False)
+    return {node.op_type: values[node.key] for node in model.main.nodes}
+
+
+def test_quantized_operators_cost_what_the_float_ones_do(qoperator: Path) -> None:
+    """QGemm (com.microsoft) and QLinearSoftmax had no formula (MACs n/a), and the params of both counted their
+    scales and zero points."""
+    float_ops, quantized = by_type(TINY_CNN), by_type(qoperator)
+    assert {"QGemm", "QLinearSoftmax", "QLinearConv"} <= set(quantized)
+    for float_type, quantized_type in (("Gemm", "QGemm"), ("Softmax", "QLinearSoftmax")):
+        macs = quantized[quantized_type]["macs"]
+        assert isinstance(macs, int) and macs > 0, (quantized_type, macs)
+        assert macs == float_ops[float_type]["macs"], quantized_type
+        assert quantized[quantized_type]["params"] == float_ops[float_type]["params"], quantized_type
