@@ -152,6 +152,15 @@ def _elementwise(op: Op, ops: float = 1) -> Cost:
     return per_element(op.out_elements(), ops)
 
 
+def _embed_layer_norm(op: Op, ops: float = 5) -> Cost:
+    """com.microsoft EmbedLayerNormalization: word (0 → 2) and position (3) embeddings, and segment ones (1 → 4)
+    when given, are gathered and summed, then ``ops`` per element as LayerNormalization; a mask (7) is summed per
+    row into the mask index."""
+    summed = 3 if op.has(1) and op.has(4) else 2
+    mask = reduction(op.elements(7)) if op.has(7) else ZERO
+    return per_element(op.out_elements(), summed - 1 + ops) + mask
+
+
 def _variadic(op: Op, ops: float = 0) -> Cost:
     """Variadic elementwise ops: one operation per extra input per element, and ``ops`` more (Mean divides)."""
     return per_element(op.out_elements(), max(1, op.data_inputs() - 1) + ops)
@@ -170,7 +179,8 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "global_lp_pool": _global_lp_pool, "lrn": _lrn, "resize": _resize, "recurrent": _recurrent,
     "dynamic_quantize_lstm": _dynamic_quantize_lstm,
     **attention_ops.FORMULAS,
-    "none": _no_arithmetic, "elementwise": _elementwise, "variadic": _variadic, "reduction": _reduction,
+    "none": _no_arithmetic, "elementwise": _elementwise, "embed_layer_norm": _embed_layer_norm, "variadic": _variadic,
+    "reduction": _reduction,
     "ml_linear": onnx_ml.ml_linear, "ml_svm": onnx_ml.ml_svm, "ml_tree_ensemble": onnx_ml.ml_tree_ensemble,
     "ml_tree_ensemble_v5": onnx_ml.ml_tree_ensemble_v5,
 }

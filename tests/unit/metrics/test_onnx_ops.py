@@ -44,3 +44,24 @@ def test_quantized_operators_cost_what_the_float_ones_do(qoperator: Path) -> Non
         assert isinstance(macs, int) and macs > 0, (quantized_type, macs)
         assert macs == float_ops[float_type]["macs"], quantized_type
         assert quantized[quantized_type]["params"] == float_ops[float_type]["params"], quantized_type
+
+
+def test_fused_embedding_layer_norm_costs_the_ops_it_replaces(tmp_path: Path) -> None:
+    """onnxruntime's transformer optimizer fuses BERT's embeddings (two Gathers, the Add, the LayerNormalization)
+    into com.microsoft EmbedLayerNormalization, whose MACs were n/a; now the Add's and the LayerNormalization's
+    of the unfused model, plus one add per element of the attention mask it sums into the mask index."""
+    from onnxruntime.transformers import optimizer
+
+    source = ROOT / "samples" / "onnx" / "bert_scoped.onnx"
+    fused = tmp_path / "bert_fused.onnx"
+    optimizer.optimize_model(str(source), model_type="bert", num_heads=0, hidden_size=0).save_model_to_file(str(fused))
+    model = load_model(fused)
+    node = next(node for node in model.main.nodes if node.op_type == "EmbedLayerNormalization")
+    values, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    plain = load_model(source)
+    unfused, _ = metrics.compute(plain, {"macs"}, set(), progress=False)
+    replaced = sum(unfused[n.key]["macs"] for n in plain.main.nodes  # type: ignore[misc]
+                   if n.name in ("/embeddings/Add", "/embeddings/LayerNorm/LayerNormalization"))
+    mask = node.inputs[7]
+    assert mask is not None and mask.type is not None and mask.type.static_shape == (1, 64)
+    assert values[node.key]["macs"] == replaced + 64 == 64 * 32 * 6 + 64
