@@ -56,6 +56,8 @@ def clean(value: Any, limit: int = 200, newlines: bool = False, middle: bool = F
         text = _elided(text, limit, middle)
     if text.isprintable():  # no control, format (bidi, zero-width), surrogate or unassigned character: as it is
         return text
+    if newlines and text.replace("\n", "").isprintable():  # lines of such text: as they are
+        return text
     if not newlines:
         text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
     else:
@@ -243,6 +245,7 @@ _LIVE_IN_GFM = re.compile(r"[\\|`*_\[\]#!~<>&@$:=]|www\.|[^\W\d_]\.[^\W\d_]", re
 
 
 _DOT_HTML, _DOT_ID, _DOT_ODD_BACKSLASHES = _dot.HTML_STRING.match, _dot.ID.match, _dot.FINAL_ODD_BACKSLASHES.search
+_LONGEST_KEYWORD = max(map(len, _dot.KEYWORDS))
 
 
 def dot_id(identifier: str) -> str:
@@ -252,10 +255,11 @@ def dot_id(identifier: str) -> str:
     package's deprecation wrapper (a third of the DOT's emission on a 20,000-operator model)."""
     if _DOT_HTML(identifier) and not isinstance(identifier, NoHtml):
         return identifier
-    if not _DOT_ID(identifier) or identifier.lower() in _dot.KEYWORDS:
-        if _DOT_ODD_BACKSLASHES(identifier):
+    if not _DOT_ID(identifier) or (len(identifier) <= _LONGEST_KEYWORD and identifier.lower() in _dot.KEYWORDS):
+        if identifier.endswith("\\") and _DOT_ODD_BACKSLASHES(identifier):  # the pattern ends with a backslash
             _dot.quote(identifier)  # the package's own warning
-        return f'"{_dot.ESCAPE_UNESCAPED_QUOTES(identifier)}"'
+        # its pattern matches only at a quote: a tooltip without one is not scanned position by position
+        return f'"{_dot.ESCAPE_UNESCAPED_QUOTES(identifier)}"' if '"' in identifier else f'"{identifier}"'
     return identifier
 
 
