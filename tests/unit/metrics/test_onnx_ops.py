@@ -65,3 +65,27 @@ def test_fused_embedding_layer_norm_costs_the_ops_it_replaces(tmp_path: Path) ->
     mask = node.inputs[7]
     assert mask is not None and mask.type is not None and mask.type.static_shape == (1, 64)
     assert values[node.key]["macs"] == replaced + 64 == 64 * 32 * 6 + 64
+
+
+def test_bnb4_matmuls_count_the_float_matmuls(tmp_path: Path) -> None:
+    """onnxruntime's bitsandbytes quantizer (MatMulBnb4Quantizer, NF4) turns each MatMul with a stored B into
+    com.microsoft MatMulBnb4 (B packed two values a byte): its MACs were n/a and its params B's bytes; now the
+    float MatMul's MACs and K × N params."""
+    import onnx
+    from onnxruntime.quantization.matmul_bnb4_quantizer import MatMulBnb4Quantizer
+
+    source = ROOT / "samples" / "onnx" / "bert_scoped.onnx"
+    quantizer = MatMulBnb4Quantizer(onnx.load(str(source)), MatMulBnb4Quantizer.NF4, 64)
+    quantizer.process()
+    target = tmp_path / "bert_bnb4.onnx"
+    onnx.save(quantizer.model.model, str(target))
+    plain, packed = load_model(source), load_model(target)
+    before, _ = metrics.compute(plain, {"macs", "params"}, set(), progress=False)
+    after, _ = metrics.compute(packed, {"macs", "params"}, set(), progress=False)
+    float_by_output = {node.outputs[0].name: before[node.key] for node in plain.main.nodes if node.op_type == "MatMul"}
+    quantized = [node for node in packed.main.nodes if node.op_type == "MatMulBnb4"]
+    assert len(quantized) >= 4
+    for node in quantized:
+        float_values = float_by_output[node.outputs[0].name]
+        assert after[node.key]["macs"] == float_values["macs"] > 0, node.name
+        assert after[node.key]["params"] == float_values["params"] > 0, node.name
