@@ -25,7 +25,7 @@ from renderer.core.numbers import count, format_number
 from renderer.core.options import RenderOptions
 from renderer.core.progress import detail, note, stage, waiting, warn
 from renderer.core.records import Annotations, AnnotationSet
-from renderer.picture import columns, dot, graphviz_run, layout_cache
+from renderer.picture import columns, dot, graphviz_run, layout_cache, length_bound
 from renderer.picture.columns import Columns
 from renderer.picture.folding import Folding, fold
 from renderer.picture.scene import Scene
@@ -194,7 +194,10 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
 
     if shape is None:
         return source, render(source, None)
-    paged = columns.PAGED_STRIP_PT if flat_limit(scene) is not None else None
+    limit = flat_limit(scene)
+    if limit is not None:  # drawn as pages for sure: not laid out only to find that out
+        length_bound.check_length(source, shape, limit)
+    paged = columns.PAGED_STRIP_PT if limit is not None else None
     return columns.lay_out(source, shape, lambda again: dot.emit(scene, again), render, paged)
 
 

@@ -17,7 +17,9 @@ its top left): the nodes that end a band (feeding none of its own) over an invis
 start the next, so the first layout's left part reads first, above the rest. Only those are tied: an invisible
 edge is routed like any other, around the frames in its way, and widens the page as far as it bends.
 
-Same input, same bytes: the bands come from dot's own (deterministic) first layout.
+Same input, same bytes: the bands come from dot's own (deterministic) first layout. The page in columns is
+emitted again by replaying what its first emission did on its ``Sheet`` (``replay``: the lines of its nodes and
+of the edges within a column as written then), not by making its labels and tooltips anew.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import graphviz
 
@@ -78,6 +81,10 @@ class Columns:
         first: the first layout (``-Tplain``), which the cuts are chosen from.
         stacked: the bands are stacked along the ranks (a page wide across them: rows top to bottom), not side by
             side across them.
+        labels: each node's label as emitted (``length_bound`` reads the page's least length from them).
+        ties: the (tail, head) of every edge emitted within a column, which ranks its head after its tail.
+        script: what the first emission did on its ``Sheet`` (``replay`` does it again in columns, the labels
+            and tooltips not made anew), and ``blank``, the graph as it was before.
     """
 
     rankdir: str = "TB"
@@ -87,6 +94,10 @@ class Columns:
     count: int = 1
     first: bytes = b""
     stacked: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+    ties: list[tuple[str, str]] = field(default_factory=list)
+    script: list[tuple[Any, ...]] | None = None
+    blank: graphviz.Digraph | None = None
     _node_column: dict[str, int] = field(default_factory=dict)
 
     def of(self, name: str) -> int | None:
@@ -118,9 +129,14 @@ class Sheet:
     its ends. Records every top-level item's nodes in ``columns.atoms``. ``finish`` before reading the source."""
 
     def __init__(self, graph: graphviz.Digraph, columns: Columns | None, atom: str | None = None,
-                 root: Sheet | None = None) -> None:
+                 root: Sheet | None = None, script: list[tuple[Any, ...]] | None = None) -> None:
         self.graph, self.columns, self.atom = graph, columns, atom
         self.root = root or self
+        self._script = script
+        if root is None and columns is not None and not columns.column:  # the first emission: recorded
+            columns.blank, columns.script = graph.copy(), []
+            columns.labels, columns.ties = {}, []
+            self._script = columns.script
         self._bands: dict[int, graphviz.Digraph] = {}
         self._stubs: set[str] = set()
         self._crossed: set[tuple[str, str]] = set()
@@ -153,17 +169,37 @@ class Sheet:
 
     def node(self, name: str, **attrs: object) -> None:
         self._record(self.atom or name, name)
-        self._band(self.atom or name).node(name, **attrs)  # type: ignore[arg-type]
+        band = self._band(self.atom or name)
+        band.node(name, **attrs)  # type: ignore[arg-type]
+        if self._script is not None and self.columns is not None:  # the first emission: kept for ``replay``
+            self._script.append(("node", name, band.body[-1]))
+            self.columns.labels[name] = str(attrs.get("label", ""))
+
+    def _node_line(self, name: str, line: str) -> None:
+        """``node`` again, from the line its first emission wrote (the same in any cluster)."""
+        self._record(self.atom or name, name)
+        self._band(self.atom or name).body.append(line)
 
     def edge(self, tail: str, head: str, **attrs: object) -> None:
         """An edge; between two columns, it runs to a stub at its tail ("to column 3") and from a stub at its
         head ("from column 1"), the stubs of a column and the next drawn as the turn."""
+        self._edge(tail, head, attrs, None)
+
+    def _edge(self, tail: str, head: str, attrs: dict[str, object], line: str | None) -> None:
+        """``edge``; ``line``: what the first emission wrote for it, when it was not cut into columns."""
         columns = self.columns
         start = end = None
         if columns is not None and columns.column:
             start, end = columns.of(tail), columns.of(head)
         if start is None or end is None or start == end:
-            self.graph.edge(tail, head, **attrs)  # type: ignore[arg-type]
+            if line is None:
+                self.graph.edge(tail, head, **attrs)  # type: ignore[arg-type]
+            else:
+                self.graph.body.append(line)
+            if self._script is not None and columns is not None:
+                self._script.append(("edge", tail, head, attrs, self.graph.body[-1]))
+                if str(attrs.get("constraint", "true")) != "false" and str(attrs.get("minlen", "1")) != "0":
+                    columns.ties.append((tail, head))
         elif attrs.get("style") != "invis":
             self.root._cross(tail, head, start, end, attrs)
 
@@ -199,14 +235,20 @@ class Sheet:
         return name
 
     def attr(self, *args: object, **attrs: object) -> None:
+        if self._script is not None:
+            self._script.append(("attr", args, attrs))
         self.graph.attr(*args, **attrs)  # type: ignore[arg-type]
 
     @contextlib.contextmanager
     def subgraph(self, name: str | None = None) -> Iterator[Sheet]:
         atom = self.atom or name
         parent = self._band(atom) if atom is not None else self.graph
+        inside: list[tuple[Any, ...]] | None = None
+        if self._script is not None:
+            inside = []
+            self._script.append(("subgraph", name, inside))
         with parent.subgraph(name=name) as inner:
-            yield Sheet(inner, self.columns, atom, self.root)
+            yield Sheet(inner, self.columns, atom, self.root, inside)
 
     def finish(self) -> None:
         """The columns' clusters, in order, each under an invisible head: the heads on one rank outside the
@@ -277,6 +319,32 @@ class Sheet:
             number = int(stub.split("_")[1])
             (ends if stub.startswith("colto") else starts).setdefault(number, []).append(stub)
         return ends, starts
+
+
+def replay(columns: Columns) -> str | None:
+    """The page emitted again in its columns (assigned) from what its first emission did (``Columns.script``):
+    the same source as emitting it anew, without making its labels and tooltips again. None: nothing recorded,
+    or the page's own graph was written outside its ``Sheet`` after the first emission (the overview's rows)."""
+    if columns.script is None or columns.blank is None or not columns.allowed:
+        return None
+    graph = columns.blank.copy()
+    sheet = Sheet(graph, columns)
+    _play(sheet, columns.script)
+    sheet.finish()
+    return graph.source
+
+
+def _play(sheet: Sheet, script: list[tuple[Any, ...]]) -> None:
+    for step in script:
+        if step[0] == "node":
+            sheet._node_line(step[1], step[2])
+        elif step[0] == "edge":
+            sheet._edge(step[1], step[2], step[3], step[4])
+        elif step[0] == "attr":
+            sheet.attr(*step[1], **step[2])
+        else:
+            with sheet.subgraph(step[1]) as inner:
+                _play(inner, step[2])
 
 
 _INVISIBLE = {"shape": "point", "style": "invis", "width": "0", "height": "0", "label": ""}
@@ -518,7 +586,7 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
         try:
             return source, render(source, checker(columns, attempt == TRIES - 1, pages_over if not attempt else None))
         except Reshape:
-            previous, source = source, emit(columns)
+            previous, source = source, replay(columns) or emit(columns)
         except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
             raise
         except RenderError:

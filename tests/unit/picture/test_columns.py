@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
@@ -19,7 +20,7 @@ import renderer
 from conftest import ONNX, SVG_NS, TFLITE, parse_svg, run_cli
 from renderer.compose.rendering import prepare
 from renderer.core.options import RenderOptions
-from renderer.picture import dot, graphviz_run
+from renderer.picture import columns, dot, graphviz_run
 from wheel_models import MODELS, wheel_model
 
 LONG_SIDE = 3000.0
@@ -29,6 +30,7 @@ HELD_OUT = sorted(MODELS)
 SAMPLES = {f"samples/{p.parent.name}/{p.name}": p
            for p in sorted(ONNX.glob("*.onnx")) + sorted(TFLITE.glob("*.tflite"))}
 CHAIN_OPS = 60
+REPLAY = columns.replay
 
 
 def _pages(overview: Path) -> list[Path]:
@@ -271,3 +273,51 @@ def test_a_page_wide_across_its_ranks_is_stacked_in_rows(renders: dict[str, Path
                 inside += 1
         assert inside >= 20, path.name
     assert stacked == 2
+
+
+def _emitted_twice(monkeypatch: pytest.MonkeyPatch, source: str, shape: columns.Columns,
+                   emit: Callable[[columns.Columns], str]) -> tuple[str, list[tuple[str, str]]]:
+    """``source`` laid out as ``columns.lay_out`` does, each page in columns emitted anew (``emit``) and
+    replayed from its first emission (``columns.replay``): (the source drawn, the pairs)."""
+    pairs: list[tuple[str, str]] = []
+
+    def both(again: columns.Columns) -> str:
+        anew = emit(again)
+        pairs.append((anew, REPLAY(again) or ""))
+        return anew
+
+    monkeypatch.setattr(columns, "replay", lambda again: None)
+    drawn, _ = columns.lay_out(source, shape, both, lambda text, check: graphviz_run.render_formats(
+        text, ["svg"], check=check))
+    return drawn, pairs
+
+
+def test_a_page_in_columns_is_its_first_emission_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut into columns, a page is emitted again by replaying what its first emission did (its labels and
+    tooltips not made anew): the same DOT, byte for byte, as emitting it again, on real pages and on a flat
+    picture (a chain, under TB and LR)."""
+    from renderer.compose.rendering import bytes_plan, plan_book
+    from renderer.picture.dot_pages import emit_page
+
+    replayed = 0
+    for path in (ONNX / "light_resnet50.onnx", ONNX / "silero_vad.onnx"):
+        scene = prepare(renderer.load_model(str(path)), None, RenderOptions(layout_cache=""))
+        book = plan_book(scene, force=True)  # light_resnet50: as it is drawn, its flat picture too long
+        assert book is not None
+        links = bytes_plan("svg").links
+        for page in book.pages:
+            shape = columns.Columns()
+            source = emit_page(scene, book, page, links, shape)
+            drawn, pairs = _emitted_twice(monkeypatch, source, shape,
+                                          lambda again, page=page: emit_page(scene, book, page, links, again))
+            assert all(anew == again for anew, again in pairs)
+            assert not pairs or ("cluster_col" in drawn and drawn == pairs[-1][0])
+            replayed += len(pairs)
+    for rankdir in ("TB", "LR"):
+        scene = prepare(renderer.load_model(_chain_model(tmp_path / "chain.onnx")), None,
+                        RenderOptions(rankdir=rankdir))
+        shape = columns.Columns()
+        _, pairs = _emitted_twice(monkeypatch, dot.emit(scene, shape), shape, lambda again: dot.emit(scene, again))
+        assert pairs and all(anew == again for anew, again in pairs)
+        replayed += len(pairs)
+    assert replayed >= 6
