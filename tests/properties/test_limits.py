@@ -275,6 +275,18 @@ def test_missing_external_data_does_not_stop_a_plain_render(external_model: Path
     P.check_svg((tmp_path / "out.svg").read_bytes())
 
 
+def test_missing_external_data_is_said_in_one_line(external_model: Path, tmp_path: Path) -> None:
+    """Nothing named the missing file unless a shape run failed on it, and then only as onnx's message about a file
+    that 'is not regular file', advising --inputs, which cannot help (after runs at other sizes that cannot either)."""
+    run = run_cli("metrics", external_model, "-o", tmp_path / "m.csv")
+    assert run.returncode == 0, run.stderr
+    said = [line for line in run.stderr.splitlines() if "tiny_cnn.weights" in line]
+    assert said == [f"annograph: {external_model}: external data 'tiny_cnn.weights' not found beside the model: "
+                    "weight values are n/a, and shapes static inference cannot reach are left unknown "
+                    "(onnxruntime cannot run the model without it)"]
+    assert "--inputs" not in run.stderr
+
+
 def test_external_data_outside_the_model_folder_is_refused(tmp_path: Path) -> None:
     """A location that climbs out of the model's folder is never followed."""
     from conftest import escaping_external_data

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from renderer.core import ir
 from renderer.core.errors import LoaderError, OperatorDataError, first_line
+from renderer.core.escape import clean
 from renderer.core.progress import detail
 from renderer.data.categories import category
 from renderer.loaders import free_dims
@@ -172,6 +173,8 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     if values.profiles:
         proto, note, idle = _shapes_from_profiles(path, proto, weights, values.profiles)
         notes.append(note)
+    elif shape_run and (absent := _absent_external_data(path, proto)):
+        notes.append(absent)
     elif shape_run:
         failed: list[str] = []
         proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed)
@@ -188,6 +191,17 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     model.assumed_dims = assumed
     model.pinned_dims = dict(dims)
     return model
+
+
+def _absent_external_data(path: Path, proto: onnx.ModelProto) -> str:
+    """A note naming the external-data files the model names that are not beside it ("" when none is missing):
+    onnxruntime cannot run it then, so no shape run is tried at any size."""
+    absent = [file.name for file in ort_shapes.external_files(path, proto) if not file.is_file()]
+    if not absent:
+        return ""
+    listed = ", ".join(repr(clean(name, 80)) for name in absent[:3]) + (" …" if len(absent) > 3 else "")
+    return (f"{path}: external data {listed} not found beside the model: weight values are n/a, and shapes static "
+            f"inference cannot reach are left unknown (onnxruntime cannot run the model without it)")
 
 
 def _other_sizes(path: Path, proto: onnx.ModelProto, slots: list[free_dims.Slot], assumed: list[ir.AssumedDim],
