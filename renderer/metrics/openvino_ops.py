@@ -25,6 +25,7 @@ from renderer.metrics.formulas import (
     matmul,
     pooling,
     prod,
+    recurrent,
     resize,
     transposed_convolution,
 )
@@ -98,8 +99,23 @@ def _attention(op: Op) -> Cost:
     return attention(prod(query[:-2]), 1, query[-2], key[-2], query[-1], value[-1])
 
 
+def _sequence(op: Op, gates: int, ops: int) -> Cost:
+    """LSTMSequence (X, H, C, lengths, W, R, B), GRUSequence and RNNSequence (X, H, lengths, W, R, B): X is
+    ``[batch, steps, input]``, W ``[dirs, gates·H, input]``, R ``[dirs, gates·H, H]``, B one summed bias
+    ``[dirs, gates·H]`` (4·H for a GRU with linear_before_reset). As ONNX's recurrent layers: every step
+    multiplies each element of W and R once per batch row, adds B and does ``ops`` per hidden unit."""
+    slot = 4 if gates == 4 else 3
+    x, w, r = op.shape(0), op.weight_shape(slot), op.weight_shape(slot + 1)
+    if len(x) != 3 or len(w) != 3 or len(r) != 3:
+        raise NotCountable(f"X, W, R of ranks {len(x)}, {len(w)}, {len(r)} (3 expected)")
+    hidden = op.int_attr("hidden_size", 0) or r[-1]
+    bias = prod(op.weight_shape(slot + 2)) if op.has(slot + 2) else 0
+    return recurrent(x[1], x[0], prod(w) + prod(r), bias, w[0] * hidden, ops)
+
+
 FORMULAS: dict[str, Callable[..., Cost]] = {
-    "convolution": _conv, "deconvolution": _deconv, "matmul": _matmul, "fully_connected": _fully_connected,
+    "convolution": _conv, "recurrent_sequence": _sequence,
+    "deconvolution": _deconv, "matmul": _matmul, "fully_connected": _fully_connected,
     "pool": _pool, "interpolate": _interpolate, "attention": _attention,
     **{name: tflite_ops.FORMULAS[name] for name in ("none", "elementwise", "reduction")},  # the same counts
     "lrn": onnx_ops.FORMULAS["lrn"],  # OpenVINO's LRN has ONNX's ``size``

@@ -1,0 +1,34 @@
+"""OpenVINO layer costs on IRs the real openvino converts from ONNX models: each layer costs what the ONNX
+operator it came from does, but for what the conversion changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openvino_models import save_ir
+from recurrent_models import BATCH, HIDDEN, STEPS, two_bilstm
+from renderer.loaders.registry import load_model
+from renderer.metrics import builtin as metrics
+
+pytest.importorskip("openvino")
+
+
+def macs_of(path: Path, op_type: str) -> list[object]:
+    model = load_model(path)
+    values, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    return [values[node.key]["macs"] for node in model.main.nodes if node.op_type == op_type]
+
+
+def test_lstm_sequences_count_the_onnx_lstms(tmp_path: Path) -> None:
+    """Two bidirectional ONNX LSTMs become two LSTMSequence layers, whose MACs were n/a ('no formula'). Each now
+    counts the ONNX LSTM's: the weights once per step and batch row, 13 per hidden unit, one add per bias element;
+    OpenVINO sums ONNX's two biases (8·H a direction) into one (4·H), one add per step, row and element fewer."""
+    source = tmp_path / "two_bilstm.onnx"
+    two_bilstm(source)
+    ir = save_ir(source, tmp_path / "two_bilstm.xml")
+    onnx_macs, ir_macs = macs_of(source, "LSTM"), macs_of(ir, "LSTMSequence")
+    assert len(onnx_macs) == len(ir_macs) == 2 and all(isinstance(m, int) and m > 0 for m in onnx_macs)
+    summed_bias = STEPS * BATCH * 2 * 4 * HIDDEN
+    assert ir_macs == [m - summed_bias for m in onnx_macs]  # type: ignore[operator]
