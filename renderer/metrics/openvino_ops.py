@@ -119,6 +119,7 @@ FORMULAS: dict[str, Callable[..., Cost]] = {
     "pool": _pool, "interpolate": _interpolate, "attention": _attention,
     **{name: tflite_ops.FORMULAS[name] for name in ("none", "elementwise", "reduction")},  # the same counts
     "lrn": onnx_ops.FORMULAS["lrn"],  # OpenVINO's LRN has ONNX's ``size``
+    "einsum": onnx_ops.FORMULAS["einsum"],  # and its Einsum ONNX's ``equation``
 }
 """The formulas an entry's ``cost`` may name; numbers of the entry are keyword arguments."""
 

@@ -32,3 +32,21 @@ def test_lstm_sequences_count_the_onnx_lstms(tmp_path: Path) -> None:
     assert len(onnx_macs) == len(ir_macs) == 2 and all(isinstance(m, int) and m > 0 for m in onnx_macs)
     summed_bias = STEPS * BATCH * 2 * 4 * HIDDEN
     assert ir_macs == [m - summed_bias for m in onnx_macs]  # type: ignore[operator]
+
+
+def test_einsum_counts_the_onnx_einsum(tmp_path: Path) -> None:
+    """A grouped linear layer as DeepFilterNet writes it (Einsum btgi,gih->btgh over a stored weight) converted by
+    openvino: the IR's Einsum had no formula (MACs n/a); now ONNX's, from the same equation and shapes."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 16, 32)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", ["x", "w"], ["y"], name="grouped_linear", equation="btgi,gih->btgh")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 32])], [weight])
+    source = tmp_path / "grouped.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
+    ir = save_ir(source, tmp_path / "grouped.xml")
+    assert macs_of(ir, "Einsum") == macs_of(source, "Einsum") == [8 * 4 * 16 * 32]
