@@ -50,3 +50,28 @@ def test_einsum_counts_the_onnx_einsum(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source)
     ir = save_ir(source, tmp_path / "grouped.xml")
     assert macs_of(ir, "Einsum") == macs_of(source, "Einsum") == [8 * 4 * 16 * 32]
+
+
+def test_elementwise_and_normalization_layers_count_as_onnx(tmp_path: Path) -> None:
+    """HardSigmoid, Tan, Asinh (and the other inverse and hyperbolic functions) were not in the IR's table,
+    GroupNormalization and NormalizeL2 had no formula: MACs n/a (a MobileNetV3's two HardSigmoids so). Now each
+    counts as the ONNX operator it is converted from."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("HardSigmoid", ["x"], ["a"]), helper.make_node("Tan", ["a"], ["b"]),
+             helper.make_node("Asinh", ["b"], ["c"]),
+             helper.make_node("GroupNormalization", ["c", "scale", "bias"], ["d"], num_groups=2),
+             helper.make_node("LpNormalization", ["d"], ["y"], axis=1, p=2)]
+    affine = [numpy_helper.from_array(np.ones(8, np.float32), "scale"),
+              numpy_helper.from_array(np.zeros(8, np.float32), "bias")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])], affine)
+    source = tmp_path / "layers.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), source)
+    ir = save_ir(source, tmp_path / "layers.xml")
+    for onnx_type, ir_type in (("HardSigmoid", "HardSigmoid"), ("Tan", "Tan"), ("Asinh", "Asinh"),
+                               ("GroupNormalization", "GroupNormalization"), ("LpNormalization", "NormalizeL2")):
+        ours = macs_of(ir, ir_type)
+        assert ours == macs_of(source, onnx_type) and isinstance(ours[0], int) and ours[0] >= 128, ir_type
