@@ -89,3 +89,26 @@ def test_bnb4_matmuls_count_the_float_matmuls(tmp_path: Path) -> None:
         float_values = float_by_output[node.outputs[0].name]
         assert after[node.key]["macs"] == float_values["macs"] > 0, node.name
         assert after[node.key]["params"] == float_values["params"] > 0, node.name
+
+
+def test_newer_standard_operators_have_a_cost(tmp_path: Path) -> None:
+    """Standard operators of opsets 24-28 that were in no table ('no formula', category other): a KV cache's
+    TensorScatter and BitCast move data (0), CumProd reads each input element once, SwiGLU does 4 per output."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    floats = [1, 4, 8, 16]
+    nodes = [helper.make_node("TensorScatter", ["cache", "update"], ["present"], axis=2),
+             helper.make_node("CumProd", ["present", "axis"], ["product"]),
+             helper.make_node("SwiGLU", ["product", "present"], ["gated"]),
+             helper.make_node("BitCast", ["gated"], ["bits"], to=TensorProto.INT32)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("cache", TensorProto.FLOAT, floats),
+                     helper.make_tensor_value_info("update", TensorProto.FLOAT, [1, 4, 1, 16])],
+        [helper.make_tensor_value_info("bits", TensorProto.INT32, floats)],
+        [helper.make_tensor("axis", TensorProto.INT64, [], [3])])
+    path = tmp_path / "newer.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)]), path)
+    macs = {op: values["macs"] for op, values in by_type(path).items()}
+    elements = 4 * 8 * 16
+    assert macs == {"TensorScatter": 0, "CumProd": elements, "SwiGLU": 4 * elements, "BitCast": 0}
