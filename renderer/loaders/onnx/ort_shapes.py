@@ -91,7 +91,7 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     import functools
 
     limit = functools.cache(lambda: isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS))
-    request = {"path": str(path), "inputs": inputs, "outputs": missing}
+    request = {"path": str(path), "inputs": inputs, "outputs": missing, **({} if record else {"pruned": True})}
     ahead = _AHEAD.pop(_ahead_key(path, inputs, missing), None) if feeds is None else None
     if ahead is not None:
         answer, reason = ({}, str(ahead["error"])) if "error" in ahead else (ahead, "")
@@ -354,7 +354,9 @@ def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
     for proto in protos:
         inputs, missing = input_dims(proto.graph), missing_shapes(proto.graph)
         if inputs is not None and missing and not _refused(path, proto, ""):
-            requests.append({"inputs": inputs, "outputs": missing})
+            # pruned as fill's own run would be: no profile of subgraphs follows a model without any
+            pruned = {} if _nested(proto.graph) else {"pruned": True}
+            requests.append({"inputs": inputs, "outputs": missing, **pruned})
             sizes.append(run_sizes(path, proto, inputs, None, len(missing)))
     if len(requests) < 2:
         return
@@ -368,6 +370,11 @@ def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
     for request, found in zip(requests, answer.get("batch", [])):
         if not found.get("memory"):  # the same run on its own would fail the same way, but for want of memory
             _AHEAD[_ahead_key(path, request["inputs"], request["outputs"])] = found
+
+
+def _nested(graph: onnx.GraphProto) -> bool:
+    """Whether some node of ``graph`` has a subgraph (an If's branches, a Loop's or Scan's body)."""
+    return any(attr.HasField("g") or attr.graphs for node in graph.node for attr in node.attribute)
 
 
 def drop_ahead() -> None:
@@ -516,6 +523,8 @@ def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
     path = Path(request["path"])
     model = onnx.load(str(path), load_external_data=False)
     types = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
+    if request.get("pruned") and request["outputs"]:
+        prune(model.graph, request["outputs"])
     outputs = {o.name for o in model.graph.output}
     for name in request["outputs"]:
         if name not in outputs:
@@ -540,6 +549,39 @@ def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
             raise
     onnx.load_external_data_for_model(model, str(path.parent))
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]), types
+
+
+def prune(graph: onnx.GraphProto, outputs: list[str]) -> None:
+    """Cut ``graph`` down to what ``outputs`` are computed from, those tensors its only outputs: the run then
+    makes only them (a missing ``Range`` of the 20k-op transformer's embeddings needs a few shape operators, not
+    a session of 20,000 operators). Every input that is no initializer stays, so the same feeds fit."""
+    import onnx
+
+    producer = {name: index for index, node in enumerate(graph.node) for name in node.output if name}
+    needed, todo, kept = set(outputs), list(outputs), set()
+    while todo:
+        index = producer.get(todo.pop())
+        if index is None or index in kept:
+            continue
+        kept.add(index)
+        node = graph.node[index]
+        read = [name for name in node.input if name]
+        for attr in node.attribute:  # a branch or body reads names of the graph around it too
+            for sub in [attr.g] if attr.HasField("g") else attr.graphs:
+                read.extend(_read(sub))
+        todo.extend(name for name in read if name not in needed)
+        needed.update(read)
+    initializers = {t.name for t in graph.initializer}
+    part = onnx.GraphProto()
+    part.node.extend(node for index, node in enumerate(graph.node) if index in kept)
+    part.initializer.extend(t for t in graph.initializer if t.name in needed)
+    part.input.extend(vi for vi in graph.input if vi.name not in initializers or vi.name in needed)
+    part.value_info.extend(vi for vi in graph.value_info if vi.name in needed)
+    wanted = set(outputs)
+    part.output.extend(vi for vi in graph.output if vi.name in wanted)
+    for field in ("node", "initializer", "input", "value_info", "output"):
+        graph.ClearField(field)
+    graph.MergeFrom(part)
 
 
 MASK_RETRY = "mask"

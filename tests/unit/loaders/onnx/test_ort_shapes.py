@@ -220,3 +220,41 @@ def test_the_shape_runs_session_does_not_spin(tmp_path: Path) -> None:
     assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert [o.name for o in session.get_outputs()] == ["z", "y"] and types == {"x": TensorProto.FLOAT}
     assert session.run(["y"], {"x": np.array([-1.0, 2.0], np.float32)})[0].tolist() == [0.0, 2.0]
+
+
+def test_the_shape_run_makes_only_what_the_missing_tensors_need(tmp_path: Path) -> None:
+    """The run is of the operators the missing tensors are computed from: a Range of a length read from the input's
+    shape gets its shape although a custom op neither onnx nor onnxruntime knows follows elsewhere (a session of the
+    whole model could not even be made), and what the If's branch reads from around it is kept."""
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    branch = helper.make_graph([helper.make_node("Identity", ["length"], ["picked"])], "then", [],
+                               [helper.make_tensor_value_info("picked", TensorProto.INT64, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["one"], ["kept"])], "else", [],
+                              [helper.make_tensor_value_info("kept", TensorProto.INT64, None)])
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shape"], start=1, end=2),
+         helper.make_node("Squeeze", ["shape"], ["length"]),
+         helper.make_node("Greater", ["length", "one"], ["long"]),
+         helper.make_node("If", ["long"], ["end"], then_branch=branch, else_branch=other),
+         helper.make_node("Range", ["zero", "end", "one"], ["positions"]),
+         helper.make_node("Mystery", ["x"], ["y"], domain="example.custom"),
+         helper.make_node("Relu", ["y"], ["z"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+        [helper.make_tensor_value_info("positions", TensorProto.INT64, None),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [one, numpy_helper.from_array(np.array(0, np.int64), "zero"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "unused")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("example.custom", 1)])
+    path = tmp_path / "part.onnx"
+    onnx.save(model, path)
+    part = onnx.load(path)
+    ort_shapes.prune(part.graph, ["positions"])
+    assert [n.op_type for n in part.graph.node] == ["Shape", "Squeeze", "Greater", "If", "Range"]
+    assert [t.name for t in part.graph.initializer] == ["one", "zero"]  # "unused" is not read
+    assert [vi.name for vi in part.graph.input] == ["x"] and [vi.name for vi in part.graph.output] == ["positions"]
+    answer = ort_shapes._run({"path": str(path), "inputs": {"x": [2, 5]}, "outputs": ["positions"],
+                              "pruned": True})
+    assert answer["shapes"] == {"positions": [TensorProto.INT64, [5]]}
+    whole = ort_shapes._run({"path": str(path), "inputs": {"x": [2, 5]}, "outputs": ["positions"]})
+    assert "error" in whole  # unpruned, the session of the whole model fails on the custom op
