@@ -237,17 +237,23 @@ def remembered(kept: Kept, module: str, request: dict[str, Any], runtime: str, d
     """``run``'s outcome, the child's answer taken from or kept in the results cache as ``kept`` says when a render
     keeps results (``disk_cache.using``): a re-render starts no child (nor works out the run's ``limit``). A run
     over time or killed gives no answer and is never kept."""
+    return answered(*kept_exchange(kept, module, request, runtime, doing, limit))
+
+
+def kept_exchange(kept: Kept, module: str, request: dict[str, Any], runtime: str, doing: str,
+                  limit: Callable[[], Limits]) -> tuple[dict[str, Any] | None, str]:
+    """``remembered``'s outcome as ``exchange`` gives it: the child's answer whole, its ``error`` included."""
     from renderer.files import disk_cache
 
     if disk_cache.results() is None:
-        return run(module, request, runtime, doing, limit())
+        return exchange(module, request, runtime, doing, limit())
     found = disk_cache.recall(kept.kind, kept.files, kept.fields)
     if isinstance(found, dict):
-        return answered(found)
+        return found, ""
     answer, reason = exchange(module, request, runtime, doing, limit())
     if answer is not None and kept.lasting(answer):
         disk_cache.keep(kept.kind, kept.files, kept.fields, answer)
-    return answered(answer, reason)
+    return answer, reason
 
 
 def version(package: str) -> str:

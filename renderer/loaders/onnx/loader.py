@@ -177,8 +177,9 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         notes.append(absent)
     elif shape_run:
         failed: list[str] = []
-        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed)
-        other = _other_sizes(path, proto, slots, assumed, failed[0]) if failed and retried is None else None
+        tries = _tries(proto, slots, assumed) if retried is None and feeds is None else []
+        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed, tries)
+        other = _other_sizes(path, proto, tries, assumed, failed[0]) if failed and retried is None else None
         if other:
             return load(path, asked, check_dims, shape_run, values, assume, other)
         notes.extend(ran)
@@ -204,12 +205,18 @@ def _absent_external_data(path: Path, proto: onnx.ModelProto) -> str:
             f"inference cannot reach are left unknown (onnxruntime cannot run the model without it)")
 
 
-def _other_sizes(path: Path, proto: onnx.ModelProto, slots: list[free_dims.Slot], assumed: list[ir.AssumedDim],
-                 reason: str) -> dict[str, tuple[int, str]] | None:
-    """After the shape run at the assumed sizes failed (``reason``): the first other sizes of the dims assumed by
-    default (``free_dims.retries``) that onnxruntime runs the model at, each with why; None when none runs."""
+def _tries(proto: onnx.ModelProto, slots: list[free_dims.Slot], assumed: list[ir.AssumedDim],
+           ) -> list[tuple[dict[str, int], dict[str, list[int]]]]:
+    """The other sizes of the dims assumed by default to run the model at when the run at the assumed ones fails
+    (``free_dims.retries``)."""
     base = ort_shapes.input_dims(proto.graph)
-    tries = free_dims.retries(slots, assumed, base) if base is not None else []
+    return free_dims.retries(slots, assumed, base) if base is not None else []
+
+
+def _other_sizes(path: Path, proto: onnx.ModelProto, tries: list[tuple[dict[str, int], dict[str, list[int]]]],
+                 assumed: list[ir.AssumedDim], reason: str) -> dict[str, tuple[int, str]] | None:
+    """After the shape run at the assumed sizes failed (``reason``): the first of ``tries`` that onnxruntime runs
+    the model at, each dim with why; None when none runs."""
     ran = ort_shapes.first_that_runs(path, proto, [inputs for _, inputs in tries])
     if ran is None:
         return None
@@ -274,17 +281,19 @@ def _idle(proto: onnx.ModelProto, shapes: dict[int, Any], why: str) -> dict[int,
 
 def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]],
                      feeds: dict[str, Any] | None, source: str, failed: list[str] | None = None,
+                     tries: list[tuple[dict[str, int], dict[str, list[int]]]] | None = None,
                      ) -> tuple[onnx.ModelProto, list[str], dict[int, str]]:
     """``proto`` with the shapes one onnxruntime run gives (``ort_shapes``), the lines to say, and the subgraphs
     the run never entered (``Graph.not_run``). When subgraphs lack shapes a second run is profiled, and the profile
-    gives those of the branches and bodies it ran."""
+    gives those of the branches and bodies it ran. A failed run tries the model at ``tries`` in its process."""
     import tempfile
 
     from renderer.loaders.onnx import profile_shapes
 
     inner = sum(len(ort_shapes.missing_shapes(sub)) for sub in graphs(proto.graph)[1:])
     with tempfile.TemporaryDirectory(prefix="annograph-run-") as folder:
-        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner, failed)
+        notes, profile = ort_shapes.fill(path, proto, feeds, source, Path(folder) if inner else None, inner, failed,
+                                         [inputs for _, inputs in tries or []])
         if profile is None:
             return proto, notes, {}
         shapes = profile_shapes.recorded(_build(path, proto, weights), [profile])

@@ -22,6 +22,7 @@ run has a time budget of its own, from the first run's time (a Loop of many step
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,8 @@ _NAMED = 3  # tensors named in a note
 
 
 def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None, source: str = "",
-         record: Path | None = None, inner: int = 0, failed: list[str] | None = None) -> tuple[list[str], Path | None]:
+         record: Path | None = None, inner: int = 0, failed: list[str] | None = None,
+         tries: list[dict[str, list[int]]] | None = None) -> tuple[list[str], Path | None]:
     """Complete the main graph's value_info from an onnxruntime run where static inference left shapes out.
 
     The run is on ``feeds`` (the arrays of ``--inputs``, read from ``source``, their shapes already pinned on the
@@ -74,7 +76,9 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     the run took, which no graph output can expose; ``inner`` is how many of those lack a shape. Returns the lines
     to tell the user (which path gave the shapes, or why the run was not made, and which sizes zero inputs may
     have got wrong), none when nothing was missing or some input dim is still free (the n/a hints say which to
-    pin); and the profile written, if any. Why onnxruntime could not run it goes to ``failed`` too.
+    pin); and the profile written, if any. Why onnxruntime could not run it goes to ``failed`` too. A run on zeros
+    that fails tries the model at each of ``tries`` (input dims) in the same child process, for
+    ``first_that_runs`` to take.
     """
     graph = proto.graph
     inputs = input_dims(graph)
@@ -90,14 +94,19 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
         return [refused], None
     import functools
 
-    limit = functools.cache(lambda: isolated.limits(run_sizes(path, proto, inputs, feeds, len(missing)), MAX_SECONDS))
-    request = {"path": str(path), "inputs": inputs, "outputs": missing, **({} if record else {"pruned": True})}
+    tries = tries if feeds is None else None
+    limit = functools.cache(lambda: _run_limit(path, proto, [inputs, *_largest(tries)], feeds, len(missing)))
+    request = {"path": str(path), "inputs": inputs, "outputs": missing, **({} if record else {"pruned": True}),
+               **({"retry": tries} if tries else {})}
     ahead = _AHEAD.pop(_ahead_key(path, inputs, missing), None) if feeds is None else None
     if ahead is not None:
         answer, reason = ({}, str(ahead["error"])) if "error" in ahead else (ahead, "")
     elif feeds is None:
         with waiting("shape run (onnxruntime)"):
-            answer, reason = _ask(path, proto, request, limit, lambda found: not found.get("memory"))
+            found, reason = _ask(path, proto, request, limit, lambda found: not found.get("memory"))
+        if tries and isinstance((found or {}).get("tried"), dict):
+            _TRIED[_tries_key(path, tries)] = found["tried"]  # type: ignore[index]
+        answer, reason = isolated.answered(found, reason)
     else:
         with waiting("shape run (onnxruntime)"):
             answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit(), feeds)
@@ -118,6 +127,19 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     if failed:
         lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
     return lines, profile
+
+
+def _run_limit(path: Path, proto: onnx.ModelProto, sizes: list[dict[str, list[int]]], feeds: dict[str, Any] | None,
+               kept: int) -> isolated.Limits:
+    """The limits of a shape run at the first of ``sizes`` (input dims) that may go on to try the model at the
+    others (the largest of them): the memory of the larger, the time of each run as if it had its own process."""
+    import dataclasses
+
+    limits = [isolated.limits(run_sizes(path, proto, dims, feeds, kept), MAX_SECONDS) for dims in sizes]
+    largest = max(limits, key=lambda limit: limit.memory)
+    if len(limits) == 1 or os.environ.get(isolated.SECONDS_ENV):
+        return largest
+    return dataclasses.replace(largest, seconds=sum(limit.seconds for limit in limits))
 
 
 def _filled(path: Path, graph: onnx.GraphProto, missing: list[str], shapes: dict[str, Any], on: str,
@@ -365,8 +387,9 @@ def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
     one = isolated.limits(max(sizes, key=lambda size: size.memory()), MAX_SECONDS)
     limit = dataclasses.replace(one, seconds=one.seconds * len(requests))
     with waiting("shape runs (onnxruntime)"):
-        answer, _ = _ask(path, protos[0], {"path": str(path), "batch": requests}, lambda: limit,
-                         lambda found: not any(entry.get("memory") for entry in found.get("batch", [])))
+        answer, _ = isolated.answered(*_ask(
+            path, protos[0], {"path": str(path), "batch": requests}, lambda: limit,
+            lambda found: not any(entry.get("memory") for entry in found.get("batch", []))))
     for request, found in zip(requests, answer.get("batch", [])):
         if not found.get("memory"):  # the same run on its own would fail the same way, but for want of memory
             _AHEAD[_ahead_key(path, request["inputs"], request["outputs"])] = found
@@ -383,20 +406,20 @@ def drop_ahead() -> None:
 
 
 def _ask(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit: Callable[[], isolated.Limits],
-         lasting: Callable[[dict[str, Any]], bool]) -> tuple[dict[str, Any], str]:
-    """``isolated.run``'s outcome of the shape run ``request`` (on zero inputs) of the model at ``path``: the
-    child's answer kept in the results cache (``isolated.remembered``) for the model's bytes, its external data's,
+         lasting: Callable[[dict[str, Any]], bool]) -> tuple[dict[str, Any] | None, str]:
+    """``isolated.exchange``'s outcome of the shape run ``request`` (on zero inputs) of the model at ``path``: the
+    child's answer kept in the results cache (``isolated.kept_exchange``) for the model's bytes, its external data's,
     the request and onnxruntime's version, when ``lasting`` says another run would answer the same (not a run
     that ran out of memory or time); so a re-render runs nothing (nor works out the run's ``limit``)."""
     from renderer.files import disk_cache
 
     if disk_cache.results() is None:
-        return isolated.run(__name__, request, "onnxruntime", "to run the model", limit())
+        return isolated.exchange(__name__, request, "onnxruntime", "to run the model", limit())
     files = [path, *external_files(path, proto)]
     fields = {"request": {k: v for k, v in request.items() if k != "path"},
               "onnxruntime": isolated.version("onnxruntime"), "onnx": isolated.version("onnx")}
-    return isolated.remembered(isolated.Kept("onnxruntime shapes", files, fields, lasting), __name__, request,
-                               "onnxruntime", "to run the model", limit)
+    return isolated.kept_exchange(isolated.Kept("onnxruntime shapes", files, fields, lasting), __name__, request,
+                                  "onnxruntime", "to run the model", limit)
 
 
 def external_files(path: Path, proto: onnx.ModelProto) -> list[Path]:
@@ -462,7 +485,10 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
             return {"error": isolated.over_memory("onnxruntime", request["limits"]), "memory": True}
-        return {"error": first_line(e, 200)}
+        if not request.get("retry"):
+            return {"error": first_line(e, 200)}
+        sessions.clear()  # the whole model at other sizes, as ``first_that_runs`` tries it, in this process
+        return {"error": first_line(e, 200), "tried": _first_that_runs({**request, "tries": request["retry"]})}
     wanted = set(request["outputs"])
     shapes = {}
     for name, result in zip(names, results):
@@ -500,15 +526,35 @@ def first_that_runs(path: Path, proto: onnx.ModelProto, tries: list[dict[str, li
     with, all in one child process under the limits of the largest; None when none runs (or it cannot run)."""
     if not tries or not installed():
         return None
-    largest = max(tries, key=lambda inputs: sum(math.prod(d) for d in inputs.values()))
-    def limit() -> isolated.Limits:
-        return isolated.limits(run_sizes(path, proto, largest, None, 0), MAX_SECONDS)
+    answer = _TRIED.pop(_tries_key(path, tries), None)  # tried by the failed run of ``fill``, in its process
+    if answer is None:
+        largest = _largest(tries)[0]
 
-    with waiting("shape run (onnxruntime) at other sizes"):  # kept when one ran or each failed (not for memory)
-        answer, _ = _ask(path, proto, {"path": str(path), "inputs": largest, "tries": tries}, limit,
-                         lambda found: found.get("ran") is not None or len(found.get("failed", [])) == len(tries))
+        def limit() -> isolated.Limits:
+            return isolated.limits(run_sizes(path, proto, largest, None, 0), MAX_SECONDS)
+
+        with waiting("shape run (onnxruntime) at other sizes"):  # kept when one ran or each failed (not for memory)
+            answer, _ = isolated.answered(*_ask(
+                path, proto, {"path": str(path), "inputs": largest, "tries": tries}, limit,
+                lambda found: found.get("ran") is not None or len(found.get("failed", [])) == len(tries)))
     ran = answer.get("ran")
     return ran if isinstance(ran, int) and 0 <= ran < len(tries) else None
+
+
+_TRIED: dict[tuple[str, str], dict[str, Any]] = {}
+"""What a failed shape run of ``fill`` found trying other sizes in its process: (path, tries) → the answer
+``first_that_runs`` takes."""
+
+
+def _tries_key(path: Path, tries: list[dict[str, list[int]]]) -> tuple[str, str]:
+    import json
+
+    return str(path), json.dumps(tries, sort_keys=True)
+
+
+def _largest(tries: list[dict[str, list[int]]] | None) -> list[dict[str, list[int]]]:
+    """The input dims of ``tries`` with the most elements, in a list (empty without tries)."""
+    return [max(tries, key=lambda inputs: sum(math.prod(d) for d in inputs.values()))] if tries else []
 
 
 def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:

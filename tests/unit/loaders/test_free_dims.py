@@ -500,8 +500,8 @@ def test_the_formulas_shape_runs_share_one_onnxruntime_process(tmp_path: Path, m
 
     assert disk_cache.results() is None  # every run is made, none recalled (conftest's guard keeps it so)
     path = ranged_model(tmp_path / "ranged.onnx")
-    real, started = isolated.run, []
-    monkeypatch.setattr(isolated, "run", lambda module, request, *args, **kwargs:  # counts, runs the real thing
+    real, started = isolated.exchange, []  # every child process starts there
+    monkeypatch.setattr(isolated, "exchange", lambda module, request, *args, **kwargs:  # counts, runs the real thing
                         started.append("batch" in request) or real(module, request, *args, **kwargs))
     ahead = dim_formulas.formulas(load_model(path))
     assert started == [False, True], started  # the model's own run, then every load's in one process

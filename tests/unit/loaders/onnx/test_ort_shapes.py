@@ -258,3 +258,29 @@ def test_the_shape_run_makes_only_what_the_missing_tensors_need(tmp_path: Path) 
     assert answer["shapes"] == {"positions": [TensorProto.INT64, [5]]}
     whole = ort_shapes._run({"path": str(path), "inputs": {"x": [2, 5]}, "outputs": ["positions"]})
     assert "error" in whole  # unpruned, the session of the whole model fails on the custom op
+
+
+def test_a_failed_run_tries_the_other_sizes_in_its_own_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model reshaped to a fixed length fails at the assumed sequence of 128; the documented sizes are tried in
+    the child process of that failed run (not a second one), and the first that runs, 64, is taken."""
+    from renderer.loaders import isolated
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "fixed"], ["flat"], name="traced_reshape"),
+         helper.make_node("ReduceSum", ["flat"], ["total"], keepdims=0),
+         helper.make_node("Cast", ["total"], ["n"], to=TensorProto.INT64),
+         helper.make_node("Range", ["zero", "n", "one"], ["r"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence"])],
+        [helper.make_tensor_value_info("r", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array([1, 64], np.int64), "fixed"),
+         numpy_helper.from_array(np.array(0, np.int64), "zero"), numpy_helper.from_array(np.array(1, np.int64), "one")])
+    path = tmp_path / "traced.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    real, started = isolated.exchange, []
+    monkeypatch.setattr(isolated, "exchange", lambda module, request, *args, **kwargs:  # counts, runs the real thing
+                        started.append(sorted(request)) or real(module, request, *args, **kwargs))
+    model = load_model(path)
+    assert [(d.name, d.value) for d in model.assumed_dims] == [("sequence", 64)]
+    assert "128 fails at Reshape traced_reshape; tried 64" in model.assumed_dims[0].source
+    assert len(started) == 2 and "retry" in started[0], started  # the run at 128 and its tries, then the one at 64
+    assert next(v for v in model.main.values if v.name == "r").type.shape == (0,)
