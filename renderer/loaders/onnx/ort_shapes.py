@@ -102,11 +102,7 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     if ahead is not None:
         answer, reason = ({}, str(ahead["error"])) if "error" in ahead else (ahead, "")
     elif feeds is None:
-        with waiting("shape run (onnxruntime)"):
-            found, reason = _ask(path, proto, request, limit, lambda found: not found.get("memory"))
-        if tries and isinstance((found or {}).get("tried"), dict):
-            _TRIED[_tries_key(path, tries)] = found["tried"]  # type: ignore[index]
-        answer, reason = isolated.answered(found, reason)
+        answer, reason = _on_zeros(path, proto, request, limit)
     else:
         with waiting("shape run (onnxruntime)"):
             answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit(), feeds)
@@ -127,6 +123,17 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     if failed:
         lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
     return lines, profile
+
+
+def _on_zeros(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit: Callable[[], isolated.Limits],
+              ) -> tuple[dict[str, Any], str]:
+    """``isolated.run``'s outcome of ``fill``'s run on zero inputs; what it found at the sizes of its ``retry``
+    after failing is kept for ``first_that_runs``."""
+    with waiting("shape run (onnxruntime)"):
+        found, reason = _ask(path, proto, request, limit, lambda found: not found.get("memory"))
+    if request.get("retry") and isinstance((found or {}).get("tried"), dict):
+        _TRIED[_tries_key(path, request["retry"])] = found["tried"]  # type: ignore[index]
+    return isolated.answered(found, reason)
 
 
 def _run_limit(path: Path, proto: onnx.ModelProto, sizes: list[dict[str, list[int]]], feeds: dict[str, Any] | None,
