@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from renderer.core.errors import AnnographError
+from renderer.core.errors import AnnographError, LoaderError
 from renderer.core.options import RenderOptions
 
 PathLike = str | Path
@@ -116,14 +116,25 @@ def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar:
     """Every file a render reads, before anything is loaded: the model, the ETRecord an ExecuTorch program is
     named from (``etrecord``, else the one beside it), its sidecars, the annotation files."""
     from renderer.annotations.sidecar import sidecars
+
+    found = sidecars(model_path) if sidecar else []
+    if etrecord is None:
+        etrecord = _etrecord_beside(Path(model_path))
+    return [Path(model_path), *([Path(etrecord)] if etrecord is not None else []),
+            *[p for p in found if str(p) not in map(str, annotation_paths)], *map(Path, annotation_paths)]
+
+
+def _etrecord_beside(model: Path) -> Path | None:
+    """The ETRecord beside an ExecuTorch program; None beside any other model, or one missing or of no known
+    format: its load says why, and the Sphinx directive still notes it as a dependency (it is read again then)."""
     from renderer.loaders.executorch import etrecord as records
     from renderer.loaders.registry import ETRECORD_FORMAT, detect
 
-    found = sidecars(model_path) if sidecar else []
-    if etrecord is None and detect(Path(model_path)).FORMAT == ETRECORD_FORMAT:
-        etrecord = records.beside(Path(model_path))
-    return [Path(model_path), *([Path(etrecord)] if etrecord is not None else []),
-            *[p for p in found if str(p) not in map(str, annotation_paths)], *map(Path, annotation_paths)]
+    try:
+        loader = detect(model)
+    except LoaderError:
+        return None
+    return records.beside(model) if loader.FORMAT == ETRECORD_FORMAT else None
 
 
 __all__ = ["Loaded", "input_files", "load", "render_options"]

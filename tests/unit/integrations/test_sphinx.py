@@ -268,6 +268,20 @@ def test_errors_are_warnings_naming_the_document_and_line(project: Path) -> None
     assert lines[-1].endswith("(every input shape is fixed); ignored")
 
 
+
+def test_a_missing_model_is_read_again_once_it_is_there(project: Path) -> None:
+    """A directive whose model is missing (or of no known format) warns and still notes the model as a
+    dependency, so the next build reads the page again: put in place, the model is drawn."""
+    (project / "index.rst").write_text(DIRECTIVE.replace("tiny_cnn.onnx", "later.onnx"), encoding="utf-8")
+    first = build(project)
+    assert f"{project / 'index.rst'}:6: WARNING: annograph: " in first.warnings and "later.onnx" in first.warnings
+    assert not divs(first.page())
+    shutil.copy(TINY_CNN, project / "models" / "later.onnx")
+    second = build(project)
+    assert second.warnings == ""
+    [div] = divs(second.page())
+    check_tiny_cnn(svg_of(div), inlined=True)
+
 def _names(svg: str | bytes) -> list[str]:
     """The ``name:`` line of each operator box's tooltip."""
     return sorted(line for group in svg_groups(parse_svg(svg), "op").values()
