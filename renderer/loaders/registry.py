@@ -38,7 +38,11 @@ def decode_text(raw: str | bytes | None) -> str:
 
 
 def loader_modules() -> list[Loader]:
-    return [cast(Loader, importlib.import_module(f"renderer.loaders.{name}.loader")) for name in LOADERS]
+    return [_loader(name) for name in LOADERS]
+
+
+def _loader(name: str) -> Loader:
+    return cast(Loader, importlib.import_module(f"renderer.loaders.{name}.loader"))
 
 
 def detect(path: Path) -> Loader:
@@ -47,13 +51,14 @@ def detect(path: Path) -> Loader:
     head = inputs.head(path, HEAD_BYTES, LoaderError, "a model file")
     if not head:
         raise LoaderError(f"{path}: empty file")
-    modules = loader_modules()
-    for module in modules:
+    for name in LOADERS:  # in order, each imported when the ones before did not match (most files are the first two)
+        module = _loader(name)
         if module.match(head):
             return module
     if inputs.is_stream(path):
         raise LoaderError(f"{path}: not a regular file, and not ONNX or TFLite by content")
     suffix = path.suffix.lower()
+    modules = loader_modules()
     for module in modules:
         if suffix in module.EXTENSIONS:
             return module
