@@ -470,6 +470,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     if "tries" in request:
         return _first_that_runs(request)
     ones: list[str] = list(request.get("ones", []))
+    failed = ""
     try:
         outputs = tuple(request["outputs"])
         if outputs not in sessions:
@@ -492,10 +493,15 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
             return {"error": isolated.over_memory("onnxruntime", request["limits"]), "memory": True}
+        failed = first_line(e, 200)
+    if failed:
         if not request.get("retry"):
-            return {"error": first_line(e, 200)}
-        sessions.clear()  # the whole model at other sizes, as ``first_that_runs`` tries it, in this process
-        return {"error": first_line(e, 200), "tried": _first_that_runs({**request, "tries": request["retry"]})}
+            return {"error": failed}
+        # the whole model at other sizes, as ``first_that_runs`` tries it, in this process; the failed run's
+        # session goes first (the error's traceback, gone with the except clause, held it too)
+        session = feeds = None
+        sessions.clear()
+        return {"error": failed, "tried": _first_that_runs({**request, "tries": request["retry"]})}
     wanted = set(request["outputs"])
     shapes = {}
     for name, result in zip(names, results):
