@@ -130,7 +130,7 @@ def _on_zeros(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit
     """``isolated.run``'s outcome of ``fill``'s run on zero inputs; what it found at the sizes of its ``retry``
     after failing is kept for ``first_that_runs``."""
     with waiting("shape run (onnxruntime)"):
-        found, reason = _ask(path, proto, request, limit, lambda found: not found.get("memory"))
+        found, reason = _ask(path, proto, request, limit, lambda found: _lasting(found, request.get("retry")))
     if request.get("retry") and isinstance((found or {}).get("tried"), dict):
         _TRIED[_tries_key(path, request["retry"])] = found["tried"]  # type: ignore[index]
     return isolated.answered(found, reason)
@@ -549,9 +549,22 @@ def first_that_runs(path: Path, proto: onnx.ModelProto, tries: list[dict[str, li
         with waiting("shape run (onnxruntime) at other sizes"):  # kept when one ran or each failed (not for memory)
             answer, _ = isolated.answered(*_ask(
                 path, proto, {"path": str(path), "inputs": largest, "tries": tries}, limit,
-                lambda found: found.get("ran") is not None or len(found.get("failed", [])) == len(tries)))
+                lambda found: _tried_all(found, tries)))
     ran = answer.get("ran")
     return ran if isinstance(ran, int) and 0 <= ran < len(tries) else None
+
+
+def _lasting(found: dict[str, Any], tries: list[dict[str, list[int]]] | None) -> bool:
+    """Whether another run on zeros would answer ``found`` the same: not one over memory, nor a failed one whose
+    tries at other sizes (``tried``) stopped for want of memory (``_tried_all``)."""
+    tried = found.get("tried")
+    return not found.get("memory") and (not isinstance(tried, dict) or _tried_all(tried, tries or []))
+
+
+def _tried_all(found: dict[str, Any], tries: list[dict[str, list[int]]]) -> bool:
+    """Whether ``_first_that_runs``' answer is the same another time: one of ``tries`` ran, or each failed (it
+    stops at one over memory)."""
+    return found.get("ran") is not None or len(found.get("failed", [])) == len(tries)
 
 
 _TRIED: dict[tuple[str, str], dict[str, Any]] = {}

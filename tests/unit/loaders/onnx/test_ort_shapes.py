@@ -284,3 +284,23 @@ def test_a_failed_run_tries_the_other_sizes_in_its_own_process(tmp_path: Path, m
     assert "128 fails at Reshape traced_reshape; tried 64" in model.assumed_dims[0].source
     assert len(started) == 2 and "retry" in started[0], started  # the run at 128 and its tries, then the one at 64
     assert next(v for v in model.main.values if v.name == "r").type.shape == (0,)
+
+
+def test_tries_stopped_for_memory_are_not_kept(tmp_path: Path) -> None:
+    """A failed run on zeros whose tries at other sizes stopped at one over memory (zeros of 4 TiB) is not kept in
+    the results cache, as ``first_that_runs``' own answer is not: another run may get further; one whose tries
+    each ran or failed is kept."""
+    path = tmp_path / "traced.onnx"
+    onnx.save(helper.make_model(helper.make_graph(
+        [helper.make_node("Reshape", ["x", "fixed"], ["flat"], name="traced_reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence"])],
+        [helper.make_tensor_value_info("flat", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 64], np.int64), "fixed")]),
+        opset_imports=[helper.make_opsetid("", 17)]), path)
+    huge, fits = {"x": [1, 2**40]}, {"x": [1, 64]}
+    for retry, lasting in (([huge, fits], False), ([fits, huge], True), ([{"x": [1, 32]}], True)):
+        answer = ort_shapes._run({"path": str(path), "inputs": {"x": [1, 128]}, "outputs": ["flat"], "retry": retry})
+        assert "error" in answer and not answer.get("memory") and isinstance(answer["tried"], dict), answer
+        assert ort_shapes._lasting(answer, retry) is lasting, (retry, answer)
+        if retry[0] is huge:  # stopped at the first try, for memory: nothing else failed
+            assert answer["tried"] == {"ran": None, "failed": []}
