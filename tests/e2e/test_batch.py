@@ -546,7 +546,8 @@ def _hrefs(path: Path) -> list[str]:
 
 
 def test_a_paged_model_is_laid_out_once_per_page(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Three runs × two metrics of a paged model: Graphviz runs once per page of the book, not per picture."""
+    """Three runs × two metrics of a paged model: Graphviz runs once per page of the book for each metric (the
+    MACs pictures' legends hold the MACs formula of the free dims, the latency ones' do not), not per picture."""
     from renderer.batch import ModelJob, run_job
     from renderer.picture import graphviz_run
 
@@ -563,7 +564,8 @@ def test_a_paged_model_is_laid_out_once_per_page(tmp_path: Path, monkeypatch) ->
     assert result.error is None, result.error
     folders = [files for _, files in result.files if isinstance(files, dict)]
     assert len(folders) == 6 and len(result.pictures) == 6
-    assert len(calls) == len(folders[0]) + 1  # the overview and each page, once
+    pages = len(folders[0]) + 1  # the overview and each page
+    assert pages <= len(calls) <= 2 * pages, (len(calls), pages)  # per metric at most, never per run (6 × pages)
 
 
 def test_an_error_in_a_batch_names_its_model(tmp_path: Path) -> None:
