@@ -153,7 +153,7 @@ def _cases(folder: Path) -> dict[str, Case]:
         "no dot program": render(model, env={"PATH": f"{f}/empty-bin"}, fragment="install Graphviz"),
         # --no-layout-cache: a layout another test kept would be drawn without Graphviz, so nothing to time out
         "graphviz timeout": render(str(ONNX / "light_resnet50.onnx"), "--timeout", "0.01", "--no-layout-cache",
-                                   fragment="Graphviz did not finish page 1 ("),
+                                   fragment="Graphviz did not finish page "),
         "int of 5000 digits in json": render(model, "-a", f"{f}/digits.json",
                                              fragment="digits.json: invalid JSON (an integer of more than 4300"),
         "int of 5000 digits in yaml": render(model, "-a", f"{f}/digits.yaml", fragment="digits.yaml: invalid YAML"),
@@ -218,9 +218,11 @@ def test_cli_error_is_one_line(name: str, error_runs) -> None:  # type: ignore[n
 
 def test_graphviz_timeout_stops_early(error_runs) -> None:  # type: ignore[no-untyped-def]
     """A tiny --timeout on a 415-operator model (planned as pages before any layout: its least length is over one
-    page): the run ends by the timeout on its first page (not by the layout finishing)."""
+    page): the run ends by the timeout on one of its pages (not by the layout finishing). Which page is named
+    depends on which of the pages laid out in parallel reaches the deadline first: the overview on one machine,
+    page 1 on another."""
     _, run = error_runs["graphviz timeout"]
-    assert run.returncode == 1 and "did not finish page 1 (" in run.stderr, run.stderr
+    assert run.returncode == 1 and re.search(r"did not finish page \d+ \(", run.stderr), run.stderr
     assert "within the 0.01 s of --timeout" in run.stderr, run.stderr
 
 
