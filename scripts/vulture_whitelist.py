@@ -65,3 +65,6 @@ exitstatus
 # the file object zipfile.ZipFile reads a mapped .pt2 archive through (loaders/torch_export/archive.py)
 _.seekable
 _.tell
+
+# pickle.Pickler, called for each object pickled (renderer/loaders/snapshot.py)
+_.reducer_override

@@ -16,9 +16,10 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 Dim = int | str | None
 """A dimension: a known size, a symbolic name (``batch``), or unknown."""
@@ -159,6 +160,8 @@ class TensorAttribute(str):
 
     @property
     def size(self) -> int:
+        import numpy as np  # (not at the top: a model restored from the results cache may need no numpy at all)
+
         return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
 
 

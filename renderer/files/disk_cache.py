@@ -12,9 +12,10 @@ Entries are never trusted: one is read only when it is a regular file of at most
 names this key and whose HMAC-SHA256, under a random key kept outside the cache folder (``KEY_FILE`` in the user
 config folder, or the file ``ANNOGRAPH_CACHE_KEY`` names), matches; anything else (truncated, garbage, another
 key's entry renamed, a copy from another machine) is a miss, made anew and written over. A result is plain JSON,
-never unpickled. Writes go to a temporary file in the folder, then ``os.replace``: two processes sharing a folder
-each read whole entries only. The cache never fails a run: a folder that cannot be made or written is used for
-nothing.
+or a loaded model's snapshot (``loaders.snapshot``), unpickled only after its HMAC holds and then with only the
+IR's classes and numpy's arrays allowed. Writes go to a temporary file in the folder, then ``os.replace``: two
+processes sharing a folder each read whole entries only. The cache never fails a run: a folder that cannot be made
+or written is used for nothing.
 """
 
 from __future__ import annotations
@@ -272,6 +273,20 @@ def keep(kind: str, files: Sequence[Path], fields: dict[str, Any], value: Any) -
         store.put(key, json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
 
 
+def recall_bytes(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> bytes | None:
+    """As ``recall``, for a result kept as bytes (``keep_bytes``): a loaded model's snapshot."""
+    store, key = results(), _result_key(kind, files, fields)
+    found = store.get(key) if store is not None and key is not None else None
+    return found[0] if found and len(found) == 1 else None
+
+
+def keep_bytes(kind: str, files: Sequence[Path], fields: dict[str, Any], value: bytes) -> None:
+    """Keep ``value`` as the result of ``kind`` for ``files`` and ``fields`` (``recall_bytes``)."""
+    store, key = results(), _result_key(kind, files, fields)
+    if store is not None and key is not None:
+        store.put(key, value)
+
+
 def _result_key(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> str | None:
     try:
         digests = [file_digest(path) for path in files]
@@ -316,4 +331,4 @@ def our_version() -> str:
 
 
 __all__ = ["DEFAULT_CAP", "MAX_ENTRY", "OFF", "DiskCache", "code_digest", "default_folder", "file_digest",
-           "folder_of", "keep", "our_version", "recall", "results", "using"]
+           "folder_of", "keep", "keep_bytes", "our_version", "recall", "recall_bytes", "results", "using"]

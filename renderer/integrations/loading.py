@@ -102,13 +102,19 @@ def load_model_for(model: PathLike, annotation_paths: Sequence[PathLike], *, fmt
     """The model at ``model`` loaded as every render loads it (the command line, ``renderer.show``, Sphinx): shapes
     that depend on input values come from ``inputs`` or from the onnxruntime profiles among the annotation files
     and the model's sidecars; free dims nothing pins take a stated value unless ``keep_free_dims``; ``etrecord``:
-    an ExecuTorch program's ETRecord, instead of the one beside it."""
+    an ExecuTorch program's ETRecord, instead of the one beside it. Within a render's cache
+    (``disk_cache.using``) an ONNX or TFLite model loaded before with the same files and settings comes from it
+    (``loaders.snapshot``)."""
     from renderer.annotations.registry import shape_profiles
+    from renderer.loaders import snapshot
     from renderer.loaders.registry import load_model
 
     profiles = shape_profiles(model, list(annotation_paths), fmt, sidecar)
-    return load_model(model, dims=dims, check_dims=check_dims, inputs=inputs, profiles=profiles,
-                      assume_dims=not keep_free_dims, etrecord=etrecord)
+    settings = {"dims": dict(dims or {}), "check_dims": check_dims, "inputs": None if inputs is None else str(inputs),
+                "profiles": [str(p) for p in profiles], "assume_dims": not keep_free_dims,
+                "etrecord": None if etrecord is None else str(etrecord)}
+    read = [Path(p) for p in [inputs, *profiles, etrecord] if p is not None]
+    return snapshot.load(Path(model), settings, read, lambda: load_model(model, **settings))
 
 
 def input_files(model_path: PathLike, annotation_paths: list[PathLike], sidecar: bool = True,

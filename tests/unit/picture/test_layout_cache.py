@@ -5,7 +5,6 @@ foreign or hostile entry is ignored and written over; the folder stays under its
 from __future__ import annotations
 
 import os
-import random
 import re
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cache_runs import files as _files
+from cache_runs import latencies as _latencies
 from conftest import ONNX, ROOT, parse_svg, run_cli
 from payloads import PAYLOADS, Payload
 
@@ -20,14 +21,6 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 FORMATS = ("svg", "pdf", "png", "dot", "html")
 
 
-def _latencies(path: Path, seed: int, count: int) -> Path:
-    draw = random.Random(seed)
-    path.write_text("id,latency_ms\n" + "".join(f"{i},{draw.lognormvariate(0, 1):.4f}\n" for i in range(count)))
-    return path
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _entries(cache: Path) -> dict[str, float]:
