@@ -253,7 +253,18 @@ def kept_exchange(kept: Kept, module: str, request: dict[str, Any], runtime: str
     answer, reason = exchange(module, request, runtime, doing, limit())
     if answer is not None and kept.lasting(answer):
         disk_cache.keep(kept.kind, kept.files, kept.fields, answer)
+    elif answer is not None:
+        _PASSING[0] += 1
     return answer, reason
+
+
+_PASSING = [0]
+
+
+def passing() -> int:
+    """How many runs of this process gave an answer another run might not give (none: over time, killed; over
+    memory): what a load made of them is not kept either (``loaders.snapshot``)."""
+    return _PASSING[0]
 
 
 def version(package: str) -> str:
@@ -278,6 +289,16 @@ def answered(answer: dict[str, Any] | None, reason: str = "") -> tuple[dict[str,
 def exchange(module: str, request: dict[str, Any], runtime: str, doing: str, limit: Limits | float,
              arrays: dict[str, Any] | None = None, counted: Callable[[int, int], None] | None = None,
              ) -> tuple[dict[str, Any] | None, str]:
+    """``_exchange``, counted by ``passing`` when it gives no answer or one over memory."""
+    answer, reason = _exchange(module, request, runtime, doing, limit, arrays, counted)
+    if answer is None or answer.get("memory"):
+        _PASSING[0] += 1
+    return answer, reason
+
+
+def _exchange(module: str, request: dict[str, Any], runtime: str, doing: str, limit: Limits | float,
+              arrays: dict[str, Any] | None = None, counted: Callable[[int, int], None] | None = None,
+              ) -> tuple[dict[str, Any] | None, str]:
     """Run ``python -m module`` on ``request`` under ``limit``: (the child's answer as it gave it, its ``error``
     included, "") or (None, why it gave none: over time, killed, no answer).
 
@@ -299,7 +320,7 @@ def exchange(module: str, request: dict[str, Any], runtime: str, doing: str, lim
         with tempfile.TemporaryDirectory(prefix="annograph-inputs-") as folder:
             feeds = str(Path(folder) / "feeds.npz")
             np.savez(feeds, **arrays)
-            return exchange(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
+            return _exchange(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
     import json
     import subprocess
     import sys

@@ -51,8 +51,11 @@ def load(path: Path, settings: dict[str, Any], files: list[Path], fresh: Callabl
 
         detail("load: the model as loaded before, from the results cache")
         return model
+    from renderer.loaders.isolated import passing
+
+    before = passing()
     model = fresh()
-    if model.format in FORMATS:
+    if model.format in FORMATS and passing() == before:  # (a run stopped over time or memory: not kept)
         data = snapshot(model, settings)
         if data is not None:
             disk_cache.keep_bytes(KIND, [path, *files], fields, data)

@@ -215,3 +215,19 @@ def test_large_constants_are_read_from_a_fresh_load(tmp_path: Path) -> None:
     assert np.array_equal(weight.numpy(), np.arange(WEIGHTS, dtype=np.float32).reshape(64, 32, 3, 3))
     assert [n.op_type for n in restored.main.nodes] == [n.op_type for n in loaded.main.nodes]
     assert [str(v.type) for v in restored.main.values] == [str(v.type) for v in loaded.main.values]
+
+
+def test_a_load_whose_run_ran_out_of_memory_is_not_kept(tmp_path: Path) -> None:
+    """A shape run stopped at its memory limit may answer another time: the model it left with unknown shapes is
+    not kept (the run's answer is not either), so the next render loads and runs it again."""
+    import hostile_models
+
+    model, cache = tmp_path / "growing.onnx", tmp_path / "cache"
+    model.write_bytes(hostile_models.growing_loop())
+    out = tmp_path / "low"
+    out.mkdir()
+    run = run_cli("render", model, "-v", "--no-sidecar", "-o", "m.svg", "--layout-cache", cache, cwd=out,
+                  env={"ANNOGRAPH_RUN_MEMORY": "160MiB"})
+    assert run.returncode == 0, run.stderr
+    assert "needed more than the 160.0 MiB" in run.stderr
+    assert not [p for p in cache.glob("*.results") if b"\n\x80" in p.read_bytes()[:400]]
