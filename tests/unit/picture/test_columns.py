@@ -160,6 +160,31 @@ def test_edges_between_columns_go_forward_through_stubs(renders: dict[str, Path]
     assert wrapped, key
 
 
+def test_an_overview_drawn_as_a_long_chain_wraps_into_columns(tmp_path: Path) -> None:
+    """MiniLM's overview draws its first layer's operators in full (the other five are one box): one chain, 843
+    × 4,433 pt, 5.26 : 1, its rows no help (one item a rank). Now in columns like a detail page, read left to
+    right: the input ids in the first (the mask beside its first reader), the last layer's box and the output in
+    the last, each column after the first opening with the turn, the text as big as on a detail page."""
+    out = tmp_path / "minilm.svg"
+    run = run_cli("render", wheel_model("minilm_int8"), "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    width, height = _size(root)
+    assert max(width, height) <= MAX_ASPECT * min(width, height), (width, height)
+    columns = _columns(root)
+    assert len(columns) >= 2
+    where = {g.get("id"): _column_of(_box(g), columns) for g in _groups(root, "node")
+             if "column-stub" not in g.get("class").split() and not g.get("id").endswith("-legend")}
+    inputs = [where[g.get("id")] for g in _groups(root, "graph-input")]
+    outputs = [where[g.get("id")] for g in _groups(root, "graph-output")]
+    assert inputs and min(inputs) == 0 and outputs and set(outputs) == {len(columns) - 1}, (inputs, outputs)
+    turns = {g.get("id") for g in _groups(root, "turn")}
+    assert turns >= {f"col-from-{k}-{k - 1}" for k in range(2, len(columns) + 1)}, turns
+    detail = parse_svg(_pages(out)[1])
+    sizes = {size for g in _groups(root, "op") for _, size in _font_sizes(g)}
+    assert sizes and sizes <= {size for g in _groups(detail, "op") for _, size in _font_sizes(g)}, sizes
+
+
 def _chain_model(path: Path, ops: int = CHAIN_OPS) -> Path:
     """A plain chain of ``ops`` elementwise operators, named in order (``step_000`` …)."""
     nodes, previous = [], "x"
