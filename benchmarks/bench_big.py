@@ -22,7 +22,9 @@ Graphviz, or forked page workers, whose shared pages this counts twice, so it is
 of the tree's resident sizes sampled every 50 ms (parallel layouts). In the same
 run, ``dot -Tsvg`` on the flat DOT (``--collapse none`` when the CLI has it) gives the baseline; the ratio is
 ours / bare. Every run is capped at ``--cap`` seconds and reported as ``>CAP s`` when killed; a bigger model
-of a series whose smaller one already hit the cap is not run (``>CAP s, skipped``).
+of a series whose smaller one already hit the cap is not run (``>CAP s, skipped``). ``--before DIR`` renders each
+case with the annograph checked out in DIR too, a round of each in turn, and prints both as yardsticks (before →
+after).
 
 Every case is also printed as a multiple of the yardstick (``benchmarks/yardstick.py``: ``dot -Tsvg`` on a chain of
 2,000 boxes, the median of 3 runs measured just before the case), so the figures of a loaded machine compare: the
@@ -127,11 +129,13 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def run_capped(command: list[str], cap: float) -> tuple[float | None, int, int, str]:
+def run_capped(command: list[str], cap: float, env: dict[str, str] | None = None
+               ) -> tuple[float | None, int, int, str]:
     """Run ``command`` in its own session; (seconds or None when killed, sampled tree peak, rc, stderr tail)."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=ENV, start_new_session=True)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env or ENV,
+                                   start_new_session=True)
         peak = 0
         while process.poll() is None:
             if time.perf_counter() - start > cap:
@@ -146,12 +150,15 @@ def run_capped(command: list[str], cap: float) -> tuple[float | None, int, int, 
     return seconds, peak, process.returncode, tail[0] if tail else ""
 
 
-def measure_render(argv: list[str], cap: float) -> Measure:
-    """``annograph ARGV`` in a fresh child that reports its own and its children's ru_maxrss."""
+def measure_render(argv: list[str], cap: float, root: Path = ROOT) -> Measure:
+    """``annograph ARGV`` in a fresh child that reports its own and its children's ru_maxrss; ``root``: the
+    checkout whose ``renderer`` it runs (``--before``)."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         report = Path(f.name)
     try:
-        seconds, sampled, rc, err = run_capped([sys.executable, __file__, "--child", str(report), "--", *argv], cap)
+        env = dict(ENV, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        seconds, sampled, rc, err = run_capped([sys.executable, __file__, "--child", str(report), str(root), "--",
+                                                *argv], cap, env)
         if seconds is None:
             return Measure(None, sampled)
         if rc != 0:
@@ -168,7 +175,8 @@ def measure_render(argv: list[str], cap: float) -> Measure:
         report.unlink(missing_ok=True)
 
 
-def child(report: str, argv: list[str]) -> int:
+def child(report: str, root: str, argv: list[str]) -> int:
+    sys.path.insert(0, root)
     from renderer.commands.cli import main
 
     started = _counting_graphviz()
@@ -252,7 +260,13 @@ def run_case(case: Case, model: Path, folder: Path, args: argparse.Namespace, fl
     if skip_ours:
         ours = Measure(None, skipped=True)
     else:
-        ours = measure_repeated(["render", str(model), "-q", *args.fresh, "-o", str(out)], args.cap, args.repeat)
+        argv = ["render", str(model), "-q", *args.fresh, "-o", str(out)]
+        if args.before:
+            before, ours = measure_alternating(argv, args.cap, args.repeat, args.before)
+            if unit:
+                print_before(before, ours, unit, args.cap)
+        else:
+            ours = measure_repeated(argv, args.cap, args.repeat)
     pages = out.parent / (out.name + ".pages")
     page_count = 1 + (len([p for p in pages.rglob("*.svg")]) if pages.is_dir() else 0) if out.exists() else 0
     bare = None
@@ -284,9 +298,32 @@ def run_case(case: Case, model: Path, folder: Path, args: argparse.Namespace, fl
     return ours, bare
 
 
+def measure_alternating(argv: list[str], cap: float, repeat: int, before: Path) -> tuple[Measure, Measure]:
+    """The median render of ``before``'s checkout and of this one, ``repeat`` rounds each, a round of one after a
+    round of the other (a machine whose load moves weighs on both alike); this checkout's output is left."""
+    runs: tuple[list[Measure], list[Measure]] = ([], [])
+    for _ in range(max(1, repeat)):
+        runs[0].append(measure_render(argv, cap, before.resolve()))
+        runs[1].append(measure_render(argv, cap))
+    return _median(runs[0]), _median(runs[1])
+
+
+def print_before(before: Measure, after: Measure, unit: tuple[float, float], cap: float) -> None:
+    if before.seconds is None or before.failed or after.seconds is None or after.failed:
+        print(f"  before: {before.time_text(cap)}; after: {after.time_text(cap)}", flush=True)
+        return
+    print(f"  before → after: wall {before.seconds:.2f} → {after.seconds:.2f} s = {before.seconds / unit[0]:.1f}× → "
+          f"{after.seconds / unit[0]:.1f}× the yardstick{before.spread and ' (before' + before.spread + ')'}; CPU "
+          f"{before.cpu:.2f} → {after.cpu:.2f} s = {before.cpu / unit[1]:.1f}× → {after.cpu / unit[1]:.1f}×; "
+          f"Graphviz processes {before.graphviz} → {after.graphviz}", flush=True)
+
+
 def measure_repeated(argv: list[str], cap: float, repeat: int) -> Measure:
     """``measure_render`` ``repeat`` times: the median run, its ``spread`` the fastest and slowest."""
-    runs = [measure_render(argv, cap) for _ in range(max(1, repeat))]
+    return _median([measure_render(argv, cap) for _ in range(max(1, repeat))])
+
+
+def _median(runs: list[Measure]) -> Measure:
     timed = sorted((m for m in runs if m.seconds is not None and not m.failed), key=lambda m: m.seconds or 0.0)
     if len(timed) < len(runs):
         return next(m for m in runs if m.seconds is None or m.failed)
@@ -320,8 +357,8 @@ def goal_line(label: str, measure: Measure, goal: float, cap: float) -> str:
 
 
 def main() -> int:
-    if sys.argv[1:2] == ["--child"]:  # python bench_big.py --child REPORT -- ANNOGRAPH_ARGV...
-        return child(sys.argv[2], sys.argv[4:])
+    if sys.argv[1:2] == ["--child"]:  # python bench_big.py --child REPORT ROOT -- ANNOGRAPH_ARGV...
+        return child(sys.argv[2], sys.argv[3], sys.argv[5:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cap", type=float, default=120.0, help="seconds before a run is killed (default 120)")
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
@@ -329,6 +366,9 @@ def main() -> int:
     parser.add_argument("--no-bare", action="store_true", help="skip the bare dot baseline")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write the models and outputs here and keep them")
     parser.add_argument("--repeat", type=int, default=1, help="renders of each case (the median is shown)")
+    parser.add_argument("--before", type=Path, metavar="DIR",
+                        help="also render each case with the annograph checked out in DIR (e.g. `git archive "
+                             "main | tar -x -C DIR`), rounds alternating, and print its ratios before → after")
     args = parser.parse_args()
     from benchmarks import yardstick
 

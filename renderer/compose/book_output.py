@@ -149,7 +149,9 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
 
     results: list[dict[str, bytes]] = [{} for _ in sources]
     sides: dict[int, float] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool, progress.bar(len(sources), "layout", "page") as bar:
+    # pages that differ only in names (a model's repeated blocks) are laid out once: ``graphviz_run.sharing``
+    with graphviz_run.sharing(), ThreadPoolExecutor(max_workers=workers) as pool, \
+            progress.bar(len(sources), "layout", "page") as bar:
         # the biggest pages first, so one long page does not start last
         order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
         # each page in a copy of this context: what ``files.disk_cache.using`` set holds in the workers too

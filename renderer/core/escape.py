@@ -204,6 +204,11 @@ def svg_title_of(attribute: str) -> str | None:
     return None if decoded is None or not decoded or "\\" in decoded else _graphviz_xml(decoded)
 
 
+def svg_name_of(name: str) -> str:
+    """A node's, cluster's or id's ``name`` as Graphviz writes it into SVG (its ``<title>``, comment and ``id``)."""
+    return _graphviz_xml(name)
+
+
 def svg_href_of(value: str) -> str | None:
     """The ``xlink:href`` Graphviz writes for a link ``href``'s output (quoted for a DOT attribute, bare for an
     HTML one): the same characters. None for a link with any character ``href`` would have percent-encoded."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import math
@@ -14,11 +15,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from renderer.core.errors import GraphvizNotFound, RenderError
 from renderer.core.numbers import format_number
-from renderer.picture import skeleton
+from renderer.picture import dot_names, skeleton
 
 if TYPE_CHECKING:
     from renderer.picture.layout_cache import LayoutCache
@@ -118,7 +120,7 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
         frame = skeleton.skeleton(source)
     except skeleton.Unskeletal:
         return _render_direct(source, formats, timeout, max_side, palette_png, check)
-    positioned, places, drawn = _positions(frame.text, check is not None, deadline, timeout, cache)
+    names, positioned, places, drawn = _positions(frame.text, check is not None, deadline, timeout, cache)
     width, height = laid_out_size(positioned)
     if max_side is not None and max(width, height) > max_side:
         raise TooBig(width, height)
@@ -127,7 +129,7 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
     try:
         result = {"svg": frame.fill_svg(drawn.decode("utf-8")).encode("utf-8")} if "svg" in formats else {}
         runs = _drawing_runs(formats)
-        real = frame.restore(positioned.decode("utf-8")).encode("utf-8") if runs else b""
+        real = frame.restore(names.back(positioned).decode("utf-8")).encode("utf-8") if runs else b""
     except (skeleton.Unskeletal, UnicodeDecodeError):
         return _render_direct(source, formats, timeout, max_side, palette_png, check)
     if runs:
@@ -142,9 +144,66 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
 
 
 def _positions(text: str, places: bool, deadline: float | None, timeout: float | None,
-               cache: LayoutCache | None) -> tuple[bytes, bytes, bytes]:
+               cache: LayoutCache | None) -> tuple[dot_names.Named, bytes, bytes, bytes]:
     """The layout of ``text`` (``-Tdot``), its ``-Tplain`` when ``places`` (else empty) and its drawing
-    (``-Tsvg``): from ``cache``, else from one ``dot`` run, then kept there."""
+    (``-Tsvg``). While ``sharing``, those of ``text`` with its names stood in for (``dot_names``), laid out once
+    for every page of that text (pages of one structure), the names put back into the plain and the SVG; the
+    ``-Tdot`` is left with the stand-ins (``Named.back`` puts them back) and returned with them."""
+    shared = _SHARING.get()
+    if shared is None:
+        return dot_names.Named(text, ""), *_canonical_positions(text, places, deadline, timeout, cache)
+    names = dot_names.named(text)
+    laid = shared.get((names.text, places), lambda: _canonical_positions(names.text, places, deadline, timeout,
+                                                                        cache))
+    return names, laid[0], names.back(laid[1]), names.back(laid[2], svg=True)
+
+
+class _Shared:
+    """Layouts made while ``sharing``: each text laid out once, a page of the same text waiting for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.made: dict[tuple[str, bool], Future[tuple[bytes, bytes, bytes]]] = {}
+
+    def get(self, key: tuple[str, bool], make: Callable[[], tuple[bytes, bytes, bytes]]
+            ) -> tuple[bytes, bytes, bytes]:
+        with self.lock:
+            future = self.made.get(key)
+            mine = future is None
+            if future is None:
+                future = self.made[key] = Future()
+        if not mine:
+            try:
+                return future.result()
+            except Exception:  # noqa: BLE001 (its page's own deadline or error: this page tries for itself)
+                return make()
+        try:
+            future.set_result(make())
+        except BaseException as e:
+            future.set_exception(e)
+            with self.lock:
+                self.made.pop(key, None)
+            raise
+        return future.result()
+
+
+_SHARING: contextvars.ContextVar[_Shared | None] = contextvars.ContextVar("annograph_sharing", default=None)
+
+
+@contextlib.contextmanager
+def sharing() -> Iterator[None]:
+    """While inside: pages whose texts are the same once their names are stood in for (``dot_names``) are laid
+    out once, in this context and the copies made of it (a book's pages)."""
+    token = _SHARING.set(_Shared())
+    try:
+        yield
+    finally:
+        _SHARING.reset(token)
+
+
+def _canonical_positions(text: str, places: bool, deadline: float | None, timeout: float | None,
+                         cache: LayoutCache | None) -> tuple[bytes, bytes, bytes]:
+    """``_positions`` of ``text`` as it is: from ``cache``, else from one ``dot`` run, then kept there."""
     key = cache.key(text, places, layout_setting()) if cache is not None else ""
     found = cache.get(key) if cache is not None else None
     if found is not None and len(found) == 3:

@@ -120,3 +120,27 @@ def test_a_layout_made_with_other_fonts_is_not_reused(tmp_path: Path) -> None:
     machine, cached, plain = ((tmp_path / name).read_bytes() for name, _, _ in runs)
     assert cached == plain and machine != plain
     assert len(list(cache.glob("*.layout"))) == 2
+
+
+def test_pages_that_differ_only_in_names_are_laid_out_once_while_sharing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pages of one structure (the same labels, other operator numbers, cluster names and ids) make one
+    ``dot`` run while ``sharing``; each page's SVG is the one it gets laid out alone."""
+    from renderer.picture import graphviz_run
+
+    def page(first: int) -> str:
+        a, b, c = (f"op_0_{first + k}" for k in range(3))
+        return (f'digraph annograph {{\n\tgraph [compound=true id="page-{first}-svg"]\n'
+                f'\t{a} [label=<<TABLE><TR><TD>MatMul</TD></TR></TABLE>> id="op-0-{first}" shape=plain]\n'
+                f'\tsubgraph cluster_g{first} {{\n\t\tgraph [id="cl-{first}"]\n'
+                f'\t\t{b} [label="Add" id="op-0-{first + 1}" fillcolor="#a1b2c3" style=filled]\n'
+                f'\t\t{c} [label="Relu" id="op-0-{first + 2}" tooltip="op {first}"]\n\t}}\n'
+                f'\t{a} -> {b} [id="t-{first}" lhead=cluster_g{first}]\n\t{b} -> {c}\n}}\n')
+
+    alone = [graphviz_run.render_formats(page(n), ["svg"], check=lambda plain: None)["svg"] for n in (7, 4321)]
+    runs = []
+    real = graphviz_run._lay_out
+    monkeypatch.setattr(graphviz_run, "_lay_out", lambda *a, **k: runs.append(1) or real(*a, **k))
+    with graphviz_run.sharing():
+        shared = [graphviz_run.render_formats(page(n), ["svg"], check=lambda plain: None)["svg"] for n in (7, 4321)]
+    assert len(runs) == 1 and shared == alone
+    assert b"op_0_4322" in shared[1] and b"op_0_8" in shared[0] and b"agn0q" not in shared[0] + shared[1]

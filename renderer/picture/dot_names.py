@@ -1,0 +1,146 @@
+"""A skeleton's names stood in for by numbered tokens, so that pages of one structure are one layout.
+
+The pages of a model's repeated blocks (a transformer's layers, a vocoder's residual blocks) differ, once their
+skeleton (``skeleton``) stands in for colours, tooltips and the digits of labels, only in names: each page's
+operators, clusters and element ids carry their own numbers. Here each such name becomes ``<prefix><i>z``, ``i``
+counting names in order of first appearance (``cluster<prefix><i>z`` for a cluster, which Graphviz knows by its
+name's start); ``graphviz_run`` lays out that canonical text, once for every page that has it, and ``back`` puts
+the names into its ``-Tdot``, ``-Tplain`` and SVG, as Graphviz writes them there.
+
+A name is stood in for only where it does not decide the geometry: a node's name when its statement gives it a
+``label`` (a node without one shows its name), a subgraph's name, and the values of ``id``, ``lhead`` and
+``ltail``; a name of other characters than letters, digits, ``_``, ``.`` and ``-`` is left as it is. A source
+with a label escape that draws a name (``\\N``, ``\\G``, ``\\E``, ``\\T``, ``\\H``) or a ``node [label=…]``
+default keeps every name.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from renderer.core import escape
+
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_HTML = r"<(?:[^<>]|<[^<>]*+>)*+>"
+_LEXEME = re.compile(
+    r"//[^\n]*|/\*.*?\*/|^#[^\n]*"  # comments
+    rf"|{_QUOTED}|{_HTML}"
+    rf"|\[(?:{_QUOTED}|{_HTML}|[^\]\"<]+)*\]"  # an attribute list, one lexeme (``_ATTRIBUTE`` reads it)
+    r"|->|--|[A-Za-z_\x80-\uffff][\w\x80-\uffff]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)|\S",
+    re.DOTALL | re.MULTILINE)
+_ID = rf"{_QUOTED}|[A-Za-z_\x80-\uffff][\w\x80-\uffff]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)"
+_ATTRIBUTE = re.compile(rf"({_ID})\s*=\s*({_ID}|{_HTML})|{_QUOTED}|{_HTML}", re.DOTALL)
+"""In an attribute list: a key and its value (either quoted or not), or a string that is neither."""
+_SIMPLE = re.compile(r"[A-Za-z0-9_.\-]+")
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A cluster's name stood in for: a DOT ID unquoted, so that what follows ``cluster`` is one too."""
+_DRAWS_NAME = re.compile(r"\\[NGETH]")
+_KEYWORDS = frozenset({"node", "edge", "graph", "digraph", "subgraph", "strict"})
+_NAMED_VALUES = frozenset({"id", "lhead", "ltail"})
+_CLUSTER = "cluster"
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """``text``: the source with its names stood in for, token ``i`` being ``prefix`` + i + ``z``; ``dot[i]`` and
+    ``svg[i]``: what it stands for, as Graphviz writes it into ``-Tdot`` and ``-Tplain``, and into SVG."""
+
+    text: str
+    prefix: str
+    dot: tuple[bytes, ...] = ()
+    svg: tuple[bytes, ...] = ()
+
+    def back(self, output: bytes, svg: bool = False) -> bytes:
+        """``output`` (Graphviz's ``-Tdot`` or ``-Tplain`` of ``text``; its SVG when ``svg``) with each name back:
+        in DOT and plain as a DOT ID (``escape.dot_id``), in SVG as Graphviz escapes text (``-`` as ``&#45;``)."""
+        if not self.dot:
+            return output
+        forms = self.svg if svg else self.dot
+        parts = _token(self.prefix).split(output)
+        parts[1::2] = [forms[int(number)] for number in parts[1::2]]
+        return b"".join(parts)
+
+
+@functools.lru_cache(maxsize=8)
+def _token(prefix: str) -> re.Pattern[bytes]:
+    return re.compile(rf"{prefix}([0-9]+)z".encode())  # a literal start: found by a fast search
+
+
+def named(text: str) -> Named:
+    """``text`` with its names stood in for (module docstring); the text itself when none can be."""
+    spots = None if _DRAWS_NAME.search(text) else _spots(text)
+    if not spots:
+        return Named(text, "")
+    k = 0
+    while f"agn{k}q" in text:
+        k += 1
+    prefix = f"agn{k}q"
+    index: dict[str, int] = {}
+    parts, start = [], 0
+    for begin, end, name in spots:
+        number = index.setdefault(name, len(index))
+        parts += [text[start:begin], f"{_CLUSTER if name.startswith(_CLUSTER) else ''}{prefix}{number}z"]
+        start = end
+    # a cluster's token follows "cluster", which stays: its name is put back without it
+    names = [n[len(_CLUSTER):] if n.startswith(_CLUSTER) else n for n in index]
+    return Named("".join(parts) + text[start:], prefix, tuple(escape.dot_id(n).encode() for n in names),
+                 tuple(escape.svg_name_of(n).encode() for n in names))
+
+
+def _spots(text: str) -> list[tuple[int, int, str]] | None:
+    """Where the names to stand in for are in ``text`` (start, end, the name), in order; None when none may be
+    (a ``node [label=…]`` default). A node's name is stood in for everywhere or nowhere."""
+    labelled: set[str] = set()
+    nodes: list[tuple[int, int, str]] = []
+    spots: list[tuple[int, int, str]] = []
+    words = [m for m in _LEXEME.finditer(text) if not m.group(0).startswith(("//", "/*", "#"))]
+    previous, before = "", ""
+    for at, match in enumerate(words):
+        word = match.group(0)
+        if word[0] == "[":
+            label = _attributes(word, match.start(), spots)
+            if label and previous.lower() == "node":
+                return None
+            if label and _is_id(previous) and before not in ("->", "--", ":", "="):
+                labelled.add(_unquoted(previous))
+        elif not _is_id(word) or before == ":" or word.lower() in _KEYWORDS and word[0] != '"':
+            pass
+        elif previous == "=":
+            if _unquoted(words[at - 2].group(0)) in _NAMED_VALUES:
+                spots.append((match.start(), match.end(), _unquoted(word)))
+        elif previous == "subgraph":
+            spots.append((match.start(), match.end(), _unquoted(word)))
+        elif previous == ":" or at + 1 < len(words) and words[at + 1].group(0) == "=":
+            pass
+        elif previous.lower() not in ("digraph", "graph", "strict"):
+            nodes.append((match.start(), match.end(), _unquoted(word)))
+        previous, before = word, previous
+    spots.extend(spot for spot in nodes if spot[2] in labelled)
+    return sorted(spot for spot in spots if (_PLAIN if spot[2].startswith(_CLUSTER) else _SIMPLE).fullmatch(spot[2]))
+
+
+def _attributes(attributes: str, offset: int, spots: list[tuple[int, int, str]]) -> bool:
+    """Add the ``_NAMED_VALUES`` of an attribute list (``[…]`` at ``offset``) to ``spots``; whether it sets
+    ``label``."""
+    label = False
+    for match in _ATTRIBUTE.finditer(attributes):
+        if match.group(1) is None:
+            continue
+        key = _unquoted(match.group(1))
+        if key == "label":
+            label = True
+        elif key in _NAMED_VALUES and match.group(2)[0] != "<":
+            spots.append((offset + match.start(2), offset + match.end(2), _unquoted(match.group(2))))
+    return label
+
+
+def _unquoted(word: str) -> str:
+    return word[1:-1] if len(word) >= 2 and word[0] == '"' and word[-1] == '"' else word
+
+
+def _is_id(word: str) -> bool:
+    """Whether ``word`` is a DOT ID: a name, a number or a quoted string (not an HTML-like one)."""
+    return bool(word) and (word[0] in '"_' or word[0].isalnum() or ord(word[0]) >= 0x80
+                           or (word[0] in ".-" and word[1:2].isdigit()))
