@@ -86,6 +86,11 @@ class Columns:
         ties: the (tail, head) of every edge emitted within a column, which ranks its head after its tail.
         script: what the first emission did on its ``Sheet`` (``replay`` does it again in columns, the labels
             and tooltips not made anew), and ``blank``, the graph as it was before.
+        shapes: for a mostly empty page (``_sparse_try``), each try's (whether it is a strip, whether an edge runs
+            back to an earlier band, area per drawn box).
+        partable: the emitter would frame some group in parts (its members far apart along the ranks), and
+            ``parted``: it does (a mostly empty page's second try).
+        backward: the emission in bands has an edge from a band to an earlier one (read against the order).
     """
 
     rankdir: str = "TB"
@@ -99,6 +104,10 @@ class Columns:
     ties: list[tuple[str, str]] = field(default_factory=list)
     script: list[tuple[Any, ...]] | None = None
     blank: graphviz.Digraph | None = None
+    shapes: list[tuple[bool, bool, float]] = field(default_factory=list)
+    partable: bool = False
+    parted: bool = False
+    backward: bool = False
     _node_column: dict[str, int] = field(default_factory=dict)
 
     def of(self, name: str) -> int | None:
@@ -134,6 +143,8 @@ class Sheet:
         self.graph, self.columns, self.atom = graph, columns, atom
         self.root = root or self
         self._script = script
+        if root is None and columns is not None:
+            columns.backward = False
         if root is None and columns is not None and not columns.column:  # the first emission: recorded
             columns.blank, columns.script = graph.copy(), []
             columns.labels, columns.ties = {}, []
@@ -205,6 +216,8 @@ class Sheet:
             self.root._cross(tail, head, start, end, attrs)
 
     def _cross(self, tail: str, head: str, start: int, end: int, attrs: dict[str, object]) -> None:
+        if self.columns is not None and end < start:
+            self.columns.backward = True
         out, into = self._stub(start, end, "to"), self._stub(end, start, "from")
         if (tail, out) not in self._crossed:
             self._crossed.add((tail, out))
@@ -357,11 +370,61 @@ def too_long(width: float, height: float) -> bool:
     return long > LONG_SIDE_PT and long > MAX_ASPECT * short
 
 
+SPARSE_PT2 = 120_000
+"""Area per drawn box past which a page's first layout is mostly empty (``_sparse_try``)."""
+_DRAWN = re.compile(rb"(op|box|in|out|const)_[0-9_]+")
+"""Nodes of a layout that are drawn boxes: operators, group boxes, graph inputs and outputs, constants (stubs,
+notes, the legend and the bands' own nodes are not)."""
+
+
+def sparse(plain: bytes, width: float, height: float) -> bool:
+    """Whether a first layout (``-Tplain``) holds over ``SPARSE_PT2`` of its area a drawn box."""
+    return _density(plain, width, height) > SPARSE_PT2
+
+
+def _density(plain: bytes, width: float, height: float) -> float:
+    """A layout's area per drawn box (``_DRAWN``)."""
+    return width * height / max(1, sum(1 for m in _NODE.finditer(plain) if _DRAWN.fullmatch(m.group(1))))
+
+
+def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, last: bool) -> None:
+    """A mostly empty page (a chain beside a wide row of branches, a fan of groups' frames) whose first layout is
+    no strip is laid out again: with its groups framed in parts where their members lie far apart (when the
+    emitter would cut some, ``Columns.partable``), then in columns, then in rows, its shape kept from each try
+    (``Columns.shapes``): ``lay_out`` draws the try that is no strip, reads in order (no edge back to an earlier
+    band: rows cut across the ranks may put a join above the branches it reads) and holds the least area a box."""
+    columns.shapes.append((too_long(width, height), columns.backward, _density(plain, width, height)))
+    if last:
+        return
+    if not columns.column:
+        if columns.partable and not columns.parted:  # emitted anew, not replayed: its frames differ
+            columns.parted, columns.script, columns.atoms = True, None, {}
+            raise Reshape()
+        columns.first, columns.stacked = plain, False
+    elif columns.stacked:
+        return
+    else:
+        columns.stacked = True
+    size = _GRAPH.search(columns.first)
+    assert size is not None
+    first_width, first_height = float(size.group(1)), float(size.group(2))
+    along, across = (first_height, first_width) if columns.rankdir in ("TB", "BT") else (first_width, first_height)
+    aim = _aim(columns.rankdir)
+    for stacked in (False, True) if not columns.stacked else (True,):
+        columns.stacked = stacked
+        count = round(math.sqrt(across / (aim * along))) if stacked else math.ceil(math.sqrt(aim * along / across))
+        assignment = cut(columns, max(2, min(MAX_COLUMNS, count)))
+        if assignment and assignment != columns.column:
+            columns.assign(assignment, 1 + max(assignment.values()))
+            raise Reshape()
+
+
 def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Callable[[bytes], None] | None:
     """The ``graphviz_run.render_formats`` check of one try: raise ``Reshape`` (``columns`` assigned) when the
-    layout is a strip along its ranks and columns would help; None on the last try. ``pages_over``: a strip
-    longer than this on the first try raises ``graphviz_run.TooBig`` instead (a flat picture drawn as pages)."""
-    if last:
+    layout is a strip along its ranks and columns would help, or mostly empty (``_sparse_try``); None on the last
+    try. ``pages_over``: a strip longer than this on the first try raises ``graphviz_run.TooBig`` instead (a flat
+    picture drawn as pages)."""
+    if last and not columns.shapes:
         return None
 
     def check(plain: bytes) -> None:
@@ -369,6 +432,10 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         if size is None:
             return
         width, height = float(size.group(1)) * 72 + PAD_PT, float(size.group(2)) * 72 + PAD_PT
+        if columns.shapes or (not columns.column and not columns.along_only and not too_long(width, height)
+                              and sparse(plain, width, height)):
+            _sparse_try(columns, plain, width, height, last)
+            return
         if not too_long(width, height):
             return
         along, across = (height, width) if columns.rankdir in ("TB", "BT") else (width, height)
@@ -585,9 +652,16 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
         graphviz_run.TooBig: the first layout is a strip longer than ``pages_over``.
     """
     previous = None
+    tried = []
     for attempt in range(TRIES):
         try:
-            return source, render(source, checker(columns, attempt == TRIES - 1, pages_over if not attempt else None))
+            tried.append(source)
+            laid = render(source, checker(columns, attempt == TRIES - 1, pages_over if not attempt else None))
+            shapes = columns.shapes
+            best = min(range(len(shapes)), key=lambda k: (shapes[k], k)) if len(shapes) == len(tried) else -1
+            if best in (-1, len(tried) - 1):
+                return source, laid
+            return tried[best], render(tried[best], None)  # a mostly empty page: its best try
         except Reshape:
             previous, source = source, replay(columns) or emit(columns)
         except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):

@@ -44,7 +44,7 @@ from renderer.picture.dot import (
     text_row,
     unique_nodes,
 )
-from renderer.picture.fanout import far_readers, longest_path_ranks
+from renderer.picture.fanout import far_readers, far_writers, longest_path_ranks, settled_ranks
 from renderer.picture.grouping.group import Group
 from renderer.picture.grouping.names import display_path, series_prefix
 from renderer.picture.pages import Book, Inline, Page
@@ -66,6 +66,8 @@ LEGEND_SIZE = (500.0, 320.0)
 HEAT_ROWS = 45.0
 """Height the share and aggregate rows add to a box when the picture has a colour metric."""
 NODE_GAP, RANK_GAP = 18.0, 25.0
+FRAME_GAP_RANKS = 3
+"""A group drawn in full whose members leave more ranks than this empty between them may be framed in parts."""
 FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
 
@@ -117,6 +119,16 @@ class _PageEmitter(Emitter):
         self._compute_shares()
         self.stubs: dict[str, tuple[str, str, str]] = {}  # dot name → (label, href, tooltip)
         self.stub_ids: dict[str, str] = {}
+        self.stub_class: dict[str, str] = {}  # dot name → its class, when not ``stub``
+        self.feeds: dict[str, str] = {}  # a far writer's stub (``_feed``) → the join it stands for
+        self.far_carried: dict[str, list[Value]] = {}  # join → the tensors its far writers' stubs stand for
+        self.drawn_by_name = {op_name(n): n for n in page.drawn_ops()}
+        self.uses: list[tuple[Value, str, int]] = []  # far readers' stubs (``fanout``): tensor, dot name, number
+        self.plain: list[tuple[str, str, Value]] = []  # edges of one tensor between two elements (ops, inputs…)
+        self.bundled: dict[tuple[str, str], list[Value]] = {}  # the tensors of each edge to or from a box or stub
+        self.bundles: list[tuple[int, tuple[str, str], list[Value]]] = []  # those drawn: (number, ends, tensors)
+        self.routes: dict[tuple[str, str], tuple[str, str]] = {}  # ``_far_routes``
+        self.rank: dict[str, int] = {}  # each item's rank, roughly (``fanout.settled_ranks``)
         self.edge_pairs: list[tuple[str, str]] = []
         self.box_pages: dict[str, set[int]] = {}  # a box's dot name → the pages of the groups it stands for
         self._cluster_count = 0
@@ -171,6 +183,11 @@ class _PageEmitter(Emitter):
             for group in run:
                 for member in group.members():
                     self.local[member.key] = name
+        for graph_index in page.io_graphs:  # each is drawn on this page (in a body's frame, or after the content)
+            graph = self.model.graphs[graph_index]
+            self.local.update((("in", graph_index, v.index), io_name(v)) for v in graph.inputs)
+            self.local.update((("out", graph_index, v.index), io_name(v, "output")) for v in graph.outputs)
+        self._plan_edges(drawn)
         self._content(sheet, page.ops, page.inlines, page.boxes)
         for graph_index in page.io_graphs:
             if graph_index not in self.io_drawn:
@@ -179,7 +196,7 @@ class _PageEmitter(Emitter):
         for name, (label, href, tip) in self.stubs.items():
             attrs = {"href": href} if href else {}
             sheet.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
-                       **{"class": "stub"})
+                       **{"class": self.stub_class.get(name, "stub")})
         if rows:
             self._rows(dot, self._item_sizes(drawn))
         sheet.finish()
@@ -334,26 +351,66 @@ class _PageEmitter(Emitter):
             self._op_node(container, node)
             self.cluster_path[op_name(node)] = path
         for inline in inlines:
-            self._cluster_count += 1
-            cluster = f"cluster_g{self._cluster_count}"
-            with container.subgraph(name=cluster) as sub:
-                sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">'
-                                                 f'{self._title(inline.group, 80)}</FONT>'),
-                         style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
-                         labeljust="l", tooltip=escape.tooltip([display_path(inline.group)]))
-                self._content(sub, inline.ops, inline.inlines, inline.boxes, (*path, cluster))
-                body = inline.group.graph if inline.group.kind == "graph" else None
-                if body is not None and self.page.index and body.index in self.page.io_graphs and \
-                        body.index not in self.io_drawn:
-                    self._graph_io(sub, body.index)  # a branch's inputs and outputs inside its frame
-                    names = [io_name(v) for v in body.inputs] + [io_name(v, "output") for v in body.outputs]
-                    self.cluster_path.update((name, (*path, cluster)) for name in names)
+            parts = self._parts(inline)
+            for number, (part_ops, part_inlines, part_boxes) in enumerate(parts, 1):
+                self._cluster_count += 1
+                cluster = f"cluster_g{self._cluster_count}"
+                title = self._title(inline.group, 80) + (f" · part {number} of {len(parts)}" if len(parts) > 1 else "")
+                with container.subgraph(name=cluster) as sub:
+                    sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">{title}</FONT>'),
+                             style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
+                             labeljust="l", tooltip=escape.tooltip([display_path(inline.group)]))
+                    self._content(sub, part_ops, part_inlines, part_boxes, (*path, cluster))
+                    body = inline.group.graph if inline.group.kind == "graph" else None
+                    if body is not None and self.page.index and body.index in self.page.io_graphs and \
+                            body.index not in self.io_drawn:
+                        self._graph_io(sub, body.index)  # a branch's inputs and outputs inside its frame
+                        names = [io_name(v) for v in body.inputs] + [io_name(v, "output") for v in body.outputs]
+                        self.cluster_path.update((name, (*path, cluster)) for name in names)
         for run in boxes:
             if len(run) == 1:
                 self._box_node(container, run[0])
             else:
                 self._run_node(container, run)
             self.cluster_path[self._box_name(run[0])] = path
+
+    def _parts(self, inline: Inline) -> list[tuple[list[Node], list[Inline], list[list[Group]]]]:
+        """``inline``'s operators, clusters and boxes in parts of their own frame each, cut where more than
+        ``FRAME_GAP_RANKS`` ranks hold none of them, on a page laid out again because it came out mostly empty
+        (``columns.Columns.parted``; the page marked ``partable`` when some frame would be cut): a group of a
+        chain's levels (a pad at each level of a downsampling, an EXPAND_DIMS at the top and the TRANSPOSE it meets
+        at the bottom) drawn as one frame spans the page, beside the chain rather than on it, and such frames side
+        by side make it as wide as they are many. A body's frame (its inputs and outputs inside) stays whole."""
+        atoms: list[tuple[int, int, int, object]] = []  # (first rank, last rank, place, item)
+        items: list[object] = [*inline.ops, *inline.inlines, *inline.boxes]
+        for place, item in enumerate(items):
+            ranks = [self.rank[name] for name in self._names(item) if name in self.rank]
+            atoms.append((min(ranks, default=-1), max(ranks, default=-1), place, item))
+        bands: list[list[tuple[int, int, int, object]]] = []
+        for atom in sorted(atoms, key=lambda a: a[:3]):
+            if bands and (atom[0] < 0 or atom[0] <= max(a[1] for a in bands[-1]) + FRAME_GAP_RANKS):
+                bands[-1].append(atom)
+            else:
+                bands.append([atom])
+        if len(bands) < 2 or inline.group.kind == "graph" or self.columns is None:
+            return [(inline.ops, inline.inlines, inline.boxes)]
+        self.columns.partable = True
+        if not self.columns.parted:
+            return [(inline.ops, inline.inlines, inline.boxes)]
+        parts = []
+        for band in sorted(bands, key=lambda b: min(a[2] for a in b)):
+            held = {id(a[3]) for a in band}
+            parts.append(([n for n in inline.ops if id(n) in held], [i for i in inline.inlines if id(i) in held],
+                          [r for r in inline.boxes if id(r) in held]))
+        return parts
+
+    def _names(self, item: object) -> list[str]:
+        """The dot names an operator, a cluster (all inside it) or a box (a run of groups) is drawn as."""
+        if isinstance(item, Node):
+            return [op_name(item)]
+        if isinstance(item, Inline):
+            return [name for inner in [*item.ops, *item.inlines, *item.boxes] for name in self._names(inner)]
+        return [self._box_name(item[0])]  # type: ignore[index]
 
     def _value_of(self, group: Group) -> float | None:
         if self.box_heat is None:
@@ -464,7 +521,9 @@ class _PageEmitter(Emitter):
 
     # -- edges ----------------------------------------------------------------------------------------------
 
-    def _page_edges(self, container: Sheet, drawn: list[Node]) -> None:
+    def _plan_edges(self, drawn: list[Node]) -> None:
+        """The page's edges, where each is sent (``_far_routes``) and the ranks they give (``rank``), before
+        anything is drawn: a frame is cut where its members lie far apart (``_parts``)."""
         ends = [(value, self._value_ends(value)) for value in self._page_values(drawn)]
         far = far_readers([(value.key, pairs) for value, pairs in ends], [pair for _, pairs in ends for pair in pairs],
                           lambda name: name.startswith(("op_", "box_")))
@@ -473,27 +532,108 @@ class _PageEmitter(Emitter):
         for value, pairs in ends:
             for start, end in pairs:
                 if end in far.get(value.key, ()):  # a mask read by every layer: a stub at each far reader
-                    plain.append((self._page_use(container, value, len(plain)), end, value))
+                    name = f"use_{value.graph.index}_{value.index}_{len(plain)}"
+                    self.uses.append((value, name, len(plain)))
+                    plain.append((name, end, value))
                 elif _is_element(start) and _is_element(end):
                     plain.append((start, end, value))
                 else:
                     bundled.setdefault((start, end), []).append(value)
+        self.plain, self.bundled = plain, self._gather_fan_ins(bundled)
+        first_seen = {pair: k for k, pair in enumerate(self.bundled)}
+        self.bundles = [(k, pair, carried) for k, (pair, carried) in enumerate(self.bundled.items())
+                        if first_seen.get((pair[1], pair[0]), k) >= k]  # else drawn with the other direction
+        pairs = [(source, target) for source, target, _ in plain] + [pair for _, pair, _ in self.bundles]
+        if self.page.index or self.opts.rankdir != "TB":  # the overview's rows place its items (``_rows``)
+            self.routes = self._far_routes(pairs)
+        self.rank = settled_ranks([self.routes.get(pair, pair) for pair in pairs])
+
+    def _page_edges(self, container: Sheet, drawn: list[Node]) -> None:
+        """The edges ``_plan_edges`` planned, the far readers' stubs first."""
+        for value, name, k in self.uses:
+            self._page_use(container, value, name, k)
         seen: Counter[tuple[str, int, int]] = Counter()
-        for source, target, value in plain:
+        for source, target, value in self.plain:
             k = seen[value.key]
             seen[value.key] += 1
-            container.edge(source, target, id=value.element_id if k == 0 else f"{value.element_id}.{k}",
-                           **self._edge_style(value))
-            self.edge_pairs.append((source, target))
-        bundled = self._gather_fan_ins(bundled)
-        first_seen = {pair: k for k, pair in enumerate(bundled)}
-        for k, ((source, target), carried) in enumerate(bundled.items()):
-            if first_seen.get((target, source), k) < k:
-                continue  # drawn with the other direction, which came first in graph order
-            back = bundled.get((target, source), [])
-            container.edge(source, target, id=f"x-{self.page.index}-{k}", **self._bundle_style(carried, back))
-            self.edge_pairs.append((source, target))
+            self._routed_edge(container, self.routes.get((source, target), (source, target)), [value],
+                              id=value.element_id if k == 0 else f"{value.element_id}.{k}", **self._edge_style(value))
+        for k, (source, target), carried in self.bundles:
+            back = self.bundled.get((target, source), [])
+            self._routed_edge(container, self.routes.get((source, target), (source, target)), carried + back,
+                              id=f"x-{self.page.index}-{k}", **self._bundle_style(carried, back))
+        for n, (join, carried) in enumerate(self.far_carried.items()):
+            note = self._from_above(join, carried)
+            container.edge(note, join, id=f"x-{self.page.index}-{len(self.bundled) + n}",
+                           **self._bundle_style(carried))
+            self.edge_pairs.append((note, join))
         self._body_links(container, drawn)
+
+    def _routed_edge(self, container: Sheet, route: tuple[str, str], carried: list[Value], **attrs: object) -> None:
+        """An edge as ``_far_routes`` sends it; one that ends in a far writer's stub is counted for its join's
+        note (``_from_above``)."""
+        container.edge(*route, **attrs)  # type: ignore[arg-type]
+        self.edge_pairs.append(route)
+        join = self.feeds.get(route[1])
+        if join is not None:
+            self.far_carried.setdefault(join, []).extend(carried)
+
+    def _far_routes(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """Where edges are sent instead of their ends (``fanout.far_writers``): a join (an operator, a group box)
+        fed from far up the page has each far writer's edge end in a stub just below that writer, ``to Concat
+        0:77`` (``_feed``), and one note above it standing for them all (``_from_above``). On a page laid out
+        again because it came out mostly empty (``columns.Columns.parted``), a stub to another page fed from far
+        up is drawn again below each far writer too (a pad at each level of a chain, all sent to one page)."""
+        parted = self.columns is not None and self.columns.parted
+        joins: dict[str, list[tuple[str, str]]] = {}
+        for source, target in pairs:
+            if target.startswith(("op_", "box_", "stub_out_") if parted else ("op_", "box_")):
+                joins.setdefault(target, []).append((source, target))
+        far = far_writers(list(joins.items()), pairs, lambda name: name.startswith(("op_", "box_")))
+        if far and self.columns is not None:
+            self.columns.partable = True
+        return {(source, target): (source, self._stub_copy(target, source) if target.startswith("stub_") else
+                                   self._feed(source, target)) for source, target in pairs
+                if source in far.get(target, ())}
+
+    def _stub_copy(self, stub: str, end: str) -> str:
+        """The stub ``stub`` drawn again, at ``end`` (the same text and link, an id of its own)."""
+        name = f"{stub}__{end}"
+        if name not in self.stubs:
+            self.stubs[name] = self.stubs[stub]
+            self.stub_ids[name] = f"stub-{self.page.index}-{len(self.stub_ids)}"
+        return name
+
+    def _feed(self, writer: str, join: str) -> str:
+        """The stub below a far writer of ``join``: ``to Concat 0:77`` (a group box: its title), linked to it."""
+        name = f"feed_{writer}_{join}"
+        if name in self.stubs:
+            return name
+        node = self.drawn_by_name.get(join)
+        if node is not None:
+            text, anchor = f"to {node.op_type} {node.graph.index}:{node.index}", node.element_id
+        else:
+            group = next(g for g in self.groups if self._box_name(g) == join)
+            run = next(r for r in self.runs if r[0] is group)
+            text = f"to {self.titles[id(group)]}"
+            anchor = f"{'run' if len(run) > 1 else 'box'}-{self.book.box_key(group)}"
+        label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="2" COLOR="#9a9a9a" BGCOLOR="{STUB_FILL}" '
+                 f'STYLE="rounded,dashed"><TR><TD><FONT POINT-SIZE="8" COLOR="{LINK_COLOR}">'
+                 f"<U>{escape.html_text(text, 48, middle=True)}</U></FONT></TD></TR></TABLE>")
+        tip = [text, "read further down this page, where it is one of the inputs drawn as a note 'from N further up'"]
+        self.stubs[name] = (label, self.links.href(self.page, self.page, anchor), escape.tooltip(tip))
+        self.stub_ids[name] = f"feed-{self.page.index}-{len(self.stub_ids)}"
+        self.stub_class[name] = "feed"
+        self.feeds[name] = join
+        return name
+
+    def _from_above(self, join: str, carried: list[Value]) -> str:
+        """The note above ``join`` standing for the far writers' edges that end in stubs (``_feed``)."""
+        writers = [f"{escape.clean(v.name, 60)} · from {v.producer.op_type} {v.producer.graph.index}:"
+                   f"{v.producer.index}" if v.producer is not None else escape.clean(v.name, 60) for v in carried]
+        return self._note(f"above_{join}", f"above-{self.page.index}-{join}", f"from {len(carried)} further up",
+                          f"{len(carried)} tensors from further up this page, each from a stub 'to …' below its "
+                          "writer:", [], writers)
 
     def _page_values(self, drawn: list[Node]) -> list[Value]:
         """Every tensor read or written on this page, and its graphs' inputs and outputs drawn here, in key order."""
@@ -527,7 +667,7 @@ class _PageEmitter(Emitter):
             ends.append((ends[0][0] if ends else self._materialise(source, "in"), self._fan(value, boxes)))
         return ends
 
-    def _page_use(self, container: Sheet, value: Value, k: int) -> str:
+    def _page_use(self, container: Sheet, value: Value, name: str, k: int) -> None:
         """A far reader's stub for ``value`` (``fanout``), linked to what gives it: its producer, on this page or
         another, or the graph input."""
         producer = value.producer
@@ -537,10 +677,8 @@ class _PageEmitter(Emitter):
             owner = next((p for p in self.book.pages if value.graph.index in p.io_graphs), None)
         href = self.links.href(self.page, owner, origin_id(value)) if owner is not None else ""
         where = f" on page {owner.index}" if owner is not None and owner is not self.page else ""
-        name = f"use_{value.graph.index}_{value.index}_{k}"
         self._use_node(container, value, name, f"use-{self.page.index}-{value.graph.index}-{value.index}-{k}",
                        href, where)
-        return name
 
     def _body_links(self, container: Sheet, drawn: list[Node]) -> None:
         """The dashed link from each operator drawn here to the first operator of a body it runs, when that is
@@ -585,10 +723,12 @@ class _PageEmitter(Emitter):
         return self._note(f"fanin_{target}", f"fanin-{self.page.index}-{target}", f"from {len(boxes)} groups",
                           f"{len(carried)} tensors from {len(boxes)} groups on this page:", boxes)
 
-    def _note(self, name: str, ident: str, text: str, head: str, boxes: list[str]) -> str:
-        """A small unframed note ``text`` standing for ``boxes``, their names in its tooltip under ``head``."""
+    def _note(self, name: str, ident: str, text: str, head: str, boxes: list[str],
+              lines: Collection[str] = ()) -> str:
+        """A small unframed note ``text`` standing for ``boxes`` (or ``lines``), their names in its tooltip under
+        ``head``."""
         named = {self._box_name(g): g.label for g in self.groups}
-        labels = [named[b] for b in boxes if b in named]
+        labels = [named[b] for b in boxes if b in named] + list(lines)
         self.stubs[name] = (
             f'<TABLE BORDER="0" CELLBORDER="0" CELLPADDING="2"><TR><TD><FONT POINT-SIZE="8" COLOR="#333333">'
             f"{escape.html_text(text, 40)}</FONT></TD></TR></TABLE>",

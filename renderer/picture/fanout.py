@@ -17,6 +17,14 @@ Ranks are estimated before Graphviz lays anything out (``settled_ranks``): the l
 sources, then each item with at least as many readers as inputs pulled down next to its readers, as dot's edge
 length minimisation does (a MatMul of a style vector and a weight sits just above the norm it scales).
 A tensor read by more than six group boxes is one edge to the overview's note ``to 40 groups`` instead.
+
+Fan-in is the mirror (``far_writers``): a join (a Concat, a group box) fed from many places
+along a chain (harmonic stacking: a level of a downsampling chain each, basic-pitch's CONCATENATION of eight
+EXPAND_DIMS) draws its edges from the chain's length, beside it, as wide as the page. A writer is *far* when it sits
+more than ``NEAR_RANKS`` ranks above the join's latest writer, its rank as early as its own inputs allow (an edge to
+a far join is long whichever end dot moves it to); a writer hanging from nothing else (a lone source, or a chain
+from one) is never far: dot draws it next to the join. With at least ``FAR_READERS`` far writers, each one's edge
+ends in a stub just below it, ``to Concat 0:77``, and the join reads one note, ``from 8 further up``, instead.
 """
 
 from __future__ import annotations
@@ -94,3 +102,52 @@ def longest_path_ranks(names: list[str], edges: list[tuple[str, str]]) -> dict[s
             if waiting[other] == 0:
                 ready.append(other)
     return rank
+
+
+def far_writers(joins: list[tuple[Hashable, list[tuple[str, str]]]], edges: list[tuple[str, str]],
+                stubbed: Callable[[str], bool]) -> dict[Hashable, set[str]]:
+    """Which writers of each crowded join get a stub instead of an edge (``far_readers``' mirror, module
+    docstring).
+
+    Args:
+        joins: (join key, its edges on the page as (writer, join) dot names).
+        edges: every edge of the page, for the ranks.
+        stubbed: whether a writer's edge may end in a stub.
+
+    Returns:
+        join key → the writers whose edge ends in a stub (only joins that have some).
+    """
+    crowded = [(key, pairs) for key, pairs in joins if len({start for start, _ in pairs}) > FAR_READERS]
+    if not crowded:
+        return {}
+    into = {pair for _, pairs in crowded for pair in pairs}
+    rank = settled_ranks([edge for edge in edges if edge not in into])  # each writer where its inputs put it
+    loose = loose_items(edges)
+    far: dict[Hashable, set[str]] = {}
+    for key, pairs in crowded:
+        writers = {start for start, _ in pairs} - loose
+        latest = max((rank.get(w, 0) for w in writers), default=0)
+        stubs = {w for w in writers if stubbed(w) and rank.get(w, 0) < latest - NEAR_RANKS}
+        if len(stubs) >= FAR_READERS:
+            far[key] = stubs
+    return far
+
+
+def loose_items(edges: list[tuple[str, str]]) -> set[str]:
+    """The names dot may draw anywhere above their one reader: a source read once, or read once and fed only by
+    such (a chain hanging from a stub)."""
+    inputs: dict[str, set[str]] = {}
+    readers: dict[str, int] = {}
+    for a, b in dict.fromkeys(edges):
+        if a != b:
+            inputs.setdefault(b, set()).add(a)
+            inputs.setdefault(a, set())
+            readers[a] = readers.get(a, 0) + 1
+    loose = {name for name, fed in inputs.items() if not fed and readers.get(name) == 1}
+    grown = True
+    while grown:
+        more = {name for name, fed in inputs.items()
+                if name not in loose and fed and fed <= loose and readers.get(name) == 1}
+        loose |= more
+        grown = bool(more)
+    return loose

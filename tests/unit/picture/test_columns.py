@@ -102,7 +102,12 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # PP-OCRv4 det's page 4, since its dims are assumed (224 × 224): one group frame holds most of the page, columns
 # never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
 # (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
-OPEN: dict[str, str] = {}  # key -> why its pages are not in shape yet (xfail, strict)
+OPEN: dict[str, str] = {  # key -> why its pages are not in shape yet (xfail, strict)
+    "basic_pitch_nmp": "issue 26: its overview (194,479 pt² a box: the harmonic stacking's groups in rows, long "
+                       "edges to the Concat) and its constant-Q page (192,632: a chain beside five octaves side by "
+                       "side, each from a stub of another page) are still mostly empty; its other pages and the "
+                       "TFLite form's are not",
+}
 
 
 @pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN[key]))
@@ -346,3 +351,43 @@ def test_a_page_in_columns_is_its_first_emission_replayed(tmp_path: Path, monkey
         assert pairs and all(anew == again for anew, again in pairs)
         replayed += len(pairs)
     assert replayed >= 6
+
+
+def _l_shaped(shape: columns.Columns) -> str:
+    """A page mostly empty but no strip: a 40-box chain beside a row of 14 boxes that meet at its top (a chain of
+    a downsampling beside the wide row of branches one join reads), each box the size of an operator's."""
+    from renderer.picture.digraph import Digraph
+
+    graph = Digraph("g")
+    graph.attr("node", shape="box", width="2.5", height="1.1", fixedsize="true")
+    sheet = columns.Sheet(graph, shape)
+    names = [f"op_0_{k}" for k in range(55)]
+    for name in names:
+        sheet.node(name, label=name)
+    for k in range(39):
+        sheet.edge(names[k], names[k + 1])
+    for k in range(40, 54):
+        sheet.edge(names[k], names[54])
+    sheet.edge(names[0], names[54])
+    sheet.finish()
+    return graph.source
+
+
+def _area_per_box(svg: bytes) -> float:
+    width, height = graphviz_run.svg_size(svg)
+    return width * height / len(re.findall(rb"<title>op_0_\d+</title>", svg))
+
+
+def test_a_mostly_empty_page_is_laid_out_again_and_its_best_try_drawn() -> None:
+    """A first layout over ``SPARSE_PT2`` a box that is no strip is laid out in columns, then in rows, and the
+    try holding the least area a box is drawn: here less than two thirds of the first layout's, read in order
+    (the chain's boxes column by column)."""
+    shape = columns.Columns()
+    first = graphviz_run.render_formats(_l_shaped(columns.Columns()), ["svg"])["svg"]
+    assert _area_per_box(first) > columns.SPARSE_PT2 and not columns.too_long(*graphviz_run.svg_size(first))
+    drawn, laid = columns.lay_out(_l_shaped(shape), shape, lambda again: _l_shaped(again),
+                                  lambda text, check: graphviz_run.render_formats(text, ["svg"], check=check))
+    assert len(shape.shapes) == 3 and shape.shapes[0][2] > columns.SPARSE_PT2
+    assert _area_per_box(laid["svg"]) == pytest.approx(min(area for _, _, area in shape.shapes), rel=0.05)
+    assert _area_per_box(laid["svg"]) < 2 / 3 * _area_per_box(first)
+    assert "cluster_col" in drawn

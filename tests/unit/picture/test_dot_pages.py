@@ -168,3 +168,42 @@ def test_a_cluster_beside_others_wraps_to_its_share_of_the_row() -> None:
     assert width_share(then, clustered, rank) == pytest.approx(2 / 5)
     assert width_share(otherwise, clustered, rank) == pytest.approx(3 / 5)
     assert width_share({"c1": size}, clustered, rank) == 1.0
+
+
+def test_far_writers_of_a_join_end_in_stubs_and_the_join_reads_one_note(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """basic-pitch's TFLite form (tests/support/wheel_models.py): each level of its downsampling chain sends an
+    EXPAND_DIMS to one group box at the chain's foot. Each far level's edge ends in a stub ``to …`` just below it,
+    linked to that box on the same page; the box reads one note ``from N further up`` for them all, N the tensors
+    of the stubs' edges (one or more an edge); the page is 105,114 pt² a box, not 200,748 (test_columns and
+    test_fanout check every page's area)."""
+    from conftest import SVG_NS, XLINK_NS, parse_svg, run_cli
+    from wheel_models import wheel_model
+
+    out = tmp_path / "nmp.svg"
+    run = run_cli("render", wheel_model("basic_pitch_nmp_tflite"), "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    checked = 0
+    for page in sorted(out.with_name("nmp.svg.pages").glob("page-*.svg")):
+        root = parse_svg(page)
+        ids = {e.get("id") for e in root.iter() if e.get("id")}
+        groups = list(root.iter(f"{SVG_NS}g"))
+        feeds = [g for g in groups if "feed" in (g.get("class") or "").split()]
+        if not feeds:
+            continue
+        edges = [g.findtext(f"{SVG_NS}title") for g in groups if "edge" in (g.get("class") or "").split()]
+        joins = Counter()
+        for feed in feeds:
+            name = feed.findtext(f"{SVG_NS}title")
+            href = unquote(next(feed.iter(f"{SVG_NS}a")).get(f"{XLINK_NS}href"))
+            assert href.startswith("#") and href[1:] in ids, href  # the join, on this page
+            assert "".join(t.text or "" for t in feed.iter(f"{SVG_NS}text")).startswith("to ")
+            into = [e for e in edges if e.endswith(f"->{name}")]
+            assert len(into) == 1, (name, into)
+            joins[href] += 1
+        notes = {g.get("id"): "".join(t.text or "" for t in g.iter(f"{SVG_NS}text")) for g in groups
+                 if (g.get("id") or "").startswith("above-")}
+        assert len(notes) == len(joins) and len(feeds) >= 3
+        counts = sorted(int(re.fullmatch(r"from (\d+) further up", text).group(1)) for text in notes.values())
+        assert all(count >= edges for count, edges in zip(counts, sorted(joins.values()))), (counts, joins)
+        checked += 1
+    assert checked >= 1

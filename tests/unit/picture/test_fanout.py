@@ -15,7 +15,7 @@ import onnx
 import pytest
 
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
-from renderer.picture.fanout import FAR_READERS, far_readers, settled_ranks
+from renderer.picture.fanout import FAR_READERS, far_readers, far_writers, loose_items, settled_ranks
 from wheel_models import keys, wheel_model
 
 MAX_AREA_PER_BOX = 150_000
@@ -52,6 +52,46 @@ def test_an_item_with_one_input_sits_next_to_its_reader() -> None:
     column = _chain("op_", 30)
     rank = settled_ranks(column + [("style", "op_scale"), ("op_scale", "op_25")])
     assert rank["op_scale"] == 24
+
+
+def _harmonic(levels: tuple[int, ...]) -> list[tuple[str, str]]:
+    """A 40-rank chain with a side item at each of ``levels`` (an EXPAND_DIMS of that level) feeding one join,
+    which the chain's end feeds too (basic-pitch's harmonic stacking)."""
+    edges = _chain("op_", 40) + [("op_40", "op_join")]
+    for k in levels:
+        edges += [(f"op_{k}", f"op_side{k}"), (f"op_side{k}", "op_join")]
+    return edges
+
+
+def test_far_writers_of_one_join_get_stubs_and_the_latest_keeps_its_edge() -> None:
+    """Six levels of a chain feed one Concat at its foot: each side item's edge ends in a stub below it, the
+    chain's end (the latest writer) and the level next to it keep theirs."""
+    edges = _harmonic((5, 10, 20, 30, 38, 39))
+    pairs = [edge for edge in edges if edge[1] == "op_join"]
+    far = far_writers([("op_join", pairs)], edges, lambda name: name.startswith("op_"))
+    assert far == {"op_join": {"op_side5", "op_side10", "op_side20", "op_side30"}}
+
+
+@pytest.mark.parametrize("levels, why", [
+    ((10, 38, 39, 39), "one far writer"),
+    ((10, 20, 39, 39), "two far writers"),
+    ((), "a join of one chain"),
+])
+def test_few_far_writers_keep_their_edges(levels: tuple[int, ...], why: str) -> None:
+    edges = _harmonic(levels)
+    pairs = [edge for edge in edges if edge[1] == "op_join"]
+    assert far_writers([("op_join", pairs)], edges, lambda name: True) == {}, why
+
+
+def test_a_chain_hanging_from_a_lone_source_is_no_far_writer() -> None:
+    """A stub from another page read once, then a chain of two into the join: dot draws them next to the join,
+    wherever the others are (``loose_items``)."""
+    edges = _harmonic((5, 10, 20)) + [(f"stub_{k}", f"op_a{k}") for k in range(3)]
+    edges += [(f"op_a{k}", f"op_b{k}") for k in range(3)] + [(f"op_b{k}", "op_join") for k in range(3)]
+    pairs = [edge for edge in edges if edge[1] == "op_join"]
+    assert {f"stub_{k}" for k in range(3)} | {f"op_a{k}" for k in range(3)} <= loose_items(edges)
+    assert far_writers([("op_join", pairs)], edges, lambda name: True) == {
+        "op_join": {"op_side5", "op_side10", "op_side20"}}
 
 
 def _pages(overview: Path) -> list[Path]:
@@ -162,7 +202,11 @@ HELD_OUT = {key: (lambda key=key: wheel_model(key)) for key in keys()}
 HELD_OUT |= {name: (lambda name=name: ONNX / f"{name}.onnx") for name in ("bert_dynamo", "silero_vad", "cnn_chain")}
 
 
-@pytest.mark.parametrize("key", sorted(HELD_OUT))
+OPEN = {"basic_pitch_nmp": "issue 26: the overview and the constant-Q page (test_columns.OPEN)"}
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN[key]))
+                                 if key in OPEN else key for key in sorted(HELD_OUT)])
 def test_no_page_of_a_held_out_model_is_mostly_empty(tmp_path: Path, key: str) -> None:
     """Every page of the default render of the held-out models (tests/support/wheel_models.py) and the samples named
     in issue 26: at most 150,000 pt² a drawn box; far readers' stubs, where there are any, as ``check_uses``
