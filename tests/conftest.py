@@ -155,6 +155,22 @@ def genai_model(tmp_path_factory):  # type: ignore[no-untyped-def]
     return GenaiModels(tmp_path_factory.mktemp("genai"))
 
 
+@pytest.fixture(scope="session")
+def ort_optimized_model(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """``ort_optimized_model("bert_scoped" | "hf_bert")`` → a BERT after onnxruntime's transformer optimizer
+    (tests/support/ort_optimized.py): samples/onnx/bert_scoped.onnx, or a ``transformers`` BertModel exported by
+    torch; each made once per session."""
+    import ort_optimized
+
+    folder = tmp_path_factory.mktemp("ort-optimized")
+
+    def made(name: str) -> Path:
+        source = ONNX / "bert_scoped.onnx" if name == "bert_scoped" else ort_optimized.hf_bert(folder / f"{name}.onnx")
+        return ort_optimized.optimized(source, folder / f"{name}_optimized.onnx")
+
+    return made
+
+
 @pytest.fixture(scope="module", params=["committed", "fresh"])
 def executorch_portable(request, tmp_path_factory):  # type: ignore[no-untyped-def]
     """The folder of ``portable.pte`` with its ETRecord and ETDump made by executorch itself: the committed ones,

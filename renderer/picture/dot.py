@@ -382,13 +382,18 @@ class Emitter:
         ``href`` (the producer, ``where`` it is: "on page 3")."""
         producer = value.producer
         if producer is not None:
-            origin = f"from {_type_text(producer)} {producer.graph.index}:{producer.index}"
+            place = f"{producer.graph.index}:{producer.index}"
+            origin = f"from {_type_text(producer)} {place}"
             whose = f"{origin}{where}: {producer.display_name}"
+            # too long, the domain goes (in the tooltip still), then the type is cut: never the place
+            kind = _type_text(producer) if len(origin) <= 48 else producer.op_type
+            shown_origin = f"{escape.html_text(f'from {kind}', 47 - len(place))} {place}"
         else:
             origin = "model input" if value.graph.parent is None else f"input of {value.graph.name or 'a body'}"
             whose = f"{origin}{where}"
+            shown_origin = escape.html_text(origin, 48)
         shown = _short(value.name) or f"tensor {value.graph.index}:{value.index}"
-        text = f"{escape.html_text(shown, 28, middle=True)} · {escape.html_text(origin, 48)}"
+        text = f"{escape.html_text(shown, 28, middle=True)} · {shown_origin}"
         label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="2" COLOR="#9a9a9a" BGCOLOR="#f4f4f4" '
                  f'STYLE="rounded,dashed"><TR><TD><FONT POINT-SIZE="8" COLOR="{LINK_COLOR}"><U>{text}</U></FONT>'
                  f"</TD></TR></TABLE>")

@@ -526,7 +526,7 @@ class _PageEmitter(Emitter):
         anything is drawn: a frame is cut where its members lie far apart (``_parts``)."""
         ends = [(value, self._value_ends(value)) for value in self._page_values(drawn)]
         far = far_readers([(value.key, pairs) for value, pairs in ends], [pair for _, pairs in ends for pair in pairs],
-                          lambda name: name.startswith(("op_", "box_")))
+                          lambda name: name.startswith(("op_", "box_")), self.cluster_path)
         plain: list[tuple[str, str, Value]] = []
         bundled: dict[tuple[str, str], list[Value]] = {}
         for value, pairs in ends:

@@ -6,8 +6,10 @@ no scope names with ``names``. The rules, in the order ``group_model`` applies t
 
 1. **Name scopes.** An operator's scope is, first found: torch dynamo's ``pkg.torch.onnx.name_scopes`` or
    ``namespace`` node metadata; its node name split on ``/`` (the last component is the op itself, a leading
-   ``/`` is not a level); for nameless nodes (TFLite, some ONNX files) the first output's name, taking the
-   first of TFLite's ``;``-joined fused names. A graph uses names when at least ``SCOPED_SHARE`` of its drawn
+   ``/`` is not a level); for nodes whose name has no scope (nameless TFLite and ONNX nodes, and the fused
+   ``Attention_0`` or ``SkipLayerNorm_AddBias_3`` of onnxruntime's transformer optimizer, which keep the last
+   fused operator's output name) the first output's name, taking the first of TFLite's ``;``-joined fused
+   names. A graph uses names when at least ``SCOPED_SHARE`` of its drawn
    operators have a scope; otherwise all its operators are placed flat and cut into stages (rule 5).
 2. **Subgraphs.** Every If/Loop/Scan body and TFLite subgraph is a group of kind ``graph``, placed beside the
    operator that owns it (top-level TFLite subgraphs under the root).

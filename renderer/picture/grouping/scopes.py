@@ -1,4 +1,5 @@
-"""An operator's name scope: from torch dynamo's node metadata, its node name or its first output's name."""
+"""An operator's name scope: from torch dynamo's node metadata, its node name or (when that has none) its first
+output's name."""
 
 from __future__ import annotations
 
@@ -46,10 +47,10 @@ class ScopeReader:
                 scope = self._memo(("s", text), text, _from_namespace)
                 if scope:
                     return scope
-        name = node.name
-        if not name:
+        head = node.name.rstrip("/").rpartition("/")[0]
+        if not head:  # unnamed, or named by a rewriter that kept the fused operators' output name (package docs)
             name = next((v.name for v in node.outputs if v.name), "").split(";", 1)[0]
-        head = name.rstrip("/").rpartition("/")[0]
+            head = name.rstrip("/").rpartition("/")[0]
         return self._memo(("p", head), head, _split_path) if head else ()
 
     def _memo(self, key: tuple[str, str], text: str,

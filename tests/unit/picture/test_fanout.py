@@ -46,6 +46,24 @@ def test_few_far_readers_keep_their_edges(readers: tuple[int, ...], why: str) ->
     assert far_readers([("x", fan)], column + fan, lambda name: True) == {}, why
 
 
+def test_a_floating_far_reader_in_a_frame_gets_its_stub_alone() -> None:
+    """A Where that turns the mask into the bias of a layer drawn as a frame (ranks 25-35) reads nothing else: dot
+    may draw it anywhere along the long edge, the top included, and the layer's frame would reach up with it. It
+    gets a stub though the mask has one far reader. The Add of a residual connection in that frame (a near input
+    beside the far one) keeps its edge, and so does the same Where outside any frame, or in a frame whose other
+    members sit as high as it may."""
+    column = _chain("op_", 40)
+    mask = [("op_mask", "op_1"), ("op_mask", "op_where")]
+    residual = [("op_2", "op_30")]
+    fans = [("mask", mask), ("x", residual + [("op_2", "op_3")])]
+    edges = column + mask + residual + [("op_where", "op_30")]
+    layer = {name: ("cluster_g1",) for name in ["op_where", *(f"op_{k}" for k in range(25, 36))]}
+    assert far_readers(fans, edges, lambda name: True, layer) == {"mask": {"op_where"}}
+    assert far_readers(fans, edges, lambda name: True) == {}
+    high = {name: ("cluster_g1",) for name in ["op_where", "op_2", "op_30"]}
+    assert far_readers(fans, edges, lambda name: True, high) == {}
+
+
 def test_an_item_with_one_input_sits_next_to_its_reader() -> None:
     """A MatMul of the style vector (its only drawn input) ranks just above the norm it scales, as dot puts it,
     not at the top: so the edge from the style to it is long, and it counts as a far reader."""
@@ -219,6 +237,27 @@ def test_no_page_of_a_held_out_model_is_mostly_empty(tmp_path: Path, key: str) -
     assert max(densities.values()) <= MAX_AREA_PER_BOX, sorted(densities.items(), key=lambda kv: -kv[1])[:3]
     if path.suffix == ".onnx":
         check_uses(out, onnx.load(str(path), load_external_data=False))
+
+
+@pytest.mark.parametrize("name", ["bert_scoped", "hf_bert"])
+def test_no_page_of_an_optimized_transformer_is_mostly_empty(tmp_path: Path, ort_optimized_model, name: str) -> None:  # type: ignore[no-untyped-def]
+    """BERTs after onnxruntime's transformer optimizer (tests/support/ort_optimized.py), drawn by default: every page
+    at most 150,000 pt² a drawn box, and at most 3 : 1 when over 3,000 pt a side. Before, the fused operators,
+    named outside any scope, sat around the box of the MatMuls that kept theirs (bert_scoped: one 5,792 × 2,049 pt
+    overview, 194,554 pt² a box); then each layer's mask Where, reading nothing near, pulled its layer's frame to the
+    top of a page of three layers (the transformers BERT: 2,348 × 6,791 pt, 177,170 pt² a box)."""
+    path = ort_optimized_model(name)
+    out = tmp_path / "m.svg"
+    run = run_cli("render", path, "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    shapes = {}
+    for page in _pages(out):
+        root = parse_svg(page)
+        width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
+        shapes[page.name] = (round(width), round(height), round(area_per_box(page)))
+    assert max(a for _, _, a in shapes.values()) <= MAX_AREA_PER_BOX, shapes
+    assert all(max(w, h) <= 3000 or max(w, h) <= 3 * min(w, h) for w, h, _ in shapes.values()), shapes
+    check_uses(out, onnx.load(str(path)))
 
 
 def test_a_flat_picture_gives_far_readers_stubs_and_keeps_hostile_names_as_text(tmp_path: Path) -> None:

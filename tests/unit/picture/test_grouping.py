@@ -570,6 +570,10 @@ NAME_SCOPES = "pkg.torch.onnx.name_scopes"
     (make_node("", "model/conv2d_3/Relu;model/conv2d_3/BiasAdd;model/bn/FusedBatchNormV3"),
      ("model", "conv2d_3")),
     (make_node("", "conv2d"), ()),
+    (make_node("Attention_0", "/encoder/layer.0/attention/self/Reshape_3_output_0"),
+     ("encoder", "layer.0", "attention", "self")),
+    (make_node("FastGelu_AddBias_0", "FullyConnect_MatMul_2_input"), ()),
+    (make_node("/stem/Conv", "/other/Conv_output_0"), ("stem",)),
     (make_node("", "StatefulPartitionedCall:0"), ()),
     (make_node("node_linear_8", metadata={
         NAME_SCOPES: "['', 'blocks.2', 'blocks.2.mlp', 'blocks.2.mlp.fc1', 'linear_8']"}),
@@ -593,6 +597,24 @@ NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 ], ids=lambda x: str(x)[:40] if not isinstance(x, Node) else (x.name or x.outputs[0].name)[:40])
 def test_scope_of(node: Node, scope: tuple[str, ...]) -> None:
     assert scope_of(node) == scope
+
+
+def test_fused_operators_of_an_optimized_bert_join_their_layers(ort_optimized_model) -> None:  # type: ignore[no-untyped-def]
+    """After onnxruntime's transformer optimizer the fused Attention, SkipLayerNormalization and BiasGelu are named
+    outside any scope (``Attention_3``) while the MatMuls between them keep ``/encoder/layer.3/…``: each layer's
+    group holds its own, by their outputs' names; only the embedding's fusion and the last norm, whose output is
+    the model's, stay at the top."""
+    model = load_model(ort_optimized_model("bert_scoped"))
+    drawn = drawn_in(model)
+    root = group_model(model, drawn)
+    check_tree(root, model, 60)
+    layers = {g.label: Counter(n.op_type for n in g.members()) for g in root.walk() if g.label.startswith("layer.")}
+    assert sorted(layers) == sorted(f"layer.{k}" for k in range(12)), sorted(layers)
+    for label, types in layers.items():
+        norms = 1 if label == "layer.11" else 2
+        assert types == Counter(Attention=1, MatMul=3, SkipLayerNormalization=norms, BiasGelu=1), (label, types)
+    assert Counter(n.op_type for n in root.nodes if n.domain) == Counter(EmbedLayerNormalization=1,
+                                                                        SkipLayerNormalization=1)
 
 
 @pytest.mark.parametrize(("scoped", "uses_names"), [(0, False), (20, False), (35, True), (100, True)])
