@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from renderer.core.errors import MetricError
 from renderer.data.resources import folder
@@ -67,35 +66,66 @@ class OwnMap:
     """One of our maps sampled into ``N`` colours with the arithmetic of matplotlib's
     ``LinearSegmentedColormap.from_list(name, colors, N)`` (and ``.reversed()``), so the same colours to the bit,
     without importing matplotlib (about 0.4 s of a render). Called as a matplotlib map is: an int picks an entry,
-    a float in 0..1 the entry ``int(x * N)`` (clipped)."""
+    a float in 0..1 the entry ``int(x * N)`` (clipped). In plain Python floats, the same IEEE operations numpy
+    makes, so a render that colours with our maps imports no numpy either (a restored model needs none)."""
 
     def __init__(self, name: str, colors: list[str], reverse: bool = False, N: int = 256) -> None:
         self.name, self.N = name, N
-        rgb = np.array([[int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)] for c in colors], dtype=np.float64)
-        x = np.linspace(0, 1, len(colors))
+        rgb = [[int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)] for c in colors]
+        x = linspace(0.0, 1.0, len(colors))
         if reverse:
-            x, rgb = (1.0 - x)[::-1], rgb[::-1]
-        self.rgba = np.column_stack([*(_sampled(x, rgb[:, k], N) for k in range(3)), np.ones(N)])
+            x, rgb = [1.0 - v for v in x][::-1], rgb[::-1]
+        channels = [_sampled(x, [row[k] for row in rgb], N) for k in range(3)]
+        self.rgba = [(r, g, b, 1.0) for r, g, b in zip(*channels, strict=True)]
         self.annograph_hex = [to_hex(row) for row in self.rgba]
 
-    def __call__(self, x: float | np.ndarray) -> tuple[float, ...] | np.ndarray:
-        if isinstance(x, np.ndarray):
+    def __call__(self, x: Any) -> Any:
+        if getattr(x, "ndim", 0):  # an array of positions or entries (matplotlib's own call)
+            import numpy as np
+
             return np.array([self(v) for v in x.tolist()])
-        index = x if isinstance(x, int | np.integer) else (self.N - 1 if x * self.N >= self.N else int(x * self.N))
-        return tuple(float(c) for c in self.rgba[min(max(int(index), 0), self.N - 1)])
+        if isinstance(x, float):
+            index = self.N - 1 if x * self.N >= self.N else int(x * self.N)
+        else:  # an int, numpy's too: that entry
+            index = int(x)
+        return self.rgba[min(max(index, 0), self.N - 1)]
 
 
-def _sampled(x: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
+def linspace(start: float, stop: float, num: int) -> list[float]:
+    """``numpy.linspace(start, stop, num)`` to the bit: ``i * step + start``, the last value ``stop``."""
+    if num <= 0:
+        return []
+    div = num - 1
+    delta = float(stop) - float(start)
+    step = delta / div if div else delta
+    if div and step == 0:
+        values = [i / div * delta + start for i in range(num)]
+    else:
+        values = [i * step + start for i in range(num)]
+    if div:
+        values[-1] = float(stop)
+    return [float(v) for v in values]
+
+
+def _sampled(x: list[float], y: list[float], n: int) -> list[float]:
     """``n`` samples of the piecewise-linear channel through (x, y), as matplotlib's ``_create_lookup_table``
     computes them (gamma 1), operation for operation."""
-    x = x * (n - 1)
-    xind = (n - 1) * np.linspace(0, 1, n) ** 1.0
-    ind = np.searchsorted(x, xind)[1:-1]
-    distance = (xind[1:-1] - x[ind - 1]) / (x[ind] - x[ind - 1])
-    return np.clip(np.concatenate([[y[0]], distance * (y[ind] - y[ind - 1]) + y[ind - 1], [y[-1]]]), 0.0, 1.0)
+    x = [v * (n - 1) for v in x]
+    xind = [(n - 1) * v for v in linspace(0.0, 1.0, n)]
+    inner = []
+    for at in xind[1:-1]:
+        i = bisect_left(x, at)
+        distance = (at - x[i - 1]) / (x[i] - x[i - 1])
+        inner.append(distance * (y[i] - y[i - 1]) + y[i - 1])
+    return [min(max(v, 0.0), 1.0) for v in [y[0], *inner, y[-1]]]
 
 
-def to_hex(rgba: tuple[float, ...] | np.ndarray) -> str:
+def _clip(value: float, low: float, high: float) -> float:
+    """``float(numpy.clip(value, low, high))`` (NaN stays NaN)."""
+    return min(max(value, low), high) if value == value else value
+
+
+def to_hex(rgba: Any) -> str:
     """An RGB(A) tuple in 0..1 → ``#rrggbb`` (alpha dropped)."""
     r, g, b = (int(round(float(c) * 255)) for c in rgba[:3])
     return f"#{r:02x}{g:02x}{b:02x}"
@@ -140,7 +170,7 @@ class Scale:
     vmin: float = 0.0
     vmax: float = 1.0
     center: float | None = None
-    sorted_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    sorted_values: list[float] = field(default_factory=list)
     thresholds: list[tuple[float, str]] | None = None
     _cmap: Colormap | OwnMap | None = None
     _hex: list[str] | None = None
@@ -158,11 +188,11 @@ class Scale:
         for option, given in (("vmin", vmin), ("vmax", vmax), ("center", center)):
             if given is not None and not (math.isfinite(given) and abs(given) <= 1e300):
                 raise MetricError(f"--{option} {given:g} is not a finite number (between -1e300 and 1e300)")
-        data = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+        data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
         if norm == "log":
-            data = data[data > 0]
-        low = float(vmin) if vmin is not None else (float(data.min()) if data.size else 0.0)
-        high = float(vmax) if vmax is not None else (float(data.max()) if data.size else 1.0)
+            data = [v for v in data if v > 0]
+        low = float(vmin) if vmin is not None else (data[0] if data else 0.0)
+        high = float(vmax) if vmax is not None else (data[-1] if data else 1.0)
         if norm == "log" and low <= 0:
             raise MetricError("--norm log needs positive values (and a positive --vmin)")
         if low > high:
@@ -178,14 +208,14 @@ class Scale:
                 ordered.insert(0, (0.0, ordered[0][1]))
             if ordered[-1][0] < 1:
                 ordered.append((1.0, ordered[-1][1]))
-            scale = cls("source gradient", norm, low, high, center, np.sort(data))
+            scale = cls("source gradient", norm, low, high, center, data)
             scale._cmap = LinearSegmentedColormap.from_list("source", ordered, N=256)
             return scale
         if thresholds:
-            scale = cls("source thresholds", "linear", low, high, None, np.sort(data), sorted(thresholds))
+            scale = cls("source thresholds", "linear", low, high, None, data, sorted(thresholds))
             scale._cmap = get_cmap(DEFAULT_CMAP)
             return scale
-        scale = cls(name, norm, low, high, center, np.sort(data))
+        scale = cls(name, norm, low, high, center, data)
         scale._cmap = get_cmap(name)
         return scale
 
@@ -193,22 +223,22 @@ class Scale:
         """Where ``value`` falls on the colour map, 0..1 (clipped)."""
         low, high = self.vmin, self.vmax
         if self.norm == "quantile":
-            if self.sorted_values.size <= 1 or self.sorted_values[0] == self.sorted_values[-1]:
+            if len(self.sorted_values) <= 1 or self.sorted_values[0] == self.sorted_values[-1]:
                 return 0.0  # one value: the low end, not the middle, which reads as "hot"
-            rank = np.searchsorted(self.sorted_values, value, side="left")
-            upper = np.searchsorted(self.sorted_values, value, side="right")
-            return float(np.clip(((rank + upper - 1) / 2) / (self.sorted_values.size - 1), 0.0, 1.0))
+            rank = bisect_left(self.sorted_values, value)
+            upper = bisect_right(self.sorted_values, value)
+            return _clip(((rank + upper - 1) / 2) / (len(self.sorted_values) - 1), 0.0, 1.0)
         if self.norm == "log":
             value = max(value, low)
             low, high, value = math.log10(low), math.log10(high), math.log10(value)
         if self.center is not None and self.norm == "linear":
             c = self.center
             if value <= c:
-                return 0.5 if c == low else float(np.clip(0.5 * (value - low) / (c - low), 0.0, 0.5))
-            return 0.5 if high == c else float(np.clip(0.5 + 0.5 * (value - c) / (high - c), 0.5, 1.0))
+                return 0.5 if c == low else _clip(0.5 * (value - low) / (c - low), 0.0, 0.5)
+            return 0.5 if high == c else _clip(0.5 + 0.5 * (value - c) / (high - c), 0.5, 1.0)
         if high == low:  # one value (or --vmin = --vmax): the low end, not the middle, which reads as "hot"
             return 0.0 if value <= low else 1.0
-        return float(np.clip((value - low) / (high - low), 0.0, 1.0))
+        return _clip((value - low) / (high - low), 0.0, 1.0)
 
     def single_value(self) -> float | None:
         """The one value of the data when they hold a single value and the range is just it, else None.
@@ -217,7 +247,7 @@ class Scale:
         (0.0, None)
         """
         values = self.sorted_values
-        if self.thresholds or not values.size or self.vmin != self.vmax or values[0] != values[-1]:
+        if self.thresholds or not values or self.vmin != self.vmax or values[0] != values[-1]:
             return None
         return float(values[0]) if float(values[0]) == self.vmin else None
 
@@ -233,19 +263,20 @@ class Scale:
         """Values to label along the colour bar, evenly spaced in the norm's own terms."""
         if self.thresholds:
             return [bound for bound, _ in self.thresholds]
-        if self.norm == "quantile" and self.sorted_values.size:
-            qs = np.linspace(0, 1, count)
-            return [float(np.quantile(self.sorted_values, q)) for q in qs]
+        if self.norm == "quantile" and self.sorted_values:
+            import numpy as np
+
+            return [float(np.quantile(self.sorted_values, q)) for q in linspace(0.0, 1.0, count)]
         if self.norm == "log":
+            import numpy as np
+
             return [float(x) for x in np.logspace(math.log10(self.vmin), math.log10(self.vmax), count)]
         if self.center is not None:
             half = count // 2
-            lower = np.linspace(self.vmin, self.center, half + 1)
-            upper = np.linspace(self.center, self.vmax, half + 1)[1:]
-            return [float(x) for x in np.concatenate([lower, upper])]
+            return linspace(self.vmin, self.center, half + 1) + linspace(self.center, self.vmax, half + 1)[1:]
         if self.vmin == self.vmax:
             return [self.vmin]
-        return [float(x) for x in np.linspace(self.vmin, self.vmax, count)]
+        return linspace(self.vmin, self.vmax, count)
 
     def color_at(self, position: float) -> str:
         """The colour at ``position`` (0..1) along the map."""
@@ -259,6 +290,8 @@ class Scale:
             assert self._cmap is not None
             table = getattr(self._cmap, "annograph_hex", None)
             if table is None:
+                import numpy as np
+
                 table = [to_hex(rgba) for rgba in self._cmap(np.arange(self._cmap.N))]
                 self._cmap.annograph_hex = table  # type: ignore[attr-defined]
             self._hex = table

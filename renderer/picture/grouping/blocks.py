@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # -- repeats in a flat run ---------------------------------------------------------------------------------
 
 BLOCK_MIN_OPS = 8
@@ -9,6 +11,8 @@ BLOCK_MIN_OPS = 8
 BLOCK_MIN_REPEATS = 3
 BLOCK_MAX_OPS = 1024
 """Longest block looked for: the search costs one pass over the run per candidate length."""
+PLAIN_WORK = 200_000
+"""Comparisons (items × candidate lengths) up to which the search runs in plain Python, not numpy."""
 
 
 def repeated_spans(types: list[str], widths: list[int] | None = None, min_ops: int = BLOCK_MIN_OPS,
@@ -24,15 +28,18 @@ def repeated_spans(types: list[str], widths: list[int] | None = None, min_ops: i
     cross fewest tensors, the latest among equals (the part before ends with a copy of the blocks' own end):
     after the layer's last LayerNorm, not before the previous one's Add.
     """
-    import numpy as np  # lazily: annograph --help stays instant
-
     codes: dict[str, int] = {}
-    seq = np.array([codes.setdefault(t, len(codes)) for t in types], dtype=np.int64)
+    seq: Any = [codes.setdefault(t, len(codes)) for t in types]
+    if len(seq) * min(max_ops, len(seq) // min_repeats) > PLAIN_WORK:
+        import numpy as np  # lazily: annograph --help stays instant
+
+        seq = np.array(seq, dtype=np.int64)
     spans: list[tuple[int, int, int]] = []
     pending = [(0, len(types))]
     while pending:
         low, high = pending.pop()
-        best = _longest_repeat(seq[low:high], min_ops, min_repeats, max_ops)
+        part = seq[low:high]
+        best = (_longest_repeat if isinstance(part, list) else _longest_repeat_np)(part, min_ops, min_repeats, max_ops)
         if best is None:
             continue
         start, length, count, slack = best
@@ -44,8 +51,35 @@ def repeated_spans(types: list[str], widths: list[int] | None = None, min_ops: i
     return sorted(spans)
 
 
-def _longest_repeat(seq, min_ops: int, min_repeats: int,  # type: ignore[no-untyped-def]
+def _longest_repeat(seq: list[int], min_ops: int, min_repeats: int,
                     max_ops: int) -> tuple[int, int, int, int] | None:
+    """``_longest_repeat_np`` in plain Python, for a run short enough (``PLAIN_WORK``) that numpy's import
+    costs more than the search."""
+    n = len(seq)
+    best: tuple[int, int, int, int, int] | None = None
+    for length in range(min_ops, min(max_ops, n // min_repeats) + 1):
+        longest, first, run = 0, -1, 0
+        for i, same in enumerate(map(int.__eq__, seq, seq[length:])):
+            if same:
+                run += 1
+                continue
+            if run > longest:
+                longest, first = run, i - run
+            run = 0
+        if run > longest:
+            longest, first = run, n - length - run
+        if first < 0:
+            continue
+        span = longest + length
+        count = span // length
+        if count >= min_repeats and (best is None or count * length > best[0]) and \
+                _primitive(seq[first:first + length]):
+            best = (count * length, first, length, count, span - count * length)
+    return best[1:] if best else None
+
+
+def _longest_repeat_np(seq, min_ops: int, min_repeats: int,  # type: ignore[no-untyped-def]
+                       max_ops: int) -> tuple[int, int, int, int] | None:
     """(start, length, count, slack) of the repeat covering most items; slack: how far it may start later."""
     import numpy as np
 
@@ -70,6 +104,8 @@ def _longest_repeat(seq, min_ops: int, min_repeats: int,  # type: ignore[no-unty
 def _primitive(block) -> bool:  # type: ignore[no-untyped-def]
     """Whether ``block`` is no shorter block repeated (a chain of 8 Relu is no block of 8: it is Relu × 8)."""
     n = len(block)
+    if isinstance(block, list):
+        return not any(n % d == 0 and block[d:] == block[:-d] for d in range(1, n // 2 + 1))
     return not any(n % d == 0 and (block[d:] == block[:-d]).all() for d in range(1, n // 2 + 1))
 
 

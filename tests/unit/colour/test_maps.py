@@ -97,13 +97,28 @@ def test_our_maps_are_matplotlibs_table_to_the_bit(name: str) -> None:
     assert ours(0) == tuple(reference(0)) and ours(np.int64(255)) == tuple(reference(np.int64(255)))
 
 
-def test_our_maps_colour_without_importing_matplotlib() -> None:
+def test_our_maps_colour_without_importing_matplotlib_or_numpy() -> None:
+    """Linear, centred and one-value scales on our maps colour and label their legends without either."""
     code = ("import sys\nfrom renderer.colour.maps import Scale\n"
-            "print([Scale.fit([1.0, 2.0], cmap=n).color(1.5) for n in ('heat', 'ice_r', 'traffic', 'diverging')],"
-            " 'matplotlib' in sys.modules)")
+            "s = [Scale.fit([1.0, 2.0], cmap=n).color(1.5) for n in ('heat', 'ice_r', 'traffic', 'diverging')]\n"
+            "t = [x.ticks() for x in (Scale.fit([-1.0, 3.0], center=0.0), Scale.fit([4.0, 4.0]))]\n"
+            "print(s, t, 'matplotlib' in sys.modules, 'numpy' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.strip().endswith("False"), done.stdout + done.stderr
+    assert done.stdout.strip().endswith("False False"), done.stdout + done.stderr
     assert done.stdout.count("'#") == 4
+
+
+def test_linspace_is_numpys_to_the_bit() -> None:
+    """The ends, steps and counts a legend and a table use, and random ones, zero steps and one value included."""
+    from renderer.colour.maps import linspace
+
+    draw = np.random.default_rng(3)
+    cases = [(0.0, 1.0, 256), (0.0, 1.0, 5), (1e-300, 1e-300, 4), (5.0, -3.0, 7), (0.0, 1.0, 1), (2.0, 2.0, 2)]
+    cases += [(float(a), float(b), int(n)) for a, b, n in zip(draw.normal(0, 1e3, 300), draw.normal(0, 1e3, 300),
+                                                              draw.integers(1, 40, 300))]
+    for start, stop, num in cases:
+        ours, theirs = linspace(start, stop, num), np.linspace(start, stop, num).tolist()
+        assert [v.hex() for v in ours] == [v.hex() for v in theirs], (start, stop, num)
 
 
 def test_a_matplotlib_map_by_name() -> None:
@@ -186,7 +201,7 @@ def test_a_value_without_a_number_gets_the_na_fill(value: float | None) -> None:
 
 def test_nan_and_infinities_do_not_move_the_ends() -> None:
     scale = Scale.fit(VALUES + [math.nan, math.inf, -math.inf])
-    assert (scale.vmin, scale.vmax) == (min(VALUES), max(VALUES)) and scale.sorted_values.size == len(VALUES)
+    assert (scale.vmin, scale.vmax) == (min(VALUES), max(VALUES)) and len(scale.sorted_values) == len(VALUES)
 
 
 def test_thresholds_colour_by_the_first_bound_not_exceeded() -> None:

@@ -82,6 +82,22 @@ WEIGHTS = 64 * 32 * 3 * 3
 """More than ``snapshot.SMALL``: a restored model reads them from a fresh load."""
 
 
+def test_a_re_render_imports_neither_onnx_nor_numpy(tmp_path: Path) -> None:
+    """What a restored model saves: the re-render (other latencies) imports no onnx and no numpy at all."""
+    model, cache = ONNX / "light_resnet50.onnx", tmp_path / "cache"
+    first, second = _latencies(tmp_path / "a.csv", 1, 415), _latencies(tmp_path / "b.csv", 2, 415)
+    _render(model, tmp_path / "first", "-a", first, "--layout-cache", cache)
+    code = ("import sys\nfrom renderer.commands.cli import main\n"
+            f"main(['render', {str(model)!r}, '-q', '--no-sidecar', '-a', {str(second)!r}, '-o', 'm.svg',"
+            f" '--layout-cache', {str(cache)!r}])\n"
+            "print(sorted(m for m in ('onnx', 'numpy', 'google.protobuf') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    _render(model, tmp_path / "plain", "-a", second, "--no-layout-cache")
+    assert (tmp_path / "m.svg").read_bytes() == (tmp_path / "plain" / "m.svg").read_bytes()
+
+
 def _external_model(folder: Path) -> Path:
     """A Conv whose weight lives in an external-data file beside the model."""
     weight = numpy_helper.from_array(np.arange(WEIGHTS, dtype=np.float32).reshape(64, 32, 3, 3), "w")
