@@ -44,7 +44,7 @@ from renderer.picture.dot import (
     text_row,
     unique_nodes,
 )
-from renderer.picture.fanout import far_readers, far_writers, longest_path_ranks, settled_ranks
+from renderer.picture.fanout import far_readers, far_writers, longest_path_ranks, loose_edges, settled_ranks
 from renderer.picture.grouping.group import Group
 from renderer.picture.grouping.names import display_path, series_prefix
 from renderer.picture.pages import Book, Inline, Page
@@ -128,6 +128,7 @@ class _PageEmitter(Emitter):
         self.bundled: dict[tuple[str, str], list[Value]] = {}  # the tensors of each edge to or from a box or stub
         self.bundles: list[tuple[int, tuple[str, str], list[Value]]] = []  # those drawn: (number, ends, tensors)
         self.routes: dict[tuple[str, str], tuple[str, str]] = {}  # ``_far_routes``
+        self.loose: set[tuple[str, str]] = set()  # ``fanout.loose_edges``
         self.rank: dict[str, int] = {}  # each item's rank, roughly (``fanout.settled_ranks``)
         self.edge_pairs: list[tuple[str, str]] = []
         self.box_pages: dict[str, set[int]] = {}  # a box's dot name → the pages of the groups it stands for
@@ -552,6 +553,8 @@ class _PageEmitter(Emitter):
         """The edges ``_plan_edges`` planned, the far readers' stubs first."""
         for value, name, k in self.uses:
             self._page_use(container, value, name, k)
+        pairs = [(source, target) for source, target, _ in self.plain] + [pair for _, pair, _ in self.bundles]
+        self.loose = loose_edges([self.routes.get(pair, pair) for pair in pairs])
         seen: Counter[tuple[str, int, int]] = Counter()
         for source, target, value in self.plain:
             k = seen[value.key]
@@ -571,8 +574,8 @@ class _PageEmitter(Emitter):
 
     def _routed_edge(self, container: Sheet, route: tuple[str, str], carried: list[Value], **attrs: object) -> None:
         """An edge as ``_far_routes`` sends it; one that ends in a far writer's stub is counted for its join's
-        note (``_from_above``)."""
-        container.edge(*route, **attrs)  # type: ignore[arg-type]
+        note (``_from_above``); one out of a source that does not rank its reader (``loose_edges``) has weight 0."""
+        container.edge(*route, **attrs, **({"weight": "0"} if route in self.loose else {}))  # type: ignore[arg-type]
         self.edge_pairs.append(route)
         join = self.feeds.get(route[1])
         if join is not None:

@@ -42,6 +42,9 @@ FAR_READERS = 3
 layers, a style vector by every AdaIN of a vocoder's resblocks, position ids by each layer)."""
 NEAR_RANKS = 1
 """Readers this many ranks below the nearest reader are near (parallel branches reading one tensor)."""
+LOOSE_RANKS = 2
+"""A reader of a page's source only is drawn beside its own readers (``loose_edges``) when they are further down
+than this many ranks."""
 
 
 def far_readers(fans: list[tuple[Hashable, list[tuple[str, str]]]], edges: list[tuple[str, str]],
@@ -192,4 +195,28 @@ def loose_items(edges: list[tuple[str, str]]) -> set[str]:
                 if name not in loose and fed and fed <= loose and readers.get(name) == 1}
         loose |= more
         grown = bool(more)
+    return loose
+
+
+def loose_edges(edges: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The edges drawn with weight 0: from a source of the page (a stub from another page, a graph input: a name
+    no edge leads to) with more than one reader, to a reader fed by sources only whose own nearest reader is more
+    than ``LOOSE_RANKS`` ranks further down. They still rank the reader below its source but no longer pull it
+    up to the first rank, so it sits with what it feeds: the input step of each cell of an unrolled LSTM (a Gemm
+    of one slice of the input) beside its cell, not all of them on the first rank with the cells in a staircase
+    below. Branches of one length (a detector's neck reading four scales) stay side by side; a reader with a
+    producer on the page is ranked by it anyway; a source of one reader keeps the weight that pulls it down."""
+    fed: dict[str, set[str]] = {}
+    after: dict[str, set[str]] = {}
+    for tail, head in edges:
+        if tail != head:
+            fed.setdefault(head, set()).add(tail)
+            after.setdefault(tail, set()).add(head)
+    rank = longest_path_ranks(list(dict.fromkeys(name for edge in edges for name in edge)), edges)
+    loose = set()
+    for tail, head in edges:
+        if tail in fed or len(after.get(tail, ())) < 2 or any(producer in fed for producer in fed.get(head, ())):
+            continue
+        if min((rank[reader] for reader in after.get(head, ())), default=0) > rank[head] + LOOSE_RANKS:
+            loose.add((tail, head))
     return loose

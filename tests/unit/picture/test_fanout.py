@@ -15,7 +15,7 @@ import onnx
 import pytest
 
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
-from renderer.picture.fanout import FAR_READERS, far_readers, far_writers, loose_items, settled_ranks
+from renderer.picture.fanout import FAR_READERS, far_readers, far_writers, loose_edges, loose_items, settled_ranks
 from wheel_models import keys, wheel_model
 
 MAX_AREA_PER_BOX = 150_000
@@ -110,6 +110,24 @@ def test_a_chain_hanging_from_a_lone_source_is_no_far_writer() -> None:
     assert {f"stub_{k}" for k in range(3)} | {f"op_a{k}" for k in range(3)} <= loose_items(edges)
     assert far_writers([("op_join", pairs)], edges, lambda name: True) == {
         "op_join": {"op_side5", "op_side10", "op_side20"}}
+
+
+def test_the_readers_of_a_source_fed_by_nothing_else_are_loose() -> None:
+    """Three steps of a recurrence, each opened by an input Gemm reading one stub: the Gemms of the second and
+    third steps (their Add far below the first rank) are not pulled up to it; the first step's (its Add right
+    under it), a reader with a producer on the page and the one reader of another source keep their weight."""
+    steps = []
+    for k in range(3):
+        steps += [(f"g{k}", f"a{k}"), (f"a{k}", f"c{k}_1"), (f"c{k}_1", f"c{k}_2"), (f"c{k}_2", f"c{k}_3")]
+        steps += [(f"c{k}_3", f"a{k + 1}")] if k < 2 else []
+    fans = [("stub", f"g{k}") for k in range(3)] + [("stub", "c1_2"), ("input", "a0")]
+    assert loose_edges(steps + fans) == {("stub", "g1"), ("stub", "g2")}
+
+
+def test_branches_of_one_length_from_one_source_stay_side_by_side() -> None:
+    """A neck reading four scales from one stub, each branch as long, into one Concat: nothing is loose."""
+    branches = [edge for k in range(4) for edge in _chain(f"b{k}_", 5) + [(f"b{k}_5", "concat")]]
+    assert loose_edges(branches + [("stub", f"b{k}_0") for k in range(4)]) == set()
 
 
 def _pages(overview: Path) -> list[Path]:
@@ -258,6 +276,32 @@ def test_no_page_of_an_optimized_transformer_is_mostly_empty(tmp_path: Path, ort
     assert max(a for _, _, a in shapes.values()) <= MAX_AREA_PER_BOX, shapes
     assert all(max(w, h) <= 3000 or max(w, h) <= 3 * min(w, h) for w, h, _ in shapes.values()), shapes
     check_uses(out, onnx.load(str(path)))
+
+
+def test_the_steps_of_an_unrolled_lstm_are_not_a_staircase(tmp_path: Path) -> None:
+    """captcha-whisperer's CRNN: each cell_N's input Gemm reads its slice of the sequence from one stub. Every Gemm
+    sat on the first rank, each cell's frame reaching from there down to its step, the cells a diagonal staircase
+    (pages 2,557-2,689 × 5,720 pt, 178,366-185,314 pt² a box). Now each Gemm sits with its cell: no cell's frame
+    is over half its page's height, and the pages hold at most 60,000 pt² a box."""
+    out = tmp_path / "crnn.svg"
+    run = run_cli("render", wheel_model("captcha_crnn"), "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    stepped = 0
+    for page in _pages(out)[1:]:
+        root = parse_svg(page)
+        height = float(root.get("height").removesuffix("pt"))
+        cells = {}
+        for g in root.iter(f"{SVG_NS}g"):
+            title = _texts(g).split(" ")[0] if "cluster" in _classes(g) else ""
+            if re.fullmatch(r"cell_\d+", title):
+                frame = next(e for e in g.iter() if e.tag in (f"{SVG_NS}path", f"{SVG_NS}polygon"))
+                ys = [float(y) for y in re.findall(r"-?[0-9.]+,(-?[0-9.]+)", frame.get("d") or frame.get("points"))]
+                cells[title] = max(ys) - min(ys)
+        if len(cells) >= 4:
+            stepped += 1
+            assert max(cells.values()) <= height / 2, (page.name, height, cells)
+            assert area_per_box(page) <= 60_000, page.name
+    assert stepped >= 6
 
 
 def test_a_flat_picture_gives_far_readers_stubs_and_keeps_hostile_names_as_text(tmp_path: Path) -> None:
