@@ -643,6 +643,12 @@ def prune(graph: onnx.GraphProto, outputs: list[str]) -> None:
                 read.extend(_read(sub))
         todo.extend(name for name in read if name not in needed)
         needed.update(read)
+    if len(kept) == len(graph.node):  # nothing to cut (the TTS's missing tensors need every operator): no copy
+        asked = set(outputs)
+        wanted = [vi for vi in graph.output if vi.name in asked]
+        del graph.output[:]
+        graph.output.extend(wanted)
+        return
     initializers = {t.name for t in graph.initializer}
     part = onnx.GraphProto()
     part.node.extend(node for index, node in enumerate(graph.node) if index in kept)

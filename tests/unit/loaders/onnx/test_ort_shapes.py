@@ -260,6 +260,27 @@ def test_the_shape_run_makes_only_what_the_missing_tensors_need(tmp_path: Path) 
     assert "error" in whole  # unpruned, the session of the whole model fails on the custom op
 
 
+def test_a_shape_run_that_needs_every_operator_keeps_the_graph_and_asks_only_for_the_missing_tensors(
+        tmp_path: Path) -> None:
+    """Missing tensors read from every operator: the graph is left as it is (no copy of its weights), its outputs
+    only the ones asked, and the run gives their shapes."""
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ReduceSum", ["shape"], ["total"], keepdims=0),
+         helper.make_node("Range", ["zero", "total", "one"], ["positions"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("total", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero"), numpy_helper.from_array(np.array(1, np.int64), "one"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "unused")])
+    path = tmp_path / "all.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    part = onnx.load(path)
+    ort_shapes.prune(part.graph, ["positions"])
+    assert [n.op_type for n in part.graph.node] == ["Shape", "ReduceSum", "Range"]
+    assert [t.name for t in part.graph.initializer] == ["zero", "one", "unused"] and not part.graph.output
+    answer = ort_shapes._run({"path": str(path), "inputs": {"x": [2, 3]}, "outputs": ["positions"], "pruned": True})
+    assert answer["shapes"] == {"positions": [TensorProto.INT64, [5]]}
+
+
 def test_a_failed_run_tries_the_other_sizes_in_its_own_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A model reshaped to a fixed length fails at the assumed sequence of 128; the documented sizes are tried in
     the child process of that failed run (not a second one), and the first that runs, 64, is taken."""
