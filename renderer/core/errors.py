@@ -12,8 +12,18 @@ def first_line(e: BaseException, limit: int = 300, empty: str | None = None) -> 
     when it has none. For wrapping a library's exception in one line of our own."""
     lines = str(e).strip().splitlines()
     if lines:
-        return lines[0][:limit]
+        return cut(lines[0], limit)
     return type(e).__name__ if empty is None else empty
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: when longer, cut after a whole word (a word longer than half the
+    room is cut inside) and ended with "…"."""
+    if len(text) <= limit:
+        return text
+    room = text[:max(0, limit - 1)]
+    space = room.rfind(" ")
+    return (room[:space] if space > limit // 2 else room).rstrip(" ,;:") + "…"
 
 
 def unreadable(path: object, e: OSError, kind: str) -> str:

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from renderer.core.errors import first_line
+from renderer.core.errors import cut
 from renderer.core.escape import clean
 from renderer.core.numbers import format_bytes
 from renderer.core.progress import waiting
@@ -493,7 +494,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
             return {"error": isolated.over_memory("onnxruntime", request["limits"]), "memory": True}
-        failed = first_line(e, 200)
+        failed = _message(e)
     if failed:
         if not request.get("retry"):
             return {"error": failed}
@@ -514,6 +515,21 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     return {"shapes": shapes, "profile": profile, "seconds": seconds, "ones": ones}
 
 
+_NESTED = r"Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: "
+_FUNCTION = r"(?:(?:[\w:<>*&]+ )?[\w:~<>]+\([^()]*\)(?:::<lambda\(\)>)?(?: const)? )?"
+_NOISE = re.compile(r"\[ONNXRuntimeError\] : \d+ : \w+ : |(?:" + _NESTED + r")+(?=" + _NESTED + r")|"
+                    r"\S*onnxruntime_src/\S+:\d+ " + _FUNCTION)
+"""What onnxruntime's messages hold besides what went wrong: the status code, the If/Loop nodes an error in a
+subgraph passed through (the innermost node is kept), and the C++ file, line and function that raised it."""
+
+
+def _message(e: BaseException) -> str:
+    """onnxruntime's error in one line of at most 200 characters, without its ``_NOISE``
+    (``/onnxruntime_src/…/string_normalizer.cc:235 onnxruntime::StringNormalizer::Locale::Locale(…)::<lambda()>``)."""
+    lines = _NOISE.sub("", str(e)).strip().splitlines()
+    return cut(lines[0], 200) if lines else type(e).__name__
+
+
 def _first_that_runs(request: dict[str, Any]) -> dict[str, Any]:
     """The child of ``first_that_runs``: the index of the first of the request's ``tries`` (input dims) the model
     runs on zeros with, or None, and why each run before it failed."""
@@ -528,9 +544,9 @@ def _first_that_runs(request: dict[str, Any]) -> dict[str, Any]:
             except Exception as e:  # noqa: BLE001
                 if isolated.allocation_failed(str(e)):
                     break
-                failed.append(first_line(e, 200))
+                failed.append(_message(e))
     except Exception as e:  # noqa: BLE001
-        failed.append(first_line(e, 200))
+        failed.append(_message(e))
     return {"ran": None, "failed": failed}
 
 

@@ -325,3 +325,30 @@ def test_tries_stopped_for_memory_are_not_kept(tmp_path: Path) -> None:
         assert ort_shapes._lasting(answer, retry) is lasting, (retry, answer)
         if retry[0] is huge:  # stopped at the first try, for memory: nothing else failed
             assert answer["tried"] == {"ran": None, "failed": []}
+
+
+def test_onnxruntimes_message_is_what_went_wrong_in_whole_words(tmp_path: Path) -> None:
+    """onnxruntime's errors lose the status code and the C++ file, line and function they name (a Reshape that
+    cannot be done, raised in reshape_helper.h), and an error inside an If keeps only its innermost node: silero
+    VAD at one audio sample fails at a Pad inside its sample-rate If; the note says which, in whole words."""
+    import onnxruntime as ort
+
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"], name="to_four")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([4], np.int64), "s")])
+    session = ort.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                                   .SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception) as raised:
+        session.run(None, {"x": np.zeros((2, 3), np.float32)})
+    assert "onnxruntime_src/" in str(raised.value) and "[ONNXRuntimeError]" in str(raised.value)
+    said = ort_shapes._message(raised.value)
+    assert said.startswith("Non-zero status code returned while running Reshape node. Name:'to_four' Status "
+                           "Message: input_shape_size == requested_shape_size was false. The input tensor cannot"), said
+    assert len(said) <= 200 and said.endswith("…") and said[-2].isalnum()
+
+    note = next(n for n in load_model(SAMPLES / "silero_vad.onnx", {"input.axis1": 1}).notes if "could not run it" in n)
+    reason = note.split("onnxruntime could not run it on zero inputs for them: ", 1)[1].split("; ")[0]
+    assert reason.startswith("Non-zero status code returned while running Pad node. Name:'If_0_else_branch"), note
+    assert "If node" not in reason and "onnxruntime_src" not in note and "[ONNXRuntimeError]" not in note
+    assert reason.endswith("Status Message: Pad reflect requires axis length >= 2 after slicing. Input shape:{1,1}")
