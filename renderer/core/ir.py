@@ -34,7 +34,8 @@ class TensorType:
     """Element type and shape of a value.
 
     Attributes:
-        dtype: lower-case numpy-style name (``float32``, ``int8``, ``bool``, ``string``…).
+        dtype: lower-case numpy-style name (``float32``, ``int8``, ``bool``, ``string``…), or an ONNX sequence, map or
+            optional type written out (``seq(map(int64, float32))``, with no shape).
         shape: dims, or None when even the rank is unknown.
         shape_signature: TFLite's signature with -1 for dynamic dims, when it differs from ``shape``.
     """
@@ -51,17 +52,22 @@ class TensorType:
         return tuple(int(d) for d in self.shape)  # type: ignore[arg-type]
 
     def shape_text(self, full: bool = False) -> str:
-        """Shape as ``64×3×7×7`` (``?`` for unknown dims, ``scalar`` for rank 0). Dims a tool invented rather
-        than a user named (``unk__662``, ``DynamicDimension.3``, a derived expression) read ``?`` unless
-        ``full``: ``batch×?×768``, not ``batch×unk__662×768``."""
+        """Shape as ``64×3×7×7`` (``?`` for unknown dims, ``scalar`` for rank 0, the type of a sequence or map).
+        Dims a tool invented rather than a user named (``unk__662``, ``DynamicDimension.3``, a derived expression)
+        read ``?`` unless ``full``: ``batch×?×768``, not ``batch×unk__662×768``."""
         if self.shape is None:
-            return "?"
+            return self.dtype if self.container else "?"
         if len(self.shape) == 0:
             return "scalar"
         return "×".join(_dim_text(d, full) for d in self.shape)
 
+    @property
+    def container(self) -> bool:
+        """An ONNX sequence, map or optional (``seq(map(int64, float32))``): its type is all there is to say."""
+        return self.shape is None and self.dtype.endswith(")")
+
     def __str__(self) -> str:
-        return f"{self.dtype}[{self.shape_text(full=True)}]"
+        return self.dtype if self.container else f"{self.dtype}[{self.shape_text(full=True)}]"
 
 
 _INVENTED_DIM = re.compile(r"unk__\d+|DynamicDimension\.\d+|.*[()*/+].*|.*\s-\s.*", re.ASCII)

@@ -669,8 +669,11 @@ class _Builder:
     # -- pieces ---------------------------------------------------------------------------------------------
 
     def _type(self, tp: Any) -> ir.TensorType | None:
-        if tp is None or not tp.HasField("tensor_type"):
+        if tp is None:
             return None
+        if not tp.HasField("tensor_type"):
+            container = self._container(tp)
+            return None if container is None else ir.TensorType(container, None)
         tt = tp.tensor_type
         dtype = self.dtypes.get(tt.elem_type, "undefined")
         if not tt.HasField("shape"):
@@ -684,6 +687,22 @@ class _Builder:
             else:
                 shape.append(None)
         return ir.TensorType(dtype, tuple(shape))
+
+    def _container(self, tp: Any) -> str | None:
+        """A sequence, map or optional type as text, ``seq(map(int64, float32))`` (what ZipMap gives); None for
+        a type the file leaves empty."""
+        kind = tp.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            dtype = self.dtypes.get(getattr(tp, kind).elem_type, "undefined")
+            return dtype if kind == "tensor_type" else f"sparse({dtype})"
+        if kind == "map_type":
+            inner = self._container(tp.map_type.value_type)
+            key = self.dtypes.get(tp.map_type.key_type, "undefined")
+            return None if inner is None else f"map({key}, {inner})"
+        if kind in ("sequence_type", "optional_type"):
+            inner = self._container(getattr(tp, kind).elem_type)
+            return None if inner is None else f"{'seq' if kind == 'sequence_type' else 'optional'}({inner})"
+        return None
 
     def _tensor(self, tp: onnx.TensorProto, place: _Place | None = None) -> ir.Tensor:
         import onnx
