@@ -112,3 +112,23 @@ def test_newer_standard_operators_have_a_cost(tmp_path: Path) -> None:
     macs = {op: values["macs"] for op, values in by_type(path).items()}
     elements = 4 * 8 * 16
     assert macs == {"TensorScatter": 0, "CumProd": elements, "SwiGLU": 4 * elements, "BitCast": 0}
+
+
+def test_topk_compares_each_input_element_once(tmp_path: Path) -> None:
+    """A mixture-of-experts gate exported by torch picks its top 2 of 8 experts per token with TopK, which had no
+    formula ('n/a', the model's only one): it reads each gate score once, as ArgMax and the reductions do."""
+    torch = pytest.importorskip("torch")
+
+    class Gate(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.score = torch.nn.Linear(16, 8)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            weights, experts = self.score(x).softmax(-1).topk(2, -1)
+            return weights, experts
+
+    path = tmp_path / "gate.onnx"
+    torch.onnx.export(Gate().eval(), (torch.randn(1, 5, 16),), path, dynamo=False, opset_version=17)
+    macs = {op: values["macs"] for op, values in by_type(path).items()}
+    assert macs["TopK"] == 5 * 8 and isinstance(macs["MatMul"], int)
