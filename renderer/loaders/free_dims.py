@@ -4,13 +4,14 @@ A free dim that no ``--dim``, ``--inputs`` or profile pins is *assumed* a value,
 metrics headline state ("batch=1 assumed (--dim to change)"). What a dim is comes from its name, then from where it
 sits (``renderer/data/free-dims.json`` holds the names and defaults):
 
-* batch: a dim named like a batch (``batch``, ``batch_size``, ``N``), or any leading dim not named otherwise
-  (``unk__56``, ``p2o.DynamicDimension.0``, ``-1``, ``?``): 1, or the batch the model's metadata states;
+* batch: a dim named like a batch (``batch``, ``batch_size``, ``N``), any leading dim not named otherwise
+  (``unk__56``, ``p2o.DynamicDimension.0``, ``-1``, ``?``), or axis 1 of a recurrent state input (``state``,
+  ``h0``, ``c``: ``[layers × directions, batch, hidden]``): 1, or the batch the model's metadata states;
 * height / width: named so, or the two spatial axes of a 4-D input with 1, 3 or 4 channels (NCHW or NHWC): 224, or the
   image size the metadata (``imgsz``) or an HF ``config.json`` beside the model states;
 * sequence: named like a length (``seq``, ``sequence_length``, ``tokens``, ``frames``…), or a later axis of an integer
-  (token id) input or of a 3-D input: 128, or the model's context length when that is shorter (``genai_config.json``
-  or ``config.json`` beside it, or the rows of its position-embedding table);
+  (token id) input or axis 1 of a 2-D or 3-D input (audio samples, frames): 128, or the model's context length when
+  that is shorter (``genai_config.json`` or ``config.json`` beside it, or the rows of its position-embedding table);
 * head: a KV cache's head size (``head_size``, ``kv_cache_dim``): the ``head_size`` of a ``genai_config.json``
   beside the model (``head_dim`` of a ``config.json``), else 64;
 * past: a KV cache's past length (``past_sequence_length``): 0, a prefill;
@@ -93,9 +94,16 @@ def _role_by_place(slot: Slot) -> str:
             return "height" if slot.axis == 2 else "width"
         if shape[3] in channels and slot.axis in (1, 2):
             return "height" if slot.axis == 1 else "width"
-    if slot.integer or len(shape) == 3 and slot.axis == 1:
+    if len(shape) == 3 and slot.axis == 1 and isinstance(shape[0], int) and _is_state(slot.input):
+        return "batch"
+    if slot.integer or len(shape) in (2, 3) and slot.axis == 1:
         return "sequence"
     return "other"
+
+
+def _is_state(name: str) -> bool:
+    """``name`` is that of a recurrent state input (``state``, ``h0``, ``c``), laid out as ONNX's RNNs take it."""
+    return re.fullmatch(_data()["state"], name.strip().lower()) is not None
 
 
 def roles(slots: Sequence[Slot]) -> dict[str, str]:

@@ -7,7 +7,8 @@ each: ``DEGREES``, ``STEP`` apart, from the assumed one; a KV cache's total foll
 interpolated through the grid exactly (rational Lagrange interpolation, a tensor product over the dims). Loads off
 the grid check it: each dim one value further with the others at their assumed ones, then all at once. An
 operator whose counts miss a check (a cost with a floor, a size read from values) gets no polynomial, and the
-model's total gets none then. Image height and width stay at their assumed values (convolutions round their
+model's total gets none then; the batch alone is tried next, the lengths held at their assumed values (audio
+samples an STFT cuts into frames). Image height and width stay at their assumed values (convolutions round their
 output sizes: no polynomial).
 """
 
@@ -87,23 +88,25 @@ class Formulas:
     """Operators without one (n/a), which the total leaves out."""
 
 
-def variables(model: Model) -> list[tuple[str, int, str]]:
-    """(name, assumed value, role) of the assumed dims formulas are polynomials of; the batch dims assumed alike
-    are one, named by the first (``together``)."""
-    return [(names[0], value, role) for (names, value, role) in _grouped(model)]
+def variables(model: Model, held: frozenset[str] = frozenset()) -> list[tuple[str, int, str]]:
+    """(name, assumed value, role) of the assumed dims formulas are polynomials of, but those ``held`` at their
+    value; the batch dims assumed alike are one, named by the first (``together``)."""
+    return [(names[0], value, role) for (names, value, role) in _grouped(model, held)]
 
 
-def together(model: Model) -> dict[str, list[str]]:
+def together(model: Model, held: frozenset[str] = frozenset()) -> dict[str, list[str]]:
     """Each variable's name → the assumed dims loaded at its value. An exporter names each input's batch apart
     (tf2onnx: ``unk__6134``, ``unk__6135``, ``unk__6136``) though the model joins them: loaded at different values
     it fails at the join, and the formula was lost."""
-    return {names[0]: names for names, _, _ in _grouped(model)}
+    return {names[0]: names for names, _, _ in _grouped(model, held)}
 
 
-def _grouped(model: Model) -> list[tuple[list[str], int, str]]:
+def _grouped(model: Model, held: frozenset[str]) -> list[tuple[list[str], int, str]]:
     found: list[tuple[list[str], int, str]] = []
     batches: dict[int, list[str]] = {}
     for d in model.assumed_dims:
+        if d.name in held:
+            continue
         if d.role == "batch" and d.value in batches:
             batches[d.value].append(d.name)
         elif d.role in DEGREES:
@@ -217,8 +220,20 @@ def formulas(model: Model) -> Formulas | None:
 
 
 def _fitted(model: Model) -> Formulas | None:
+    """The formulas in every assumed batch and length dim; when those have no total, in the batch alone with the
+    lengths held at their values (audio samples an STFT cuts into frames: a floor, no polynomial)."""
+    found = _fitted_in(model, frozenset())
+    lengths = frozenset(name for name, _, role in variables(model) if role != "batch")
+    if (found is None or found.total is None) and lengths and len(lengths) < len(variables(model)):
+        alone = _fitted_in(model, lengths)
+        if alone is not None and alone.total is not None:
+            return alone
+    return found
+
+
+def _fitted_in(model: Model, held: frozenset[str]) -> Formulas | None:
     loads: list[object] = []
-    found = _compute(model, shape_run=False, loads=loads)  # onnx inference alone is cheap; onnxruntime if needed
+    found = _compute(model, held, shape_run=False, loads=loads)  # onnx inference alone is cheap; onnxruntime if needed
     if found is not None and found.total is None and found.missing:
         from renderer.loaders.onnx import ort_shapes
 
@@ -226,7 +241,7 @@ def _fitted(model: Model) -> Formulas | None:
         ort_shapes.run_ahead(Path(model.path), loads)  # type: ignore[arg-type]
         loads.clear()
         try:
-            found = _compute(model, shape_run=True)
+            found = _compute(model, held, shape_run=True)
         finally:
             ort_shapes.drop_ahead()
     return found
@@ -291,21 +306,22 @@ def _from_json(kept: object) -> Formulas | None | object:
 _CACHE: dict[int, tuple[Model, Formulas | None]] = {}
 
 
-def _compute(model: Model, shape_run: bool, loads: list[object] | None = None) -> Formulas | None:
-    """The formulas from loads of ``model`` at each point of the grid; the ONNX proto of each load (pinned and
-    inferred, as the loader keeps it) is added to ``loads``."""
+def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[object] | None = None,
+             ) -> Formulas | None:
+    """The formulas from loads of ``model`` at each point of the grid (the ``held`` dims at their values); the
+    ONNX proto of each load (pinned and inferred, as the loader keeps it) is added to ``loads``."""
     from renderer.core.errors import AnnographError
     from renderer.loaders.onnx.loader import Loaded
     from renderer.loaders.registry import load_model
 
-    dims = variables(model)
+    dims = variables(model, held)
     names = tuple(name for name, _, _ in dims)
     values = [_values(value, role) for _, value, role in dims]
     points = _grid_points([v[:-1] for v in values]) + _checks(names, values)
     if not dims or model.format != "onnx" or len(points) * sum(len(g.nodes) for g in model.graphs) > MAX_WORK:
         return None
     base = {name: value for name, value, _ in dims}
-    members = together(model)
+    members = together(model, held)
     varied = {member for group in members.values() for member in group}
     pinned = {k: v for k, v in model.pinned_dims.items() if k not in varied and k not in _followers(model)}
     loaded: dict[tuple[int, ...], Mapping[ElementKey, int | None]] = {}
