@@ -35,6 +35,9 @@ HELD_OUT = {
     "ddddocr": "image_width=224",
     "yolov8n_320": "batch=1, height=320, width=320",  # metadata: batch 1, imgsz [320, 320]
     "silero_vad_v6": "seq_len=128",
+    "fsmn_vad": "feats_length=128",
+    "eeg_spindles": "batch_size=1",
+    "caustic_painn": "num_atoms=1, num_edges=128, num_residues=1",  # a graph's counts: leading ones taken as batch
     "tashkeel_bilstm_int8": "batch_size=1, sequence=128",
     "romanizer_decoder": "batch=1, tgt_len=128, src_len=128",
     "g2p_bert_mlm": "unk__543=1",
@@ -181,7 +184,7 @@ def _counted_by_both(key: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("key", ["yolov8n_320", "ppocr4_det", "ddddocr", "silero_vad_v6", "ppocr4_rec",
-                                 "romanizer_decoder", "g2p_bert_mlm", "layout_cdla"])
+                                 "romanizer_decoder", "g2p_bert_mlm", "layout_cdla", "fsmn_vad", "eeg_spindles"])
 def test_headline_macs_are_onnx_tools_at_the_stated_sizes(key: str) -> None:
     """onnx-tool run on inputs of the stated sizes counts the same MACs for every op type both count alike, and
     those are most of the headline's; an operator onnx-tool folds into a constant (a ReduceProd of a static
