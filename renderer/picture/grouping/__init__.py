@@ -32,7 +32,9 @@ no scope names with ``names``. The rules, in the order ``group_model`` applies t
    level still fits: an overview of one box would only be a click on the way.
 7. **Depth.** With ``max_depth``, every group at that depth takes all operators below it as its own.
 8. **Repeats.** Consecutive sibling scope, subgraph or block groups with the same structure (op types in graph order,
-   and the internal edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` it.
+   and the internal edges between them) are marked: the first has ``repeat = N``, the others ``twin_of`` it. Not
+   two with an operator of their level on a path from one to the other (a GPT-2's fused MLP, unscoped after
+   onnxruntime's optimizer, between its ``h.N/attn`` groups): one box for both would draw edges out and back in.
 
 Deterministic: the tree depends only on the model and the arguments; paths are unique.
 """

@@ -199,16 +199,43 @@ def mark_repeats(root: Group) -> None:
                 signatures[id(g)] = _signature(g)
             return signatures[id(g)]
 
+        level: set[Node] = set()
+
+        def apart(a: Group, b: Group) -> bool:
+            if not level:
+                level.update(group.members())
+            return _apart(a, b, level, order)
+
         i = 0
         while i < len(items):
             head = items[i]
             j = i + 1
             if isinstance(head, Group) and head.kind in TWIN_KINDS:
                 while (j < len(items) and isinstance(items[j], Group) and items[j].size == head.size
-                       and signature(items[j]) == signature(head)):
+                       and signature(items[j]) == signature(head) and not apart(items[j - 1], items[j])):
                     j += 1
                 if j - i > 1:
                     head.repeat = j - i
                     for twin in items[i + 1:j]:
                         twin.twin_of = head
             i = j
+
+
+def _apart(first: Group, second: Group, level: set[Node], order: dict[Node, int]) -> bool:
+    """Whether a path from ``first`` to ``second`` runs through an operator of their level outside both (the
+    fused MLP between the attention groups of a GPT-2 after onnxruntime's optimizer): one box for the two would
+    draw edges out of itself and back in. Only operators before ``second``'s last are looked at."""
+    own, ends = set(first.members()), set(second.members())
+    last = max((order.get(n, 0) for n in ends), default=0)
+    stack = [c for n in own for v in n.outputs for c in v.consumers
+             if c in level and c not in own and c not in ends and order.get(c, 0) < last]
+    seen = set(stack)
+    while stack:
+        for value in stack.pop().outputs:
+            for reader in value.consumers:
+                if reader in ends:
+                    return True
+                if reader in level and reader not in own and reader not in seen and order.get(reader, 0) < last:
+                    seen.add(reader)
+                    stack.append(reader)
+    return False

@@ -508,6 +508,43 @@ def test_twenty_thousand_ops_stay_within_bounds() -> None:
             assert all(re.fullmatch(r"blocks \d+–\d+ of 590", c.label) for c in root.children if c.kind == "gathered")
 
 
+def add_op(graph: Graph, name: str, op_type: str, *inputs):  # type: ignore[no-untyped-def]
+    """An operator of ``inputs`` with one output ``v<k>``, wired both ways, in the IR directly."""
+    out = graph.add_value(f"v{len(graph.nodes)}")
+    node = graph.add_node(op_type, name=name, inputs=list(inputs), outputs=[out])
+    out.producer = node
+    for value in inputs:
+        value.consumers.append(node)
+    return out
+
+
+@pytest.mark.parametrize("between", [False, True])
+def test_twins_apart_in_the_dataflow_are_no_run(between: bool) -> None:
+    """Four identical blocks whose mask ``Where`` all come first in graph order rank side by side; with loose
+    operators between them in the dataflow (a GPT-2's fused MLP after onnxruntime's optimizer, unscoped, between
+    its ``h.N/attn`` groups) one box for the run drew edges out of itself and back in. They are a run only when
+    nothing of their level lies between them."""
+    model = Model("onnx", "twins.onnx")
+    graph = model.add_graph("twins")
+    x, mask = graph.add_value("x", is_input=True), graph.add_value("mask", is_input=True)
+    graph.inputs += [x, mask]
+
+    def op(name: str, op_type: str, *inputs):  # type: ignore[no-untyped-def]
+        return add_op(graph, name, op_type, *inputs)
+
+    wheres = [op(f"/blk.{k}/Where", "Where", mask) for k in range(4)]
+    for k in range(4):
+        x = op(f"/blk.{k}/Relu", "Relu", op(f"/blk.{k}/Add", "Add", op(f"/blk.{k}/MatMul", "MatMul", x, wheres[k])))
+        if between:
+            x = op(f"Mul_{k}", "Mul", op(f"FastGelu_{k}", "FastGelu", x))
+    x.is_output = True
+    graph.outputs.append(x)
+    root = group_model(model, drawn_in(model))
+    blocks = [g for g in root.children if g.label.startswith("blk.")]
+    assert len(blocks) == 4
+    assert [len(run) for run in repeated_runs(root)] == ([] if between else [4])
+
+
 def synthetic_transformer(layers: int, scoped: bool) -> Model:
     """Transformer-shaped graph built directly in the IR (37 ops a layer, residual and mask edges)."""
     model = Model("onnx", "synthetic.onnx")
@@ -519,13 +556,7 @@ def synthetic_transformer(layers: int, scoped: bool) -> Model:
 
     def op(scope: str, op_type: str, *inputs):  # type: ignore[no-untyped-def]
         k = len(graph.nodes)
-        name = f"/{scope}/{op_type}_{k}" if scoped else f"node_{op_type}_{k}"
-        out = graph.add_value(f"v{k}")
-        node = graph.add_node(op_type, name=name, inputs=list(inputs), outputs=[out])
-        out.producer = node
-        for value in inputs:
-            value.consumers.append(node)
-        return out
+        return add_op(graph, f"/{scope}/{op_type}_{k}" if scoped else f"node_{op_type}_{k}", op_type, *inputs)
 
     for i in range(layers):
         s = f"encoder/layers.{i}"
