@@ -196,7 +196,7 @@ _ALLOWED = {
     ("renderer.core.ir", name) for name in ("TensorType", "Quantization", "Tensor", "TensorAttribute",
                                             "SubgraphRef", "AssumedDim")
 } | {(__name__, "_Stored"), (__name__, "_Reload"), ("builtins", "set"), ("builtins", "frozenset"),
-     ("builtins", "complex"), ("builtins", "bytearray"), ("builtins", "slice"), ("builtins", "getattr"),
+     ("builtins", "complex"), ("builtins", "bytearray"), ("builtins", "slice"),
      ("numpy", "dtype"), ("numpy", "ndarray"), ("numpy._core.multiarray", "_reconstruct"),
      ("numpy._core.multiarray", "scalar"), ("numpy._core.numeric", "_frombuffer")}
 

@@ -4,6 +4,7 @@ anew and written over, and never runs code; two processes fill one folder at onc
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import subprocess
@@ -247,3 +248,14 @@ def test_a_load_whose_run_ran_out_of_memory_is_not_kept(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "needed more than the 160.0 MiB" in run.stderr
     assert not [p for p in cache.glob("*.results") if b"\n\x80" in p.read_bytes()[:400]]
+
+
+@pytest.mark.parametrize("name", ["getattr", "eval", "exec", "__import__"])
+def test_the_unpickler_refuses_builtins_that_reach_code(name: str) -> None:
+    """``getattr`` would walk from an allowed class to a function's globals and on to ``eval``: a pickle that
+    names it is refused however it is signed."""
+    import builtins
+
+    data = pickle.dumps(getattr(builtins, name))
+    with pytest.raises(pickle.UnpicklingError):
+        snapshot._Restricted(io.BytesIO(data)).load()
