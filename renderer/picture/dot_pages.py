@@ -158,11 +158,18 @@ class _PageEmitter(Emitter):
         text = self.cut_titles[limit][id(group)]
         return escape.html_text(text, len(text))
 
+    @property
+    def _tight(self) -> bool:
+        """A mostly empty page laid out again (``columns.Columns.parted``): boxes closer, frame titles cut to 32
+        characters (each frame's tooltip holds its whole path), the text as large as on any page."""
+        return self.columns is not None and self.columns.parted
+
     def run(self) -> str:
         opts, page = self.opts, self.page
         dot = Digraph("annograph")
         dot.attr(
-            "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.25", ranksep="0.35",
+            "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.15" if self._tight else "0.25",
+            ranksep="0.25" if self._tight else "0.35",
             bgcolor="#ffffff", compound="true", newrank="true", id=f"{page.stem}-svg", pad="0.3",
         )
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
@@ -356,7 +363,8 @@ class _PageEmitter(Emitter):
             for number, (part_ops, part_inlines, part_boxes) in enumerate(parts, 1):
                 self._cluster_count += 1
                 cluster = f"cluster_g{self._cluster_count}"
-                title = self._title(inline.group, 80) + (f" · part {number} of {len(parts)}" if len(parts) > 1 else "")
+                title = self._title(inline.group, 32 if self._tight else 80) + \
+                    (f" · part {number} of {len(parts)}" if len(parts) > 1 else "")
                 with container.subgraph(name=cluster) as sub:
                     sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">{title}</FONT>'),
                              style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",

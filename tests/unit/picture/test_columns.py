@@ -103,10 +103,10 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
 # (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
 OPEN: dict[str, str] = {  # key -> why its pages are not in shape yet (xfail, strict)
-    "basic_pitch_nmp": "issue 26: its overview (194,479 pt² a box: the harmonic stacking's groups in rows, long "
-                       "edges to the Concat) and its constant-Q page (192,632: a chain beside five octaves side by "
-                       "side, each from a stub of another page) are still mostly empty; its other pages and the "
-                       "TFLite form's are not",
+    "basic_pitch_nmp": "issue 26: its overview (197,518 pt² a drawn node: the harmonic stacking's groups in rows, "
+                       "long edges to the Concat) and its constant-Q page (152,905 laid out tight, 199,199 before: "
+                       "a chain beside five octaves side by side, each from a stub of another page) are still "
+                       "mostly empty; its other pages and the TFLite form's are not",
 }
 
 

@@ -328,3 +328,39 @@ def test_a_flat_picture_gives_far_readers_stubs_and_keeps_hostile_names_as_text(
     uses = [g for g in parse_svg(out).iter(f"{SVG_NS}g") if "use" in _classes(g)]
     assert [_texts(g) for g in uses] == ["N <i>m'ask&amp; · model input"] * 3
     assert check_uses(out, onnx.load(str(path))) == 3
+
+
+def _per_node(path: Path) -> float:
+    """A page's area over its Graphviz nodes but the legend and the stubs turning between bands (test_columns,
+    benchmarks/page_shapes.py)."""
+    root = parse_svg(path)
+    width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
+    nodes = sum(1 for g in root.iter(f"{SVG_NS}g") if "node" in _classes(g) and "column-stub" not in _classes(g)
+                and not (g.get("id") or "").endswith("-legend"))
+    return width * height / max(1, nodes)
+
+
+def _font_sizes(path: Path) -> set[float]:
+    return {float(t.get("font-size")) for t in parse_svg(path).iter(f"{SVG_NS}text") if t.get("font-size")}
+
+
+def test_a_mostly_empty_page_is_laid_out_again_tight(tmp_path: Path) -> None:
+    """basic-pitch's nmp.onnx: its detail pages first laid out mostly empty are laid out again with boxes closer
+    and frame titles cut to 32 characters (dot_pages._tight; the whole path in each frame's tooltip), text as large
+    as on the other pages. Area a drawn node (test_columns' count): page 2, a chain beside five octave branches,
+    199,199 -> 152,905 (still over 150,000: OPEN), page 4 145,685 -> 128,264, page 1 125,382 -> 115,719; every
+    other detail page within 150,000."""
+    out = tmp_path / "m.svg"
+    run = run_cli("render", wheel_model("basic_pitch_nmp"), "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    pages = _pages(out)
+    assert len(pages) == 5
+    assert _per_node(pages[2]) <= 155_000 and _per_node(pages[4]) <= 130_000
+    assert all(_per_node(p) <= 150_000 for p in pages[1:] if p != pages[2])
+    root = parse_svg(pages[2])
+    frames = [g for g in root.iter(f"{SVG_NS}g") if "cluster" in _classes(g) and (g.get("id") or "").startswith("cl-")]
+    titles = [(_texts(g).split(" · part ")[0], a.get(f"{XLINK_NS}title")) for g in frames
+              for a in g.iter(f"{SVG_NS}a")]
+    assert len(titles) >= 10 and all(len(title) <= 32 for title, _ in titles), titles
+    assert any(len(tip) > 32 and title.endswith("…") for title, tip in titles)
+    assert min(_font_sizes(pages[2])) == min(_font_sizes(pages[3])) == 8.0  # edge labels, as on any page
