@@ -189,9 +189,10 @@ FUNCTIONS = {
 }
 
 
-DECODERS = {"svg_text_of", "svg_tooltip_of", "svg_title_of", "svg_href_of"}
+DECODERS = {"svg_text_of", "svg_tooltip_of", "svg_title_of", "svg_href_of", "svg_name_of"}
 """What Graphviz writes into the SVG for text the functions above wrote into the DOT: checked against Graphviz's
-own drawing on every payload in tests/unit/picture/test_layout_cache.py (test_the_svg_put_back_is_graphvizs_own)."""
+own drawing on every payload in tests/unit/picture/test_layout_cache.py (test_the_svg_put_back_is_graphvizs_own),
+and, for the plain names ``dot_names`` stands in for, in tests/unit/picture/test_dot_names.py."""
 
 
 def test_the_table_covers_every_escaping_function() -> None:
