@@ -79,6 +79,19 @@ def is_stream(path: str | Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
+def read_already(path: str | Path) -> bytes | None:
+    """What has been read from the pipe or device at ``path`` (a model the loader took whole, which a child
+    process cannot read again); None for a regular file or a stream nothing was read from."""
+    if not is_stream(path):
+        return None
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    stream = _streams.get((info.st_dev, info.st_ino))
+    return None if stream is None else bytes(stream.data)
+
+
 def head(path: str | Path, size: int, error: type[AnnographError], kind: str) -> bytes:
     """The first ``size`` bytes (fewer when the file is shorter); ``error`` naming the file when it cannot be read."""
     if is_stream(path):

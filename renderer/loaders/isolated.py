@@ -321,6 +321,16 @@ def _exchange(module: str, request: dict[str, Any], runtime: str, doing: str, li
             feeds = str(Path(folder) / "feeds.npz")
             np.savez(feeds, **arrays)
             return _exchange(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
+    from renderer.files.inputs import read_already
+
+    piped = read_already(request["path"]) if isinstance(request.get("path"), str) else None
+    if piped is not None:  # a model read from a pipe: the child reads the bytes we took, from a file of its own
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="annograph-model-") as folder:
+            copy = Path(folder) / (Path(request["path"]).name or "model")
+            copy.write_bytes(piped)
+            return _exchange(module, {**request, "path": str(copy)}, runtime, doing, limit, counted=counted)
     import json
     import subprocess
     import sys

@@ -166,7 +166,7 @@ def test_every_long_stage_shows_progress_within_40_columns(big_weight: Path, tmp
     out = tmp_path / "bert.svg"
     code = (f"{NO_WAIT}; "
             f"sys.exit(cli.main(['render', {str(ONNX / 'bert_scoped.onnx')!r}, '-o', {str(out)!r}, '--no-sidecar', "
-            "'--dim', 'batch=1', '--dim', 'sequence=16', '--color-by', 'macs']))")
+            "'--dim', 'batch=1', '--dim', 'sequence=16', '--color-by', 'macs', '--no-layout-cache']))")
     status, shown, _ = _on_terminal([], code, columns=40)
     assert status == 0 and out.exists()
     segments = _bar_segments(shown)
