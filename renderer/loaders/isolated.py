@@ -321,16 +321,30 @@ def _exchange(module: str, request: dict[str, Any], runtime: str, doing: str, li
             feeds = str(Path(folder) / "feeds.npz")
             np.savez(feeds, **arrays)
             return _exchange(module, {**request, "feeds": feeds}, runtime, doing, limit, counted=counted)
+    with _piped_copy(request) as request:
+        return _exchange_files(module, request, runtime, doing, limit, counted)
+
+
+@contextlib.contextmanager
+def _piped_copy(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``request``, its model ``path`` a temporary copy of the bytes we took when the model came from a pipe (the
+    child cannot read the pipe again)."""
     from renderer.files.inputs import read_already
 
     piped = read_already(request["path"]) if isinstance(request.get("path"), str) else None
-    if piped is not None:  # a model read from a pipe: the child reads the bytes we took, from a file of its own
-        import tempfile
+    if piped is None:
+        yield request
+        return
+    import tempfile
 
-        with tempfile.TemporaryDirectory(prefix="annograph-model-") as folder:
-            copy = Path(folder) / (Path(request["path"]).name or "model")
-            copy.write_bytes(piped)
-            return _exchange(module, {**request, "path": str(copy)}, runtime, doing, limit, counted=counted)
+    with tempfile.TemporaryDirectory(prefix="annograph-model-") as folder:
+        copy = Path(folder) / (Path(request["path"]).name or "model")
+        copy.write_bytes(piped)
+        yield {**request, "path": str(copy)}
+
+
+def _exchange_files(module: str, request: dict[str, Any], runtime: str, doing: str, limit: Limits | float,
+                    counted: Callable[[int, int], None] | None) -> tuple[dict[str, Any] | None, str]:
     import json
     import subprocess
     import sys
