@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from renderer.core.escape import clean
 from renderer.core.numbers import format_bytes
 
 FLOOR = 1 << 30
@@ -363,7 +364,7 @@ def _exchange_files(module: str, request: dict[str, Any], runtime: str, doing: s
             [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=env, errors="replace", pass_fds=passed) as process:
         try:
-            stdout, _ = process.communicate(json.dumps({**request, "limits": asdict(limit)}), timeout=limit.seconds)
+            stdout, said = process.communicate(json.dumps({**request, "limits": asdict(limit)}), timeout=limit.seconds)
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
@@ -374,7 +375,7 @@ def _exchange_files(module: str, request: dict[str, Any], runtime: str, doing: s
     try:
         answer = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return None, _died(process.returncode, runtime, doing, limit)
+        return None, _died(process.returncode, runtime, doing, limit, said)
     if not isinstance(answer, dict):
         return None, f"{runtime} failed on the model (no answer)"
     return answer, ""
@@ -427,20 +428,27 @@ def report(done: int, total: int) -> None:
             pass
 
 
-def _died(status: int, runtime: str, doing: str, limit: Limits) -> str:
-    """The line for a child that gave no answer: killed by a signal (its memory or CPU limit, a crash), or exited."""
+def _died(status: int, runtime: str, doing: str, limit: Limits, said: str = "") -> str:
+    """The line for a child that gave no answer: killed by a signal (its memory or CPU limit, a crash), or exited.
+    A child aborted after its stderr (``said``) told of a failed allocation (a C++ ``std::bad_alloc`` thrown on a
+    runtime's own thread ends in SIGABRT, not in an error we can catch) is over its memory; otherwise the line
+    ends with the last thing it said."""
     import signal
 
+    last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
+    told = f": {clean(last, 160)}" if last else ""
     if status >= 0:
-        return f"{runtime} failed on the model (exit status {status})"
+        return f"{runtime} failed on the model (exit status {status}){told}"
     try:
         name = signal.Signals(-status).name
     except ValueError:
         name = f"signal {-status}"
     if name == "SIGXCPU":
         return f"{runtime} took over its CPU time {doing} (set {SECONDS_ENV} to allow more)"
+    if name in ("SIGABRT", "SIGSEGV", "SIGBUS") and allocation_failed(said):
+        return over_memory(runtime, limit)
     return (f"{runtime} stopped with {name} {doing}, under a limit of {format_bytes(limit.memory)} of memory "
-            f"({limit.memory_from})")
+            f"({limit.memory_from}){told}")
 
 
 def over_memory(runtime: str, limit: Limits | dict[str, Any]) -> str:
@@ -515,4 +523,4 @@ def allocation_failed(message: str) -> bool:
     """Whether a runtime's error text says an allocation failed (the address-space limit was reached)."""
     text = message.lower()
     return any(word in text for word in ("bad_alloc", "failed to allocate", "allocation fail", "unable to allocate",
-                                         "cannot allocate", "out of memory"))
+                                         "cannot allocate", "out of memory", "memoryerror"))

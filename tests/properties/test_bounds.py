@@ -88,6 +88,19 @@ def test_a_child_killed_by_a_signal_is_one_line() -> None:
     assert isolated._died(3, "LiteRT", "to prepare the model", limit) == "LiteRT failed on the model (exit status 3)"
 
 
+def test_an_abort_after_a_failed_allocation_is_over_memory_another_ends_with_what_the_child_said() -> None:
+    """A runtime's ``std::bad_alloc`` thrown on its own thread aborts the child (seen on CI under a 1 MiB limit):
+    that is its memory limit, said as for a caught one. Any other death ends with the child's last stderr line,
+    made printable."""
+    limit = isolated.Limits(1 << 20, 30.0, "what ANNOGRAPH_RUN_MEMORY sets")
+    said = "[ WARNING ] x\nterminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+    assert isolated._died(-6, "OpenVINO", "to reshape the model", limit, said) == isolated.over_memory("OpenVINO", limit)
+    crash = isolated._died(-11, "OpenVINO", "to reshape the model", limit, "first\nSegmentation in \x1b[31mkernel\n\n")
+    assert crash.endswith("(what ANNOGRAPH_RUN_MEMORY sets): Segmentation in \\x1b[31mkernel"), crash
+    assert isolated._died(2, "LiteRT", "to prepare the model", limit, "bad flag\n") == (
+        "LiteRT failed on the model (exit status 2): bad flag")
+
+
 def test_a_growing_loop_ends_the_shape_run_at_its_memory_limit(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 19: a 514-byte model whose Loop emits 256 KiB a step made a plain render use 9.6 GB for ~90 s under

@@ -83,7 +83,10 @@ def test_a_lasting_error_is_kept_one_over_memory_is_not(tmp_path: Path, monkeypa
         assert len(_entries(cache)) == 1
         monkeypatch.setenv(isolated.MEMORY_ENV, "1MiB")
         _, _, over = ov_shapes.reshaped(xml, {"x": [2, 3, 16, 16]})
-        assert over.startswith("OpenVINO needed more than the 1.0 MiB of memory its run may take"), over
+        # OpenVINO may throw std::bad_alloc where we catch it, or on a thread of its own (the child aborts)
+        assert over.startswith(("OpenVINO needed more than the 1.0 MiB of memory its run may take",
+                                "OpenVINO stopped with SIG")), over
+        assert "1.0 MiB" in over
         assert len(_entries(cache)) == 1
 
         def no_child(*args: object, **kwargs: object) -> None:
