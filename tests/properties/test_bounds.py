@@ -94,7 +94,8 @@ def test_an_abort_after_a_failed_allocation_is_over_memory_another_ends_with_wha
     made printable."""
     limit = isolated.Limits(1 << 20, 30.0, "what ANNOGRAPH_RUN_MEMORY sets")
     said = "[ WARNING ] x\nterminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
-    assert isolated._died(-6, "OpenVINO", "to reshape the model", limit, said) == isolated.over_memory("OpenVINO", limit)
+    over = isolated.over_memory("OpenVINO", limit)
+    assert isolated._died(-6, "OpenVINO", "to reshape the model", limit, said) == over
     crash = isolated._died(-11, "OpenVINO", "to reshape the model", limit, "first\nSegmentation in \x1b[31mkernel\n\n")
     assert crash.endswith("(what ANNOGRAPH_RUN_MEMORY sets): Segmentation in \\x1b[31mkernel"), crash
     assert isolated._died(2, "LiteRT", "to prepare the model", limit, "bad flag\n") == (
