@@ -53,7 +53,9 @@ class _Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The parser of ``annograph``, with the sub-commands ``commands`` (``main`` builds only the one it runs:
+    the others' modules need not be imported)."""
     from renderer.commands.common import add_verbosity_arguments, require_output_names
     from renderer.version import __version__
 
@@ -65,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"annograph {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, prog="annograph")
-    for name in COMMANDS:
+    for name in commands:
         module = importlib.import_module(f".{name}", __package__)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -115,9 +117,9 @@ def _check_implied_model(argv: list[str], given: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     argv = with_command(given)
+    parser = build_parser(argv[:1] if argv[:1] and argv[0] in COMMANDS else COMMANDS)
     try:
         _check_implied_model(argv, given)
     except AnnographError as e:
