@@ -152,7 +152,7 @@ def _positions(text: str, places: bool, deadline: float | None, timeout: float |
     shared = _SHARING.get()
     if shared is None:
         return dot_names.Named(text, ""), *_canonical_positions(text, places, deadline, timeout, cache)
-    names = dot_names.named(text)
+    names = dot_names.named(text) if cache is None else cache.named(text)
     laid = shared.get((names.text, places), lambda: _canonical_positions(names.text, places, deadline, timeout,
                                                                         cache))
     return names, laid[0], names.back(laid[1]), names.back(laid[2], svg=True)

@@ -21,10 +21,12 @@ from renderer.files.disk_cache import (
     MAX_ENTRY,
     OFF,
     DiskCache,
+    code_digest,
     default_folder,
     folder_of,
     our_version,
 )
+from renderer.picture import dot_names
 
 
 class LayoutCache(DiskCache):
@@ -32,6 +34,7 @@ class LayoutCache(DiskCache):
 
     def __init__(self, folder: Path, cap: int = DEFAULT_CAP, secret: bytes | None = None) -> None:
         super().__init__(folder, cap, secret, "layout")
+        self._names = DiskCache(folder, cap, secret, "layout")  # looked up apart: ``said`` counts layouts only
 
     def key(self, skeleton_text: str, places: bool, graphviz: str) -> str:
         """The entry name of a layout of ``skeleton_text`` (with its ``-Tplain`` when ``places``) by the Graphviz
@@ -40,10 +43,40 @@ class LayoutCache(DiskCache):
         digest.update(skeleton_text.encode("utf-8"))
         return digest.hexdigest()
 
+    def named(self, skeleton_text: str) -> dot_names.Named:
+        """``dot_names.named(skeleton_text)``, kept here as an entry of its own: a pure function of the text
+        (keyed by it and by this code, ``code_digest``) that costs half as much as making the skeleton, and a
+        re-render's pages have the first render's skeletons. Parts: the text, the prefix and the number of
+        names, then the names in DOT and in SVG, each a line (a stood-in name is one of ``[A-Za-z0-9_.-]``)."""
+        key = hashlib.sha256(f"{FORMAT}\nnames\n{our_version()}\n{code_digest()}\n".encode())
+        key.update(skeleton_text.encode("utf-8"))
+        name = key.hexdigest()
+        found = _names_of(self._names.get(name))
+        if found is not None:
+            return found
+        names = dot_names.named(skeleton_text)
+        lines = [b"\n".join(names.dot), b"\n".join(names.svg)]
+        if not any(b"\n" in n for n in names.dot + names.svg):
+            self._names.put(name, names.text.encode("utf-8"), f"{names.prefix}\n{len(names.dot)}".encode(), *lines)
+        return names
+
     def said(self, before: tuple[int, int]) -> str:
         """What ``-v`` says of the lookups since ``counts`` gave ``before``."""
         asked, found = self.counts()
         return f"{found - before[1]} of {asked - before[0]} layouts from the cache"
+
+
+def _names_of(parts: tuple[bytes, ...] | None) -> dot_names.Named | None:
+    """The ``Named`` that ``LayoutCache.named`` kept as ``parts``; None when they are not such an entry."""
+    if parts is None or len(parts) != 4:
+        return None
+    try:
+        prefix, _, count = parts[1].decode("utf-8").partition("\n")
+        dot, svg = (tuple(part.split(b"\n")) if int(count) else () for part in parts[2:])
+        text = parts[0].decode("utf-8")
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    return dot_names.Named(text, prefix, dot, svg) if len(dot) == len(svg) == int(count) else None
 
 
 def for_setting(setting: str | None) -> LayoutCache | None:

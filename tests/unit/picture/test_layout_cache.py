@@ -130,6 +130,34 @@ def test_corrupt_foreign_and_hostile_entries_are_ignored_and_rewritten(tmp_path:
     assert all(lookup.get(name[:-7]) is not None for name in names)
 
 
+_NAMED_PAGES = [
+    'digraph g {\n subgraph cluster { graph [id="c-1"]\n b_2 [label="y" id="op-0-2"] }\n a_1 [label="x" id="op-0-1"]'
+    '\n a_1 -> b_2 [lhead=cluster id="e-1"]\n}\n',
+    "digraph { subgraph cluster { a } }",
+    "digraph { a -> b }",
+]
+
+
+@pytest.mark.parametrize("text", _NAMED_PAGES)
+def test_a_pages_names_are_kept_beside_its_layout(tmp_path: Path, text: str) -> None:
+    """``LayoutCache.named`` is ``dot_names.named``, kept: another cache on the folder reads it back without a new
+    entry (a cluster named ``cluster`` has the empty name in SVG; a text without names keeps none), and a spoiled
+    entry is made anew."""
+    from renderer.picture import dot_names
+    from renderer.picture.layout_cache import LayoutCache
+
+    expected, cache = dot_names.named(text), LayoutCache(tmp_path)
+    assert cache.named(text) == expected
+    entries = _entries(tmp_path)
+    assert len(entries) == 1 and cache.counts() == (0, 0)  # not counted as a layout (``said``)
+    again = LayoutCache(tmp_path, secret=cache._key())
+    assert again.named(text) == expected and _entries(tmp_path).keys() == entries.keys()
+    entry = tmp_path / next(iter(entries))
+    kept = entry.read_bytes()
+    entry.write_bytes(kept[:-1] + bytes([kept[-1] ^ 1]))
+    assert again.named(text) == expected and entry.read_bytes() == kept
+
+
 def test_the_folder_keeps_to_its_cap_least_recently_used_out(tmp_path: Path) -> None:
     """A folder capped at three entries' size keeps the three most recently used: a read refreshes an entry; files
     of the folder that are not entries are never removed."""
