@@ -471,7 +471,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     if "tries" in request:
         return _first_that_runs(request)
     ones: list[str] = list(request.get("ones", []))
-    failed = ""
+    failed, session = "", None
     try:
         outputs = tuple(request["outputs"])
         if outputs not in sessions:
@@ -498,6 +498,8 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     if failed:
         if not request.get("retry"):
             return {"error": failed}
+        if session is not None and _fails_alike(session, types, request["retry"][0], failed):
+            return {"error": failed, "tried": {"ran": None, "failed": [failed], "alike": True}}
         # the whole model at other sizes, as ``first_that_runs`` tries it, in this process; the failed run's
         # session goes first (the error's traceback, gone with the except clause, held it too)
         session = feeds = None
@@ -528,6 +530,18 @@ def _message(e: BaseException) -> str:
     (``/onnxruntime_src/…/string_normalizer.cc:235 onnxruntime::StringNormalizer::Locale::Locale(…)::<lambda()>``)."""
     lines = _NOISE.sub("", str(e)).strip().splitlines()
     return cut(lines[0], 200) if lines else type(e).__name__
+
+
+def _fails_alike(session: Any, types: dict[str, int], inputs: dict[str, list[int]], failed: str) -> bool:
+    """Whether the failed run's ``session`` fails at the first other size (``inputs``) with the same error,
+    ``failed``: a failure the sizes do not move (the int8 TTS's Range on a zero speed, at every size), so trying
+    the whole model at each size is not worth its session and runs. The session may hold only a part of the
+    model, but where the part fails the whole model does too."""
+    try:
+        session.run([o.name for o in session.get_outputs()], _feeds({"inputs": inputs}, types))
+    except Exception as e:  # noqa: BLE001
+        return _message(e) == failed
+    return False
 
 
 def _first_that_runs(request: dict[str, Any]) -> dict[str, Any]:
@@ -579,8 +593,8 @@ def _lasting(found: dict[str, Any], tries: list[dict[str, list[int]]] | None) ->
 
 def _tried_all(found: dict[str, Any], tries: list[dict[str, list[int]]]) -> bool:
     """Whether ``_first_that_runs``' answer is the same another time: one of ``tries`` ran, or each failed (it
-    stops at one over memory)."""
-    return found.get("ran") is not None or len(found.get("failed", [])) == len(tries)
+    stops at one over memory), or the first failed as the run before them did (``_fails_alike``)."""
+    return found.get("ran") is not None or bool(found.get("alike")) or len(found.get("failed", [])) == len(tries)
 
 
 _TRIED: dict[tuple[str, str], dict[str, Any]] = {}

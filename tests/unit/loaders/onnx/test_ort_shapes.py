@@ -307,6 +307,36 @@ def test_a_failed_run_tries_the_other_sizes_in_its_own_process(tmp_path: Path, m
     assert next(v for v in model.main.values if v.name == "r").type.shape == (0,)
 
 
+def test_a_failure_the_sizes_do_not_move_stops_the_tries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Range stepped by an input's value fails on zeros at every size (the int8 TTS's predictor on a zero speed):
+    the failed run's own session fails at the first other size with the same error, so the other sizes and the
+    whole model's session are not tried; that answer is kept, and the model keeps its assumed sequence of 128."""
+    from renderer.loaders import isolated
+
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ReduceSum", ["shape"], ["n"], keepdims=0),
+         helper.make_node("ReduceMax", ["speed"], ["step"], keepdims=0),
+         helper.make_node("Range", ["zero", "n", "step"], ["r"], name="frames")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT64, [1, "sequence"]),
+         helper.make_tensor_value_info("speed", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("r", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    path = tmp_path / "stepped.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    retry = [{"x": [1, size], "speed": [1]} for size in (64, 32, 16)]
+    answer = ort_shapes._run({"path": str(path), "inputs": {"x": [1, 128], "speed": [1]}, "outputs": ["r"],
+                              "pruned": True, "retry": retry})
+    assert "Range" in answer["error"] and answer["tried"] == {"ran": None, "failed": [answer["error"]], "alike": True}
+    assert ort_shapes._lasting(answer, retry)
+    real, started = isolated.exchange, []
+    monkeypatch.setattr(isolated, "exchange", lambda module, request, *args, **kwargs:
+                        started.append(sorted(request)) or real(module, request, *args, **kwargs))
+    model = load_model(path)
+    assert [(d.name, d.value) for d in model.assumed_dims] == [("sequence", 128)]
+    assert len(started) == 1 and "retry" in started[0], started
+    assert any("onnxruntime could not run it" in note and "Range" in note for note in model.notes), model.notes
+
+
 def test_tries_stopped_for_memory_are_not_kept(tmp_path: Path) -> None:
     """A failed run on zeros whose tries at other sizes stopped at one over memory (zeros of 4 TiB) is not kept in
     the results cache, as ``first_that_runs``' own answer is not: another run may get further; one whose tries
