@@ -126,6 +126,7 @@ _LINK_CHARS = re.compile(r"[A-Za-z0-9%/#._~:?=+,;@!$*()-]+")
 
 
 _SECOND_SPACE = re.compile(r"(?<= ) ")
+_CONTINUED = re.compile(r"\\\\\n")
 
 
 def _graphviz_xml(text: str) -> str:
@@ -169,7 +170,10 @@ def svg_tooltip_of(quoted: str) -> str | None:
     """
     if len(quoted) < 3 or quoted[0] != '"' or quoted[-1] != '"':
         return None
-    text = re.sub(r'\\\\\n', "", quoted[1:-1]).replace('\\"', '"')
+    text = quoted[1:-1]
+    if "\\\n" in text:  # a backslash before a newline: maybe two (``_CONTINUED``)
+        text = _CONTINUED.sub("", text)
+    text = text.replace('\\"', '"')
     decoded = _decoded(text)
     if decoded is None:
         return None

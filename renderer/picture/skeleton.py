@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from renderer.core import escape
 
@@ -60,8 +61,7 @@ class Unskeletal(Exception):
     """The source cannot be stood in for (an HTML label without its end), or a token did not come back."""
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """What a token stands for: ``original`` as in the source; ``svg`` as Graphviz writes it into SVG (for a
     label's text, its text node); ``ink``: for a label's text, its colour as Graphviz writes it (lower-case hex,
     or ``""`` for the default black, which Graphviz writes no ``fill`` for), else None."""
@@ -90,19 +90,19 @@ class Skeleton:
                              rf'|{self.prefix}([0-9]+)z')
 
         def back(match: re.Match[str]) -> str:
-            colour = match.group(1) or match.group(3)
-            index = self.colours.get(colour, -1) if colour else int(match.group(4))
-            if colour and index < 0:
-                return match.group(0)
+            last = match.lastindex  # 2: a FONT around text, 3: a quoted colour, 4: a string token
+            index = int(match[4]) if last == 4 else self.colours.get(match[1] if last == 2 else match[3], -1)
+            if index < 0:
+                return match[0]
             if index >= len(seen) or seen[index]:
                 raise Unskeletal(f"token {index} came back twice or unknown")
             seen[index] = 1
             token = self.tokens[index]
-            if match.group(1) is not None:  # a label's text, or a colour of a FONT around text
+            if last == 2:  # a label's text, or a colour of a FONT around text
                 if token.ink is not None:
                     return token.original
-                return f'<FONT COLOR="{token.original}">{match.group(2)}</FONT>'
-            return token.original if match.group(3) is None else f'"{token.original}"'
+                return f'<FONT COLOR="{token.original}">{match[2]}</FONT>'
+            return token.original if last == 4 else f'"{token.original}"'
 
         restored = pattern.sub(back, positioned)
         if not all(seen):
@@ -117,20 +117,21 @@ class Skeleton:
                              rf'|"(#[0-9a-f]{{6}})"|{self.prefix}([0-9]+)z')
 
         def back(match: re.Match[str]) -> str:
-            if match.group(7) is not None:
-                return self.tokens[int(match.group(7))].svg
-            colour = match.group(2) or match.group(6)
-            index = self.colours.get(colour, -1)
+            last = match.lastindex  # 5: a text's fill, 6: a quoted colour, 7: a string token
+            if last == 7:
+                return self.tokens[int(match[7])].svg
+            index = self.colours.get(match[6] if last == 6 else match[2], -1)
             if index < 0:
-                return match.group(0)
+                return match[0]
             token = self.tokens[index]
-            if match.group(6) is not None:
+            if last == 6:
                 return f'"{token.svg}"'
+            start, _, rest, text, end = match.groups()[:5]
             if token.ink is None:
-                return f"{match.group(1)}{token.svg}{match.group(3)}{match.group(4)}{match.group(5)}"
+                return f"{start}{token.svg}{rest}{text}{end}"
             if not token.ink:  # the default black: no fill at all
-                return f'{match.group(1)[:-7]}{match.group(3)[1:]}{token.svg}{match.group(5)}'
-            return f"{match.group(1)}{token.ink}{match.group(3)}{token.svg}{match.group(5)}"
+                return f"{start[:-7]}{rest[1:]}{token.svg}{end}"
+            return f"{start}{token.ink}{rest}{token.svg}{end}"
 
         return pattern.sub(back, drawn)
 
@@ -160,18 +161,15 @@ class _Builder:
         taken = {found.lower() for found in _ANY_HEX.findall(text)}
         colours: dict[str, int] = {}
         counter = 0
-
-        def fresh(match: re.Match[str]) -> str:
-            nonlocal counter
-            while True:
+        parts = text.split(_COLOUR_SLOT)  # every other part a slot's token number
+        for at in range(1, len(parts), 2):
+            counter += 1
+            while f"#{counter:06x}" in taken:
                 counter += 1
-                value = f"#{counter:06x}"
-                if value not in taken:
-                    colours[value] = int(match.group(1))
-                    return value
-
-        return Skeleton(re.sub(f"{_COLOUR_SLOT}([0-9]+){_COLOUR_SLOT}", fresh, text), self.prefix,
-                        tuple(self.tokens), colours)
+            value = f"#{counter:06x}"
+            colours[value] = int(parts[at])
+            parts[at] = value
+        return Skeleton("".join(parts), self.prefix, tuple(self.tokens), colours)
 
 
 def skeleton(source: str) -> Skeleton:
@@ -239,8 +237,8 @@ def _html_skeleton(label: str, build: _Builder, ink: str | None) -> str:
     inks: list[str | None] = [ink]
 
     def stand_in(match: re.Match[str]) -> str:
-        whole = match.group(0)
-        if match.group(1) is not None:  # a text run with a digit
+        whole = match[0]
+        if match.lastindex:  # a text run with a digit
             return _html_text(whole, inks[-1], build)
         if whole == "</FONT>":
             inks.pop() if len(inks) > 1 else None
@@ -248,7 +246,10 @@ def _html_skeleton(label: str, build: _Builder, ink: str | None) -> str:
         if whole.startswith("<FONT"):
             colour = _FONT_COLOR.search(whole)
             inks.append(colour.group(1) if colour else inks[-1])
-        return _HTML_ATTR.sub(lambda m: _html_attribute(m, build), whole) if "=" in whole else whole
+        return _HTML_ATTR.sub(attribute, whole) if "=" in whole else whole
+
+    def attribute(match: re.Match[str]) -> str:
+        return _html_attribute(match, build)
 
     return _HTML_PARTS.sub(stand_in, label)
 
@@ -262,7 +263,8 @@ def _html_attribute(match: re.Match[str], build: _Builder) -> str:
 
 
 def _html_text(text: str, ink: str | None, build: _Builder) -> str:
-    if not _DIGIT.search(text) or ink is None or (ink and not _HEX6.fullmatch(ink)):
+    """A text run with a digit (``_HTML_PARTS``' own group) in ``ink``, stood in for when it can be."""
+    if ink is None or (ink and not _HEX6.fullmatch(ink)):
         return text
     svg = escape.svg_text_of(text)
     if svg is None:
