@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Callable
@@ -210,6 +209,8 @@ def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
         raise MetricError(f"metric {name!r} is provided by several sources; use one of: {', '.join(qualified)}")
     if not available:
         raise MetricError(f"no {what} metric {name!r}: the annotations give no numeric {what} values")
+    import difflib
+
     close = difflib.get_close_matches(name, available, n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     listed = ", ".join(available[:30]) + (", …" if len(available) > 30 else "")

@@ -10,7 +10,6 @@ matches several elements is ambiguous and reported, never guessed.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -150,6 +149,8 @@ class IdIndex:
         short: dict[str, str] = {}
         for name in names:
             short.setdefault(name[:SUGGEST_CHARS], name)
+        import difflib
+
         found = difflib.get_close_matches(ident[:SUGGEST_CHARS], list(short), n=n, cutoff=0.6)
         self.suggested[key] = [short[f] for f in found]
         return self.suggested[key]

@@ -12,7 +12,6 @@ pinnable in one of them.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 
 from renderer.core.errors import AnnographError, LoaderError, UsageError
@@ -100,6 +99,8 @@ def refusal(paths: Sequence[object], name: str, value: int, names: Sequence[str]
     if name in inner or name.strip() in inner:
         return (f"{files}: {flag} names a dim inside the graph, not an input's: it follows from the free input "
                 f"dims, so pin those ({listed})")
+    import difflib
+
     close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
     guess = f" (did you mean {clean(close[0], 60)!r}?)" if close else ""
     whose = "this model has no" if one else f"none of these {len(paths)} models has a"
