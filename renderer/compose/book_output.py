@@ -15,8 +15,8 @@ import contextvars
 import os
 import re
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from renderer.compose.output_plan import OutputPlan, Written
@@ -49,17 +49,19 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
     links = outputs.links
     budgets: dict[str, int] = {}
     for attempt in range(REPLANS + 1):
-        with progress.stage("DOT") as facts:
-            shapes = [Columns() for _ in book.pages]
-            sources = [emit_page(scene, book, page, links, shape) for page, shape in zip(book.pages, shapes)]
-            facts.append(f"{count(len(sources), 'page')}, {count(sum(map(len, sources)), 'character')}")
+        shapes = [Columns() for _ in book.pages]
+        sources: list[str] = []
+        spent: list[tuple[float, int]] = []
         limit = MAX_PAGE_PT if attempt < REPLANS else None
         cache = layout_cache.for_setting(scene.options.layout_cache)
         before = cache.counts() if cache is not None else (0, 0)
         try:
             with progress.stage("layout") as facts:
                 laid = lay_out_pages(book, sources, formats, scene.options.timeout, limit, shapes,
-                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape), cache)
+                                     lambda i, shape: emit_page(scene, book, book.pages[i], links, shape), cache,
+                                     _timed(lambda i: emit_page(scene, book, book.pages[i], links, shapes[i]), spent))
+                progress.detail(f"DOT {sum(t for t, _ in spent):.2f} s: {count(len(spent), 'page')}, "
+                                f"{count(sum(n for _, n in spent), 'character')}, overlapping the layout")
                 facts.append(count(len(laid), "page"))
                 facts += [cache.said(before)] if cache is not None else []
             break
@@ -87,6 +89,18 @@ def produce(scene: Scene, book: Book, outputs: OutputPlan) -> Written:
     return produced
 
 
+def _timed(emit: Callable[[int], str], spent: list[tuple[float, int]]) -> Callable[[int], str]:
+    """``emit``, the seconds and characters of each call added to ``spent``."""
+
+    def timed(index: int) -> str:
+        started = time.perf_counter()
+        source = emit(index)
+        spent.append((time.perf_counter() - started, len(source)))
+        return source
+
+    return timed
+
+
 class _PagesTooBig(Exception):
     def __init__(self, pages: list[Page], sides: list[float]) -> None:
         super().__init__(f"{len(pages)} pages over the size limit")
@@ -111,22 +125,23 @@ def _replan(scene: Scene, book: Book, too_big: list[Page], sides: list[float], b
 
 def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: float | None,
                   max_side: float | None = None, shapes: list[Columns] | None = None,
-                  reshape: Callable[[int, Columns], str] | None = None,
-                  cache: LayoutCache | None = None) -> list[dict[str, bytes]]:
+                  reshape: Callable[[int, Columns], str] | None = None, cache: LayoutCache | None = None,
+                  emit: Callable[[int], str] | None = None) -> list[dict[str, bytes]]:
     """Each page's DOT (``sources``, in book order) laid out once and rendered to ``formats``; pages in
-    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error. With ``shapes``
-    (what each page's emission recorded) and ``reshape`` (page index, columns → its DOT again), a page laid out
-    as a long strip is laid out again in columns (``columns.lay_out``), its source in ``sources`` replaced.
-    ``cache``: where layouts are looked up and kept (``layout_cache``).
+    parallel, a progress bar on a terminal; a page past ``timeout`` is named in the error. With ``emit`` (page
+    index → its DOT), ``sources`` starts empty and is filled here in book order, each page's layout started as
+    soon as its DOT is made (the next pages' emission overlaps it). With ``shapes`` (what each page's emission
+    recorded) and ``reshape`` (page index, columns → its DOT again), a page laid out as a long strip is laid out
+    again in columns (``columns.lay_out``), its source in ``sources`` replaced. ``cache``: where layouts are
+    looked up and kept (``layout_cache``).
 
     Raises:
-        _PagesTooBig: detail pages (and the pages of a focused view) over ``max_side`` a side (found before
-            they are drawn as PNG or PDF).
+        _PagesTooBig: detail pages (and a focused view's) over ``max_side`` a side (before PNG or PDF).
     """
     if not formats:
-        return [{} for _ in sources]
+        return [{} for _ in _started(sources, emit, len(book.pages))]
     deadline = time.monotonic() + timeout if timeout else None
-    workers = max(1, min(len(sources), os.cpu_count() or 1))
+    workers = max(1, min(len(book.pages), os.cpu_count() or 1))
 
     def one(index: int) -> dict[str, bytes]:
         again = None if reshape is None else lambda shape: reshape(index, shape)
@@ -147,16 +162,16 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
                 "raise --timeout, or draw less per page with --collapse DEPTH or --focus ID"
             ) from None
 
-    results: list[dict[str, bytes]] = [{} for _ in sources]
+    results: list[dict[str, bytes]] = [{} for _ in book.pages]
     sides: dict[int, float] = {}
     # pages that differ only in names (a model's repeated blocks) are laid out once: ``graphviz_run.sharing``
     with graphviz_run.sharing(), ThreadPoolExecutor(max_workers=workers) as pool, \
-            progress.bar(len(sources), "layout", "page") as bar:
-        # the biggest pages first, so one long page does not start last
-        order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-        # each page in a copy of this context: what ``files.disk_cache.using`` set holds in the workers too
-        futures = {pool.submit(contextvars.copy_context().run, one, i): i for i in order}
+            progress.bar(len(book.pages), "layout", "page") as bar:
+        futures: dict[Future[dict[str, bytes]], int] = {}
         try:
+            # each page in a copy of this context: what ``files.disk_cache.using`` set holds in the workers too
+            for i in _started(sources, emit, len(book.pages)):
+                futures[pool.submit(contextvars.copy_context().run, one, i)] = i
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 bar.update(1)
@@ -168,6 +183,17 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
     if too_big:
         raise _PagesTooBig([book.pages[i] for i in too_big], [sides[i] for i in too_big])
     return results
+
+
+def _started(sources: list[str], emit: Callable[[int], str] | None, pages: int) -> Iterator[int]:
+    """The indices of the ``pages`` in the order their layouts start: as ``emit`` fills ``sources``, else the
+    biggest pages first (one long page does not start last)."""
+    if emit is None:
+        yield from sorted(range(len(sources)), key=lambda i: -len(sources[i]))
+        return
+    for i in range(pages):
+        sources.append(emit(i))
+        yield i
 
 
 def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_side: float | None,
