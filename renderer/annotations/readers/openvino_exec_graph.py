@@ -24,6 +24,7 @@ OpenVINO XML (expat, no DTD accepted, bounded), the parsing the execution graph'
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from renderer.annotations.lookup import MAX_JSON_BYTES, attribute_fused, node_ref, record_bound
 from renderer.annotations.measures import Where, measure
@@ -33,7 +34,9 @@ from renderer.core.escape import clean
 from renderer.core.id_rules import IdIndex
 from renderer.core.ir import Model, Node
 from renderer.core.records import AnnotationSet, Entry, MetricInfo
-from renderer.files import openvino_xml
+
+if TYPE_CHECKING:  # (imported where a file is read: every render detecting a file's reader imports this module)
+    from renderer.files import openvino_xml
 
 NAME = "openvino-exec-graph"
 DESCRIPTION = "OpenVINO execution graph with execTimeMcs (benchmark_app -exec_graph_path, performance counters on)"
@@ -108,4 +111,6 @@ def own_times(model: Model) -> AnnotationSet:
 def _layers(path: Path, bound: int) -> list[openvino_xml.Layer]:
     """Each ``<layer>`` under ``<net><layers>`` with its ``<data>`` attributes and place (``files.openvino_xml``);
     more than ``bound`` layers is refused as it is reached."""
+    from renderer.files import openvino_xml
+
     return openvino_xml.read_net(path, AnnotationError, "an OpenVINO execution graph", bound, MAX_JSON_BYTES).layers
