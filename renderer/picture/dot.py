@@ -154,6 +154,15 @@ class Emitter:
     # -- nodes ----------------------------------------------------------------------------------------------
 
     def _op_node(self, container: Sheet, node: Node) -> None:
+        made = (node.key, node.key in self.highlight)
+        box = self.scene.op_boxes.get(made)
+        if box is None:
+            box = self.scene.op_boxes[made] = self._op_box(node)
+        attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}", "tooltip": box[1]}
+        container.node(op_name(node), label=box[0], **attrs_out)
+
+    def _op_box(self, node: Node) -> tuple[str, str]:
+        """An operator box's label and tooltip (``Scene.op_boxes`` keeps them)."""
         entry = self.scene.annotations.ops.get(node.key)
         fill = self._fill(node, entry)
         ink = text_color(fill)
@@ -193,9 +202,7 @@ class Emitter:
             f'<TABLE BORDER="{border}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border_color}" '
             f'BGCOLOR="{fill}"{line}>{"".join(rows)}</TABLE>'
         )
-        attrs_out = {"id": node.element_id, "class": f"op cat-{node.category}",
-                     "tooltip": self._op_tooltip(node, entry)}
-        container.node(op_name(node), label=escape.html_label(label), **attrs_out)
+        return escape.html_label(label), self._op_tooltip(node, entry)
 
     def _fill(self, node: Node, entry: Entry | None) -> str:
         if entry is not None and "fillcolor" in entry.style:

@@ -26,6 +26,9 @@ class Scene:
         share_total: the book's root group and the model total of a summed colour metric, computed on first use
             (every page's shares are of it).
         colour_choice: the default colour metric ``rendering.prepare`` chose and why (None: the caller named it).
+        op_boxes: each operator box's label and tooltip as ``dot.Emitter`` made them (by its key and whether it is
+            highlighted), made once for every emission that draws it: the flat picture and then its pages, a
+            page again in columns.
     """
 
     model: Model
@@ -38,3 +41,4 @@ class Scene:
     missing: list[Node] | None = None
     share_total: tuple[Group, float] | None = None
     colour_choice: DefaultMetric | None = None
+    op_boxes: dict[tuple[tuple[str, int, int], bool], tuple[str, str]] = field(default_factory=dict)
