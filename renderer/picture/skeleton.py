@@ -37,13 +37,15 @@ from typing import NamedTuple
 
 from renderer.core import escape
 
-_OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)*")|"[^"\\]*(?:\\.[^"\\]*)*"|=<',
-                      re.DOTALL)
 _HTML_PARTS = re.compile(r'(?<=>)([^<>]*[0-9][^<>]*)(?=<)|</FONT>|<FONT\b[^<>]*>'
                          r'|<[^<>]*\b(?:[A-Z]*COLOR|TITLE|HREF|TOOLTIP)="[^<>]*>')
 _FONT_COLOR = re.compile(r'\bCOLOR="([^"]*)"')
-_HTML_LABEL = re.compile(r"<(?:[^<>]|<[^<>]*+>)*+>")
+_HTML_LABEL = r"<(?:[^<>]|<[^<>]*+>)*+>"
 """An HTML label: its text and whole tags, up to the first ``>`` that closes no tag (possessive: no backtracking)."""
+_OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)*")|"[^"\\]*(?:\\.[^"\\]*)*"'
+                      rf"|=({_HTML_LABEL})|=<", re.DOTALL)
+"""What the skeleton reads outside HTML labels: an attribute it may stand in for, a quoted string (read past), an
+HTML label (read whole), or the start of one without its end."""
 _HTML_ATTR = re.compile(r'\b([A-Z]*COLOR|TITLE|HREF|TOOLTIP)="([^"<>]*)"')
 _HEX6 = re.compile(r"#[0-9a-fA-F]{6}")
 _ANY_HEX = re.compile(r"#[0-9a-fA-F]{6}")
@@ -178,21 +180,16 @@ def skeleton(source: str) -> Skeleton:
         raise Unskeletal("a NUL in the source")
     build = _Builder(source)
     black = not _FONTCOLOR_DEFAULT.search(source)
-    parts: list[str] = []
-    at = 0
-    while (match := _OUTSIDE.search(source, at)) is not None:  # from ``at``: not into a label already stood in for
-        parts.append(source[at:match.start()])
-        name, value = match.group(1), match.group(2)
-        if match.group(0) == "=<":
-            end = _html_end(source, match.end() - 1)
-            ink = "" if black and _plain_node(source, match.start(), end) else None
-            parts.append("=" + _html_skeleton(source[match.end() - 1:end], build, ink))
-            at = end
-            continue
-        parts.append(_outside(match.group(0), name, value, build))
-        at = match.end()
-    parts.append(source[at:])
-    return build.finish("".join(parts))
+
+    def stand_in(match: re.Match[str]) -> str:
+        if match.lastindex == 3:  # an HTML label
+            ink = "" if black and _plain_node(source, match.start(), match.end()) else None
+            return "=" + _html_skeleton(match[3], build, ink)
+        if match[0] == "=<":
+            raise Unskeletal("an HTML label without its end")
+        return _outside(match[0], match[1], match[2], build)
+
+    return build.finish(_OUTSIDE.sub(stand_in, source))
 
 
 def _outside(whole: str, name: str | None, value: str, build: _Builder) -> str:
@@ -213,14 +210,6 @@ def _zeroed(text: str) -> str:
     if "&" not in text:
         return _DIGIT.sub("0", text)
     return _DIGIT_OR_ENTITY.sub(lambda m: m.group() if m.group()[0] == "&" else "0", text)
-
-
-def _html_end(source: str, start: int) -> int:
-    """The end of the HTML label whose ``<`` is at ``start``: the first ``>`` that closes no tag."""
-    match = _HTML_LABEL.match(source, start)
-    if match is None:
-        raise Unskeletal("an HTML label without its end")
-    return match.end()
 
 
 def _plain_node(source: str, start: int, end: int) -> bool:
