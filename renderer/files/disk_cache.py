@@ -314,12 +314,17 @@ def code_digest() -> str:
     """SHA-256 of the package's own code and data: a results entry is what this code made of its inputs, so an
     edited checkout (the version string unchanged) makes entries of its own instead of reading stale ones."""
     package = Path(__file__).resolve().parent.parent
+    found = []
+    for folder, folders, files in os.walk(package):  # (a third of the CPU of ``rglob``, paid by every render)
+        within = Path(folder).relative_to(package).parts
+        folders[:] = [name for name in folders if name != "__pycache__"]
+        found += [(*within, name) for name in files if os.path.splitext(name)[1] in (".py", ".json")]
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*")):
-        if path.suffix in (".py", ".json") and path.is_file():
-            content = path.read_bytes()
-            digest.update(f"{path.relative_to(package).as_posix()}\n{len(content)}\n".encode())
-            digest.update(content)
+    for parts in sorted(found):  # in path order, part by part
+        with open(os.path.join(package, *parts), "rb") as stream:
+            content = stream.read()
+        digest.update(f"{'/'.join(parts)}\n{len(content)}\n".encode())
+        digest.update(content)
     return digest.hexdigest()
 
 
