@@ -29,7 +29,8 @@ after).
 Every case is also printed as a multiple of the yardstick (``benchmarks/yardstick.py``: ``dot -Tsvg`` on a chain of
 2,000 boxes, the median of 3 runs measured just before the case), so the figures of a loaded machine compare: the
 yardstick, the floor (bare dot on the flat DOT) and ours, each in seconds and ours as both ratios. ``--repeat N``
-runs each render N times and prints the median and the spread. Each render also says how many Graphviz processes
+runs each render N times and prints the median and the spread. Python's bytecode is kept for the run
+(``keep_bytecode``), as an installed annograph has it. Each render also says how many Graphviz processes
 it started (each about 16 ms of start-up) and how much of its CPU went to child processes (Graphviz, onnxruntime).
 
 The goals (issue 9, on a 2-core machine) are printed against the figures: ≤ 5 s for the 3,600-op
@@ -356,6 +357,21 @@ def goal_line(label: str, measure: Measure, goal: float, cap: float) -> str:
     return f"GOAL {label} ≤ {goal:g} s: {measure.seconds:.2f} s, {verdict} ({goal / measure.seconds:.2f}× the goal)"
 
 
+def keep_bytecode(folder: Path, roots: list[Path]) -> None:
+    """Python's bytecode kept for the run, in ``folder`` (``PYTHONPYCACHEPREFIX``), as an installed annograph has
+    it (``bench_layout_cache`` does the same): without it (``PYTHONDONTWRITEBYTECODE``) every render compiles
+    its modules again, about a second of CPU no user pays. Each checkout's ``renderer`` is compiled, and one
+    small render of each warms what it imports."""
+    ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    ENV["PYTHONPYCACHEPREFIX"] = str(folder / "bytecode")
+    for root in roots:
+        env = dict(ENV, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "renderer")], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "renderer", "render", str(ROOT / "samples" / "onnx" / "tiny_cnn.onnx"),
+                        "-q", "--no-layout-cache", "-o", str(folder / "warm.svg")], env=env, check=True)
+
+
 def main() -> int:
     if sys.argv[1:2] == ["--child"]:  # python bench_big.py --child REPORT ROOT -- ANNOGRAPH_ARGV...
         return child(sys.argv[2], sys.argv[3], sys.argv[5:])
@@ -382,6 +398,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
+        keep_bytecode(Path(tmp), [ROOT, *([args.before.resolve()] if args.before else [])])
         for case in cases:
             model = model_for(case, folder)
             if model is None:
