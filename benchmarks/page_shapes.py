@@ -10,13 +10,14 @@ aspect ratio over all pages whose long side is over 3,000 pt (goal: at most 3 : 
 box (goal: at most 150,000 pt²), each naming its model and page, and how many pages miss either goal.
 
 A drawn box is any Graphviz node but the legend and the stubs that turn from one column to the next (as
-``tests/test_page_sizes.py`` counts them).
+``tests/unit/picture/test_columns.py`` counts them; Graphviz writes the class ``column&#45;stub``).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import html
 import re
 import subprocess
 import sys
@@ -76,8 +77,8 @@ def pages(name: str, overview: Path) -> list[Page]:
         text = path.read_text(encoding="utf-8")
         size = _SIZE.search(text)
         assert size is not None, path
-        boxes = sum(1 for ident, cls in _NODE.findall(text)
-                    if not ident.endswith("-legend") and "column-stub" not in cls.split())
+        boxes = sum(1 for ident, cls in _NODE.findall(text)  # Graphviz writes "-" as "&#45;" in both
+                    if not html.unescape(ident).endswith("-legend") and "column-stub" not in html.unescape(cls).split())
         found.append(Page(name, path.name, float(size.group(1)), float(size.group(2)), boxes))
     return found
 

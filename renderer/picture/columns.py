@@ -74,7 +74,8 @@ class Columns:
     Attributes:
         rankdir: the page's ``rankdir`` (TB: columns left to right; LR: rows top to bottom).
         along_only: a page whose items are already wrapped across its ranks (the overview's rows): cut into
-            columns only when it is a strip along its ranks even so, never into bands stacked along them.
+            columns only when it is a strip along its ranks even so, or mostly empty (``_sparse_try``), never
+            into bands stacked along them.
         atoms: each top-level item (a node's or a cluster's name) → the names of the nodes in it, in the order
             the emitter declared them.
         column: atom → its column, from 0; empty while the page is one column.
@@ -90,6 +91,9 @@ class Columns:
             back to an earlier band, area per drawn box).
         partable: the emitter would frame some group in parts (its members far apart along the ranks), and
             ``parted``: it does (a mostly empty page's second try).
+        spreadable: the emitter would draw a stub to or from another page again at a far end (an edge of it
+            runs beside the page): a strip whose first layout is mostly empty is emitted so (``parted``) before
+            it is cut into columns, as it is when ``partable``.
         backward: the emission in bands has an edge from a band to an earlier one (read against the order).
     """
 
@@ -107,6 +111,7 @@ class Columns:
     shapes: list[tuple[bool, bool, float]] = field(default_factory=list)
     partable: bool = False
     parted: bool = False
+    spreadable: bool = False
     backward: bool = False
     _node_column: dict[str, int] = field(default_factory=dict)
 
@@ -392,7 +397,8 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
     no strip is laid out again: with its groups framed in parts where their members lie far apart (when the
     emitter would cut some, ``Columns.partable``), then in columns, then in rows, its shape kept from each try
     (``Columns.shapes``): ``lay_out`` draws the try that is no strip, reads in order (no edge back to an earlier
-    band: rows cut across the ranks may put a join above the branches it reads) and holds the least area a box."""
+    band: rows cut across the ranks may put a join above the branches it reads) and holds the least area a box.
+    An overview (``Columns.along_only``: its rows wrap it already) is tried framed in parts and in columns only."""
     columns.shapes.append((too_long(width, height), columns.backward, _density(plain, width, height)))
     if last:
         return
@@ -401,7 +407,7 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
             columns.parted, columns.script, columns.atoms = True, None, {}
             raise Reshape()
         columns.first, columns.stacked = plain, False
-    elif columns.stacked:
+    elif columns.stacked or columns.along_only:
         return
     else:
         columns.stacked = True
@@ -410,7 +416,7 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
     first_width, first_height = float(size.group(1)), float(size.group(2))
     along, across = (first_height, first_width) if columns.rankdir in ("TB", "BT") else (first_width, first_height)
     aim = _aim(columns.rankdir)
-    for stacked in (False, True) if not columns.stacked else (True,):
+    for stacked in (True,) if columns.stacked else (False,) if columns.along_only else (False, True):
         columns.stacked = stacked
         count = round(math.sqrt(across / (aim * along))) if stacked else math.ceil(math.sqrt(aim * along / across))
         assignment = cut(columns, max(2, min(MAX_COLUMNS, count)))
@@ -421,7 +427,8 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
 
 def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Callable[[bytes], None] | None:
     """The ``graphviz_run.render_formats`` check of one try: raise ``Reshape`` (``columns`` assigned) when the
-    layout is a strip along its ranks and columns would help, or mostly empty (``_sparse_try``); None on the last
+    layout is a strip along its ranks and columns would help (emitted framed in parts first when the strip is
+    mostly empty and ``Columns.partable`` or ``spreadable``), or mostly empty (``_sparse_try``); None on the last
     try. ``pages_over``: a strip longer than this on the first try raises ``graphviz_run.TooBig`` instead (a flat
     picture drawn as pages)."""
     if last and not columns.shapes:
@@ -432,8 +439,7 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         if size is None:
             return
         width, height = float(size.group(1)) * 72 + PAD_PT, float(size.group(2)) * 72 + PAD_PT
-        if columns.shapes or (not columns.column and not columns.along_only and not too_long(width, height)
-                              and sparse(plain, width, height)):
+        if columns.shapes or (not columns.column and not too_long(width, height) and sparse(plain, width, height)):
             _sparse_try(columns, plain, width, height, last)
             return
         if not too_long(width, height):
@@ -445,6 +451,9 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
                 raise graphviz_run.TooBig(width, height)
             if columns.along_only and along <= across:
                 return
+            if (columns.partable or columns.spreadable) and not columns.parted and sparse(plain, width, height):
+                columns.parted, columns.script, columns.atoms = True, None, {}  # framed in parts first, then cut
+                raise Reshape()
             columns.first, columns.stacked = plain, along <= across  # wide across the ranks: rows along them
             # bands stacked along the ranks round their count down: a last band of a few items spans the width
             count = math.ceil(math.sqrt(aim * along / across)) if not columns.stacked else \

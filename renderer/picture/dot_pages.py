@@ -44,7 +44,14 @@ from renderer.picture.dot import (
     text_row,
     unique_nodes,
 )
-from renderer.picture.fanout import far_readers, far_writers, longest_path_ranks, loose_edges, settled_ranks
+from renderer.picture.fanout import (
+    NEAR_RANKS,
+    far_readers,
+    far_writers,
+    longest_path_ranks,
+    loose_edges,
+    settled_ranks,
+)
 from renderer.picture.grouping.group import Group
 from renderer.picture.grouping.names import display_path, series_prefix
 from renderer.picture.pages import Book, Inline, Page
@@ -594,7 +601,8 @@ class _PageEmitter(Emitter):
         fed from far up the page has each far writer's edge end in a stub just below that writer, ``to Concat
         0:77`` (``_feed``), and one note above it standing for them all (``_from_above``). On a page laid out
         again because it came out mostly empty (``columns.Columns.parted``), a stub to another page fed from far
-        up is drawn again below each far writer too (a pad at each level of a chain, all sent to one page)."""
+        up is drawn again below each far writer too (a pad at each level of a chain, all sent to one page), and
+        any stub to or from another page at each end far from its others (``_far_stub_ends``)."""
         parted = self.columns is not None and self.columns.parted
         joins: dict[str, list[tuple[str, str]]] = {}
         for source, target in pairs:
@@ -603,9 +611,14 @@ class _PageEmitter(Emitter):
         far = far_writers(list(joins.items()), pairs, lambda name: name.startswith(("op_", "box_")))
         if far and self.columns is not None:
             self.columns.partable = True
-        return {(source, target): (source, self._stub_copy(target, source) if target.startswith("stub_") else
-                                   self._feed(source, target)) for source, target in pairs
-                if source in far.get(target, ())}
+        routes = {(source, target): (source, self._stub_copy(target, source) if target.startswith("stub_") else
+                                     self._feed(source, target)) for source, target in pairs
+                  if source in far.get(target, ())}
+        spread = _far_stub_ends(pairs, routes)
+        if spread and self.columns is not None:
+            self.columns.spreadable = True
+        return {pair: (self._stub_copy(*pair), pair[1]) if pair[0].startswith("stub_") else
+                (pair[0], self._stub_copy(pair[1], pair[0])) for pair in pairs if pair in spread and parted} | routes
 
     def _stub_copy(self, stub: str, end: str) -> str:
         """The stub ``stub`` drawn again, at ``end`` (the same text and link, an id of its own)."""
@@ -909,6 +922,34 @@ class _PageEmitter(Emitter):
             if self.page.index:
                 totals["this group"] = f"{percent(self.group_share)} of {metric}"
         return totals
+
+
+def _far_stub_ends(pairs: list[tuple[str, str]], routed: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The edges of a stub to or from another page (one node for every tensor crossing to that page) that end far
+    from its other ends: at a reader more than ``NEAR_RANKS`` ranks below the stub's nearest reader, or at a
+    writer as far above its latest writer (page 4's tensors read by the octaves of a constant-Q transform at the
+    top of a page and by a group box at its foot; a tensor sent from the top of a page and a layer's output from
+    its foot). Such an edge runs beside the page and sets its width: on a page laid out again because it came out
+    mostly empty, the stub is drawn again at that end (``_PageEmitter._far_routes``). Edges already ``routed``
+    elsewhere (``fanout.far_writers``) are left out, of the ranks too."""
+    pairs = [pair for pair in pairs if pair not in routed]
+    ins: dict[str, list[str]] = {}
+    outs: dict[str, list[str]] = {}
+    for source, target in pairs:
+        if source.startswith("stub_in_") and target.startswith(("op_", "box_")):
+            ins.setdefault(source, []).append(target)
+        if target.startswith("stub_out_") and source.startswith(("op_", "box_")):
+            outs.setdefault(target, []).append(source)
+    far: set[tuple[str, str]] = set()
+    if ins:
+        rank = settled_ranks(pairs)
+        far |= {(stub, end) for stub, ends in ins.items()
+                for end in ends if rank[end] > min(rank[e] for e in ends) + NEAR_RANKS}
+    if outs:
+        rank = settled_ranks([pair for pair in pairs if pair[1] not in outs])
+        far |= {(end, stub) for stub, ends in outs.items()
+                for end in ends if rank.get(end, 0) < max(rank.get(e, 0) for e in ends) - NEAR_RANKS}
+    return far
 
 
 def _run_title(run: list[Group], fmt: str) -> str:

