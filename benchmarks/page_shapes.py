@@ -9,16 +9,14 @@ its pages) is read back. Printed: per model, its pages and its worst page by eac
 aspect ratio over all pages whose long side is over 3,000 pt (goal: at most 3 : 1) and the worst area per drawn
 box (goal: at most 150,000 pt²), each naming its model and page, and how many pages miss either goal.
 
-A drawn box is any Graphviz node but the legend and the stubs that turn from one column to the next (as
-``tests/unit/picture/test_columns.py`` counts them; Graphviz writes the class ``column&#45;stub``).
+A drawn box is an operator, a group box or a graph input/output, never a stub or the legend
+(``tests/support/page_boxes.py``, which the tests count with too).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import html
-import re
 import subprocess
 import sys
 import tempfile
@@ -28,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
+import page_boxes  # noqa: E402
+from page_boxes import MAX_AREA_PER_BOX  # noqa: E402
+
 LONG_SIDE_PT = 3000.0
 MAX_ASPECT = 3.0
-MAX_AREA_PER_BOX = 150_000
-_SIZE = re.compile(r'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"')
-_NODE = re.compile(r'<g id="([^"]*)" class="(node[^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -75,11 +73,7 @@ def pages(name: str, overview: Path) -> list[Page]:
     found = []
     for path in [overview] + sorted(folder.glob("page-*.svg")):
         text = path.read_text(encoding="utf-8")
-        size = _SIZE.search(text)
-        assert size is not None, path
-        boxes = sum(1 for ident, cls in _NODE.findall(text)  # Graphviz writes "-" as "&#45;" in both
-                    if not html.unescape(ident).endswith("-legend") and "column-stub" not in html.unescape(cls).split())
-        found.append(Page(name, path.name, float(size.group(1)), float(size.group(2)), boxes))
+        found.append(Page(name, path.name, *page_boxes.size(text), page_boxes.boxes(text)))
     return found
 
 

@@ -75,6 +75,8 @@ HEAT_ROWS = 45.0
 NODE_GAP, RANK_GAP = 18.0, 25.0
 FRAME_GAP_RANKS = 3
 """A group drawn in full whose members leave more ranks than this empty between them may be framed in parts."""
+STUB_LIST_MIN = 3
+"""Stubs to other pages fed by one item alone past which they are one list under it (``_stub_lists``)."""
 FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
 
@@ -127,6 +129,8 @@ class _PageEmitter(Emitter):
         self.stubs: dict[str, tuple[str, str, str]] = {}  # dot name → (label, href, tooltip)
         self.stub_ids: dict[str, str] = {}
         self.stub_class: dict[str, str] = {}  # dot name → its class, when not ``stub``
+        self.stub_lines: dict[str, tuple[str, list[str]]] = {}  # a stub to or from a page → (text, tooltip lines)
+        self.stub_lists: dict[str, list[str]] = {}  # ``_stub_lists``: a list's dot name → the stubs it draws
         self.feeds: dict[str, str] = {}  # a far writer's stub (``_feed``) → the join it stands for
         self.far_carried: dict[str, list[Value]] = {}  # join → the tensors its far writers' stubs stand for
         self.drawn_by_name = {op_name(n): n for n in page.drawn_ops()}
@@ -208,7 +212,12 @@ class _PageEmitter(Emitter):
             if graph_index not in self.io_drawn:
                 self._graph_io(sheet, graph_index)
         self._page_edges(sheet, drawn)
+        listed = {stub for stubs in self.stub_lists.values() for stub in stubs}
+        for name, stubs in self.stub_lists.items():
+            self._list_node(sheet, name, stubs)
         for name, (label, href, tip) in self.stubs.items():
+            if name in listed:
+                continue
             attrs = {"href": href} if href else {}
             sheet.node(name, label=escape.html_label(label), id=self.stub_ids[name], tooltip=tip, **attrs,
                        **{"class": self.stub_class.get(name, "stub")})
@@ -576,16 +585,57 @@ class _PageEmitter(Emitter):
             seen[value.key] += 1
             self._routed_edge(container, self.routes.get((source, target), (source, target)), [value],
                               id=value.element_id if k == 0 else f"{value.element_id}.{k}", **self._edge_style(value))
+        lists = {stub: name for name, stubs in self._stub_lists().items() for stub in stubs}
+        into: dict[str, tuple[int, str, list[Value]]] = {}  # a list → its edge's number, source and tensors
         for k, (source, target), carried in self.bundles:
+            route = self.routes.get((source, target), (source, target))
+            if route[1] in lists:
+                into.setdefault(lists[route[1]], (k, route[0], []))[2].extend(carried)
+                continue
             back = self.bundled.get((target, source), [])
-            self._routed_edge(container, self.routes.get((source, target), (source, target)), carried + back,
-                              id=f"x-{self.page.index}-{k}", **self._bundle_style(carried, back))
+            self._routed_edge(container, route, carried + back, id=f"x-{self.page.index}-{k}",
+                              **self._bundle_style(carried, back))
+        for name, (k, source, carried) in into.items():
+            self._routed_edge(container, (source, name), carried, id=f"x-{self.page.index}-{k}",
+                              **self._bundle_style(carried))
         for n, (join, carried) in enumerate(self.far_carried.items()):
             note = self._from_above(join, carried)
             container.edge(note, join, id=f"x-{self.page.index}-{len(self.bundled) + n}",
                            **self._bundle_style(carried))
             self.edge_pairs.append((note, join))
         self._body_links(container, drawn)
+
+    def _stub_lists(self) -> dict[str, list[str]]:
+        """Stubs to other pages that one item alone feeds, ``STUB_LIST_MIN`` or more (a tensor read on a dozen
+        pages): each such item's stubs drawn as one list under it, a linked line each (``_list_node``), where
+        they were a row as wide as the page, each with an edge and its label. Kept in ``stub_lists``. Detail
+        pages only: the overview's rows place its stubs one by one."""
+        if not self.page.index:
+            return {}
+        routes = [self.routes.get(pair, pair) for pair in [(s, t) for s, t, _ in self.plain]
+                  + [pair for _, pair, _ in self.bundles]]
+        touched = Counter(end for route in routes for end in route)
+        fed: dict[str, list[str]] = {}
+        for _, (source, target), _ in self.bundles:
+            tail, head = self.routes.get((source, target), (source, target))
+            if head.startswith("stub_out_") and touched[head] == 1 and not self.bundled.get((target, source)):
+                fed.setdefault(tail, []).append(head)
+        self.stub_lists = {f"stubs_{tail}": stubs for tail, stubs in fed.items() if len(stubs) >= STUB_LIST_MIN}
+        return self.stub_lists
+
+    def _list_node(self, container: Sheet, name: str, stubs: list[str]) -> None:
+        """The stubs ``stubs`` as one node: a line each, with its text, link and tooltip."""
+        rows = []
+        for stub in stubs:
+            text, tip = self.stub_lines[stub]
+            rows.append(f'<TR><TD ALIGN="LEFT" HREF="{self.stubs[stub][1]}" TITLE="{escape.html_text(tip[0], 160)}">'
+                        f'<FONT POINT-SIZE="8" COLOR="{LINK_COLOR}"><U>{escape.html_text(text, 60)}</U></FONT>'
+                        "</TD></TR>")
+        label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="2" CELLSPACING="0" COLOR="#9a9a9a" '
+                 f'BGCOLOR="{STUB_FILL}" STYLE="rounded,dashed">{"".join(rows)}</TABLE>')
+        tip = [f"to {len(stubs)} other pages:", *(self.stub_lines[stub][1][0] for stub in stubs)]
+        container.node(name, label=escape.html_label(label), id=f"stubs-{self.page.index}-{len(self.stub_ids)}",
+                       tooltip=escape.tooltip(tip), **{"class": "stub"})
 
     def _routed_edge(self, container: Sheet, route: tuple[str, str], carried: list[Value], **attrs: object) -> None:
         """An edge as ``_far_routes`` sends it; one that ends in a far writer's stub is counted for its join's
@@ -625,6 +675,8 @@ class _PageEmitter(Emitter):
         name = f"{stub}__{end}"
         if name not in self.stubs:
             self.stubs[name] = self.stubs[stub]
+            if stub in self.stub_lines:
+                self.stub_lines[name] = self.stub_lines[stub]
             self.stub_ids[name] = f"stub-{self.page.index}-{len(self.stub_ids)}"
         return name
 
@@ -853,6 +905,7 @@ class _PageEmitter(Emitter):
                      f'STYLE="rounded,dashed"><TR><TD><FONT POINT-SIZE="8" COLOR="{LINK_COLOR if href else "#333333"}">'
                      f"{link}</FONT></TD></TR></TABLE>")
             self.stubs[name] = (label, href, escape.tooltip(tip))
+            self.stub_lines[name] = (text, tip)
             self.stub_ids[name] = f"stub-{self.page.index}-{len(self.stub_ids)}"
         return name
 

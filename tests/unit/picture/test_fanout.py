@@ -15,11 +15,9 @@ import onnx
 import pytest
 
 from conftest import ONNX, SVG_NS, XLINK_NS, parse_svg, run_cli
+from page_boxes import MAX_AREA_PER_BOX, area_per_box
 from renderer.picture.fanout import FAR_READERS, far_readers, far_writers, loose_edges, loose_items, settled_ranks
 from wheel_models import keys, wheel_model
-
-MAX_AREA_PER_BOX = 150_000
-"""pt² of page per drawn box, counting only operators, group boxes and graph inputs/outputs (never stubs)."""
 
 
 def _chain(name: str, length: int) -> list[tuple[str, str]]:
@@ -142,15 +140,6 @@ def _texts(g) -> str:  # type: ignore[no-untyped-def]
     return " ".join(t.text for t in g.iter(f"{SVG_NS}text") if t.text)
 
 
-def area_per_box(path: Path) -> float:
-    """A page's area over its drawn operators, group boxes and graph inputs/outputs."""
-    root = parse_svg(path)
-    width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
-    boxes = sum(1 for g in root.iter(f"{SVG_NS}g") if "node" in _classes(g) and (
-        {"op", "group"} & set(_classes(g)) or (g.get("id") or "").startswith("io-")))
-    return width * height / max(1, boxes)
-
-
 def check_uses(overview: Path, model: onnx.ModelProto) -> int:
     """Every far reader's stub on every page: labelled ``tensor · from Op S:N`` (or ``· model input``), its
     tooltip naming the tensor in full and its producer, its link landing on that producer's box (or the input's),
@@ -239,9 +228,7 @@ HELD_OUT |= {name: (lambda name=name: ONNX / f"{name}.onnx") for name in ("bert_
 
 
 OPEN = {"basic_pitch_nmp": "issue 26: counting operators, group boxes and graph inputs/outputs only (not stubs), "
-                           "its constant-Q page 2 is 170,565 pt² a box and page 4 173,055 (the overview 139,055)",
-        "minimol_v1": "issue 26: counting as above, its pages 1-3 are 189,140, 185,756 and 182,458 pt² a box "
-                      "(every page within 150,000 counting stubs too, test_columns)"}
+                           "its constant-Q page 2 is 170,565 pt² a box and page 4 173,055 (the overview 139,055)"}
 
 
 @pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN[key]))
@@ -333,16 +320,6 @@ def test_a_flat_picture_gives_far_readers_stubs_and_keeps_hostile_names_as_text(
     assert check_uses(out, onnx.load(str(path))) == 3
 
 
-def _per_node(path: Path) -> float:
-    """A page's area over its Graphviz nodes but the legend and the stubs turning between bands (test_columns,
-    benchmarks/page_shapes.py)."""
-    root = parse_svg(path)
-    width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
-    nodes = sum(1 for g in root.iter(f"{SVG_NS}g") if "node" in _classes(g) and "column-stub" not in _classes(g)
-                and not (g.get("id") or "").endswith("-legend"))
-    return width * height / max(1, nodes)
-
-
 def _font_sizes(path: Path) -> set[float]:
     return {float(t.get("font-size")) for t in parse_svg(path).iter(f"{SVG_NS}text") if t.get("font-size")}
 
@@ -361,8 +338,7 @@ def test_a_mostly_empty_page_is_laid_out_again_tight(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     pages = _pages(out)
     assert len(pages) == 5
-    assert _per_node(pages[0]) <= 145_000 and _per_node(pages[4]) <= 130_000
-    assert all(_per_node(p) <= 150_000 for p in pages)
+    assert area_per_box(pages[0]) <= 145_000
     for page in pages[0], pages[2]:
         root = parse_svg(page)
         frames = [g for g in root.iter(f"{SVG_NS}g")
