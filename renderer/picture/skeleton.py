@@ -31,6 +31,7 @@ refuses the skeleton (``Unskeletal``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -57,6 +58,10 @@ _FONTCOLOR_DEFAULT = re.compile(r"^\s*(?:(?:node|graph)\s*\[[^\n]*)?\bfontcolor=
 _NODE_HEAD = re.compile(r'\s*(?!(?:node|edge|graph|subgraph)\b)(?:"[^"\n]*"|[\w.]+)\s*\[[^\n]*$')
 VALUE_WIDTH = 6
 """Digits a value of a label is laid out with at least (module docstring)."""
+LABELS_KEPT = 2048
+"""HTML labels, tooltips and links whose stand-ins are kept (``_label_parts``, ``_outside_svg``): a page laid out
+again in columns replays the lines of its first emission, so its second source holds the first one's labels; a
+page is some hundred of them."""
 
 
 class Unskeletal(Exception):
@@ -149,14 +154,16 @@ class _Builder:
         self.tokens: list[Token] = []
 
     def string(self, original: str, svg: str | None) -> str:
-        if svg is None:
-            return original
-        self.tokens.append(Token(original, svg))
-        return f"{self.prefix}{len(self.tokens) - 1}z"
+        return original if svg is None else self.add(Token(original, svg), False)
 
     def colour(self, original: str, ink: str | None = None, svg: str = "") -> str:
-        self.tokens.append(Token(original, svg or original.lower(), ink))
-        return f"{_COLOUR_SLOT}{len(self.tokens) - 1}{_COLOUR_SLOT}"
+        return self.add(Token(original, svg or original.lower(), ink), True)
+
+    def add(self, token: Token, colour: bool) -> str:
+        """The next token, ``token``: a colour's slot, or a string's stand-in."""
+        self.tokens.append(token)
+        number = len(self.tokens) - 1
+        return f"{_COLOUR_SLOT}{number}{_COLOUR_SLOT}" if colour else f"{self.prefix}{number}z"
 
     def finish(self, text: str) -> Skeleton:
         """``text`` with each colour slot given a ``#rrggbb`` that ``text`` names nowhere else."""
@@ -184,7 +191,7 @@ def skeleton(source: str) -> Skeleton:
     def stand_in(match: re.Match[str]) -> str:
         if match.lastindex == 3:  # an HTML label
             ink = "" if black and _plain_node(source, match.start(), match.end()) else None
-            return "=" + _html_skeleton(match[3], build, ink)
+            return "=" + _label(match[3], build, ink)
         if match[0] == "=<":
             raise Unskeletal("an HTML label without its end")
         return _outside(match[0], match[1], match[2], build)
@@ -198,8 +205,13 @@ def _outside(whole: str, name: str | None, value: str, build: _Builder) -> str:
         return whole
     if name.endswith("color"):
         return f'{name}="{build.colour(value[1:-1])}"' if _HEX6.fullmatch(value[1:-1]) else whole
-    svg = escape.svg_tooltip_of(value) if name == "tooltip" else escape.svg_href_of(value)
-    return f"{name}={build.string(value, svg)}"
+    return f"{name}={build.string(value, _outside_svg(name, value))}"
+
+
+@functools.lru_cache(maxsize=LABELS_KEPT)
+def _outside_svg(name: str, value: str) -> str | None:
+    """A tooltip's or a link's SVG form (kept: a page's columns hold its first emission's)."""
+    return escape.svg_tooltip_of(value) if name == "tooltip" else escape.svg_href_of(value)
 
 
 def _zeroed(text: str) -> str:
@@ -220,7 +232,42 @@ def _plain_node(source: str, start: int, end: int) -> bool:
     return (_NODE_HEAD.match(head) is not None and "fontcolor" not in head and "fontcolor" not in tail)
 
 
-def _html_skeleton(label: str, build: _Builder, ink: str | None) -> str:
+class _Recorder:
+    """The calls one label's stand-ins make on a ``_Builder``, in order, each written as a NUL (never in a
+    source) into the label's skeleton."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Token, bool]] = []
+
+    def string(self, original: str, svg: str | None) -> str:
+        return original if svg is None else self.add(Token(original, svg), False)
+
+    def colour(self, original: str, ink: str | None = None, svg: str = "") -> str:
+        return self.add(Token(original, svg or original.lower(), ink), True)
+
+    def add(self, token: Token, colour: bool) -> str:
+        self.calls.append((token, colour))
+        return _COLOUR_SLOT
+
+
+def _label(label: str, build: _Builder, ink: str | None) -> str:
+    """``_html_skeleton`` of ``label``, the parts of a label seen lately put together again with ``build``'s
+    next tokens: the same text and tokens as reading it anew."""
+    pieces, calls = _label_parts(label, ink)
+    parts = [pieces[0]]
+    for (token, colour), piece in zip(calls, pieces[1:]):
+        parts += [build.add(token, colour), piece]
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=LABELS_KEPT)
+def _label_parts(label: str, ink: str | None) -> tuple[tuple[str, ...], tuple[tuple[Token, bool], ...]]:
+    """``label``'s skeleton cut at its tokens, and the tokens (``_Recorder``)."""
+    record = _Recorder()
+    return tuple(_html_skeleton(label, record, ink).split(_COLOUR_SLOT)), tuple(record.calls)
+
+
+def _html_skeleton(label: str, build: _Builder | _Recorder, ink: str | None) -> str:
     """An HTML label with its colours, titles, links and texts with digits stood in for; a text only where its
     colour is known: a ``FONT COLOR`` of the label, or ``ink`` (the default black, ``""``) outside any."""
     inks: list[str | None] = [ink]
@@ -243,7 +290,7 @@ def _html_skeleton(label: str, build: _Builder, ink: str | None) -> str:
     return _HTML_PARTS.sub(stand_in, label)
 
 
-def _html_attribute(match: re.Match[str], build: _Builder) -> str:
+def _html_attribute(match: re.Match[str], build: _Builder | _Recorder) -> str:
     name, value = match.group(1), match.group(2)
     if name.endswith("COLOR"):
         return f'{name}="{build.colour(value)}"' if _HEX6.fullmatch(value) else match.group(0)
@@ -251,7 +298,7 @@ def _html_attribute(match: re.Match[str], build: _Builder) -> str:
     return f'{name}="{build.string(value, svg)}"'
 
 
-def _html_text(text: str, ink: str | None, build: _Builder) -> str:
+def _html_text(text: str, ink: str | None, build: _Builder | _Recorder) -> str:
     """A text run with a digit (``_HTML_PARTS``' own group) in ``ink``, stood in for when it can be."""
     if ink is None or (ink and not _HEX6.fullmatch(ink)):
         return text

@@ -22,3 +22,20 @@ def test_a_label_ends_at_the_first_bracket_that_closes_no_tag_and_what_follows_i
 def test_a_label_with_a_lone_bracket_or_no_end_is_refused(label: str) -> None:
     with pytest.raises(skeleton.Unskeletal):
         skeleton.skeleton(f"digraph g {{\n\tn [label={label}]\n}}\n")
+
+
+def test_a_label_seen_before_is_stood_in_for_as_when_read_anew() -> None:
+    label = ('<<TABLE><TR><TD TITLE="op 7" BGCOLOR="#a1b2c3"><FONT COLOR="#102030">12.5 ms</FONT></TD>'
+             '<TD HREF="p.svg">x &amp; 3</TD></TR></TABLE>>')
+    first = f'digraph g {{\n\tn [label={label} tooltip="t 1" fillcolor="#405060"]\n}}\n'
+    # the label again, after other tokens (a page's columns replay its first emission's lines)
+    again = (f'digraph g {{\n\tsubgraph cluster_col0 {{\n\t\tm [tooltip="u 2" color="#708090"]\n'
+             f'\t\tn [label={label} tooltip="t 1" fillcolor="#405060"]\n\t}}\n}}\n')
+    skeleton._label_parts.cache_clear()
+    fresh = skeleton.skeleton(again)
+    skeleton.skeleton(first)
+    kept = skeleton.skeleton(again)
+    assert skeleton._label_parts.cache_info().hits >= 1
+    assert kept == fresh
+    assert [t.original for t in kept.tokens][:3] == ['"u 2"', "#708090", "op 7"]
+    assert kept.restore(kept.text) == again
