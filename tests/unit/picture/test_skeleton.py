@@ -39,3 +39,15 @@ def test_a_label_seen_before_is_stood_in_for_as_when_read_anew() -> None:
     assert kept == fresh
     assert [t.original for t in kept.tokens][:3] == ['"u 2"', "#708090", "op 7"]
     assert kept.restore(kept.text) == again
+
+
+@pytest.mark.parametrize(("head", "stood_in"), [
+    ("digraph g {\n", True), ('digraph g {\n\tedge [fontcolor="#333333"]\n', True),
+    ('digraph g {\n\tn0 [fontcolor="#333333"]\n', True), ('fontcolor="#333333"\ndigraph g {\n', False),
+    ('digraph g {\n\tnode [fontsize=10 fontcolor="#333333"]\n', False),
+    ('digraph g {\n\n\n\tgraph\n\t[fontcolor="#333333"]\n', False),
+    ('digraph g {\n\tsubgraph s {\n\t\tfontcolor="#333333"\n\t}\n', False),
+])
+def test_a_labels_digits_are_stood_in_for_only_when_no_default_fontcolor_is_named(head: str, stood_in: bool) -> None:
+    frame = skeleton.skeleton(f"{head}\tn [label=<<TABLE><TR><TD>12.5 ms</TD></TR></TABLE>>]\n}}\n")
+    assert ("12.5" not in frame.text) is stood_in
