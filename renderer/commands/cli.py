@@ -7,6 +7,7 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -29,6 +30,8 @@ ids: an operator is named by its node name, the name of one of its output tensor
 graph 0) or S:N (operator N of graph S); a tensor by its name, N or S:N. `annograph info MODEL` lists them all."""
 
 
+YOUNG_GC = 50_000
+"""Allocations between two collections of the garbage collector's youngest generation while a command runs."""
 EXIT_USAGE = 2
 """Exit status of a usage error (argparse's and ours, ``errors.UsageError``); 1 is any other error, 3 the diff
 gate."""
@@ -117,6 +120,19 @@ def _check_implied_model(argv: list[str], given: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status. The garbage collector's youngest generation is collected
+    every ``YOUNG_GC`` allocations instead of every 700 while it runs: each collection walks every young object
+    still alive (a re-render of the TTS: 620 collections, 0.45 s CPU -> 44, 0.17 s; light_resnet50's imports
+    alone made 39). What reference counting frees, nearly everything, is freed as before."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], YOUNG_GC), *before[1:])
+    try:
+        return _main(argv)
+    finally:
+        gc.set_threshold(*before)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     argv = with_command(given)
     parser = build_parser(argv[:1] if argv[:1] and argv[0] in COMMANDS else COMMANDS)

@@ -42,11 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def summary_outputs(args: argparse.Namespace) -> list[str]:
     """``--summary``'s file as an extra output (checked: one model, a .md name), or none."""
+    if args.summary is None:
+        return []
     from renderer.core.errors import UsageError
     from renderer.reports.summary import check_summary_name
 
-    if args.summary is None:
-        return []
     if len(args.models) > 1:
         raise UsageError("--summary takes one model; render each model with its own --summary")
     check_summary_name(args.summary)
