@@ -11,6 +11,7 @@ All user text reaches the DOT only through ``renderer.core.escape``.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 
 import graphviz
 
@@ -469,15 +470,15 @@ class Emitter:
         meta = list(totals.items()) + [(k, _value_text(v)) for k, v in graph_values.items()]
         for i, (key, value) in enumerate(meta[:LEGEND_META_ROWS]):
             if i == len(totals) and model.assumed_dims:
-                rows.append(_assumed_row(model))  # the sizes the totals are of, before the graph's own values
+                rows.append(self._made_once("assumed", lambda: _assumed_row(model)))  # before the graph's values
             rows.append(_meta_row(key, value))
         if model.assumed_dims and len(totals) >= min(len(meta), LEGEND_META_ROWS):
-            rows.append(_assumed_row(model))
+            rows.append(self._made_once("assumed", lambda: _assumed_row(model)))
         if group_heat is not None:
             rows.append(self._colorbar(group_heat, "group box fill"))
         for heat, what in ((scene.heatmap if ops_bar else None, "box fill"), (scene.edge_map, "edge width and colour")):
-            if heat is not None:
-                rows.append(self._colorbar(heat, what))
+            if heat is not None:  # the scene's own maps: the same bar on every page
+                rows.append(self._made_once(what, lambda heat=heat, what=what: self._colorbar(heat, what)))
         shown = nodes if nodes is not None else [n for n in model.nodes() if self.folding.is_drawn(n)]
         categories = sorted({n.category for n in shown})
         if categories:
@@ -495,6 +496,14 @@ class Emitter:
             f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="#9a9a9a" BGCOLOR="#ffffff">'
             f'{"".join(rows)}</TABLE>'
         )
+
+    def _made_once(self, what: str, make: Callable[[], str]) -> str:
+        """A legend row every page of the book shows alike, made by ``make`` for the first (``Scene.legend_rows``)."""
+        rows = self.scene.legend_rows
+        row = rows.get(what)
+        if row is None:
+            row = rows[what] = make()
+        return row
 
     def _legend_tooltip(self) -> str:
         """The legend's hover text: "legend", and the graph values too long for it (``_meta_row``), each cut at

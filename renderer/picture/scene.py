@@ -29,6 +29,8 @@ class Scene:
         op_boxes: each operator box's label and tooltip as ``dot.Emitter`` made them (by its key and whether it is
             highlighted), made once for every emission that draws it: the flat picture and then its pages, a
             page again in columns.
+        legend_rows: legend rows every page of a book repeats (the assumed dims' and the MACs formula's, the colour
+            bars of ``heatmap`` and ``edge_map``), by what they show, made once.
     """
 
     model: Model
@@ -42,3 +44,4 @@ class Scene:
     share_total: tuple[Group, float] | None = None
     colour_choice: DefaultMetric | None = None
     op_boxes: dict[tuple[tuple[str, int, int], bool], tuple[str, str]] = field(default_factory=dict)
+    legend_rows: dict[str, str] = field(default_factory=dict)

@@ -523,7 +523,9 @@ class _Names:
         value = self.names.get(name)
         if value is None:
             value = self.graph.add_value(name, type=self.type_of(self.shapes.get(name)))
-            value.metadata = dict(self.metadata.get(name, {}))
+            stored = self.metadata.get(name)
+            if stored:
+                value.metadata = dict(stored)
             self.names[name] = value
         return value
 
@@ -555,6 +557,7 @@ class _Builder:
         self.model = ir.Model(format=FORMAT, path=str(path))
         self.schema_names: dict[tuple[str, str, int], list[str]] = {}
         self.schema_defaults: dict[tuple[str, str], dict[str, Any]] = {}
+        self.types: dict[bytes, ir.TensorType | None] = {}  # by the TypeProto's bytes: a model repeats a few types
 
     def build(self) -> ir.Model:
         proto, model = self.proto, self.model
@@ -617,7 +620,7 @@ class _Builder:
         defaults = self._schema_defaults(op_type, domain)
         for attr in np_.attribute:
             attr_name = decode_text(attr.name)
-            node.attributes[attr_name] = self._attribute(attr, node, names.inner_scope())
+            node.attributes[attr_name] = self._attribute(attr, node, names)
             if attr_name in defaults and defaults[attr_name] == node.attributes[attr_name]:
                 node.defaults.add(attr_name)
         if domain in ("", "ai.onnx") and node.outputs:
@@ -671,6 +674,12 @@ class _Builder:
     def _type(self, tp: Any) -> ir.TensorType | None:
         if tp is None:
             return None
+        key = tp.SerializeToString()
+        if key not in self.types:
+            self.types[key] = self._new_type(tp)
+        return self.types[key]
+
+    def _new_type(self, tp: Any) -> ir.TensorType | None:
         if not tp.HasField("tensor_type"):
             container = self._container(tp)
             return None if container is None else ir.TensorType(container, None)
@@ -800,17 +809,17 @@ class _Builder:
         if value.type is None or value.type.shape is None:
             value.type = ir.TensorType(dtype, static)
 
-    def _attribute(self, attr: onnx.AttributeProto, node: ir.Node, scope: list[dict[str, ir.Value]]) -> Any:
+    def _attribute(self, attr: onnx.AttributeProto, node: ir.Node, names: _Names) -> Any:
         import onnx
         from onnx import helper
 
         kind = attr.type
         if kind == onnx.AttributeProto.GRAPH:
-            sub = self._graph(attr.g, node, scope)
+            sub = self._graph(attr.g, node, names.inner_scope())
             node.subgraphs.append(sub)
             return ir.SubgraphRef(sub.index)
         if kind == onnx.AttributeProto.GRAPHS:
-            subs = [self._graph(g, node, scope) for g in attr.graphs]
+            subs = [self._graph(g, node, names.inner_scope()) for g in attr.graphs]
             node.subgraphs.extend(subs)
             return [ir.SubgraphRef(s.index) for s in subs]
         if kind == onnx.AttributeProto.TENSOR:

@@ -50,8 +50,20 @@ _ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 
 def _static_dims(tp: onnx.TypeProto) -> list[int] | None:
     if not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
         return None
-    dims = tp.tensor_type.shape.dim
-    return [int(d.dim_value) for d in dims] if all(d.HasField("dim_value") for d in dims) else None
+    dims = []
+    for d in tp.tensor_type.shape.dim:
+        if not d.HasField("dim_value"):
+            return None
+        dims.append(d.dim_value)
+    return dims
+
+
+def static_sizes(graph: onnx.GraphProto) -> dict[str, int | None]:
+    """Bytes of each main-graph activation that value_info or the outputs declare, None where its shape is not
+    static: read once for ``missing_shapes``, ``_refused`` and ``run_sizes`` (a pass over 20,000 tensors)."""
+    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+    return {name: None if (dims := _static_dims(tp)) is None else
+            math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4) for name, tp in types.items()}
 
 
 def installed() -> bool:
@@ -83,20 +95,22 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     """
     graph = proto.graph
     inputs = input_dims(graph)
-    missing = missing_shapes(graph)
+    static = static_sizes(graph)
+    missing = missing_shapes(graph, static)
     if inputs is None or not (missing or record):
         return [], None
     total = len(missing) + (inner if record is not None else 0)
     within = " inside If/Loop/Scan bodies" if not missing else ""
     count = f"{total} tensors{within} have" if total != 1 else f"1 tensor{within} has"
     what = f"{path}: {count} shapes static inference cannot reach (they depend on computed values)"
-    refused = _refused(path, proto, what)
+    refused = _refused(path, proto, what, static)
     if refused:
         return [refused], None
     import functools
 
     tries = tries if feeds is None else None
-    limit = functools.cache(lambda: _run_limit(path, proto, [inputs, *_largest(tries)], feeds, len(missing)))
+    limit = functools.cache(lambda: _run_limit(path, proto, [inputs, *_largest(tries)], feeds, len(missing),
+                                               static))
     request = {"path": str(path), "inputs": inputs, "outputs": missing, **({} if record else {"pruned": True}),
                **({"retry": tries} if tries else {})}
     ahead = _AHEAD.pop(_ahead_key(path, inputs, missing), None) if feeds is None else None
@@ -138,12 +152,12 @@ def _on_zeros(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit
 
 
 def _run_limit(path: Path, proto: onnx.ModelProto, sizes: list[dict[str, list[int]]], feeds: dict[str, Any] | None,
-               kept: int) -> isolated.Limits:
+               kept: int, static: dict[str, int | None]) -> isolated.Limits:
     """The limits of a shape run at the first of ``sizes`` (input dims) that may go on to try the model at the
     others (the largest of them): the memory of the larger, the time of each run as if it had its own process."""
     import dataclasses
 
-    limits = [isolated.limits(run_sizes(path, proto, dims, feeds, kept), MAX_SECONDS) for dims in sizes]
+    limits = [isolated.limits(run_sizes(path, proto, dims, feeds, kept, static), MAX_SECONDS) for dims in sizes]
     largest = max(limits, key=lambda limit: limit.memory)
     if len(limits) == 1 or os.environ.get(isolated.SECONDS_ENV):
         return largest
@@ -190,52 +204,49 @@ def profiled(request: dict[str, Any], feeds: dict[str, Any] | None, limit: isola
     return (Path(profile), "") if isinstance(profile, str) and profile else (None, "onnxruntime wrote no profile")
 
 
-def _refused(path: Path, proto: onnx.ModelProto, what: str) -> str:
-    """Why the run is not made (no onnxruntime, a model or activations too large), or ""."""
+def _refused(path: Path, proto: onnx.ModelProto, what: str, static: dict[str, int | None]) -> str:
+    """Why the run is not made (no onnxruntime, a model or activations too large), or ""; ``static``:
+    ``static_sizes`` of its main graph."""
     if not installed():
         return f"{what}; pip install 'annograph[ort]' to take them from one onnxruntime run"
     if path.stat().st_size > MAX_MODEL_BYTES:  # external data stays out of the copy
         return f"{what}; the model is over {format_bytes(MAX_MODEL_BYTES)}, too large to run for them"
-    if _known_bytes(proto.graph) > MAX_ACTIVATION_BYTES:
+    if sum(_static_bytes(static)) > MAX_ACTIVATION_BYTES:
         return (f"{what}; its activations are over {format_bytes(MAX_ACTIVATION_BYTES)}, too large to run for them "
                 "(pin smaller input dims)")
     return ""
 
 
-def _known_bytes(graph: onnx.GraphProto) -> int:
-    """Bytes of the main graph's activations whose shapes are static."""
-    return sum(_static_bytes(graph))
-
-
-def _static_bytes(graph: onnx.GraphProto) -> list[int]:
-    """Bytes of each main-graph activation whose shape is static."""
-    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
-    return [math.prod(dims) * _ELEMENT_BYTES.get(tp.tensor_type.elem_type, 4)
-            for tp in types.values() if (dims := _static_dims(tp)) is not None]
+def _static_bytes(static: dict[str, int | None]) -> list[int]:
+    """Bytes of each main-graph activation whose shape is static (``static_sizes``)."""
+    return [size for size in static.values() if size is not None]
 
 
 def run_sizes(path: Path, proto: onnx.ModelProto, inputs: dict[str, list[int]], feeds: dict[str, Any] | None,
-              kept: int) -> isolated.Sizes:
+              kept: int, static: dict[str, int | None] | None = None) -> isolated.Sizes:
     """What the model explains of its shape run's memory: its file, its inputs (``feeds``' arrays, else zeros of
     the ``inputs``' dims) and static activations; and ``kept`` exposed tensors of unknown size, each up to the
-    largest tensor it holds or is fed (a weight at float32 at least: a quantized one is computed with as float)."""
+    largest tensor it holds or is fed (a weight at float32 at least: a quantized one is computed with as float);
+    ``static``: ``static_sizes`` of its main graph, when known."""
     graph = proto.graph
     if feeds is not None:
         fed = [int(getattr(array, "nbytes", 0)) for array in feeds.values()]
     else:
         types = {vi.name: vi.type.tensor_type.elem_type for vi in graph.input}
         fed = [math.prod(dims) * _ELEMENT_BYTES.get(types.get(name, 0), 4) for name, dims in inputs.items()]
-    static = _static_bytes(graph)
+    static_bytes = _static_bytes(static_sizes(graph) if static is None else static)
     weights = [math.prod(t.dims) * max(4, _ELEMENT_BYTES.get(t.data_type, 4)) for t in graph.initializer]
-    return isolated.Sizes(_model_bytes(path, proto) + sum(static) + sum(fed), kept, max([0, *fed, *static, *weights]))
+    return isolated.Sizes(_model_bytes(path, proto) + sum(static_bytes) + sum(fed), kept,
+                          max([0, *fed, *static_bytes, *weights]))
 
 
-def missing_shapes(graph: onnx.GraphProto) -> list[str]:
-    """The main graph's tensors that something reads (or that are outputs) and that have no static shape."""
-    types = {vi.name: vi.type for vi in list(graph.value_info) + list(graph.output)}
+def missing_shapes(graph: onnx.GraphProto, static: dict[str, int | None] | None = None) -> list[str]:
+    """The main graph's tensors that something reads (or that are outputs) and that have no static shape
+    (``static``: ``static_sizes`` of ``graph``, when known)."""
+    sizes = static_sizes(graph) if static is None else static
     used = _read(graph) | {o.name for o in graph.output}  # an output nothing reads (Dropout's mask) is not worth a run
     return [name for node in graph.node for name in node.output  # "" is an optional output left out, no tensor
-            if name and name in used and (name not in types or _static_dims(types[name]) is None)]
+            if name and name in used and sizes.get(name) is None]
 
 
 def input_dims(graph: onnx.GraphProto) -> dict[str, list[int]] | None:
@@ -319,10 +330,11 @@ def _read(graph: onnx.GraphProto) -> set[str]:
     """Every tensor name the nodes of ``graph`` and of its subgraphs read."""
     names: set[str] = set()
     for node in graph.node:
-        names.update(name for name in node.input if name)
+        names.update(node.input)
         for attr in node.attribute:
             for sub in [attr.g] if attr.HasField("g") else attr.graphs:
                 names |= _read(sub)
+    names.discard("")  # an optional input left out
     return names
 
 
@@ -382,12 +394,13 @@ def run_ahead(path: Path, protos: list[onnx.ModelProto]) -> None:
     requests: list[dict[str, Any]] = []
     sizes: list[isolated.Sizes] = []
     for proto in protos:
-        inputs, missing = input_dims(proto.graph), missing_shapes(proto.graph)
-        if inputs is not None and missing and not _refused(path, proto, ""):
+        static = static_sizes(proto.graph)
+        inputs, missing = input_dims(proto.graph), missing_shapes(proto.graph, static)
+        if inputs is not None and missing and not _refused(path, proto, "", static):
             # pruned as fill's own run would be: no profile of subgraphs follows a model without any
             pruned = {} if _nested(proto.graph) else {"pruned": True}
             requests.append({"inputs": inputs, "outputs": missing, **pruned})
-            sizes.append(run_sizes(path, proto, inputs, None, len(missing)))
+            sizes.append(run_sizes(path, proto, inputs, None, len(missing), static))
     if len(requests) < 2:
         return
     import dataclasses
