@@ -311,8 +311,7 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
     """The formulas from loads of ``model`` at each point of the grid (the ``held`` dims at their values); the
     ONNX proto of each load (pinned and inferred, as the loader keeps it) is added to ``loads``."""
     from renderer.core.errors import AnnographError
-    from renderer.loaders.onnx.loader import Loaded
-    from renderer.loaders.registry import load_model
+    from renderer.loaders.onnx.loader import Loaded, load_like
 
     dims = variables(model, held)
     names = tuple(name for name, _, _ in dims)
@@ -332,7 +331,7 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
                 loaded[point] = _macs(model, rendered=True)
                 continue
             at = {member: value for name, value in at.items() for member in members[name]}
-            again = load_model(model.path, dims={**pinned, **at}, check_dims=False, shape_run=shape_run)
+            again = load_like(model, {**pinned, **at}, shape_run)
             loaded[point] = _macs(again)
             if loads is not None and isinstance(again.raw, Loaded):
                 loads.append(again.raw.proto)

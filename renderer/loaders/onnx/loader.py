@@ -139,8 +139,10 @@ def _symbolic(values: Any) -> list[str]:
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
          shape_run: bool = True, values: RealValues | None = None, assume: bool = True,
-         retried: dict[str, tuple[int, str]] | None = None) -> ir.Model:
-    """``retried``: assumed dims taken again, with why (``free_dims.retries``), after a shape run that failed."""
+         retried: dict[str, tuple[int, str]] | None = None, like: ir.Model | None = None) -> ir.Model:
+    """``retried``: assumed dims taken again, with why (``free_dims.retries``), after a shape run that failed;
+    ``like``: an earlier load of this file, whose operators the load copies (``retype``) rather than build them
+    again: the same model, at other dims."""
     import onnx
 
     buffer, parts, proto = _parse(path)
@@ -181,9 +183,9 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed, tries)
         other = _other_sizes(path, proto, tries, assumed, failed[0]) if failed and retried is None else None
         if other:
-            return load(path, asked, check_dims, shape_run, values, assume, other)
+            return load(path, asked, check_dims, shape_run, values, assume, other, like)
         notes.extend(ran)
-    model = _build(path, proto, weights)
+    model = _build(path, proto, weights) if like is None else _rebuilt(path, proto, weights, like)
     model.raw = Loaded(proto, file_shapes, weights)
     model.notes.extend(note for note in notes if note)
     for index, why in idle.items():
@@ -308,6 +310,27 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
              f"of a run on {on} (the subgraphs it ran){still}{profile_shapes.not_run_clause(not_run)}"
     run_on = f"the inputs of {Path(source).name}" if feeds is not None else "zero inputs"
     return proto, [*notes, inside], _idle(proto, shapes, f"the onnxruntime run on {run_on} did not take this subgraph")
+
+
+def load_like(like: ir.Model, dims: dict[str, int], shape_run: bool) -> ir.Model:
+    """``like``'s file loaded again at ``dims`` (``check_dims`` off), its operators copied from ``like``
+    (``retype``): the MACs formulas' loads at other sizes (``metrics.dim_formulas``)."""
+    from renderer.files.inputs import reading
+
+    with reading(like.path):  # an out-of-memory error names the model
+        return load(Path(like.path), dims, check_dims=False, shape_run=shape_run, like=like)
+
+
+def _rebuilt(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]], like: ir.Model,
+             ) -> ir.Model:
+    """``proto``'s model made from ``like`` (``retype``), or built when it cannot be."""
+    from renderer.loaders.onnx.retype import retyped
+
+    try:
+        copy = retyped(like, proto, _Builder(path, proto, weights))
+    except Exception:  # whatever the copy meets, the build meets and says
+        copy = None
+    return _build(path, proto, weights) if copy is None else refuse_impossible_shapes(copy, path)
 
 
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:

@@ -1,0 +1,128 @@
+"""A load of an ONNX model at other dims made from an earlier load of the same file (``loader.load(like=…)``).
+
+The MACs formulas (``metrics.dim_formulas``) load the model again at a few other sizes of its free dims and read
+each operator's MACs. Only the types differ from one such load to the next: the graph, its operators, their
+attributes and the constants are the file's. So the operators and tensors of the earlier load are copied (their
+attributes, metadata and stored tensors shared), and each tensor takes the type the build of the new proto
+(pinned and inferred at the other sizes) gives it, by the same rules and in the same order as
+``loader._Builder``: the shape inference says, else a stored tensor's or a folded Constant's own shape; a
+ConstantOfShape of a constant shape is folded again at the new sizes. A model with subgraphs, or whose proto
+breaks the rules these steps rely on (one producer a tensor, names not stored twice), is built in full.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from renderer.core import ir
+from renderer.loaders.registry import decode_text
+
+if TYPE_CHECKING:
+    import onnx
+
+
+class _Builder(Protocol):
+    """What the copy uses of ``loader._Builder`` (over the proto loaded at the other dims)."""
+
+    def _type(self, tp: onnx.TypeProto | None) -> ir.TensorType | None: ...
+
+    def _fold_constant_of_shape(self, np_: onnx.NodeProto, shape_value: ir.Value, value: ir.Value) -> None: ...
+
+
+def retyped(like: ir.Model, proto: onnx.ModelProto, builder: _Builder) -> ir.Model | None:
+    """``like``'s graph with the types ``builder`` (over ``proto``, the same file loaded at other dims) would
+    give its tensors, or None when the copy could differ from a build (the caller builds then)."""
+    gp = proto.graph
+    stored = {decode_text(t.name) for t in gp.initializer}
+    if not _copyable(like, gp, stored):
+        return None
+    model = ir.Model(format=like.format, path=like.path, producer=like.producer, version=like.version,
+                     description=like.description, metadata=dict(like.metadata), opsets=dict(like.opsets))
+    old = like.main
+    graph = model.add_graph(old.name)
+    shapes = {decode_text(vi.name): vi.type for vi in (*gp.value_info, *gp.input, *gp.output)}
+    typed = _Types(builder)
+    copies: dict[int, ir.Value] = {}
+    for value in old.values:
+        initializer = value.initializer if value.name in stored else None
+        copy = graph.add_value(value.name, type=typed(shapes.get(value.name)), initializer=initializer,
+                               is_input=value.is_input, is_output=value.is_output, metadata=value.metadata)
+        if initializer is not None:
+            _typed_by(copy, initializer)
+        copies[id(value)] = copy
+    graph.inputs = [copies[id(v)] for v in old.inputs]
+    for node, np_ in zip(old.nodes, gp.node, strict=True):
+        _copy_node(node, np_, graph, copies, builder)
+    by_name = {v.name: v for v in graph.values}
+    for vi in gp.output:
+        value = by_name.get(decode_text(vi.name))
+        if value is not None and value.type is None:
+            value.type = typed(vi.type)
+    graph.outputs = [copies[id(v)] for v in old.outputs]
+    return model
+
+
+class _Types:
+    """``_Builder._type`` of each distinct TypeProto once (a model's thousands of tensors have a few hundred)."""
+
+    def __init__(self, builder: _Builder) -> None:
+        self.builder = builder
+        self.seen: dict[bytes, ir.TensorType | None] = {}
+
+    def __call__(self, tp: onnx.TypeProto | None) -> ir.TensorType | None:
+        if tp is None:
+            return None
+        key = tp.SerializeToString()
+        if key not in self.seen:
+            self.seen[key] = self.builder._type(tp)
+        return self.seen[key]
+
+
+def _copyable(like: ir.Model, gp: onnx.GraphProto, stored: set[str]) -> bool:
+    """One graph, the proto's operators those of ``like`` in order, each tensor written by one operator at most
+    and none both stored and written, no name stored twice: what the copy's replay of the build assumes."""
+    if len(like.graphs) != 1 or len(gp.node) != len(like.main.nodes) or len(stored) != len(gp.initializer):
+        return False
+    written: set[int] = set()
+    for node, np_ in zip(like.main.nodes, gp.node):
+        if node.op_type != decode_text(np_.op_type) or node.subgraphs:
+            return False
+        for value in node.outputs:
+            if id(value) in written or value.name in stored:
+                return False
+            written.add(id(value))
+    return True
+
+
+def _copy_node(node: ir.Node, np_: onnx.NodeProto, graph: ir.Graph, copies: dict[int, ir.Value],
+               builder: _Builder) -> None:
+    copy = graph.add_node(node.op_type, domain=node.domain, name=node.name, category=node.category,
+                          input_names=node.input_names, attributes=node.attributes, defaults=node.defaults,
+                          metadata=node.metadata, title=node.title)
+    copy.inputs = [None if v is None else copies[id(v)] for v in node.inputs]
+    for value in copy.inputs:
+        if value is not None:
+            value.consumers.append(copy)
+    for value in node.outputs:
+        output = copies[id(value)]
+        output.producer = copy
+        copy.outputs.append(output)
+    if node.domain not in ("", "ai.onnx") or not copy.outputs:
+        return
+    if node.op_type == "Constant":  # its value is the file's: the earlier load's, at any dims
+        initializer = node.outputs[0].initializer
+        if initializer is not None:
+            copy.outputs[0].initializer = initializer
+            _typed_by(copy.outputs[0], initializer)
+    elif node.op_type == "ConstantOfShape" and copy.inputs and copy.inputs[0] is not None \
+            and copy.inputs[0].is_constant:
+        builder._fold_constant_of_shape(np_, copy.inputs[0], copy.outputs[0])
+
+
+def _typed_by(value: ir.Value, initializer: ir.Tensor) -> None:
+    """A constant's type, where inference gave none or no shape, is its data's (as ``_Builder`` types it)."""
+    if value.type is None or value.type.shape is None:
+        value.type = ir.TensorType(initializer.dtype, initializer.shape)
+
+
+__all__ = ["retyped"]
