@@ -256,8 +256,8 @@ def results() -> DiskCache | None:
 def recall(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> Any | None:
     """The result of ``kind`` kept for the bytes of ``files`` (the model and whatever else it reads) and
     ``fields`` (every option that changes it), or None: absent, untrusted, no cache, or a file unreadable."""
-    store, key = results(), _result_key(kind, files, fields)
-    found = store.get(key) if store is not None and key is not None else None
+    entry = _entry(kind, files, fields)
+    found = entry[0].get(entry[1]) if entry is not None else None
     if not found:
         return None
     try:
@@ -268,23 +268,31 @@ def recall(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> Any | No
 
 def keep(kind: str, files: Sequence[Path], fields: dict[str, Any], value: Any) -> None:
     """Keep ``value`` (plain JSON) as the result of ``kind`` for ``files`` and ``fields`` (``recall``)."""
-    store, key = results(), _result_key(kind, files, fields)
-    if store is not None and key is not None:
-        store.put(key, json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
+    entry = _entry(kind, files, fields)
+    if entry is not None:
+        entry[0].put(entry[1], json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
 
 
 def recall_bytes(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> bytes | None:
     """As ``recall``, for a result kept as bytes (``keep_bytes``): a loaded model's snapshot."""
-    store, key = results(), _result_key(kind, files, fields)
-    found = store.get(key) if store is not None and key is not None else None
+    entry = _entry(kind, files, fields)
+    found = entry[0].get(entry[1]) if entry is not None else None
     return found[0] if found and len(found) == 1 else None
 
 
 def keep_bytes(kind: str, files: Sequence[Path], fields: dict[str, Any], value: bytes) -> None:
     """Keep ``value`` as the result of ``kind`` for ``files`` and ``fields`` (``recall_bytes``)."""
-    store, key = results(), _result_key(kind, files, fields)
-    if store is not None and key is not None:
-        store.put(key, value)
+    entry = _entry(kind, files, fields)
+    if entry is not None:
+        entry[0].put(entry[1], value)
+
+
+def _entry(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> tuple[DiskCache, str] | None:
+    """Where results are kept and the key of this one, None without a cache (the files are then not read: a
+    model's digest is a pass over all its bytes) or when a file cannot be read."""
+    store = results()
+    key = None if store is None else _result_key(kind, files, fields)
+    return None if store is None or key is None else (store, key)
 
 
 def _result_key(kind: str, files: Sequence[Path], fields: dict[str, Any]) -> str | None:
