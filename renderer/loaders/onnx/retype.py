@@ -41,7 +41,7 @@ def retyped(like: ir.Model, proto: onnx.ModelProto, builder: _Builder) -> ir.Mod
     old = like.main
     graph = model.add_graph(old.name)
     shapes = {decode_text(vi.name): vi.type for vi in (*gp.value_info, *gp.input, *gp.output)}
-    typed = _Types(builder)
+    typed = builder._type  # each distinct TypeProto converted once (the builder keeps them)
     copies: dict[int, ir.Value] = {}
     for value in old.values:
         initializer = value.initializer if value.name in stored else None
@@ -60,22 +60,6 @@ def retyped(like: ir.Model, proto: onnx.ModelProto, builder: _Builder) -> ir.Mod
             value.type = typed(vi.type)
     graph.outputs = [copies[id(v)] for v in old.outputs]
     return model
-
-
-class _Types:
-    """``_Builder._type`` of each distinct TypeProto once (a model's thousands of tensors have a few hundred)."""
-
-    def __init__(self, builder: _Builder) -> None:
-        self.builder = builder
-        self.seen: dict[bytes, ir.TensorType | None] = {}
-
-    def __call__(self, tp: onnx.TypeProto | None) -> ir.TensorType | None:
-        if tp is None:
-            return None
-        key = tp.SerializeToString()
-        if key not in self.seen:
-            self.seen[key] = self.builder._type(tp)
-        return self.seen[key]
 
 
 def _copyable(like: ir.Model, gp: onnx.GraphProto, stored: set[str]) -> bool:
