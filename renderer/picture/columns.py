@@ -95,6 +95,8 @@ class Columns:
             runs beside the page): a strip whose first layout is mostly empty is emitted so (``parted``) before
             it is cut into columns, as it is when ``partable``.
         backward: the emission in bands has an edge from a band to an earlier one (read against the order).
+        under: the first column is drawn above the others, they side by side under it (a mostly empty page's try
+            between the columns and the rows: a wide band of branches first, then a long chain).
     """
 
     rankdir: str = "TB"
@@ -113,6 +115,7 @@ class Columns:
     parted: bool = False
     spreadable: bool = False
     backward: bool = False
+    under: bool = False
     _node_column: dict[str, int] = field(default_factory=dict)
 
     def of(self, name: str) -> int | None:
@@ -281,6 +284,7 @@ class Sheet:
         if columns.stacked:
             self._stack(numbers)
             return
+        numbers = numbers[1:] if columns.under else numbers
         firsts: dict[int, str] = {}
         for atom, number in columns.column.items():
             if number not in firsts and columns.atoms.get(atom) and atom != "legend":
@@ -295,7 +299,16 @@ class Sheet:
         # over every node that starts its column too: the heads then sit above all the columns, and dot's
         # crossing minimisation, which keeps the heads in order but orders the clusters as it likes (a flat edge
         # between clusters is dropped), draws the columns in the heads' order (layout_cdla page 12 had 3, 2, 4, 1)
-        for number, names in self._ends_and_starts()[1].items():
+        ends, starts = self._ends_and_starts()
+        if columns.under:  # the heads of the columns under the first, after its ends
+            self.graph.node("colsep_under", **_INVISIBLE)
+            for name in ends.get(numbers[0] - 1, []):
+                self.graph.edge(name, "colsep_under", style="invis", weight="0")
+            for number in numbers:
+                self.graph.edge("colsep_under", f"colhead_{number}", style="invis", weight="0")
+        for number, names in starts.items():
+            if number not in numbers:
+                continue
             for name in names:
                 if name != firsts.get(number):
                     self.graph.edge(f"colhead_{number}", name, style="invis", weight="0")
@@ -395,7 +408,8 @@ def _density(plain: bytes, width: float, height: float) -> float:
 def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, last: bool) -> None:
     """A mostly empty page (a chain beside a wide row of branches, a fan of groups' frames) whose first layout is
     no strip is laid out again: with its groups framed in parts where their members lie far apart (when the
-    emitter would cut some, ``Columns.partable``), then in columns, then in rows, its shape kept from each try
+    emitter would cut some, ``Columns.partable``), then in columns, then in one column more with the first above
+    the others (``Columns.under``: a wide band, then a long chain), then in rows, its shape kept from each try
     (``Columns.shapes``): ``lay_out`` draws the try that is no strip, reads in order (no edge back to an earlier
     band: rows cut across the ranks may put a join above the branches it reads) and holds the least area a box.
     An overview (``Columns.along_only``: its rows wrap it already) is tried framed in parts and in columns only."""
@@ -407,10 +421,17 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
             columns.parted, columns.script, columns.atoms = True, None, {}
             raise Reshape()
         columns.first, columns.stacked = plain, False
+    elif not columns.stacked and not columns.under and not columns.along_only:
+        columns.under = True
+        assignment = cut(columns, min(MAX_COLUMNS, columns.count + 1))
+        if assignment and len(set(assignment.values())) >= 3:
+            columns.assign(assignment, 1 + max(assignment.values()))
+            raise Reshape()
+        columns.under, columns.stacked = False, True
     elif columns.stacked or columns.along_only:
         return
     else:
-        columns.stacked = True
+        columns.under, columns.stacked = False, True
     size = _GRAPH.search(columns.first)
     assert size is not None
     first_width, first_height = float(size.group(1)), float(size.group(2))
@@ -662,10 +683,11 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
     """
     previous = None
     tried = []
-    for attempt in range(TRIES):
+    for attempt in range(TRIES + 1):
         try:
             tried.append(source)
-            laid = render(source, checker(columns, attempt == TRIES - 1, pages_over if not attempt else None))
+            last = attempt == (TRIES if columns.shapes else TRIES - 1)  # a mostly empty page: one try more
+            laid = render(source, checker(columns, last, pages_over if not attempt else None))
             shapes = columns.shapes
             best = min(range(len(shapes)), key=lambda k: (shapes[k], k)) if len(shapes) == len(tried) else -1
             if best in (-1, len(tried) - 1):

@@ -171,8 +171,8 @@ class _PageEmitter(Emitter):
 
     @property
     def _tight(self) -> bool:
-        """A mostly empty page laid out again (``columns.Columns.parted``): boxes closer, frame titles cut to 32
-        characters (each frame's tooltip holds its whole path), the text as large as on any page."""
+        """A mostly empty page laid out again (``columns.Columns.parted``): boxes closer, a narrower margin, frame
+        titles cut to 32 characters (each frame's tooltip holds its whole path), the text as large as on any page."""
         return self.columns is not None and self.columns.parted
 
     def run(self) -> str:
@@ -181,7 +181,8 @@ class _PageEmitter(Emitter):
         dot.attr(
             "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.15" if self._tight else "0.25",
             ranksep="0.25" if self._tight else "0.35",
-            bgcolor="#ffffff", compound="true", newrank="true", id=f"{page.stem}-svg", pad="0.3",
+            bgcolor="#ffffff", compound="true", newrank="true", id=f"{page.stem}-svg",
+            pad="0.15" if self._tight else "0.3",
         )
         dot.attr("node", shape="plain", fontname=FONT, fontsize="10", margin="0")
         dot.attr("edge", fontname=FONT, fontsize="8", color=EDGE_COLOR, fontcolor="#333333", arrowsize="0.6")

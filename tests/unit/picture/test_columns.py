@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from xml.etree import ElementTree
 
 import onnx
 import pytest
@@ -97,7 +98,7 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
 # (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
 OPEN: dict[str, str] = {  # key -> why its pages are not in shape yet (xfail, strict)
-    "basic_pitch_nmp": "issue 26: counting boxes without stubs, page 2 170,565 and page 4 173,055 pt² a box"}
+    "basic_pitch_nmp": "issue 26: page 2, an octave band beside a chain, is 168,402 pt² a box"}
 
 
 @pytest.mark.timeout(1800)  # the first to ask for ``renders``: every held-out model and sample drawn (~600 s loaded)
@@ -377,18 +378,43 @@ def _area_per_box(svg: bytes) -> float:
 
 
 def test_a_mostly_empty_page_is_laid_out_again_and_its_best_try_drawn() -> None:
-    """A first layout over ``SPARSE_PT2`` a box that is no strip is laid out in columns, then in rows, and the
-    try holding the least area a box is drawn: here less than two thirds of the first layout's, read in order
-    (the chain's boxes column by column)."""
+    """A first layout over ``SPARSE_PT2`` a box that is no strip is laid out in columns, then in one column more
+    with the first above the others (``Columns.under``), then in rows, and the try holding the least area a box
+    is drawn: here less than two thirds of the first layout's, read in order (the chain's boxes column by
+    column)."""
     shape = columns.Columns()
     first = graphviz_run.render_formats(_l_shaped(columns.Columns()), ["svg"])["svg"]
     assert _area_per_box(first) > columns.SPARSE_PT2 and not columns.too_long(*graphviz_run.svg_size(first))
     drawn, laid = columns.lay_out(_l_shaped(shape), shape, lambda again: _l_shaped(again),
                                   lambda text, check: graphviz_run.render_formats(text, ["svg"], check=check))
-    assert len(shape.shapes) == 3 and shape.shapes[0][2] > columns.SPARSE_PT2
+    assert len(shape.shapes) == 4 and shape.shapes[0][2] > columns.SPARSE_PT2
     assert _area_per_box(laid["svg"]) == pytest.approx(min(area for _, _, area in shape.shapes), rel=0.05)
     assert _area_per_box(laid["svg"]) < 2 / 3 * _area_per_box(first)
     assert "cluster_col" in drawn
+
+
+def test_the_first_column_drawn_above_the_others_ends_before_they_start() -> None:
+    """``Columns.under`` (basic-pitch's page 4: its octave band across the page, then its chain in two columns
+    side by side under it; 173,055 -> 148,445 pt² a box): column 1's boxes all above those of columns 2 and 3,
+    these left to right, each holding its share of the chain in order, the turns between them drawn."""
+    shape = columns.Columns()
+    plains: list[bytes] = []
+    graphviz_run.render_formats(_l_shaped(shape), ["svg"], check=plains.append)
+    shape.first = plains[0]
+    assignment = columns.cut(shape, 3)
+    assert len(set(assignment.values())) == 3
+    shape.assign(assignment, 3)
+    shape.under = True
+    svg = graphviz_run.render_formats(columns.replay(shape) or "", ["svg"])["svg"]
+    root = ElementTree.fromstring(svg)
+    bands = _columns(root)
+    assert len(bands) == 3 and bands[0][3] <= min(bands[1][1], bands[2][1]), bands
+    assert bands[1][2] <= bands[2][0], bands
+    where = {g.findtext(f"{SVG_NS}title"): _column_of(_box(g), bands) for g in _groups(root, "node")
+             if (g.findtext(f"{SVG_NS}title") or "").startswith("op_")}
+    chain = [where[f"op_0_{k}"] for k in range(40)]
+    assert chain == sorted(chain) and set(chain) >= {1, 2}, chain
+    assert {g.get("id") for g in _groups(root, "node")} >= {"col-to-1-2", "col-from-2-1", "col-to-2-3", "col-from-3-2"}
 
 
 def test_a_mostly_empty_overview_is_laid_out_again_in_columns_never_in_rows() -> None:
