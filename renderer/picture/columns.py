@@ -9,7 +9,9 @@ of each, the heads on one rank, tied left to right). Under ``--rankdir LR`` the 
 to bottom. The cuts fall between items where the fewest edges cross, never through a cluster. An edge from one
 column to another runs to a stub at its tail and from a stub at its head, one pair for each two columns, so no
 edge runs the length of the page; between a column and the next, the pair is the turn, drawn bold in the link
-colour ("continues in column 2 →" at the foot, "column 2, continued from column 1" on top).
+colour ("continues in column 2 →" at the foot, "column 2, continued from column 1" on top). A mostly empty page
+may have its first column drawn across the top instead, the others side by side under it (``Columns.under``):
+a long chain under a wide band of other flows (``cut_levels``).
 
 A page that long across its ranks instead (the branches of an If side by side, each with its outputs) is cut the
 same way across the ranks, and the bands are stacked along them (``row-N`` in the SVG, titled "row 1 of 2" at
@@ -57,7 +59,8 @@ shorter: the cut between items keeps the first layout's order across flows, on a
 RANK_GAP_PT = 0.35 * 72 + 12
 """What dot puts between two ranks (``ranksep``) and an edge's label, roughly."""
 PAD_PT = 2 * 0.3 * 72
-"""What the emitters' ``pad`` (0.3 in each side) adds to the size dot's ``-Tplain`` gives."""
+"""What the emitters' ``pad`` (0.3 in each side; 0.15 on a page laid out again tight) adds to the size dot's
+``-Tplain`` gives: ``Columns.pad``, read from the source by ``lay_out``."""
 TURN_COLOR = "#1a4f8b"
 STUB_FILL = "#f4f4f4"
 
@@ -97,6 +100,9 @@ class Columns:
         backward: the emission in bands has an edge from a band to an earlier one (read against the order).
         under: the first column is drawn above the others, they side by side under it (a mostly empty page's try
             between the columns and the rows: a wide band of branches first, then a long chain).
+        pad: what the source's ``pad`` adds to the width and height of its ``-Tplain`` layout (points).
+        levels: the try with the first column above the others is cut by flows (``cut_levels``: the longest flow,
+            a chain beside the others, in columns under them), or was to be and there was none.
     """
 
     rankdir: str = "TB"
@@ -116,6 +122,8 @@ class Columns:
     spreadable: bool = False
     backward: bool = False
     under: bool = False
+    levels: bool = False
+    pad: float = PAD_PT
     _node_column: dict[str, int] = field(default_factory=dict)
 
     def of(self, name: str) -> int | None:
@@ -390,6 +398,8 @@ def too_long(width: float, height: float) -> bool:
 
 SPARSE_PT2 = 120_000
 """Area per drawn box past which a page's first layout is mostly empty (``_sparse_try``)."""
+_BOXED = re.compile(r"(op|box)_[0-9_]+")
+"""Nodes that are operators or group boxes."""
 _DRAWN = re.compile(rb"(op|box|in|out|const)_[0-9_]+")
 """Nodes of a layout that are drawn boxes: operators, group boxes, graph inputs and outputs, constants (stubs,
 notes, the legend and the bands' own nodes are not)."""
@@ -409,7 +419,9 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
     """A mostly empty page (a chain beside a wide row of branches, a fan of groups' frames) whose first layout is
     no strip is laid out again: with its groups framed in parts where their members lie far apart (when the
     emitter would cut some, ``Columns.partable``), then in columns, then in one column more with the first above
-    the others (``Columns.under``: a wide band, then a long chain), then in rows, its shape kept from each try
+    the others (``Columns.under``: a wide band, then a long chain), then, when its longest flow is such a chain
+    beside the others, with that chain alone in the columns under them (``cut_levels``), then in rows, its shape
+    kept from each try
     (``Columns.shapes``): ``lay_out`` draws the try that is no strip, reads in order (no edge back to an earlier
     band: rows cut across the ranks may put a join above the branches it reads) and holds the least area a box.
     An overview (``Columns.along_only``: its rows wrap it already) is tried framed in parts and in columns only."""
@@ -421,15 +433,10 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
             columns.parted, columns.script, columns.atoms = True, None, {}
             raise Reshape()
         columns.first, columns.stacked = plain, False
-    elif not columns.stacked and not columns.under and not columns.along_only:
-        columns.under = True
-        assignment = cut(columns, min(MAX_COLUMNS, columns.count + 1))
-        if assignment and len(set(assignment.values())) >= 3:
-            columns.assign(assignment, 1 + max(assignment.values()))
-            raise Reshape()
-        columns.under, columns.stacked = False, True
     elif columns.stacked or columns.along_only:
         return
+    elif not columns.levels and _under(columns):
+        raise Reshape()
     else:
         columns.under, columns.stacked = False, True
     size = _GRAPH.search(columns.first)
@@ -446,6 +453,23 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
             raise Reshape()
 
 
+def _under(columns: Columns) -> bool:
+    """Assign the next try with the first column drawn above the others, if there is one: cut as the columns
+    were in one column more (``cut``), then by flows (``cut_levels``)."""
+    if not columns.under:
+        columns.under = True
+        assignment = cut(columns, min(MAX_COLUMNS, columns.count + 1))
+        if assignment and len(set(assignment.values())) >= 3:
+            columns.assign(assignment, 1 + max(assignment.values()))
+            return True
+    columns.levels = True
+    assignment = cut_levels(columns)
+    if not assignment:
+        return False
+    columns.assign(assignment, 1 + max(assignment.values()))
+    return True
+
+
 def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Callable[[bytes], None] | None:
     """The ``graphviz_run.render_formats`` check of one try: raise ``Reshape`` (``columns`` assigned) when the
     layout is a strip along its ranks and columns would help (emitted framed in parts first when the strip is
@@ -459,7 +483,7 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         size = _GRAPH.search(plain)
         if size is None:
             return
-        width, height = float(size.group(1)) * 72 + PAD_PT, float(size.group(2)) * 72 + PAD_PT
+        width, height = float(size.group(1)) * 72 + columns.pad, float(size.group(2)) * 72 + columns.pad
         if columns.shapes or (not columns.column and not too_long(width, height) and sparse(plain, width, height)):
             _sparse_try(columns, plain, width, height, last)
             return
@@ -531,6 +555,103 @@ def cut(columns: Columns, count: int) -> dict[str, int]:
     column = {atom: used[number] for atom, number in column.items()}  # no column left with the legend alone
     column["legend"] = 0
     return column
+
+
+LEVEL_LENGTH = 1.5
+"""A flow is a chain to draw in columns under the others (``cut_levels``) when it is this many times as long."""
+TURN_PT = 2 * (24 + RANK_GAP_PT)
+"""What the turns at both ends of a column add to its length, and the gap under the first column."""
+
+
+def cut_levels(columns: Columns) -> dict[str, int]:
+    """A page of separate flows, the longest a chain beside the others (basic-pitch's constant-Q page: a
+    downsampling chain beside the band of its octaves): the others and the legend in column 0, drawn across the
+    top (``Columns.under``), the chain cut in reading order into the columns under them (``_level_count``). An
+    item of one node that only feeds or only reads (a stub, a graph input or output) goes with the first column
+    of what it touches. Empty: no such chain, or it stays in one column."""
+    spans = _spans(columns)
+    parts = {a: [spans[n] for n in names if n in spans] for a, names in columns.atoms.items() if a != "legend"}
+    parts = {a: p for a, p in parts.items() if p}
+    owner = {n: a for a in parts for n in columns.atoms[a]}
+    links = list(dict.fromkeys((owner[t], owner[h]) for t, h in _names(columns.first)
+                               if t in owner and h in owner and owner[t] != owner[h]))
+    lone = _lone(columns.atoms, parts, links)
+    flows = _flows([a for a in parts if a not in lone], links)
+    if len(flows) < 2:
+        return {}
+    chain = max(flows, key=lambda flow: _length([s for a in flow for s in parts[a]]))
+    top = [n for a, names in columns.atoms.items() if a not in chain and a not in lone for n in names if n in spans]
+    if _length([s for a in chain for s in parts[a]]) < LEVEL_LENGTH * _length([spans[n] for n in top]):
+        return {}
+    column = _level_count(columns, top, {a: parts[a] for a in chain}, links)
+    if len(set(column.values())) < 2:
+        return {}
+    column |= {a: 0 for a in columns.atoms if a not in column and a not in lone}
+    for atom in lone:
+        near = [column[b] for t, h in links for b in (t, h) if atom in (t, h) and b != atom and b in column]
+        column[atom] = min(near, default=0)
+    used = {number: k for k, number in enumerate(sorted(set(column.values())))}
+    return {atom: used[number] for atom, number in column.items()}
+
+
+def _level_count(columns: Columns, top: list[str], chain: dict[str, list[tuple[float, float]]],
+                 links: list[tuple[str, str]]) -> dict[str, int]:
+    """The chain's items (``cut_levels``) cut in reading order into columns 1, 2… under the rest (``top``): the
+    fewest columns for which the page, as the first layout's sizes tell, is no strip and holds at most
+    ``SPARSE_PT2`` a box; else those of least area."""
+    along, across = _spans(columns), _spans(columns, True)
+    drawn = max(1, sum(1 for m in _NODE.finditer(columns.first) if _DRAWN.fullmatch(m.group(1))))
+    width = max(across[n][1] for n in top) - min(across[n][0] for n in top)
+    band = _length([along[n] for n in top]) + TURN_PT + columns.pad
+    pitch = max(across[n][1] - across[n][0] for a in chain for n in columns.atoms[a] if n in across) + RANK_GAP_PT
+    inner = [(t, h) for t, h in links if t in chain and h in chain]
+    order = _sequence({a: (min(s for s, _ in p), max(e for _, e in p)) for a, p in chain.items()}, inner)
+    tried: list[tuple[bool, float, dict[str, int]]] = []
+    for count in range(2, MAX_COLUMNS + 1):
+        column = {a: 1 + k for a, k in _cut_sequence(order, chain, count).items()}
+        back = True
+        while back:  # items that feed each other (a group framed in parts) in one column: no edge read back
+            back = False
+            for tail, head in inner:
+                if column[tail] > column[head]:
+                    column[tail], back = column[head], True
+        used = len(set(column.values()))
+        size = max(width, used * pitch) + columns.pad, band + _longest(column, chain)
+        over = size[0] * size[1] > SPARSE_PT2 * drawn
+        if not over and not too_long(*size):  # the fewest columns that do
+            return column
+        tried.append((too_long(*size), size[0] * size[1], column))
+    return min(tried, key=lambda t: t[:2])[2]
+
+
+def _lone(atoms: dict[str, list[str]], parts: dict[str, list[tuple[float, float]]],
+          links: list[tuple[str, str]]) -> set[str]:
+    """The items of one node, no operator nor group box, that only feed or only read other items (a stub, a graph
+    input or output)."""
+    feeding = {t for t, _ in links}
+    read = {h for _, h in links}
+    return {a for a in parts if len(atoms[a]) == 1 and not _BOXED.fullmatch(atoms[a][0])
+            and not (a in feeding and a in read)}
+
+
+def _flows(atoms: list[str], links: list[tuple[str, str]]) -> list[list[str]]:
+    """``atoms`` grouped by the links between them (connected, either way), each group and its atoms in the
+    order of ``atoms``."""
+    root = {a: a for a in atoms}
+
+    def find(atom: str) -> str:
+        while root[atom] != atom:
+            root[atom] = root[root[atom]]
+            atom = root[atom]
+        return atom
+
+    for tail, head in links:
+        if tail in root and head in root:
+            root[find(tail)] = find(head)
+    groups: dict[str, list[str]] = {}
+    for atom in atoms:
+        groups.setdefault(find(atom), []).append(atom)
+    return list(groups.values())
 
 
 def _longest(column: dict[str, int], parts: dict[str, list[tuple[float, float]]]) -> float:
@@ -683,10 +804,11 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
     """
     previous = None
     tried = []
-    for attempt in range(TRIES + 1):
+    for attempt in range(TRIES + 2):
         try:
             tried.append(source)
-            last = attempt == (TRIES if columns.shapes else TRIES - 1)  # a mostly empty page: one try more
+            columns.pad = graphviz_run.margin(source)
+            last = attempt == (TRIES + 1 if columns.shapes else TRIES - 1)  # a mostly empty page: two tries more
             laid = render(source, checker(columns, last, pages_over if not attempt else None))
             shapes = columns.shapes
             best = min(range(len(shapes)), key=lambda k: (shapes[k], k)) if len(shapes) == len(tried) else -1

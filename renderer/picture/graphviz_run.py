@@ -381,10 +381,17 @@ def laid_out_size(positioned: bytes) -> tuple[float, float]:
     box = _BOUNDING_BOX.search(positioned)
     if box is None:
         raise RenderError("Graphviz wrote a layout without a bounding box")
-    pad = _PAD.search(head)
-    margin = 2 * (float(pad.group(1)) * 72 if pad else 4.0)
+    both = margin(head)
     x0, y0, x1, y1 = (float(v) for v in box.groups())
-    return x1 - x0 + margin, y1 - y0 + margin
+    return x1 - x0 + both, y1 - y0 + both
+
+
+def margin(head: bytes | str) -> float:
+    """Points that the ``pad`` (inches, 4 pt by default) of a DOT source or layout beginning with ``head`` adds to
+    its width and height (both sides)."""
+    start = head[:4096]
+    pad = _PAD.search(start.encode("utf-8") if isinstance(start, str) else start)
+    return 2 * (float(pad.group(1)) * 72 if pad else 4.0)
 
 
 def _left(deadline: float | None, timeout: float | None) -> float | None:
