@@ -156,15 +156,14 @@ def builtin_default(model: Model, drawn: Callable[[Node], bool]) -> DefaultMetri
     when more than half of the drawn heavy operators (``HEAVY_CATEGORIES``; every drawn one when none is heavy)
     have a MAC count (their shapes are known), else ``weight_bytes``, which needs no shapes. Zero-cost
     operators (Cast, Transpose) never make the choice: they count without any shape."""
-    from renderer.metrics.builtin import model_costs
-    from renderer.metrics.op_costs import Cost
+    from renderer.metrics.builtin import op_macs
 
-    costs = model_costs(model).ops
+    macs = op_macs(model)
     nodes = [node for node in model.nodes() if drawn(node)]
     heavy = [node for node in nodes if node.category in HEAVY_CATEGORIES]
     keys = [node.key for node in heavy or nodes]
     what = "drawn layer and attention operators" if heavy else "drawn operators"
-    counted = sum(isinstance(costs[key].cost, Cost) for key in keys)
+    counted = sum(macs[key] is not None for key in keys)
     if keys and 2 * counted > len(keys):
         return DefaultMetric("macs", f"built in, known for {counted:,} of {len(keys):,} {what}", True)
     pin = ": pin free input dims with --dim" if model.pinnable_dims else ""
@@ -190,9 +189,9 @@ def resolve_metric(name: str, annotations: Annotations, kind: str) -> str:
     """The metric key for ``name``: exact, or the single qualified ``source.name``; NoValues when the metric is
     known but has no number anywhere, MetricError otherwise."""
     entries = annotations.ops if kind == "op" else annotations.tensors
+    if any(number_of(e.values.get(name)) is not None for e in entries.values()):
+        return name  # (found without a pass over every metric of every element: a TTS's 25,000 values)
     available = sorted({k for e in entries.values() for k, v in e.values.items() if number_of(v) is not None})
-    if name in available:
-        return name
     qualified = [m for m in available if m.endswith("." + name)]
     if len(qualified) == 1:
         return qualified[0]

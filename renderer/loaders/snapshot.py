@@ -32,6 +32,8 @@ RUNTIMES = ("onnx", "onnxruntime", "tflite_runtime", "ai_edge_litert", "tensorfl
 _PLAIN = frozenset({"float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
                     "int64", "uint64", "bool"})
 _RELOADED: dict[str, ir.Model] = {}
+_KEYED: list[tuple[ir.Model, list[Path], dict[str, Any]]] = []
+"""The last models restored or kept here, with the files and fields of their snapshot's key (``recall``)."""
 
 
 def load(path: Path, settings: dict[str, Any], files: list[Path], fresh: Callable[[], ir.Model]) -> ir.Model:
@@ -50,6 +52,7 @@ def load(path: Path, settings: dict[str, Any], files: list[Path], fresh: Callabl
         from renderer.core.progress import detail
 
         detail("load: the model as loaded before, from the results cache")
+        _key(model, [path, *files], fields)
         return model
     from renderer.loaders.isolated import passing
 
@@ -59,7 +62,41 @@ def load(path: Path, settings: dict[str, Any], files: list[Path], fresh: Callabl
         data = snapshot(model, settings)
         if data is not None:
             disk_cache.keep_bytes(KIND, [path, *files], fields, data)
+            _key(model, [path, *files], fields)
     return model
+
+
+def _key(model: ir.Model, files: list[Path], fields: dict[str, Any]) -> None:
+    _KEYED[:] = [(model, files, fields), *(kept for kept in _KEYED if kept[0] is not model)][:2]
+
+
+def _where(model: ir.Model) -> tuple[list[Path], dict[str, Any]] | None:
+    return next(((files, fields) for kept, files, fields in _KEYED if kept is model), None)
+
+
+def keyed(model: ir.Model) -> bool:
+    """True when ``model`` was restored here or kept here by this process's load: results made of it alone can
+    be kept under its snapshot's key (``recall``, ``keep``)."""
+    return _where(model) is not None
+
+
+def recall(model: ir.Model, kind: str) -> Any | None:
+    """The result of ``kind`` kept for ``model`` (plain JSON, ``disk_cache.recall``) under its snapshot's key: the
+    bytes of every file its load read, its settings and the code (a result of the model alone, no other input, so
+    a model loaded the same way has it); None when not kept or ``model`` is not ``keyed``."""
+    from renderer.files import disk_cache
+
+    where = _where(model)
+    return None if where is None else disk_cache.recall(kind, *where)
+
+
+def keep(model: ir.Model, kind: str, value: Any) -> None:
+    """Keep ``value`` (plain JSON) as the result of ``kind`` for ``model`` (``recall``); nothing when not ``keyed``."""
+    from renderer.files import disk_cache
+
+    where = _where(model)
+    if where is not None:
+        disk_cache.keep(kind, *where, value)
 
 
 def _regular(path: Path) -> bool:
@@ -276,4 +313,4 @@ def _link(model: ir.Model, states: list[tuple[Any, ...]]) -> None:
             item.subgraphs = [graphs[index] for index in subgraphs]
 
 
-__all__ = ["FORMATS", "KIND", "load", "snapshot"]
+__all__ = ["FORMATS", "KIND", "keep", "keyed", "load", "recall", "snapshot"]

@@ -85,6 +85,10 @@ ALL_TENSOR_METRICS = {**TENSOR_METRICS, **EXPENSIVE_TENSOR_METRICS}
 DEFAULT_MAX_TENSOR_ELEMENTS = 50_000_000
 
 _cache: list[tuple[Model, int, Any]] = []
+KIND = "cheap metrics"
+"""The results-cache entry of a model's cheap operator metrics and its totals (``loaders.snapshot.recall``)."""
+_TOTALS = ("params", "weight_bytes", "macs", "macs_uncounted", "peak_activation_bytes", "peak_unknown")
+_kept: list[tuple[Model, int, tuple[dict[ElementKey, dict[str, Any]], dict[str, Any]] | None]] = []
 
 
 def model_costs(model: Model) -> Any:
@@ -99,6 +103,69 @@ def model_costs(model: Model) -> Any:
     return costs
 
 
+def cheap_metrics(model: Model) -> dict[ElementKey, dict[str, Any]]:
+    """Every operator's ``CHEAP_OP_METRICS`` (``OpCosts.cheap_metrics``), in graph and operator order: kept with
+    the model's snapshot when it has one (``_kept_results``), else from ``model_costs``. Do not change the dicts."""
+    kept = _kept_results(model)
+    if kept is not None:
+        return kept[0]
+    return {key: op.cheap_metrics() for key, op in model_costs(model).ops.items()}
+
+
+def op_macs(model: Model) -> dict[ElementKey, int | None]:
+    """Each operator's MACs, None where it has no count (``cheap_metrics``' ``macs`` is an n/a reason there)."""
+    return {key: None if isinstance(values["macs"], str) else values["macs"]
+            for key, values in cheap_metrics(model).items()}
+
+
+def _figures(model: Model) -> dict[str, Any]:
+    kept = _kept_results(model)
+    return kept[1] if kept is not None else model_costs(model).totals()
+
+
+def _kept_results(model: Model) -> tuple[dict[ElementKey, dict[str, Any]], dict[str, Any]] | None:
+    """The cheap metrics and ``ModelCosts.totals`` of a model whose snapshot is kept (``snapshot.keyed``): from
+    the results cache (a re-render with new numbers builds no cost pass), else computed and kept there; None
+    for any other model. Once per model (the last one is remembered)."""
+    from renderer.loaders import snapshot
+
+    count = sum(len(g.nodes) for g in model.graphs)
+    if _kept and _kept[0][0] is model and _kept[0][1] == count:
+        return _kept[0][2]
+    found = None
+    if snapshot.keyed(model):
+        found = _from_json(model, snapshot.recall(model, KIND))
+        if found is None:
+            costs = model_costs(model)
+            found = ({key: op.cheap_metrics() for key, op in costs.ops.items()}, costs.totals())
+            if _round_trips(model, *found):  # (anything else would not come back as it went)
+                snapshot.keep(model, KIND, {"ops": [[key[1], key[2], list(values.items())]
+                                                    for key, values in found[0].items()], "totals": found[1]})
+    _kept[:] = [(model, count, found)]
+    return found
+
+
+def _from_json(model: Model, data: Any) -> tuple[dict[ElementKey, dict[str, Any]], dict[str, Any]] | None:
+    """What ``_kept_results`` kept, None unless it is ``_round_trips``."""
+    try:
+        ops = {("op", graph, index): dict(values) for graph, index, values in data["ops"]}
+        totals = {name: data["totals"][name] for name in _TOTALS}
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (ops, totals) if _round_trips(model, ops, totals) else None
+
+
+def _round_trips(model: Model, ops: dict[ElementKey, dict[str, Any]], totals: dict[str, Any]) -> bool:
+    """True when ``ops`` has every operator of ``model`` in order, each with every cheap metric in order as a
+    number or a reason, and ``totals`` every figure as a count: what JSON keeps and gives back unchanged."""
+    keys = [node.key for graph in model.graphs for node in graph.nodes]
+    names = list(CHEAP_OP_METRICS)
+    return (list(ops) == keys and list(totals) == list(_TOTALS)
+            and all(type(value) is int for value in totals.values())
+            and all(list(values) == names and all(type(value) in (int, float, str) for value in values.values())
+                    for values in ops.values()))
+
+
 def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[str] | None = None,
             max_tensor_elements: int = DEFAULT_MAX_TENSOR_ELEMENTS, progress: bool = True,
             ) -> tuple[dict[ElementKey, dict[str, Any]], dict[ElementKey, dict[str, Any]]]:
@@ -111,25 +178,25 @@ def compute(model: Model, op_names: set[str] | None = None, tensor_names: set[st
         max_tensor_elements: statistics are skipped, and said so, for larger tensors.
         progress: allow a progress bar on stderr for long weight passes.
     """
-    from renderer.metrics.tensors import tensor_values
-    from renderer.metrics.weight_metrics import compute as weight_compute
-
     op_names = set(OP_METRICS) if op_names is None else op_names & set(OP_METRICS)
     tensor_names = set(ALL_TENSOR_METRICS) if tensor_names is None else tensor_names & set(ALL_TENSOR_METRICS)
-    costs = model_costs(model)
     ops: dict[ElementKey, dict[str, Any]] = {}
     cheap = op_names & set(CHEAP_OP_METRICS)
     if cheap:
-        for key, op in costs.ops.items():
-            ops[key] = {k: v for k, v in op.cheap_metrics().items() if k in cheap}
+        for key, values in cheap_metrics(model).items():
+            ops[key] = {k: v for k, v in values.items() if k in cheap}
     tensors: dict[ElementKey, dict[str, Any]] = {}
     if tensor_names & set(TENSOR_METRICS):
+        from renderer.metrics.tensors import tensor_values
+
         tensors = tensor_values(model, tensor_names & set(TENSOR_METRICS))
     expensive_ops = op_names & set(EXPENSIVE_OP_METRICS)
     expensive_tensors = tensor_names & set(EXPENSIVE_TENSOR_METRICS)
     if expensive_ops or expensive_tensors:
-        op_extra, tensor_extra = weight_compute(costs, expensive_ops, expensive_tensors, max_tensor_elements,
-                                                progress)
+        from renderer.metrics.weight_metrics import compute as weight_compute
+
+        op_extra, tensor_extra = weight_compute(model_costs(model), expensive_ops, expensive_tensors,
+                                                max_tensor_elements, progress)
         for key, values in op_extra.items():
             ops.setdefault(key, {}).update(values)
         for key, values in tensor_extra.items():
@@ -171,7 +238,7 @@ def _merge(target: dict[ElementKey, Entry], computed: dict[ElementKey, dict[str,
 
 def totals(model: Model) -> dict[str, str]:
     """Model-wide figures shown in the picture's header (display strings)."""
-    figures = model_costs(model).totals()
+    figures = _figures(model)
     text = {"operators": f"{sum(len(g.nodes) for g in model.graphs):,}"}
     if len(model.graphs) > 1:
         text["graphs"] = str(len(model.graphs))
@@ -198,9 +265,8 @@ def pin_advice(model: Model, metric: str, given: set[tuple[str, int, int]] = fro
     free = model_free_dims(model)
     if metric not in SHAPE_METRICS or not free:
         return ""
-    costs = model_costs(model).ops
-    waiting = sum(1 for key, op in costs.items()
-                  if key not in given and "--dim " in str(op.cheap_metrics().get("macs", "")))
+    costs = cheap_metrics(model)
+    waiting = sum(1 for key, values in costs.items() if key not in given and "--dim " in str(values.get("macs", "")))
     if not waiting:
         return ""
     names = ", ".join(free)

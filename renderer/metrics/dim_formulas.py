@@ -125,12 +125,11 @@ def _macs(model: Model, rendered: bool = False) -> dict[ElementKey, int | None]:
     """Each operator's MACs (None where it has none): of the ``rendered`` model from its cost pass (kept, the
     render needs it), of a load at other dims from the MACs alone (``op_cost``: a third of the pass, and the
     rendered model's pass stays the one kept)."""
-    from renderer.metrics.formulas import Cost
-
     if rendered:
-        from renderer.metrics.builtin import model_costs
+        from renderer.metrics.builtin import op_macs
 
-        return {key: op.cost.macs if isinstance(op.cost, Cost) else None for key, op in model_costs(model).ops.items()}
+        return op_macs(model)
+    from renderer.metrics.formulas import Cost
     from renderer.metrics.op_costs import op_cost
 
     costs = {node.key: op_cost(node, model.format) for graph in model.graphs for node in graph.nodes}

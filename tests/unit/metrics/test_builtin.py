@@ -338,3 +338,58 @@ def test_augment_adds_cheap_metrics_and_keeps_file_values() -> None:
     assert annotations.metrics["flops"].source == "builtin" and "2 × MACs" in annotations.metrics["flops"].description
     others = [annotations.ops[n.key].values["macs"] for n in model.main.nodes[1:]]
     assert all(isinstance(v, int) for v in others)
+
+
+# ---- kept with the model's snapshot (issue 30) -----------------------------------------------------------------
+
+
+def _snapshot_load(path: Path, cache: Path):  # type: ignore[no-untyped-def]
+    """``path`` loaded as a render loads it, within a results cache at ``cache`` (kept there, or restored)."""
+    from renderer.files import disk_cache
+    from renderer.integrations.loading import load_model_for
+
+    with disk_cache.using(str(cache)):
+        return load_model_for(path, [])
+
+
+@pytest.mark.parametrize("path", [ONNX / "tiny_transformer.onnx", ONNX / "tiny_cnn_qdq_s8_perchannel.onnx",
+                                  TFLITE / "tiny_keras_int8_asymmetric.tflite"])
+def test_cheap_metrics_and_totals_come_back_from_the_cache_as_computed(tmp_path: Path, path: Path) -> None:
+    """A re-render's model (restored from its snapshot) reads the cheap metrics and totals its first render kept:
+    the very values, in the order, that the cost pass of a fresh load gives; no cost pass is built for them."""
+    from renderer.files import disk_cache
+
+    fresh = load_model(path)
+    expected = {key: op.cheap_metrics() for key, op in metrics.model_costs(fresh).ops.items()}
+    first = _snapshot_load(path, tmp_path)
+    with disk_cache.using(str(tmp_path)):
+        assert metrics.cheap_metrics(first) == expected
+        totals = metrics.totals(first)
+    again = _snapshot_load(path, tmp_path)
+    assert again is not first
+    metrics._cache.clear()
+    with disk_cache.using(str(tmp_path)):
+        kept = metrics.cheap_metrics(again)
+        assert not metrics._cache  # recalled: no cost pass made
+        assert kept == expected and [list(v) for v in kept.values()] == [list(v) for v in expected.values()]
+        assert metrics.totals(again) == totals == metrics.totals(fresh)
+        assert metrics.op_macs(again) == {key: None if isinstance(v["macs"], str) else v["macs"]
+                                          for key, v in expected.items()}
+
+
+def test_a_spoiled_cheap_metrics_entry_is_computed_again_and_rewritten(tmp_path: Path) -> None:
+    """An entry that does not fit the model (an operator missing, a value JSON would not give back) is a miss."""
+    from renderer.files import disk_cache
+    from renderer.loaders import snapshot
+
+    path = ONNX / "tiny_cnn.onnx"
+    expected = {key: op.cheap_metrics() for key, op in metrics.model_costs(load_model(path)).ops.items()}
+    model = _snapshot_load(path, tmp_path)
+    with disk_cache.using(str(tmp_path)):
+        kept = [[g, i, list(v.items())] for (_, g, i), v in expected.items()]
+        for spoiled in ({"ops": kept[1:], "totals": {}}, {"ops": [[*k[:2], [["params", [1]]]] for k in kept]},
+                        {"ops": "x"}, []):
+            snapshot.keep(model, metrics.KIND, spoiled)
+            metrics._kept.clear()
+            assert metrics.cheap_metrics(model) == expected
+            assert metrics._from_json(model, snapshot.recall(model, metrics.KIND)) is not None  # written over
