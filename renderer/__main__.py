@@ -1,5 +1,3 @@
-import sys
+from renderer.commands.cli import console
 
-from renderer.commands.cli import main
-
-sys.exit(main())
+console()

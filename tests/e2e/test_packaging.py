@@ -29,7 +29,7 @@ def test_wheel_carries_templates_colormaps_and_data(tmp_path: Path) -> None:
         relative = package.relative_to(ROOT).as_posix()
         assert relative in names, f"{relative} is missing from the wheel: list it in pyproject.toml"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "annograph = renderer.commands.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "annograph = renderer.commands.cli:console" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
