@@ -24,10 +24,33 @@ READERS: tuple[str, ...] = (
     "ort_qdq_loss", "onnx_tool_csv", "netron_attachment", "model_explorer", "generic",
 )
 
+SIGNS: dict[str, tuple[str, ...]] = {
+    "ort_profile": ('"cat"',), "etdump": ("ED00",),
+    "tflite_benchmark": ("Operator-wise Profiling Info for Regular Benchmark Runs", "Run Order"),
+    "vela": (",NNG Operator,",), "openvino_counters": ("layerName;execStatus;layerType;execType;",),
+    "openvino_exec_graph": ("<net ",), "tensorrt_profile": ('"count"',), "tflite_quant_debug": ("op_name,tensor_idx,",),
+    "ort_qdq_loss": ("{",), "onnx_tool_csv": ("Name,Type,Forward_MACs",), "netron_attachment": ("netron:attachment",),
+    "model_explorer": ('"results"',), "generic": (),
+}
+"""Per reader, text its ``match`` cannot take a file without (one of them at least; none: any file): ``reader_of``
+imports and asks only the readers whose text the file's head holds, so a generic CSV imports one reader, not all
+of them. ``tests/unit/annotations/test_registry.py`` checks each against every file its reader takes."""
+
 HEAD_CHARS = 4096
 
+
 def reader_modules() -> list[Reader]:
-    return [cast(Reader, importlib.import_module(f"renderer.annotations.readers.{name}")) for name in READERS]
+    return [_module(name) for name in READERS]
+
+
+def _module(name: str) -> Reader:
+    return cast(Reader, importlib.import_module(f"renderer.annotations.readers.{name}"))
+
+
+def signed(name: str, head: str) -> bool:
+    """True when ``head`` holds one of reader ``name``'s ``SIGNS`` (or it has none): its ``match`` may take it."""
+    signs = SIGNS[name]
+    return not signs or any(sign in head for sign in signs)
 
 
 def reader(name: str) -> Reader:
@@ -62,8 +85,8 @@ def reader_of(path: str | Path, fmt: str | None = None) -> Reader:
     head = _head(path)
     if fmt:
         return reader(fmt)
-    for module in reader_modules():
-        if module.match(path, head):
+    for name in READERS:
+        if signed(name, head) and (module := _module(name)).match(path, head):
             return module
     raise AnnotationError(f"{path}: not a known annotation format")  # unreachable: generic matches all
 
