@@ -65,12 +65,19 @@ def graphviz_version() -> str:
     return (done.stderr + done.stdout).decode("utf-8", "replace").strip()
 
 
-@functools.lru_cache(maxsize=1)
+_SETTING: list[str] = []
+_SETTING_LOCK = threading.Lock()
+
+
 def layout_setting() -> str:
     """What decides a layout besides its DOT, by which the layout cache keys it: ``dot -V``, and the fonts
     fontconfig offers (Graphviz measures text in the fonts it finds: a font installed or removed, or another
-    ``FONTCONFIG_FILE``, lays out anew)."""
-    return f"{graphviz_version()}\nfonts {_fonts()}"
+    ``FONTCONFIG_FILE``, lays out anew). Found once a process, under a lock: the pages laid out at once would
+    each run ``fc-list`` otherwise."""
+    with _SETTING_LOCK:
+        if not _SETTING:
+            _SETTING.append(f"{graphviz_version()}\nfonts {_fonts()}")
+        return _SETTING[0]
 
 
 def _fonts() -> str:
