@@ -33,11 +33,25 @@ def a_list(label: str | None = None, kwargs: Mapping[str, Any] | None = None,
     """``label=… key=value …``: ``graphviz.quoting.a_list``'s text."""
     result = [f"label={dot_id(label)}"] if label is not None else []
     if kwargs:
-        result += [f"{dot_id(k)}={dot_id(v)}" for k, v in _tools.mapping_items(kwargs) if v is not None]
+        result += [f"{_key(k)}={dot_id(v)}" for k, v in _tools.mapping_items(kwargs) if v is not None]
     if attributes:
         items = _tools.mapping_items(attributes) if hasattr(attributes, "items") else attributes
-        result += [f"{dot_id(k)}={dot_id(v)}" for k, v in items if v is not None]
+        result += [f"{_key(k)}={dot_id(v)}" for k, v in items if v is not None]
     return " ".join(result)
+
+
+_KEYS: dict[str, str] = {}
+KEYS_KEPT = 256
+
+
+def _key(key: str) -> str:
+    """``dot_id`` of an attribute's name, kept for the few names a picture uses (each of its elements has some)."""
+    quoted = _KEYS.get(key) if type(key) is str else None
+    if quoted is None:
+        quoted = dot_id(key)
+        if type(key) is str and len(_KEYS) < KEYS_KEPT:
+            _KEYS[key] = quoted
+    return quoted
 
 
 def attr_list(label: str | None = None, kwargs: Mapping[str, Any] | None = None,

@@ -72,6 +72,8 @@ class Emitter:
         self.drawn_graphs: set[int] = set()
         self.far: dict[object, set[str]] = {}
         """Tensor key → the readers drawn with a stub of their own (``fanout``)."""
+        self.value_lines: dict[int, str] = {}
+        """id(tensor) → its line in tooltips (``_value_line``): the tensors live as long as the scene."""
 
     # -- top level ------------------------------------------------------------------------------------------
 
@@ -260,9 +262,8 @@ class Emitter:
         for i, value in enumerate(node.inputs):
             if value is not None:
                 slot = node.input_names[i] if i < len(node.input_names) else f"input {i}"
-                lines.append(f"{slot}: {escape.clean(value.name, 80)} {value.type or ''}")
-        for value in node.outputs:
-            lines.append(f"→ {escape.clean(value.name, 80)} {value.type or ''}")
+                lines.append(f"{slot}: {self._value_line(value)}")
+        lines += [f"→ {self._value_line(value)}" for value in node.outputs]
         lines.extend(self._folded_lines(node))
         for key, value in node.attributes.items():
             lines.append(f"{key} = {escape.clean(_value_text(value), 120)}")
@@ -271,6 +272,13 @@ class Emitter:
         if formula:
             lines.append(f"macs = {formula} (of the assumed dims)")
         return escape.tooltip(lines)
+
+    def _value_line(self, value: Value) -> str:
+        """``name type`` of a tensor in its writer's and readers' tooltips, made once an emission."""
+        line = self.value_lines.get(id(value))
+        if line is None:
+            line = self.value_lines[id(value)] = f"{escape.clean(value.name, 80)} {value.type or ''}"
+        return line
 
     def _formula(self, node: Node) -> str:
         """The op's MACs as a polynomial of the assumed dims (``metrics.dim_formulas``), "" without one."""

@@ -45,6 +45,8 @@ _DRAWS_NAME = re.compile(r"\\[NGETH]")
 _KEYWORDS = frozenset({"node", "edge", "graph", "digraph", "subgraph", "strict"})
 _NAMED_VALUES = frozenset({"id", "lhead", "ltail"})
 _CLUSTER = "cluster"
+NAMES_KEPT = 8192
+"""Names whose DOT and SVG forms are kept (``_forms``): a page laid out again in columns has its first layout's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +84,24 @@ def named(text: str) -> Named:
     while f"agn{k}q" in text:
         k += 1
     prefix = f"agn{k}q"
-    index: dict[str, int] = {}
+    tokens: dict[str, str] = {}  # each name's token, in order of first appearance
     parts, start = [], 0
     for begin, end, name in spots:
-        number = index.setdefault(name, len(index))
-        parts += [text[start:begin], f"{_CLUSTER if name.startswith(_CLUSTER) else ''}{prefix}{number}z"]
+        token = tokens.get(name)
+        if token is None:
+            token = tokens[name] = f"{_CLUSTER if name.startswith(_CLUSTER) else ''}{prefix}{len(tokens)}z"
+        parts += [text[start:begin], token]
         start = end
-    # a cluster's token follows "cluster", which stays: its name is put back without it
-    names = [n[len(_CLUSTER):] if n.startswith(_CLUSTER) else n for n in index]
-    return Named("".join(parts) + text[start:], prefix, tuple(escape.dot_id(n).encode() for n in names),
-                 tuple(escape.svg_name_of(n).encode() for n in names))
+    forms = [_forms(name) for name in tokens]
+    return Named("".join(parts) + text[start:], prefix, tuple(f[0] for f in forms), tuple(f[1] for f in forms))
+
+
+@functools.lru_cache(maxsize=NAMES_KEPT)
+def _forms(name: str) -> tuple[bytes, bytes]:
+    """A name stood in for as Graphviz writes it into ``-Tdot`` and into SVG (a cluster's without "cluster",
+    which its token keeps)."""
+    name = name[len(_CLUSTER):] if name.startswith(_CLUSTER) else name
+    return escape.dot_id(name).encode(), escape.svg_name_of(name).encode()
 
 
 def _spots(text: str) -> list[tuple[int, int, str]] | None:

@@ -134,7 +134,8 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
     if check is not None:
         check(places)
     try:
-        result = {"svg": frame.fill_svg(drawn.decode("utf-8")).encode("utf-8")} if "svg" in formats else {}
+        result = {"svg": frame.fill_svg(names.back(drawn, svg=True).decode("utf-8")).encode("utf-8")} \
+            if "svg" in formats else {}
         runs = _drawing_runs(formats)
         real = frame.restore(names.back(positioned).decode("utf-8")).encode("utf-8") if runs else b""
     except (skeleton.Unskeletal, UnicodeDecodeError):
@@ -154,15 +155,16 @@ def _positions(text: str, places: bool, deadline: float | None, timeout: float |
                cache: LayoutCache | None) -> tuple[dot_names.Named, bytes, bytes, bytes]:
     """The layout of ``text`` (``-Tdot``), its ``-Tplain`` when ``places`` (else empty) and its drawing
     (``-Tsvg``). While ``sharing``, those of ``text`` with its names stood in for (``dot_names``), laid out once
-    for every page of that text (pages of one structure), the names put back into the plain and the SVG; the
-    ``-Tdot`` is left with the stand-ins (``Named.back`` puts them back) and returned with them."""
+    for every page of that text (pages of one structure), the names put back into the plain; the ``-Tdot`` and
+    the SVG are left with the stand-ins (``Named.back`` puts them back: a layout the check refuses is never
+    drawn) and returned with them."""
     shared = _SHARING.get()
     if shared is None:
         return dot_names.Named(text, ""), *_canonical_positions(text, places, deadline, timeout, cache)
     names = dot_names.named(text) if cache is None else cache.named(text)
     laid = shared.get((names.text, places), lambda: _canonical_positions(names.text, places, deadline, timeout,
                                                                         cache))
-    return names, laid[0], names.back(laid[1]), names.back(laid[2], svg=True)
+    return names, laid[0], names.back(laid[1]), laid[2]
 
 
 class _Shared:

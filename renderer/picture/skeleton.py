@@ -32,7 +32,9 @@ refuses the skeleton (``Unskeletal``).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -170,18 +172,17 @@ class _Builder:
         return f"{_COLOUR_SLOT}{number}{_COLOUR_SLOT}" if colour else f"{self.prefix}{number}z"
 
     def finish(self, text: str) -> Skeleton:
-        """``text`` with each colour slot given a ``#rrggbb`` that ``text`` names nowhere else."""
-        taken = {found.lower() for found in _ANY_HEX.findall(text)}
-        colours: dict[str, int] = {}
-        counter = 0
+        """``text`` with each colour slot given a ``#rrggbb`` that ``text`` names nowhere else: the slots in
+        order take #000001, #000002, … passing over those it names."""
+        taken = {int(found[1:], 16) for found in _ANY_HEX.findall(text)}
         parts = text.split(_COLOUR_SLOT)  # every other part a slot's token number
-        for at in range(1, len(parts), 2):
-            counter += 1
-            while f"#{counter:06x}" in taken:
-                counter += 1
-            value = f"#{counter:06x}"
-            colours[value] = int(parts[at])
-            parts[at] = value
+        slots = len(parts) // 2
+        numbers: Iterable[int] = range(1, slots + 1)
+        if any(0 < number <= slots for number in taken):
+            numbers = itertools.islice((n for n in itertools.count(1) if n not in taken), slots)
+        values = [f"#{number:06x}" for number in numbers]
+        colours = dict(zip(values, map(int, parts[1::2])))
+        parts[1::2] = values
         return Skeleton("".join(parts), self.prefix, tuple(self.tokens), colours)
 
 
