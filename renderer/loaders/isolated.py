@@ -467,7 +467,8 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "t
           preload: Iterable[str] = ()) -> None:
     """The child's side: one request from stdin, the modules in ``preload`` (or the request's ``preload``)
     imported, the request's limits set,
-    one answer line to stdout. A ``MemoryError`` (numpy over the limit) is ``over_memory``'s line for ``runtime``."""
+    one answer line to stdout, and the process ends there (no teardown: nothing follows the answer). A
+    ``MemoryError`` (numpy over the limit) is ``over_memory``'s line for ``runtime``."""
     import importlib
     import json
     import sys
@@ -487,7 +488,9 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "t
         answer = handler(request)
     except MemoryError:
         answer = over
-    print(json.dumps(answer))
+    print(json.dumps(answer), flush=True)
+    sys.stderr.flush()
+    os._exit(0)  # answered: the runtime's sessions and modules are not torn down (~0.1 s CPU of the int8 TTS's run)
 
 
 def _apply(limit: Limits) -> None:

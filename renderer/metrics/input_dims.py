@@ -8,7 +8,9 @@ input dim still free.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
 
 from renderer.core.ir import Dim, Graph, Model, Value
 from renderer.loaders.value_sizes import named
@@ -23,11 +25,25 @@ def top_graph(graph: Graph) -> Graph:
 
 def free_input_dims(graph: Graph) -> list[str]:
     """The symbolic dims of the inputs of ``graph``'s top graph, in input order, each once."""
+    return list(_input_facts(_input_shapes(graph))[0])
+
+
+def _input_shapes(graph: Graph) -> tuple[tuple[Dim, ...] | None, ...]:
+    """The shapes of the inputs of ``graph``'s top graph (None for an input without one): all that
+    ``_input_facts`` reads, and a key for it."""
+    return tuple(None if value.type is None else value.type.shape for value in top_graph(graph).inputs)
+
+
+@functools.lru_cache(maxsize=64)
+def _input_facts(shapes: tuple[tuple[Dim, ...] | None, ...]) -> tuple[tuple[str, ...], bool]:
+    """(the symbolic dims among ``shapes``, in order, each once; whether some input has a dim without a name or no
+    shape): worked out once per model, not on each of the thousands of ``unpinned_reason`` calls of a big one."""
     names: list[str] = []
-    for value in top_graph(graph).inputs:
-        if value.type is not None and value.type.shape is not None:
-            names.extend(d for d in value.type.shape if isinstance(d, str) and d not in names)
-    return names
+    for shape in shapes:
+        if shape is not None:
+            names.extend(d for d in shape if isinstance(d, str) and d not in names)
+    unnamed = any(shape is None or any(d is None for d in shape) for shape in shapes)
+    return tuple(names), unnamed
 
 
 def model_free_dims(model: Model) -> list[str]:
@@ -40,13 +56,8 @@ def flags(names: list[str]) -> str:
     return " ".join(f"--dim {name}=N" for name in names)
 
 
-def _mentioned(expression: str, names: list[str]) -> list[str]:
+def _mentioned(expression: str, names: Sequence[str]) -> list[str]:
     return [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", expression)]
-
-
-def _has_unnamed_input_dims(graph: Graph) -> bool:
-    return any(value.type is None or value.type.shape is None or any(d is None for d in value.type.shape)
-               for value in top_graph(graph).inputs)
 
 
 def not_run(graph: Graph) -> str:
@@ -62,10 +73,11 @@ def not_run(graph: Graph) -> str:
 def unpinned_reason(value: Value, label: str) -> str:
     """Why ``value``'s shape is not static, with the ``--dim`` flags that would fix it when any can."""
     shape: tuple[Dim, ...] = value.type.shape if value.type and value.type.shape is not None else ()
-    free = free_input_dims(value.graph)
+    free, unnamed = _input_facts(_input_shapes(value.graph))
     unknown = [d for d in shape if not isinstance(d, int) or d < 0]
     needed: list[str] = []
     for dim in unknown:
+        wanted: Sequence[str]
         if isinstance(dim, str):
             wanted = [dim] if dim in free else _mentioned(dim, free) or free
         else:
@@ -79,7 +91,7 @@ def unpinned_reason(value: Value, label: str) -> str:
         idle = not_run(value.graph)
         if idle:
             return f"unknown shape of {label}: {idle}"
-        if _has_unnamed_input_dims(value.graph):
+        if unnamed:
             return f"unknown shape of {label} (the model's inputs have dims without a name, which --dim cannot pin)"
         if any(isinstance(d, str) for d in unknown):
             return f"shape of {label} is not known statically (it depends on values computed in the graph)"

@@ -466,11 +466,16 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     """The child: the model with the missing tensors as outputs, run once (on zeros or the given feeds), profiled
     when the request names a ``profile`` prefix. A run on zeros that fails is made again with the attention masks
     all ones (``MASK_RETRY``); the answer's ``ones`` names them. A request with a ``batch`` of inputs and outputs
-    makes one run of each (``run_ahead``), one session serving the runs that expose the same tensors."""
+    makes one run of each (``run_ahead``), one session serving the runs that expose the same tensors. The last
+    session stays open (``_OPEN``): the child ends once it answered, without tearing it down."""
+    _OPEN.clear()
     if "batch" in request:
-        sessions: dict[tuple[str, ...], tuple[Any, dict[str, int]]] = {}
-        return {"batch": [_run_one({**request, **entry}, sessions) for entry in request["batch"]]}
-    return _run_one(request, {})
+        return {"batch": [_run_one({**request, **entry}, _OPEN) for entry in request["batch"]]}
+    return _run_one(request, _OPEN)
+
+
+_OPEN: dict[tuple[str, ...], tuple[Any, dict[str, int]]] = {}
+"""The child's session of the model with the outputs it exposes (one at a time)."""
 
 
 def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any, dict[str, int]]]
@@ -498,7 +503,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
             results = session.run(names, feeds)
         except Exception as e:  # noqa: BLE001
             masks = [] if "feeds" in request or ones else _masks(request, types)
-            if not masks or isolated.allocation_failed(str(e)):
+            if not masks or isolated.allocation_failed(str(e)) or not _may_change(request, str(e), masks):
                 raise
             ones, feeds = masks, _feeds(request, types, masks)
             results = session.run(names, feeds)
@@ -511,7 +516,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
     if failed:
         if not request.get("retry"):
             return {"error": failed}
-        if session is not None and _fails_alike(session, types, request["retry"][0], failed):
+        if session is not None and _fails_alike(session, types, request, ones, failed):
             return {"error": failed, "tried": {"ran": None, "failed": [failed], "alike": True}}
         # the whole model at other sizes, as ``first_that_runs`` tries it, in this process; the failed run's
         # session goes first (the error's traceback, gone with the except clause, held it too)
@@ -545,16 +550,62 @@ def _message(e: BaseException) -> str:
     return cut(lines[0], 200) if lines else type(e).__name__
 
 
-def _fails_alike(session: Any, types: dict[str, int], inputs: dict[str, list[int]], failed: str) -> bool:
-    """Whether the failed run's ``session`` fails at the first other size (``inputs``) with the same error,
-    ``failed``: a failure the sizes do not move (the int8 TTS's Range on a zero speed, at every size), so trying
-    the whole model at each size is not worth its session and runs. The session may hold only a part of the
-    model, but where the part fails the whole model does too."""
+def _fails_alike(session: Any, types: dict[str, int], request: dict[str, Any], ones: list[str], failed: str,
+                 ) -> bool:
+    """Whether the failed run's ``session`` fails at the first other size (the request's ``retry[0]``, on zeros)
+    with the same error, ``failed`` (made with the inputs ``ones`` all ones): a failure the sizes do not move (the
+    int8 TTS's Range on a zero speed, at every size), so trying the whole model at each size is not worth its
+    session and runs. The session may hold only a part of the model, but where the part fails the whole model
+    does too. No run is made when the node that failed reads none of the inputs that differ there: it is given
+    the same values and fails the same way."""
+    inputs = request["retry"][0]
+    moved = [name for name, dims in inputs.items() if dims != request["inputs"].get(name) or name in ones]
+    if not _may_change(request, failed, moved):
+        return True
     try:
         session.run([o.name for o in session.get_outputs()], _feeds({"inputs": inputs}, types))
     except Exception as e:  # noqa: BLE001
         return _message(e) == failed
     return False
+
+
+_FAILED_NODE = re.compile(r"running \w+ node\. Name:'([^']*)'")
+"""The main-graph node onnxruntime names first in a failed run's error (a subgraph's node comes after its If or
+Loop)."""
+
+
+def _may_change(request: dict[str, Any], error: str, inputs: list[str]) -> bool:
+    """Whether a run given other values of ``inputs`` may not fail as one did with ``error``: the node the error
+    names reads one of them (through the nodes before it, or from inside its subgraphs), or the error names no
+    node of the main graph. Deterministic kernels given the same values fail the same way, so a run that cannot
+    change them is not made."""
+    found = _FAILED_NODE.search(error)
+    if not found or not inputs:
+        return bool(found is None and inputs)
+    if request["path"] not in _READS:
+        _READS.clear()
+        _READS[request["path"]] = _reads(_stored_apart(Path(request["path"])).graph)
+    read = _READS[request["path"]].get(found.group(1))
+    return read is None or not read.isdisjoint(inputs)
+
+
+_READS: dict[str, dict[str, frozenset[str]]] = {}
+"""The child's ``_reads`` of the model at a path (the last asked)."""
+
+
+def _reads(graph: onnx.GraphProto) -> dict[str, frozenset[str]]:
+    """The graph inputs each node's values follow from, by node name (nodes of one name: the inputs of all)."""
+    reads: dict[str, frozenset[str]] = {vi.name: frozenset([vi.name]) for vi in graph.input}
+    nodes: dict[str, frozenset[str]] = {}
+    none: frozenset[str] = frozenset()
+    for node in graph.node:  # in topological order, as ONNX requires
+        names = [*node.input, *(name for attr in node.attribute
+                                for sub in ([attr.g] if attr.HasField("g") else attr.graphs) for name in _read(sub))]
+        found = {reads[name] for name in names if name in reads}
+        read = none.union(*found) if len(found) > 1 else next(iter(found), none)
+        nodes[node.name] = nodes.get(node.name, none) | read
+        reads.update((name, read) for name in node.output)
+    return nodes
 
 
 def _first_that_runs(request: dict[str, Any]) -> dict[str, Any]:
@@ -629,14 +680,15 @@ def _largest(tries: list[dict[str, list[int]]] | None) -> list[dict[str, list[in
 def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
     """An onnxruntime session of the model with the requested tensors exposed as outputs, and its input types.
 
-    The copy is made without the external data's bytes: onnxruntime reads them from the model's folder, so the
-    weights are not held twice and a model over protobuf's 2 GiB in external files still runs (onnxruntime
-    releases that cannot be told the folder get the data in the copy)."""
+    The copy is made without the external data's bytes, nor those of the large weights stored in the file
+    (``_stored_apart``): onnxruntime reads them from the model's folder, so the weights are not held twice and a
+    model over protobuf's 2 GiB in external files still runs (onnxruntime releases that cannot be told the folder
+    get the data in the copy)."""
     import onnx
     import onnxruntime as ort
 
     path = Path(request["path"])
-    model = onnx.load(str(path), load_external_data=False)
+    model = _stored_apart(path)
     types = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input}
     if request.get("pruned") and request["outputs"]:
         prune(model.graph, request["outputs"])
@@ -664,6 +716,38 @@ def _session(request: dict[str, Any]) -> tuple[Any, dict[str, int]]:
             raise
     onnx.load_external_data_for_model(model, str(path.parent))
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]), types
+
+
+def _stored_apart(path: Path) -> onnx.ModelProto:
+    """The model at ``path`` without the bytes of its large stored weights (``wire.split``), each an external-data
+    reference to where it lies in the file itself: onnxruntime reads them from there, so they are neither parsed
+    into the copy nor serialized again nor parsed once more by onnxruntime (the int8 TTS's 64 MB: ~0.4 s CPU).
+    The model as ``onnx.load`` reads it (its own external data left where it is) when the file does not split."""
+    import mmap
+
+    import onnx
+
+    from renderer.loaders.onnx import wire
+
+    parts = None
+    if not path.is_symlink():  # its name in its folder, resolved (onnxruntime's) or not (onnx's), is its own
+        with open(path, "rb") as file:
+            try:
+                parts = wire.split(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+            except (OSError, ValueError):  # empty, or a file that cannot be mapped
+                pass
+    if parts is None:
+        return onnx.load(str(path), load_external_data=False)
+    model = onnx.load_model_from_string(parts.light)
+    for index, (offset, length) in parts.weights.items():
+        tensor = model.graph.initializer[index]
+        if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.external_data:
+            return onnx.load(str(path), load_external_data=False)  # raw bytes and external data: not ours to read
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", path.name), ("offset", str(offset)), ("length", str(length))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    return model
 
 
 def prune(graph: onnx.GraphProto, outputs: list[str]) -> None:

@@ -382,3 +382,78 @@ def test_onnxruntimes_message_is_what_went_wrong_in_whole_words(tmp_path: Path) 
     assert reason.startswith("Non-zero status code returned while running Pad node. Name:'If_0_else_branch"), note
     assert "If node" not in reason and "onnxruntime_src" not in note and "[ONNXRuntimeError]" not in note
     assert reason.endswith("Status Message: Pad reflect requires axis length >= 2 after slicing. Input shape:{1,1}")
+
+
+def _stepped_range(path: Path, step_from_mask: bool) -> dict:
+    """A Range stepped by the largest of the ``speed`` input (0 on zeros: onnxruntime refuses the step), plus the
+    mask's largest value when ``step_from_mask``; the request of a run on zeros at a sequence of 128, to retry at
+    64."""
+    steps = [helper.make_node("ReduceMax", ["speed"], ["step"], keepdims=0)]
+    if step_from_mask:
+        steps = [helper.make_node("ReduceMax", ["speed"], ["fast"], keepdims=0),
+                 helper.make_node("ReduceMax", ["attention_mask"], ["masked"], keepdims=0),
+                 helper.make_node("Add", ["fast", "masked"], ["step"])]
+    graph = helper.make_graph(
+        [*steps, helper.make_node("Mul", ["x", "attention_mask"], ["kept"]),
+         helper.make_node("Range", ["zero", "ten", "step"], ["r"], name="frames")], "g",
+        [helper.make_tensor_value_info(name, TensorProto.INT64, dims)
+         for name, dims in (("x", [1, "sequence"]), ("attention_mask", [1, "sequence"]), ("speed", [1]))],
+        [helper.make_tensor_value_info("r", TensorProto.INT64, None),
+         helper.make_tensor_value_info("kept", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+         numpy_helper.from_array(np.array(10, np.int64), "ten")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    sizes = [{"x": [1, n], "attention_mask": [1, n], "speed": [1]} for n in (128, 64)]
+    return {"path": str(path), "inputs": sizes[0], "outputs": ["r"], "pruned": True, "retry": sizes[1:]}
+
+
+@pytest.mark.parametrize("step_from_mask", [False, True])
+def test_runs_that_cannot_change_the_failing_node_are_not_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              step_from_mask: bool) -> None:
+    """A Range stepped by a zero speed fails on zeros; the node reads neither the attention mask nor the inputs
+    whose sizes the retry changes, so neither the run with the mask all ones nor the one at the other size is made
+    (it would fail the same way): one run, the same answer. Stepped by the mask too, the mask's retry runs, and
+    the Range with it."""
+    runs: list[dict] = []
+    real = ort_shapes._session
+
+    class Counted:
+        def __init__(self, session) -> None:  # type: ignore[no-untyped-def]
+            self.session = session
+
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(self.session, name)
+
+        def run(self, names, feeds):  # type: ignore[no-untyped-def]
+            runs.append({name: array.max(initial=0) for name, array in feeds.items()})
+            return self.session.run(names, feeds)
+
+    monkeypatch.setattr(ort_shapes, "_session", lambda request: (Counted(real(request)[0]), real(request)[1]))
+    answer = ort_shapes._run(_stepped_range(tmp_path / "stepped.onnx", step_from_mask))
+    if step_from_mask:
+        assert answer["shapes"] == {"r": [TensorProto.INT64, [10]]} and answer["ones"] == ["attention_mask"]
+        assert [run["attention_mask"] for run in runs] == [0, 1]
+    else:
+        assert "Range" in answer["error"] and answer["tried"] == {"ran": None, "failed": [answer["error"]],
+                                                                  "alike": True}, answer
+        assert len(runs) == 1, runs
+
+
+def test_the_shape_run_reads_large_weights_from_the_models_file(tmp_path: Path) -> None:
+    """The session's copy of the model leaves out the large stored weights' bytes: each is an external-data
+    reference to where it lies in the model's own file (nothing parsed and serialized twice), which onnxruntime
+    reads; the copy with those bytes read back is the model as onnx loads it. A symbolic link is read whole."""
+    path = SAMPLES / "bert_scoped.onnx"
+    copy = ort_shapes._stored_apart(path)
+    apart = [t for t in copy.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    assert len(apart) > 10 and not any(t.raw_data for t in apart)
+    assert {e.key: e.value for e in apart[0].external_data}["location"] == path.name
+    onnx.load_external_data_for_model(copy, str(path.parent))
+    for tensor in apart:
+        tensor.ClearField("data_location")  # read back: DEFAULT, set where the file left it unset
+    assert copy == onnx.load(path)
+    link = tmp_path / "linked.onnx"
+    link.symlink_to(path)
+    assert ort_shapes._stored_apart(link) == onnx.load(path)
+    model = load_model(path, {"batch": 1, "sequence": 32})
+    assert any("taken from one onnxruntime run" in note for note in model.notes), model.notes
