@@ -27,6 +27,9 @@ says why. Signatures keep their -1. A key naming no dynamic axis of an input is 
 ``--inputs FILE.npz`` resizes the inputs to its arrays' shapes instead and runs the model once on them, so sizes
 only the values decide are those of that run; on a model without dynamic dims a note says they are not needed.
 
+Dynamic axes nothing pins keep the file's placeholder sizes (``Model.assumed_dims``), but a length or image side
+written as 1, which ``lengths`` sizes as ``free_dims`` does an ONNX model's, where LiteRT prepares the model at it.
+
 ``Model.raw`` is ``(tflite.Model, buffer)``: the flatbuffer accessor and the mapped file bytes it reads.
 Writers that edit a copy of the file (``annograph embed``) ask ``layout`` where its parts are, rather than
 reading the flatbuffer themselves.
@@ -51,7 +54,7 @@ from renderer.loaders.mapped import map_file
 from renderer.loaders.protocol import RealValues
 from renderer.loaders.registry import decode_text, refuse_impossible_shapes
 from renderer.loaders.tflite import layout as tflite_layout
-from renderer.loaders.tflite import litert_shapes
+from renderer.loaders.tflite import lengths, litert_shapes
 from renderer.loaders.tflite import sparsity as tflite_sparsity
 from renderer.loaders.value_sizes import named, tflite_value_sized
 
@@ -155,11 +158,15 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         builder = _Builder(path, buffer, {})
         free = builder.dynamic_input_axes()
         builder.dims = dims = resolve(path, dims, free, (), check_dims)
+        values = values or RealValues()
+        sized = lengths.assumed_sizes(path, builder.main_inputs(), dims) \
+            if assume and shape_run and values.inputs is None else []
+        builder.dims = dims = {**dims, **{a.name: a.value for a in sized}}
         model = builder.build()
         model.pinnable_dims = free
-        values = values or RealValues()
         if assume and values.inputs is None:
-            model.assumed_dims = _placeholders(model.main, dims)
+            model.assumed_dims = sorted(_placeholders(model.main, dims) + sized,
+                                        key=lambda a: 0 if a.name == "batch" else int(a.name.removeprefix("axis")))
         if dims and shape_run and values.inputs is None:
             _propagate_shapes(path, model, dims)
             _forget_value_sizes(path, model)
@@ -396,6 +403,24 @@ class _Builder:
         for axis in sorted(axes):
             names += ["axis0", "batch"] if axis == 0 else [f"axis{axis}"]
         return names
+
+    def main_inputs(self) -> list[lengths.Input]:
+        """The main graph's inputs that declare a dynamic axis, read before the model is built."""
+        if self.fb.SubgraphsLength() < 1:
+            return []
+        sg = self.fb.Subgraphs(0)
+        n_tensors = self.count(sg.TensorsLength(), "subgraph 0 tensors")
+        found = []
+        for t in self.array(sg.InputsAsNumpy(), "subgraph 0 inputs").tolist():
+            index = self.index(t, n_tensors, "subgraph 0 input tensor")
+            tensor = sg.Tensors(index)
+            signature = tuple(self.array(tensor.ShapeSignatureAsNumpy(), "subgraph 0 input shape signature").tolist())
+            if -1 in signature:
+                shape = tuple(self.array(tensor.ShapeAsNumpy(), "subgraph 0 input shape").tolist())
+                dtype = self.dtype(tensor.Type())[0]
+                found.append(lengths.Input(index, decode_text(tensor.Name()), shape, signature,
+                                           dtype.startswith(("int", "uint"))))
+        return found
 
     def build(self) -> ir.Model:
         fb, model = self.fb, self.model

@@ -478,8 +478,12 @@ def test_dims_pin_any_axis_and_litert_propagates_them(tmp_path):
     assert ops[("op", 0, 0)]["macs"] == 2 * 128 * 16 * 32  # FULLY_CONNECTED, no bias
     assert ops[("op", 0, 1)]["output_bytes"] == 2 * 32 * 128 * 4  # TRANSPOSE
     assert loader.load(path, dims={"axis0": 2, "axis1": 128}).main.values[4].type.shape == (2, 32, 128)
-    unpinned = loader.load(path)
-    assert unpinned.main.values[4].type.shape == (1, 32, 1) and unpinned.notes == []
+    unpinned = loader.load(path)  # axis 1 of a 3-D input is a length: 128 (tflite/lengths.py), not the 1 written
+    assert unpinned.main.values[4].type.shape == (1, 32, 128) and unpinned.notes == []
+    assert [(a.name, a.value, a.role, a.source) for a in unpinned.assumed_dims] == [
+        ("batch", 1, "batch", "the file's placeholder"), ("axis1", 128, "sequence", "default")]
+    free = loader.load(path, assume=False)
+    assert free.main.values[4].type.shape == (1, 32, 1) and free.assumed_dims == []
 
 
 def test_dims_fall_back_to_positions_with_a_note_when_litert_cannot_prepare(tmp_path):
