@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import flatbuffers
+
 from conftest import parse_svg, run_cli, svg_groups, tooltip_of
 from renderer.loaders.registry import load_model
 from wheel_models import wheel_model
@@ -42,3 +44,33 @@ def test_mediapipes_transposed_convolution_with_bias_is_counted(tmp_path: Path) 
     box = svg_groups(parse_svg(svg), "op")[f"op-0-{node.index}"]
     assert "cat-layer" in box.get("class", "").split()  # was cat-other, its header grey
     assert "\nmacs: 1.11M\n" in tooltip_of(box), tooltip_of(box)
+
+
+def test_mediapipes_face_mesh_attention_ops_are_counted(tmp_path: Path) -> None:
+    """MediaPipe's face mesh with attention (mediapipe 0.10.21, face_landmark_with_attention.tflite, 712 ops) crops
+    its eye and lip regions with three custom ops, which read "+11 ops n/a" in its headline. Built here with the
+    shapes that model has: Landmarks2TransformMatrix [1, 468, 3] -> [1, 4, 4] (one operation per coordinate
+    read), TransformTensorBilinear [1, 48, 48, 32] -> [1, 16, 16, 32] (bilinear sampling, counted as
+    RESIZE_BILINEAR: 4 per output element), TransformLandmarks [1, 80, 2] -> [1, 80, 2] (3 per coordinate)."""
+    import tflite
+
+    import tflite_build as fb
+
+    b = flatbuffers.Builder(4096)
+    names = ["Landmarks2TransformMatrix", "TransformTensorBilinear", "TransformLandmarks"]
+    codes = [fb.opcode(b, tflite.BuiltinOperator.CUSTOM, name) for name in names]
+    shapes = [("landmarks", [1, 468, 3]), ("features", [1, 48, 48, 32]), ("points", [1, 80, 2]),
+              ("matrix", [1, 4, 4]), ("crop", [1, 16, 16, 32]), ("moved", [1, 80, 2])]
+    tensors = [fb.tensor(b, name, shape) for name, shape in shapes]
+    ops = [fb.operator(b, 0, [0], [3], custom=b""), fb.operator(b, 1, [1, 3], [4], custom=b""),
+           fb.operator(b, 2, [2, 3], [5], custom=b"")]
+    path = tmp_path / "crops.tflite"
+    path.write_bytes(fb.model(b, codes=codes, subgraphs=[fb.subgraph(b, "main", tensors, ops, [0, 1, 2], [4, 5])],
+                              buffers=[fb.buffer(b, None)]))
+    out = tmp_path / "m.csv"
+    done = run_cli("metrics", path, "-o", out)
+    assert done.returncode == 0, done.stderr
+    with out.open(newline="", encoding="utf-8") as f:
+        rows = {row["id"]: row for row in csv.DictReader(f) if row["kind"] == "operator"}
+    assert [int(rows[f"0:{i}"]["macs"]) for i in range(3)] == [468 * 3, 16 * 16 * 32 * 4, 80 * 2 * 3]
+    assert "n/a" not in done.stderr.splitlines()[-1], done.stderr

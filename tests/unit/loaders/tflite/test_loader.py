@@ -612,7 +612,8 @@ def test_category_data_covers_every_builtin_once():
     assert {entry["category"] for entry in data.values()} <= set(categories.CATEGORIES)
     custom = {name for name, entry in data.items() if set(entry.get("cost_by_domain", {})) == {"custom"}}
     assert set(data) - custom == set(OP_NAMES.values())  # a JSON object names each once (the reader refuses repeats)
-    assert custom == {"Convolution2DTransposeBias"}  # a custom code, known beside the builtins
+    assert custom == {"Convolution2DTransposeBias", "TransformTensorBilinear", "TransformLandmarks",
+                      "Landmarks2TransformMatrix"}  # MediaPipe's custom codes, known beside the builtins
     assert categories.category("tflite", "CONV_2D") == "layer"
     assert categories.category("tflite", "L2_NORMALIZATION") == "normalization"
     assert categories.category("tflite", "IF") == "control"
