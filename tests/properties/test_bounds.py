@@ -297,10 +297,11 @@ def test_a_member_that_cannot_feed_its_input_is_refused_from_its_header(command:
     assert path.stat().st_size < 2 << 20
     args = [model, "--inputs", path] if command == "metrics" else [model, model, "--inputs", path]
     # the peak of this process alone (VmHWM: ru_maxrss would keep pytest's peak across the exec)
-    code = ("import runpy, sys; sys.argv = ['annograph', *sys.argv[1:]]; "
-            "exec('try:\\n runpy.run_module(\"renderer\", run_name=\"__main__\")\\nfinally:\\n "
+    # cli.main, not the console entry: that one ends with os._exit, before a finally could print the peak
+    code = ("import sys; from renderer.commands.cli import main; "
+            "exec('try:\\n status = main(sys.argv[1:])\\nfinally:\\n "
             "print(next(l.split()[1] for l in open(\"/proc/self/status\") if l.startswith(\"VmHWM\")), "
-            "file=sys.stderr)')")
+            "file=sys.stderr)'); sys.exit(status)")
     done = subprocess.run([sys.executable, "-c", code, command, *map(str, args), "-o", str(tmp_path / "o.json")],
                           capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     *said, peak = done.stderr.strip().splitlines()
