@@ -202,6 +202,10 @@ def fit_ops(names: tuple[str, ...], values: Sequence[Sequence[int]],
         if any(count is None for count in counts.values()):
             result[key] = None
             continue
+        first = counts[grid[0]]
+        if all(count == first for count in counts.values()):  # what the interpolation gives a constant, exactly
+            result[key] = Polynomial(names, {(0,) * len(names): Fraction(first)} if first else {})
+            continue
         polynomial = interpolate(names, grids, {p: counts[p] for p in grid})  # type: ignore[misc]
         fits = all(polynomial(dict(zip(names, p))) == counts[p] for p in checks)
         result[key] = polynomial if fits else None
@@ -214,15 +218,31 @@ def formulas(model: Model) -> Formulas | None:
     cached = _CACHE.get(id(model))
     if cached is not None and cached[0] is model:
         return cached[1]
-    where = _where(model)
+    big = _too_big(model)
+    where = None if big else _where(model)
     found = _MISS if where is None else _from_json(disk_cache.recall(KIND, *where))
     if found is _MISS:
-        found = _fitted(model)
+        found = None if big else _fitted(model)
         if where is not None:
             disk_cache.keep(KIND, *where, {"formulas": _to_json(found)})  # type: ignore[arg-type]
     _CACHE.clear()
     _CACHE[id(model)] = (model, found)  # type: ignore[assignment]
     return found  # type: ignore[return-value]
+
+
+def _too_big(model: Model) -> bool:
+    """Whether every fit ``_fitted`` tries loads too many operators too often (``MAX_WORK``): then there is
+    none, known before the key of a kept result is made (a 20k-operator model's: a fifth of a second)."""
+    operators = sum(len(g.nodes) for g in model.graphs)
+    lengths = frozenset(name for name, _, role in variables(model) if role != "batch")
+    tries = [frozenset(), *([lengths] if lengths and len(lengths) < len(variables(model)) else [])]
+    return all(len(_points(variables(model, held))) * operators > MAX_WORK for held in tries)
+
+
+def _points(dims: list[tuple[str, int, str]]) -> list[tuple[int, ...]]:
+    """The values of ``dims`` (``variables``) each load is made at: the grid, then the checks."""
+    values = [_values(value, role) for _, value, role in dims]
+    return _grid_points([v[:-1] for v in values]) + _checks(tuple(name for name, _, _ in dims), values)
 
 
 def _fitted(model: Model) -> Formulas | None:
@@ -322,7 +342,7 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
     dims = variables(model, held)
     names = tuple(name for name, _, _ in dims)
     values = [_values(value, role) for _, value, role in dims]
-    points = _grid_points([v[:-1] for v in values]) + _checks(names, values)
+    points = _points(dims)
     if not dims or model.format != "onnx" or len(points) * sum(len(g.nodes) for g in model.graphs) > MAX_WORK:
         return None
     base = {name: value for name, value, _ in dims}

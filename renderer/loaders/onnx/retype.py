@@ -43,10 +43,12 @@ def retyped(like: ir.Model, proto: onnx.ModelProto, builder: _Builder) -> ir.Mod
     shapes = {decode_text(vi.name): vi.type for vi in (*gp.value_info, *gp.input, *gp.output)}
     typed = builder._type  # each distinct TypeProto converted once (the builder keeps them)
     copies: dict[int, ir.Value] = {}
-    for value in old.values:
+    for value in old.values:  # made as graph.add_value does, without its keyword pass-through
         initializer = value.initializer if value.name in stored else None
-        copy = graph.add_value(value.name, type=typed(shapes.get(value.name)), initializer=initializer,
-                               is_input=value.is_input, is_output=value.is_output, metadata=value.metadata)
+        copy = ir.Value(value.name, len(graph.values), graph, type=typed(shapes.get(value.name)),
+                        initializer=initializer, is_input=value.is_input, is_output=value.is_output,
+                        metadata=value.metadata)
+        graph.values.append(copy)
         if initializer is not None:
             _typed_by(copy, initializer)
         copies[id(value)] = copy
@@ -80,17 +82,17 @@ def _copyable(like: ir.Model, gp: onnx.GraphProto, stored: set[str]) -> bool:
 
 def _copy_node(node: ir.Node, np_: onnx.NodeProto, graph: ir.Graph, copies: dict[int, ir.Value],
                builder: _Builder) -> None:
-    copy = graph.add_node(node.op_type, domain=node.domain, name=node.name, category=node.category,
-                          input_names=node.input_names, attributes=node.attributes, defaults=node.defaults,
-                          metadata=node.metadata, title=node.title)
-    copy.inputs = [None if v is None else copies[id(v)] for v in node.inputs]
-    for value in copy.inputs:
+    inputs = [None if v is None else copies[id(v)] for v in node.inputs]
+    outputs = [copies[id(v)] for v in node.outputs]
+    copy = ir.Node(len(graph.nodes), graph, node.op_type, domain=node.domain, name=node.name, category=node.category,
+                   inputs=inputs, input_names=node.input_names, outputs=outputs, attributes=node.attributes,
+                   defaults=node.defaults, metadata=node.metadata, title=node.title)
+    graph.nodes.append(copy)
+    for value in inputs:
         if value is not None:
             value.consumers.append(copy)
-    for value in node.outputs:
-        output = copies[id(value)]
+    for output in outputs:
         output.producer = copy
-        copy.outputs.append(output)
     if node.domain not in ("", "ai.onnx") or not copy.outputs:
         return
     if node.op_type == "Constant":  # its value is the file's: the earlier load's, at any dims

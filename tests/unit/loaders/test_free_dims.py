@@ -433,6 +433,22 @@ def test_interpolation_is_exact_and_refuses_what_is_no_polynomial() -> None:
     assert fitted["even"] is not None and fitted["floor"] is None and fitted["none"] is None
 
 
+def test_a_count_the_same_at_every_size_fits_as_the_interpolation_does() -> None:
+    """Most operators' MACs do not move with the dims: their polynomial is the constant the interpolation would
+    give (zero: no terms), and a count the same on the grid but not at a checking point still fits none."""
+    from renderer.metrics.dim_formulas import fit_ops, interpolate
+
+    values = [[1, 2, 3], [8, 24, 40, 56]]
+    grids = [v[:-1] for v in values]
+    points = [(b, s) for b in values[0] for s in values[1]]
+    loaded = {p: {"same": 4096, "zero": 0, "moves late": 7 + (p == (3, 56))} for p in points}
+    fitted = fit_ops(("b", "s"), values, loaded)
+    for key, count in (("same", 4096), ("zero", 0)):
+        through = interpolate(("b", "s"), grids, {(b, s): count for b in grids[0] for s in grids[1]})
+        assert fitted[key] == through and fitted[key].text(exact=True) == str(count), key  # type: ignore[union-attr]
+    assert fitted["moves late"] is None
+
+
 def test_a_kv_cache_models_macs_are_one_formula_of_its_dims(tmp_path: Path) -> None:
     """QKᵀ over past + current (8 per score) + the mask add (1) + the key projection (64 per token): the legend and
     headline give the polynomial, and it counts what a load pinned at other sizes counts."""
@@ -620,3 +636,25 @@ def test_the_formulas_loads_leave_the_rendered_models_cost_pass_kept() -> None:
     found = dim_formulas.formulas(model)
     assert found is not None and found.total is not None and len(found.names) == 2
     assert metrics.model_costs(model) is kept
+
+
+def test_a_model_too_big_for_every_fit_gets_no_formula_without_loading_or_keying_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over ``MAX_WORK`` for the fit in batch and length but not for the batch alone, the batch alone is fitted;
+    over it for both, there is no formula, and neither a load at other dims nor a kept result's key is made."""
+    from renderer.loaders.onnx import loader
+    from renderer.metrics import dim_formulas
+
+    path = ROOT / "samples" / "onnx" / "tiny_transformer.onnx"
+    operators = len(load_model(path).main.nodes)
+    monkeypatch.setattr(dim_formulas, "MAX_WORK", 3 * operators)  # 9 loads too many, 3 (the batch alone) not
+    found = dim_formulas.formulas(load_model(path))
+    assert found is not None and found.names == ("batch",) and found.total is not None
+    monkeypatch.setattr(dim_formulas, "MAX_WORK", 3 * operators - 1)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("loaded or keyed a model too big for any fit")
+
+    monkeypatch.setattr(dim_formulas, "_where", refused)
+    monkeypatch.setattr(loader, "load_like", refused)
+    assert dim_formulas.formulas(load_model(path)) is None
