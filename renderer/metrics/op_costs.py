@@ -127,9 +127,12 @@ def _sum_bytes(values: list[Value], sizes: dict[int, int | str]) -> int | str:
     return total
 
 
+_TABLES = {"tflite": tflite_ops, "executorch": executorch_ops, "torch": torch_ops, "tensorrt": tensorrt_ops,
+           "openvino": openvino_ops.IR, "openvino-exec": openvino_ops.EXEC}
+
+
 def _table(fmt: str) -> Any:
-    return {"tflite": tflite_ops, "executorch": executorch_ops, "torch": torch_ops, "tensorrt": tensorrt_ops,
-            "openvino": openvino_ops.IR, "openvino-exec": openvino_ops.EXEC}.get(fmt, onnx_ops)
+    return _TABLES.get(fmt, onnx_ops)
 
 
 def _cost(table: Any, op: Op) -> Cost | str:

@@ -42,7 +42,12 @@ def _ops(role: str) -> frozenset[str]:
 
 def is_transparent(node: Node) -> bool:
     """Ops that only prepare a weight (layout, dequantization): their params are their direct constants only."""
-    return node.op_type in _ops("weight_layout") | _ops("weight_cast") | _ops("dequantize") and node.domain != "custom"
+    return node.op_type in _preparing() and node.domain != "custom"
+
+
+@cache
+def _preparing() -> frozenset[str]:
+    return _ops("weight_layout") | _ops("weight_cast") | _ops("dequantize")
 
 
 @dataclass(frozen=True, slots=True)

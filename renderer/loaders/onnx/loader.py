@@ -16,7 +16,7 @@ rebuilds the file's own ModelProto for writers that edit a copy (``annograph emb
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +78,22 @@ def _parse(path: Path) -> tuple[Any, onnx_wire.Split | None, onnx.ModelProto]:
         raise LoaderError(f"{path}: not a valid ONNX model ({first_line(e)})") from None
     if not proto.HasField("graph"):
         raise LoaderError(f"{path}: not a valid ONNX model (no graph)")
+    return buffer, parts, proto
+
+
+_SPLIT: list[tuple[ir.Model, Any, onnx_wire.Split | None]] = []
+
+
+def _parse_again(path: Path, like: ir.Model) -> tuple[Any, onnx_wire.Split | None, onnx.ModelProto]:
+    """``_parse`` for a load of ``like``'s file at other dims: the file is mapped and its weights found once for
+    all of them (the MACs formulas load it three times or more), the light proto parsed again for each."""
+    import onnx
+
+    if _SPLIT and _SPLIT[0][0] is like:
+        _, buffer, parts = _SPLIT[0]
+        return buffer, parts, onnx.load_model_from_string(parts.light if parts is not None else bytes(buffer))
+    buffer, parts, proto = _parse(path)
+    _SPLIT[:] = [(like, buffer, parts)]
     return buffer, parts, proto
 
 
@@ -145,7 +161,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     again: the same model, at other dims."""
     import onnx
 
-    buffer, parts, proto = _parse(path)
+    buffer, parts, proto = _parse(path) if like is None else _parse_again(path, like)
     if proto.ir_version > onnx.IR_VERSION:
         raise LoaderError(
             f"{path}: ONNX IR version {proto.ir_version} is newer than this onnx package supports "
@@ -155,7 +171,8 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     for opset in proto.opset_import:
         if opset.domain in ("", "ai.onnx") and opset.version > newest:
             raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
-    file_shapes = _shapes(proto)
+    subs = graphs(proto.graph)  # loading adds no operator: the graphs the steps below walk are these
+    file_shapes = _shapes(subs)
     _name_unnamed_dims(proto.graph)
     free = _symbolic(proto.graph.input)
     values = values or RealValues()
@@ -168,14 +185,14 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     if feeds is not None:
         ort_shapes.pin_to_feeds(proto.graph, feeds)
     if dims or feeds:
-        _drop_symbolic_shapes(proto.graph)
-    proto = _infer_shapes(proto)
+        _drop_symbolic_shapes(proto.graph, subs)
+    proto = _infer_shapes(proto, subs)
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     idle: dict[int, str] = {}
     if values.profiles:
         proto, note, idle = _shapes_from_profiles(path, proto, weights, values.profiles)
         notes.append(note)
-    elif shape_run and (absent := _absent_external_data(path, proto)):
+    elif shape_run and (absent := _absent_external_data(path, proto, subs)):
         notes.append(absent)
     elif shape_run:
         failed: list[str] = []
@@ -196,9 +213,14 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     return model
 
 
-def _absent_external_data(path: Path, proto: onnx.ModelProto) -> str:
+def _absent_external_data(path: Path, proto: onnx.ModelProto, subs: list[onnx.GraphProto]) -> str:
     """A note naming the external-data files the model names that are not beside it ("" when none is missing):
-    onnxruntime cannot run it then, so no shape run is tried at any size."""
+    onnxruntime cannot run it then, so no shape run is tried at any size. ``subs``: ``graphs(proto.graph)``, whose
+    stored tensors tell at once whether any data is external (most models: none, and no second walk)."""
+    import onnx
+
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL for graph in subs for t in graph.initializer):
+        return ""
     absent = [file.name for file in ort_shapes.external_files(path, proto) if not file.is_file()]
     if not absent:
         return ""
@@ -236,7 +258,7 @@ def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None
     slots = _slots(proto.graph)
     free = _symbolic(proto.graph.input)
     given = free_dims.presets(dims or {}, free, free_dims.roles(slots), path, check_dims)
-    given = resolve(path, given, free, _symbolic([*proto.graph.value_info, *proto.graph.output]), check_dims)
+    given = resolve(path, given, free, _inner_dims(proto.graph), check_dims)
     if not assume:
         return given, []
     metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
@@ -245,6 +267,12 @@ def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None
         values[name] = value
         assumed = [ir.AssumedDim(a.name, value, a.role, why) if a.name == name else a for a in assumed]
     return values, assumed
+
+
+def _inner_dims(graph: onnx.GraphProto) -> Iterator[str]:
+    """The symbolic dims of ``graph``'s other tensors, read only when ``--dim`` names none of its inputs' (the
+    refusal's better word): every value_info of a big model is a long walk for a name that nearly always matches."""
+    yield from _symbolic([*graph.value_info, *graph.output])
 
 
 def _position_rows(graph: onnx.GraphProto) -> int | None:
@@ -371,12 +399,12 @@ def stored_proto(model: ir.Model) -> onnx.ModelProto:
     return proto
 
 
-def _shapes(proto: onnx.ModelProto) -> list[onnx.GraphProto]:
-    """A copy of each graph's input, output and value_info: the fields loading changes."""
+def _shapes(subs: list[onnx.GraphProto]) -> list[onnx.GraphProto]:
+    """A copy of each graph's (``graphs``) input, output and value_info: the fields loading changes."""
     import onnx
 
     copies = []
-    for graph in graphs(proto.graph):
+    for graph in subs:
         copy = onnx.GraphProto()
         copy.input.extend(graph.input)
         copy.output.extend(graph.output)
@@ -394,19 +422,19 @@ def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
                 dim.dim_value = dims[dim.dim_param]
 
 
-def _drop_symbolic_shapes(graph: onnx.GraphProto) -> None:
+def _drop_symbolic_shapes(graph: onnx.GraphProto, subs: list[onnx.GraphProto] | None = None) -> None:
     """Forget the file's shapes whose symbolic dims are not free input dims once some inputs are pinned, so
     inference recomputes them from the inputs: derived dims that exporters wrote
     (``floor(DynamicDimension.1/2 - 1/2) + 1``) would otherwise stay, as onnx keeps a name it is given where it
     cannot prove a value. A dim named like an input dim still free (``seq``) is kept: it says what inference
-    may not be able to."""
+    may not be able to. ``subs``: ``graphs(graph)``, when known."""
     free = set(_symbolic(graph.input))
 
     def stale(value: onnx.ValueInfoProto) -> bool:
         return value.type.HasField("tensor_type") and any(
             d.HasField("dim_param") and d.dim_param not in free for d in value.type.tensor_type.shape.dim)
 
-    for sub in graphs(graph):
+    for sub in graphs(graph) if subs is None else subs:
         kept = [vi for vi in sub.value_info if not stale(vi)]
         if len(kept) < len(sub.value_info):
             del sub.value_info[:]
@@ -425,12 +453,13 @@ def _known_dims(tp: onnx.TypeProto) -> int:
     return sum(1 for d in tp.tensor_type.shape.dim if d.HasField("dim_value"))
 
 
-def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+def _infer_shapes(proto: onnx.ModelProto, subs: list[onnx.GraphProto] | None = None) -> onnx.ModelProto:
     """Fill value_info by onnx shape inference, run on a copy without the weights' bytes.
 
     Inference needs the weights' dims, not their values (data propagation only reads small shape tensors),
     and copying megabytes of weights into it is most of a load's time; the inferred value_info is then
-    copied back graph by graph, wherever it knows more than the file.
+    copied back graph by graph, wherever it knows more than the file. ``subs``: ``graphs(proto.graph)``, when
+    known.
     """
     import onnx
 
@@ -444,7 +473,9 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
         detail(f"shapes: as stored in the file (onnx shape inference failed: {first_line(e)})")
         return proto  # shapes stay as the file has them; metrics report n/a where they are missing
     detail("shapes: onnx shape inference with data propagation, where it knows more than the file")
-    for original, result in zip(graphs(proto.graph), graphs(inferred.graph)):
+    originals = graphs(proto.graph) if subs is None else subs
+    results = [inferred.graph] if len(originals) == 1 else graphs(inferred.graph)  # inference adds no subgraph
+    for original, result in zip(originals, results):
         if len(result.value_info) > len(original.value_info):
             del original.value_info[:]
             original.value_info.extend(result.value_info)
@@ -580,6 +611,7 @@ class _Builder:
         self.model = ir.Model(format=FORMAT, path=str(path))
         self.schema_names: dict[tuple[str, str, int], list[str]] = {}
         self.schema_defaults: dict[tuple[str, str], dict[str, Any]] = {}
+        self.kinds: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}  # (op_type, domain) → category, defaults
         self.types: dict[bytes, ir.TensorType | None] = {}  # by the TypeProto's bytes: a model repeats a few types
 
     def build(self) -> ir.Model:
@@ -622,16 +654,19 @@ class _Builder:
 
     def _node(self, np_: onnx.NodeProto, graph: ir.Graph, names: _Names) -> None:
         op_type, domain = decode_text(np_.op_type), decode_text(np_.domain)
-        node = graph.add_node(
-            op_type,
-            domain=domain,
-            name=decode_text(np_.name),
-            category=category(FORMAT, op_type) if domain in ("", "ai.onnx", "com.microsoft", "ai.onnx.ml") else "other",
-        )
-        node.metadata = {decode_text(p.key): decode_text(p.value) for p in getattr(np_, "metadata_props", [])}
-        node.inputs = [names.lookup(decode_text(name)) for name in np_.input]
-        node.input_names = self._input_names(op_type, domain, len(np_.input))
-        for v in node.inputs:
+        kind = self.kinds.get((op_type, domain))
+        if kind is None:
+            shown = domain in ("", "ai.onnx", "com.microsoft", "ai.onnx.ml")
+            kind = self.kinds[op_type, domain] = (category(FORMAT, op_type) if shown else "other",
+                                                  self._schema_defaults(op_type, domain))
+        inputs = [names.lookup(decode_text(name)) for name in np_.input]
+        node = ir.Node(len(graph.nodes), graph, op_type, domain=domain, name=decode_text(np_.name), category=kind[0],
+                       inputs=inputs, input_names=self._input_names(op_type, domain, len(inputs)))
+        graph.nodes.append(node)  # made as graph.add_node does, without its keyword pass-through
+        props = getattr(np_, "metadata_props", None)
+        if props:
+            node.metadata = {decode_text(p.key): decode_text(p.value) for p in props}
+        for v in inputs:
             if v is not None:
                 v.consumers.append(node)
         for name in np_.output:
@@ -640,7 +675,7 @@ class _Builder:
             value = names.local(decode_text(name))
             value.producer = node
             node.outputs.append(value)
-        defaults = self._schema_defaults(op_type, domain)
+        defaults = kind[1]
         for attr in np_.attribute:
             attr_name = decode_text(attr.name)
             node.attributes[attr_name] = self._attribute(attr, node, names)
