@@ -22,8 +22,11 @@ from dataclasses import dataclass
 
 from renderer.core import escape
 
-_QUOTED = r'"(?:[^"\\]|\\.)*"'
-_HTML = r"<(?:[^<>]|<[^<>]*+>)*+>"
+_QUOTED = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_HTML = r"<(?:<[^<>]*+>|[^<>]++)*+>"
+"""A quoted string and an HTML-like string: each matches one way only (up to the first quote no backslash escapes,
+up to the first ``>`` that closes no tag), so possessive runs, which the regex engine takes in one step rather
+than a character at a time, give the same lexemes."""
 _NAME = (r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\U00010000-\U0010ffff]"
          r"(?:[^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\U00010000-\U0010ffff]+|(?=[\U00010000-\U0010ffff])\w)*+")
 """A DOT name (a letter, ``_`` or any character of the BMP past ASCII, then those, digits and any word character),
