@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 
 import tts_transformer
 from cache_runs import files as _files
@@ -140,3 +141,34 @@ def test_results_and_layouts_share_the_folders_cap(tmp_path: Path) -> None:
     left = sorted(p.name for p in shared.iterdir())
     assert f"{keys[1]}.layout" not in left and f"{keys[0]}.results" in left and f"{keys[4]}.layout" in left
     assert sum(p.stat().st_size for p in shared.iterdir()) <= 4 * size
+
+
+def test_a_big_file_s_digest_is_kept_by_its_identity_until_it_changes(tmp_path: Path, monkeypatch) -> None:
+    """A file of ``KEPT_DIGEST_BYTES`` or more, unchanged for ``SETTLED_SECONDS``, has its SHA-256 read back from
+    the results cache (no pass over its bytes); one changed just now is not kept; changed in place (same size,
+    its time set back) it is hashed again; a spoiled entry is a miss."""
+    import hashlib
+    import os
+
+    big, folder = tmp_path / "big.onnx", tmp_path / "cache"
+    data = os.urandom(disk_cache.KEPT_DIGEST_BYTES)
+    big.write_bytes(data)
+    with disk_cache.using(str(folder)):
+        assert disk_cache.file_digest(big) == hashlib.sha256(data).hexdigest()
+        assert not folder.exists() or not list(folder.glob("*.results"))  # changed just now: not kept
+        monkeypatch.setattr(disk_cache, "SETTLED_SECONDS", -1)
+        disk_cache._digest.cache_clear()
+        assert disk_cache.file_digest(big) == hashlib.sha256(data).hexdigest()
+        [entry] = folder.glob("*.results")
+        disk_cache._digest.cache_clear()
+        with monkeypatch.context() as hashing:
+            hashing.setattr(hashlib, "file_digest", lambda *_: pytest.fail("hashed again"))
+            assert disk_cache.file_digest(big) == hashlib.sha256(data).hexdigest()
+        entry.write_bytes(entry.read_bytes().replace(hashlib.sha256(data).hexdigest().encode(), b"0" * 64))
+        disk_cache._digest.cache_clear()
+        assert disk_cache.file_digest(big) == hashlib.sha256(data).hexdigest()  # spoiled: hashed, written over
+        before = os.stat(big)
+        changed = bytes([data[0] ^ 1]) + data[1:]
+        big.write_bytes(changed)
+        os.utime(big, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert disk_cache.file_digest(big) == hashlib.sha256(changed).hexdigest()
