@@ -94,6 +94,8 @@ class Columns:
             back to an earlier band, area per drawn box).
         partable: the emitter would frame some group in parts (its members far apart along the ranks), and
             ``parted``: it does (a mostly empty page's second try).
+        wrappable: the emitter would write some stub's text in lines when ``parted``: a mostly empty page that
+            is no strip is emitted so, as it is when ``partable``.
         spreadable: the emitter would draw a stub to or from another page again at a far end (an edge of it
             runs beside the page): a strip whose first layout is mostly empty is emitted so (``parted``) before
             it is cut into columns, as it is when ``partable``.
@@ -118,6 +120,7 @@ class Columns:
     blank: graphviz.Digraph | None = None
     shapes: list[tuple[bool, bool, float]] = field(default_factory=list)
     partable: bool = False
+    wrappable: bool = False
     parted: bool = False
     spreadable: bool = False
     backward: bool = False
@@ -417,8 +420,9 @@ def _density(plain: bytes, width: float, height: float) -> float:
 
 def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, last: bool) -> None:
     """A mostly empty page (a chain beside a wide row of branches, a fan of groups' frames) whose first layout is
-    no strip is laid out again: with its groups framed in parts where their members lie far apart (when the
-    emitter would cut some, ``Columns.partable``), then in columns, then in one column more with the first above
+    no strip is laid out again: with its groups framed in parts where their members lie far apart and its
+    stubs' long texts in lines (when the emitter would cut some, ``Columns.partable``, or break some,
+    ``wrappable``), then in columns, then in one column more with the first above
     the others (``Columns.under``: a wide band, then a long chain), then, when its longest flow is such a chain
     beside the others, with that chain alone in the columns under them (``cut_levels``), then in rows, its shape
     kept from each try
@@ -429,7 +433,7 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
     if last:
         return
     if not columns.column:
-        if columns.partable and not columns.parted:  # emitted anew, not replayed: its frames differ
+        if (columns.partable or columns.wrappable) and not columns.parted:  # emitted anew: its frames differ
             columns.parted, columns.script, columns.atoms = True, None, {}
             raise Reshape()
         columns.first, columns.stacked = plain, False

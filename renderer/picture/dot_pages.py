@@ -77,6 +77,9 @@ FRAME_GAP_RANKS = 3
 """A group drawn in full whose members leave more ranks than this empty between them may be framed in parts."""
 STUB_LIST_MIN = 3
 """Stubs to other pages fed by one item alone past which they are one list under it (``_stub_lists``)."""
+STUB_LINE = 30
+"""A stub's text wraps into lines of this many characters where it can (``stub_lines``)."""
+_STUB_BREAK = re.compile(r"(?<= …) | (?=· )")
 FANOUT_LIMIT = 6
 """A tensor read by more group boxes than this on one page gets one edge to a note, not an edge to each."""
 
@@ -172,7 +175,8 @@ class _PageEmitter(Emitter):
     @property
     def _tight(self) -> bool:
         """A mostly empty page laid out again (``columns.Columns.parted``): boxes closer, a narrower margin, frame
-        titles cut to 32 characters (each frame's tooltip holds its whole path), the text as large as on any page."""
+        titles cut to 32 characters (each frame's tooltip holds its whole path), a stub's text in lines
+        (``stub_lines``), the text as large as on any page."""
         return self.columns is not None and self.columns.parted
 
     def run(self) -> str:
@@ -901,7 +905,11 @@ class _PageEmitter(Emitter):
 
     def _add_stub(self, name: str, text: str, href: str, tip: list[str]) -> str:
         if name not in self.stubs:
-            link = f"<U>{escape.html_text(text, 60)}</U>" if href else escape.html_text(text, 60)
+            lines = stub_lines(escape.clean(text, 60))
+            if len(lines) > 1 and self.columns is not None:
+                self.columns.wrappable = True
+            lines = [escape.html_text(line) for line in (lines if self._tight else [" ".join(lines)])]
+            link = "<BR/>".join(f"<U>{line}</U>" if href else line for line in lines)
             label = (f'<TABLE BORDER="1" CELLBORDER="0" CELLPADDING="3" COLOR="#9a9a9a" BGCOLOR="{STUB_FILL}" '
                      f'STYLE="rounded,dashed"><TR><TD><FONT POINT-SIZE="8" COLOR="{LINK_COLOR if href else "#333333"}">'
                      f"{link}</FONT></TD></TR></TABLE>")
@@ -976,6 +984,20 @@ class _PageEmitter(Emitter):
             if self.page.index:
                 totals["this group"] = f"{percent(self.group_share)} of {metric}"
         return totals
+
+
+def stub_lines(text: str) -> list[str]:
+    """A stub's text in lines of at most ``STUB_LINE`` characters where it can break, after a " …" or before a
+    "· " (``to encoder.1 … encoder.4 · Conv MatMul…`` in three), as a tight page draws it (``_PageEmitter._tight``): on
+    one line a stub is as wide as an operator's box, and two dozen of them to one other page set the width of a
+    mostly empty page (afis LEADER page 8)."""
+    lines: list[str] = []
+    for piece in _STUB_BREAK.split(text):
+        if lines and len(lines[-1]) + 1 + len(piece) <= STUB_LINE:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return lines
 
 
 def _far_stub_ends(pairs: list[tuple[str, str]], routed: Collection[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -475,3 +475,29 @@ def test_a_mostly_empty_strip_is_framed_in_parts_before_it_is_cut(flag: str | No
     with pytest.raises(columns.Reshape):
         check(sparse_strip)
     assert shape.parted and not shape.column and shape.atoms == {}
+
+
+@pytest.mark.parametrize("flag", ["partable", "wrappable", None])
+def test_a_mostly_empty_page_with_long_stub_texts_is_drawn_tight_first(flag: str | None) -> None:
+    """A mostly empty first layout that is no strip, of a page with frames to cut (``partable``) or stubs whose
+    text would break into lines (``wrappable``: afis LEADER page 8, two dozen stubs each as wide as an operator),
+    is emitted again tight (``parted``) before the columns; with neither it goes to the columns as it is. A
+    strip is framed in parts only for ``partable`` or ``spreadable``
+    (``test_a_mostly_empty_strip_is_framed_in_parts_before_it_is_cut``)."""
+    shape = columns.Columns(**({flag: True} if flag else {}))
+    sparse_page = b"graph 1 40 40\n" + b"".join(b"node op_0_%d %d %d 2 1 x solid box black lightgrey\n"
+                                                % (k, 4 * k, 4 * k) for k in range(1, 10))
+    check = columns.checker(shape, last=False)
+    assert check is not None and columns.sparse(sparse_page, 2880, 2880)
+    if flag is None:
+        check(sparse_page)  # no atoms recorded: nothing to cut
+        assert not shape.parted and shape.first == sparse_page
+        return
+    with pytest.raises(columns.Reshape):
+        check(sparse_page)
+    assert shape.parted and not shape.column and shape.atoms == {}
+    wrapped_strip = columns.Columns(wrappable=True)
+    strip = b"graph 1 10 60\n" + b"".join(b"node op_0_%d 5 %d 2 1 x solid box black lightgrey\n" % (k, 6 * k)
+                                          for k in range(1, 10))
+    columns.checker(wrapped_strip, last=False)(strip)  # type: ignore[misc]
+    assert not wrapped_strip.parted

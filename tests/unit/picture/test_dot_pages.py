@@ -141,6 +141,49 @@ def test_stubs_lead_to_the_operator_they_name_on_another_page(book) -> None:  # 
     assert stubs >= len(parsed) - 1
 
 
+def test_a_tight_page_writes_long_stub_texts_in_lines(book) -> None:  # type: ignore[no-untyped-def]
+    """A stub to another page names it (``to layer1.0 … layer2.1 · Conv Relu…``): on one line of 8 pt it is as
+    wide as an operator's box, and on a mostly empty page two dozen of them set its width (afis LEADER page 8,
+    173,837 -> 133,723 pt² a box). A tight page (laid out again because it came out mostly empty) writes each
+    in lines of at most ``STUB_LINE`` characters where the text can break, after a " …" or before a "· ", the
+    lines read together the tooltip's text; a page as first drawn keeps one line."""
+    from renderer.picture.columns import Columns
+    from renderer.picture.dot_pages import STUB_LINE
+
+    scene, planned, links, parsed = book
+    wrapped = 0
+    for page in planned.pages[1:]:
+        source = emit_page(scene, planned, page, links, Columns(parted=True))
+        done = subprocess.run(["dot", "-Tdot_json"], input=source.encode(), capture_output=True, timeout=300)
+        tight = Parsed(page, json.loads(done.stdout))
+        for node, first in zip(_stubs(tight), _stubs(parsed[links.file(page)])):
+            lines = [html.unescape(re.sub(r"<[^>]*>", "", line)) for line in node["label"].split("<BR/>")]
+            assert node["tooltip"] == first["tooltip"] and "<BR/>" not in first["label"]
+            assert first["tooltip"].startswith(f"{' '.join(lines)} (page "), (lines, first["tooltip"])
+            for one, after in zip(lines, lines[1:]):
+                assert one.endswith(" …") or after.startswith("· "), lines
+                assert len(one) + 1 + len(after.partition(" ")[0]) > STUB_LINE, lines  # the next word did not fit
+            assert all(len(line) <= STUB_LINE or not re.search(r" … | · ", line) for line in lines), lines
+            wrapped += len(lines) > 1
+    assert wrapped >= 3
+
+
+def _stubs(parsed: Parsed) -> list[dict]:  # type: ignore[type-arg]
+    """The page's stubs to other pages, by id."""
+    return sorted((n for n in parsed.nodes if re.fullmatch(r"stub-\d+-\d+", n.get("id", ""))),
+                  key=lambda n: n["id"])
+
+
+def test_stub_lines_break_after_an_ellipsis_and_before_a_dot() -> None:
+    from renderer.picture.dot_pages import stub_lines
+
+    assert stub_lines("to attention_conv_d1_1 … dec1_0_conv_exp_1 · Conv AveragePo…") == [
+        "to attention_conv_d1_1 …", "dec1_0_conv_exp_1", "· Conv AveragePo…"]
+    assert stub_lines("to layer1 … layer2 · Conv") == ["to layer1 … layer2 · Conv"]
+    assert stub_lines("from a_single_name_far_longer_than_one_line_is") == [
+        "from a_single_name_far_longer_than_one_line_is"]
+
+
 def test_labels_show_no_internal_ids(book) -> None:  # type: ignore[no-untyped-def]
     _, _, _, parsed = book
     for parsed_page in parsed.values():
