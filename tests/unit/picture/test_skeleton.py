@@ -51,3 +51,15 @@ def test_a_label_seen_before_is_stood_in_for_as_when_read_anew() -> None:
 def test_a_labels_digits_are_stood_in_for_only_when_no_default_fontcolor_is_named(head: str, stood_in: bool) -> None:
     frame = skeleton.skeleton(f"{head}\tn [label=<<TABLE><TR><TD>12.5 ms</TD></TR></TABLE>>]\n}}\n")
     assert ("12.5" not in frame.text) is stood_in
+
+
+def test_colour_tokens_pass_over_the_colours_the_text_names_and_come_back() -> None:
+    # a plain label naming #000001 and #000003 (kept as they are): the stood-in colours take #000002, #000004, …
+    source = ('digraph g {\n\ta [label="#000001 #000003" fillcolor="#aabbcc" color="#112233"]\n'
+              '\tb [color="#445566" fontcolor="#778899"]\n}\n')
+    frame = skeleton.skeleton(source)
+    assert frame.colours == {"#000002": 0, "#000004": 1, "#000005": 2, "#000006": 3}
+    assert 'label="#000001 #000003"' in frame.text and "#aabbcc" not in frame.text
+    assert frame.restore(frame.text) == source
+    plain = skeleton.skeleton(source.replace('label="#000001 #000003" ', ""))
+    assert list(plain.colours) == ["#000001", "#000002", "#000003", "#000004"]
