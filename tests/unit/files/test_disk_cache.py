@@ -71,7 +71,7 @@ def test_a_re_render_takes_the_models_results_from_the_cache(tmp_path: Path) -> 
     drawn = b"".join(data for name, data in ours.items() if name.endswith(".svg"))
     # the formulas, in the tooltips: in the batch alone, the sequence held at 128, since 8997109 (the transformer's
     # total is no polynomial of both: its decoder's Range reads a value)
-    assert b"k\xc2\xb7batch (of the assumed dims)" in drawn
+    assert b"k\xc2\xb7batch at sequence=128 (of the assumed dims)" in drawn  # says what it holds, since 2db40ef
     assert parse_svg(ours["m.svg"]).findall(".//{http://www.w3.org/2000/svg}g")
 
 
