@@ -258,39 +258,72 @@ class _Recorder:
 def _label(label: str, build: _Builder, ink: str | None) -> str:
     """``_html_skeleton`` of ``label``, the parts of a label seen lately put together again with ``build``'s
     next tokens: the same text and tokens as reading it anew."""
-    pieces, calls = _label_parts(label, ink)
-    parts = [pieces[0]]
+    return _replayed(_label_parts(label, ink), build)
+
+
+_Parts = tuple[tuple[str, ...], tuple[tuple[Token, bool], ...]]
+
+
+def _replayed(parts: _Parts, build: _Builder) -> str:
+    """A label cut at its tokens (``_label_parts``), put together again with ``build``'s next tokens."""
+    pieces, calls = parts
+    if not calls:
+        return pieces[0]
+    joined = [pieces[0]]
     for (token, colour), piece in zip(calls, pieces[1:]):
-        parts += [build.add(token, colour), piece]
-    return "".join(parts)
+        joined += [build.add(token, colour), piece]
+    return "".join(joined)
 
 
 @functools.lru_cache(maxsize=LABELS_KEPT)
-def _label_parts(label: str, ink: str | None) -> tuple[tuple[str, ...], tuple[tuple[Token, bool], ...]]:
+def _label_parts(label: str, ink: str | None) -> _Parts:
     """``label``'s skeleton cut at its tokens, and the tokens (``_Recorder``)."""
     record = _Recorder()
     return tuple(_html_skeleton(label, record, ink).split(_COLOUR_SLOT)), tuple(record.calls)
 
 
-def _html_skeleton(label: str, build: _Builder | _Recorder, ink: str | None) -> str:
+_Made = tuple[str, tuple[tuple[Token, bool], ...]]
+
+
+@functools.lru_cache(maxsize=LABELS_KEPT)
+def _tag_made(tag: str) -> _Made:
+    """An HTML tag with its colours, title and link stood in for (``_html_attribute``) on a ``_Recorder``, and
+    the calls made: a page's labels repeat a few hundred tags (a table's cells, a font's colour) thousands of
+    times."""
+    record = _Recorder()
+    return _HTML_ATTR.sub(lambda match: _html_attribute(match, record), tag), tuple(record.calls)
+
+
+@functools.lru_cache(maxsize=LABELS_KEPT)
+def _text_made(text: str, ink: str | None) -> _Made:
+    """``_html_text`` of a text run on a ``_Recorder``, and the calls made (a shape, an index or a value recurs)."""
+    record = _Recorder()
+    return _html_text(text, ink, record), tuple(record.calls)
+
+
+def _html_skeleton(label: str, record: _Recorder, ink: str | None) -> str:
     """An HTML label with its colours, titles, links and texts with digits stood in for; a text only where its
     colour is known: a ``FONT COLOR`` of the label, or ``ink`` (the default black, ``""``) outside any."""
     inks: list[str | None] = [ink]
+    calls = record.calls
 
     def stand_in(match: re.Match[str]) -> str:
         whole = match[0]
         if match.lastindex:  # a text run with a digit
-            return _html_text(whole, inks[-1], build)
-        if whole == "</FONT>":
+            text, made = _text_made(whole, inks[-1])
+        elif whole == "</FONT>":
             inks.pop() if len(inks) > 1 else None
             return whole
-        if whole.startswith("<FONT"):
-            colour = _FONT_COLOR.search(whole)
-            inks.append(colour.group(1) if colour else inks[-1])
-        return _HTML_ATTR.sub(attribute, whole) if "=" in whole else whole
-
-    def attribute(match: re.Match[str]) -> str:
-        return _html_attribute(match, build)
+        else:
+            if whole.startswith("<FONT"):
+                colour = _FONT_COLOR.search(whole)
+                inks.append(colour.group(1) if colour else inks[-1])
+            if "=" not in whole:
+                return whole
+            text, made = _tag_made(whole)
+        if made:
+            calls.extend(made)
+        return text
 
     return _HTML_PARTS.sub(stand_in, label)
 
