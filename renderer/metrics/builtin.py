@@ -16,6 +16,7 @@ MACs, Conv/Gemm/MatMul,    equal: multiply-accumulates, + one per      (same)
 pooling, Add/Mul/Relu…     output element for a bias add
 MACs, functions and        one operation per element (Div, Exp, Erf,   weighted by x86 instruction cost (Div 4,
 divisions                  Sigmoid, Sqrt… = 1)                         Exp 32, Sqrt 24; Erf 0)
+MACs, PRelu                1 per element                               2 per element (a compare and a multiply)
 MACs, Softmax              3 per element (exp, sum, divide)            36 per element
 MACs, BatchNormalization   1 per element (inference: folded x·a + b)   31 per element
 MACs, LayerNormalization   5 per element                               7 per element + 29 per normalized row

