@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-dumps", nargs=2, metavar=("REFERENCE.npz", "CANDIDATE.npz"),
                         help="also write the compared tensors, keyed by reference tensor name")
     parser.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
-                        help="seconds the two runs may take (default: 30 plus one per 8 MiB the models and their "
+                        help="CPU seconds the two runs may take (default: 30 plus one per 8 MiB the models and their "
                              "inputs and known activations take)")
     parser.add_argument("--max-tensor-bytes", type=byte_size, metavar="SIZE",
                         help="largest tensor compared, e.g. 512MiB (default 1GiB); a larger one is an error naming it")

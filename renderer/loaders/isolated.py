@@ -14,8 +14,10 @@ what a run may take:
   can never take gigabytes (a few unknown tensors times its largest of a few bytes is nothing): outputs that
   outgrow what the model explains end the run at once. A real model keeping thousands of tensors (a TTS
   vocoder's [1, 128, frames × 60] activations, sized by predicted durations) gets what those tensors can take.
-* time: ``seconds`` of wall-clock time (the parent stops the child), and CPU time in the child as a backstop:
-  ``SECONDS`` plus what filling the memory the sizes explain takes at a slow pace (a tiny model gets 30 s).
+* time: ``seconds`` of CPU time, all the child's threads together, counted from when it starts its work
+  (``child_time``): ``SECONDS`` plus what filling the memory the sizes explain takes at a slow pace (a tiny model
+  gets 30 s). Not wall-clock time: what a run answers must not depend on how loaded the machine is (same input,
+  same bytes out); wall-clock time only stops a child that hangs.
 
 ``ANNOGRAPH_RUN_MEMORY`` (bytes, or ``512MiB``, ``8GiB``) and ``ANNOGRAPH_RUN_SECONDS`` replace the computed
 memory and time of every run (still capped by what the machine has), for a model that legitimately needs more,
@@ -37,6 +39,7 @@ from typing import Any
 
 from renderer.core.escape import clean
 from renderer.core.numbers import format_bytes
+from renderer.loaders import child_time
 
 FLOOR = 1 << 30
 """Memory any run may take beyond the runtime itself, whatever the model (a model of 300 bytes gets this)."""
@@ -45,7 +48,7 @@ FACTOR = 4
 MACHINE_SHARE = 0.8
 """Share of what the machine has available now that one run may take."""
 SECONDS = 30.0
-"""Wall-clock seconds any run may take, plus one per ``BYTES_PER_SECOND`` of known sizes, or per ``FACTOR`` ×
+"""CPU seconds any run may take, plus one per ``BYTES_PER_SECOND`` of known sizes, or per ``FACTOR`` ×
 ``BYTES_PER_SECOND`` of the memory the run may take beyond ``FLOOR`` (its unknown tensors' share included) where
 that is more."""
 BYTES_PER_SECOND = 8 << 20
@@ -63,7 +66,7 @@ class Limits:
 
     Attributes:
         memory: bytes of address space beyond the runtime's own once it is imported.
-        seconds: wall-clock seconds (and, times the CPUs, CPU seconds).
+        seconds: CPU seconds, all the child's threads together (``child_time``).
         memory_from: what set ``memory`` (the model's sizes, ``ANNOGRAPH_RUN_MEMORY``, the machine).
     """
 
@@ -112,7 +115,7 @@ def together(sizes: Iterable[Sizes]) -> Sizes:
 
 def limits(sizes: Sizes | int, max_seconds: float | None = None) -> Limits:
     """The limits of a run whose model explains ``sizes`` (a number: its known bytes alone, no tensor of unknown
-    size kept); ``max_seconds`` caps the time (a command's ``--timeout``)."""
+    size kept); ``max_seconds`` caps the CPU time (a command's ``--timeout``)."""
     if not isinstance(sizes, Sizes):
         sizes = Sizes(int(sizes))
     memory = sizes.memory()
@@ -355,7 +358,7 @@ def _exchange_files(module: str, request: dict[str, Any], runtime: str, doing: s
     if not isinstance(limit, Limits):
         limit = limits(0, float(limit))
     detail(f"{runtime}, {doing}, may take {format_bytes(limit.memory)} of memory ({_sources(limit)}) and "
-           f"{limit.seconds:g} s")
+           f"{limit.seconds:g} s of CPU time")
     env = dict(os.environ)  # the child imports this package from where this process found it
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     env["MALLOC_ARENA_MAX"] = "2"  # one 64 MiB arena per thread would count against the address-space limit
@@ -364,14 +367,13 @@ def _exchange_files(module: str, request: dict[str, Any], runtime: str, doing: s
             [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=env, errors="replace", pass_fds=passed) as process:
         try:
-            stdout, said = process.communicate(json.dumps({**request, "limits": asdict(limit)}), timeout=limit.seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            return None, f"{runtime} took over {limit.seconds:g} s {doing} (set {SECONDS_ENV} to allow more)"
+            ended = child_time.wait(process, json.dumps({**request, "limits": asdict(limit)}), limit.seconds)
         except BaseException:  # interrupted (Ctrl-C): the child does not outlive the command
             process.kill()
             raise
+    if isinstance(ended, str):
+        return None, _stopped(ended, runtime, doing, limit)
+    stdout, said = ended
     try:
         answer = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -379,6 +381,16 @@ def _exchange_files(module: str, request: dict[str, Any], runtime: str, doing: s
     if not isinstance(answer, dict):
         return None, f"{runtime} failed on the model (no answer)"
     return answer, ""
+
+
+def _stopped(why: child_time.Stopped, runtime: str, doing: str, limit: Limits) -> str:
+    """The line for a child ``child_time.wait`` stopped: it hung, or ran past the wall-clock backstop."""
+    if why == "hung":
+        return (f"{runtime} hung {doing}: it used almost no CPU time for {child_time.STALL_SECONDS:g} s, and was "
+                "stopped")
+    return (f"{runtime} did not finish {doing} within {child_time.backstop(limit.seconds):g} s of wall-clock time, "
+            f"{child_time.BACKSTOP_FACTOR} times its {limit.seconds:g} s of CPU time and more (set {SECONDS_ENV} to "
+            "allow more)")
 
 
 def _sources(limit: Limits) -> str:
@@ -444,7 +456,7 @@ def _died(status: int, runtime: str, doing: str, limit: Limits, said: str = "") 
     except ValueError:
         name = f"signal {-status}"
     if name == "SIGXCPU":
-        return f"{runtime} took over its CPU time {doing} (set {SECONDS_ENV} to allow more)"
+        return f"{runtime} took over {limit.seconds:g} s of CPU time {doing} (set {SECONDS_ENV} to allow more)"
     if name in ("SIGABRT", "SIGSEGV", "SIGBUS") and allocation_failed(said):
         return over_memory(runtime, limit)
     return (f"{runtime} stopped with {name} {doing}, under a limit of {format_bytes(limit.memory)} of memory "
@@ -494,14 +506,13 @@ def serve(handler: Callable[[dict[str, Any]], dict[str, Any]], runtime: str = "t
 
 
 def _apply(limit: Limits) -> None:
-    """Cap this process's address space at its size now plus ``limit.memory``, and its CPU time."""
+    """Cap this process's address space at its size now plus ``limit.memory``, and its CPU time at what it used
+    so far plus ``limit.seconds``."""
+    child_time.limit_cpu(limit.seconds)
     try:
         import resource
-    except ImportError:  # not on Windows; the parent's timeout still bounds the run
+    except ImportError:  # not on Windows; the parent's backstop still bounds the run
         return
-    cpus = os.cpu_count() or 1
-    cpu = int(limit.seconds * cpus) + 2
-    _lower(resource, resource.RLIMIT_CPU, cpu)
     _lower(resource, resource.RLIMIT_AS, own_size() + limit.memory)
 
 

@@ -197,7 +197,7 @@ def test_a_loop_that_never_runs_says_its_body_has_no_shapes(bodies: dict[str, Pa
 def test_a_profile_too_long_to_make_costs_one_line(bodies: dict[str, Path], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A Loop of 50,000 steps records an event per node and step: the profiled run gets a budget from the plain
-    run's time, and past it the bodies keep no shapes, said in one line; the command still succeeds."""
+    run's CPU time, and past it the bodies keep no shapes, said in one line; the command still succeeds."""
     from renderer.loaders.onnx import ort_shapes
 
     monkeypatch.setattr(ort_shapes, "PROFILE_SECONDS", 0.5)
@@ -209,7 +209,8 @@ def test_a_profile_too_long_to_make_costs_one_line(bodies: dict[str, Path], tmp_
     (line,) = [line for line in err.splitlines() if "bodies" in line]
     assert line.startswith(f"annograph: {bodies['model']}: the shapes inside If/Loop/Scan bodies were not recorded: "
                            "onnxruntime took over "), line
-    assert line.endswith("s to record the shapes inside its subgraphs (set ANNOGRAPH_RUN_SECONDS to allow more)")
+    assert line.endswith(" s of CPU time to record the shapes inside its subgraphs (set ANNOGRAPH_RUN_SECONDS to "
+                         "allow more)")
     assert macs[ids["loop/matmul"][0]].startswith("n/a")
 
 

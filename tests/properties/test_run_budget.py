@@ -181,7 +181,8 @@ def test_verbose_says_what_the_run_may_take(tmp_path: Path, capsys: pytest.Captu
                      "-v"])
     assert code == 0
     (line,) = [ln for ln in capsys.readouterr().err.splitlines() if "may take" in ln]
-    said = re.fullmatch(r"annograph: onnxruntime, to run the model, may take (.+) of memory \((.+)\) and (\d+) s", line)
+    said = re.fullmatch(r"annograph: onnxruntime, to run the model, may take (.+) of memory \((.+)\) and (\d+) s of "
+                        r"CPU time", line)
     assert said, line
     explained = re.fullmatch(r"what the model's sizes explain: 1\.0 GiB \+ 4 × (.+) known \+ (\d+) tensors of "
                              r"unknown size × (.+)", said.group(2))

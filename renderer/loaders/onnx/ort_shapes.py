@@ -16,7 +16,7 @@ every input dim), and an onnxruntime profile gives the shapes of a real run with
 A tensor inside an If branch or a Loop/Scan body cannot be made a graph output. When subgraphs lack shapes, a
 second run on the same inputs is profiled (``enable_profiling``): the profile records the shapes of every node
 onnxruntime ran, subgraph nodes included, and the loader reads it as it reads a profile given with ``-a``. That
-run has a time budget of its own, from the first run's time (a Loop of many steps makes a huge profile).
+run has a CPU-time budget of its own, from the first run's CPU time (a Loop of many steps makes a huge profile).
 """
 
 from __future__ import annotations
@@ -179,21 +179,24 @@ def _filled(path: Path, graph: onnx.GraphProto, missing: list[str], shapes: dict
 
 PROFILE_SECONDS = 10.0
 PROFILE_FACTOR = 20
-"""The profiled run may take ``PROFILE_SECONDS`` plus ``PROFILE_FACTOR`` times the plain run's time: profiling a
-Loop of many steps records an event per node and step (200,000 steps of 6 nodes: 30 times slower, 2.4 GiB), which
-must not cost more than the shapes are worth."""
+"""The profiled run may take ``PROFILE_SECONDS`` plus ``PROFILE_FACTOR`` times the plain run's CPU time, rounded to
+whole seconds of CPU time: profiling a Loop of many steps records an event per node and step (200,000 steps of 6
+nodes: 30 times slower, 2.4 GiB), which must not cost more than the shapes are worth. CPU time, not wall-clock
+time (a loaded machine made the silero VAD's profile miss its 10 s, and its MACs formula with it); rounded, so that
+the budget said is the same from one run to the next (a plain run of 0.2 ms gives 10 s, not 10.004 or 10.0036)."""
 
 
 def profiled(request: dict[str, Any], feeds: dict[str, Any] | None, limit: isolated.Limits, seconds: float,
              record: Path, ones: list[str] | None = None) -> tuple[Path | None, str]:
     """The profile of a second run of ``request`` (written in ``record``), the plain run having taken
-    ``seconds`` with the inputs ``ones`` all ones: (its path, "") or (None, why not). A separate run, so that a
-    profile too costly to make never costs the main graph's shapes."""
+    ``seconds`` of CPU time with the inputs ``ones`` all ones: (its path, "") or (None, why not). A separate run,
+    so that a profile too costly to make never costs the main graph's shapes."""
     import dataclasses
     import os
 
     if not os.environ.get(isolated.SECONDS_ENV):
-        limit = dataclasses.replace(limit, seconds=min(limit.seconds, PROFILE_SECONDS + PROFILE_FACTOR * seconds))
+        budget = max(1, round(PROFILE_SECONDS + PROFILE_FACTOR * seconds))
+        limit = dataclasses.replace(limit, seconds=min(limit.seconds, budget))
     request = {**request, "outputs": [], "profile": str(record / "run"), "ones": ones or []}
     with waiting("shape run inside subgraphs (onnxruntime profile)"):
         answer, reason = isolated.run(__name__, request, "onnxruntime", "to record the shapes inside its subgraphs",
@@ -498,7 +501,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
         session, types = sessions[outputs]
         feeds = _feeds(request, types, ones)
         names = [o.name for o in session.get_outputs()]
-        started = time.monotonic()
+        started = time.process_time()  # CPU time: the profiled run's budget must not follow the machine's load
         try:
             results = session.run(names, feeds)
         except Exception as e:  # noqa: BLE001
@@ -507,7 +510,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
                 raise
             ones, feeds = masks, _feeds(request, types, masks)
             results = session.run(names, feeds)
-        seconds = time.monotonic() - started
+        seconds = time.process_time() - started
         profile = session.end_profiling() if "profile" in request else ""
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
         if isolated.allocation_failed(str(e)):
