@@ -22,8 +22,10 @@ MACs, BatchNormalization   1 per element (inference: folded x·a + b)   31 per e
 MACs, LayerNormalization   5 per element                               7 per element + 29 per normalized row
 MACs, GlobalAveragePool    one add per input + one divide per output   one add per input + 4 per output
 MACs, ConvTranspose        inputs × (weights / input channels)         outputs × (weights / input channels)
-MACs, LSTM / GRU           gates' MACs (peepholes included) + 13       same gate MACs, transcendental-weighted
-                           (LSTM) / 11 (GRU) per hidden unit and step  elementwise part
+MACs, LSTM / GRU           gates' MACs (peepholes included), biases    same gate MACs and biases; elementwise
+                           (8 LSTM / 6 GRU) + 13 (LSTM) / 11 (GRU)     part transcendental-weighted (sigmoid 32,
+                           elementwise per hidden unit and step        tanh 38: a GRU's 116 per unit and step),
+                           (DeepFilterNet 3's encoder: 50.9M)          of one direction only (that encoder: 54.1M)
 params, shared weight      counted at every op that reads it           counted at the first reader only
 params, scalar constant    1                                           0 (its shape has no dims)
 params, weight behind a    counted at the consuming op (Conv, Gemm…)   counted at the DequantizeLinear only
@@ -108,9 +110,12 @@ def cheap_metrics(model: Model) -> dict[ElementKey, dict[str, Any]]:
     """Every operator's ``CHEAP_OP_METRICS`` (``OpCosts.cheap_metrics``), in graph and operator order: kept with
     the model's snapshot when it has one (``_kept_results``), else from ``model_costs``. Do not change the dicts."""
     kept = _kept_results(model)
-    if kept is not None:
-        return kept[0]
-    return {key: op.cheap_metrics() for key, op in model_costs(model).ops.items()}
+    return kept[0] if kept is not None else _cheap_of(model_costs(model))
+
+
+def _cheap_of(costs: Any) -> dict[ElementKey, dict[str, Any]]:
+    """Every operator's ``CHEAP_OP_METRICS`` from the cost pass ``costs`` (``model_costs``), in its order."""
+    return {key: op.cheap_metrics() for key, op in costs.ops.items()}
 
 
 def op_macs(model: Model) -> dict[ElementKey, int | None]:
@@ -138,7 +143,7 @@ def _kept_results(model: Model) -> tuple[dict[ElementKey, dict[str, Any]], dict[
         found = _from_json(model, snapshot.recall(model, KIND))
         if found is None:
             costs = model_costs(model)
-            found = ({key: op.cheap_metrics() for key, op in costs.ops.items()}, costs.totals())
+            found = (_cheap_of(costs), costs.totals())
             if _round_trips(model, *found):  # (anything else would not come back as it went)
                 snapshot.keep(model, KIND, {"ops": [[key[1], key[2], list(values.items())]
                                                     for key, values in found[0].items()], "totals": found[1]})

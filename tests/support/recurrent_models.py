@@ -53,3 +53,30 @@ def two_bilstm_pair(folder: Path) -> tuple[Path, Path]:
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice to pre-process first
     quantize_dynamic(str(float_path), str(int8_path), weight_type=QuantType.QInt8)
     return float_path, int8_path
+
+
+def torch_gru(path: Path) -> None:
+    """A torch model exported by ``torch.onnx.export`` (TorchScript, opset 17): a bidirectional GRU over 16
+    features (hidden 24), a forward GRU over its 48 outputs, a linear head; batch-first [1, 10, 16] in, one ONNX GRU
+    node per ``nn.GRU`` (torch's gates, ``linear_before_reset=1``)."""
+    import warnings
+
+    import torch
+
+    class Tagger(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.both = torch.nn.GRU(16, 24, batch_first=True, bidirectional=True)
+            self.forward_only = torch.nn.GRU(48, 24, batch_first=True)
+            self.head = torch.nn.Linear(24, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y, _ = self.both(x)
+            y, _ = self.forward_only(y)
+            return self.head(y)
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's advice about batch sizes and GRUs
+        torch.onnx.export(Tagger().eval(), (torch.zeros(1, 10, 16),), str(path), dynamo=False, opset_version=17,
+                          input_names=["features"], output_names=["scores"])
