@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import subprocess
+    import threading
 
 STALL_SECONDS = 60.0
 """Wall-clock seconds over which a child must use at least ``STALL_SHARE`` of one CPU, or it is stopped as hung."""
@@ -83,26 +84,42 @@ def backstop(seconds: float) -> float:
 
 def wait(process: subprocess.Popen[str], data: str, seconds: float) -> tuple[str, str] | Stopped:
     """Send ``data`` to ``process``, given ``seconds`` of CPU time, and take its stdout and stderr once it ends;
-    or kill it when it hangs (``"hung"``) or runs past ``backstop`` (``"backstop"``)."""
+    or kill it when it hangs (``"hung"``, seen by a thread watching its CPU time) or runs past ``backstop``
+    (``"backstop"``). One ``communicate`` call sends the whole request: one that timed out and is called again
+    sends no more of it (a request over the pipe's 64 KiB, the int8 TTS's 1,264 tensor names, left the child
+    waiting for the rest)."""
+    import signal
     import subprocess
+    import threading
 
-    started = time.monotonic()
+    hung: list[bool] = []
+    done = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(process, done, hung), daemon=True)
+    watcher.start()
+    try:
+        ended = process.communicate(data, timeout=backstop(seconds))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return "backstop"
+    finally:
+        done.set()
+        watcher.join()
+    if hung and process.returncode == -signal.SIGKILL:  # (not a child that ended as it was found hung)
+        return "hung"
+    return ended
+
+
+def _watch(process: subprocess.Popen[str], done: threading.Event, hung: list[bool]) -> None:
+    """Until ``done``: look at ``process``'s CPU time every ``POLL_SECONDS``, and kill it once it is ``_stalled``
+    (``hung`` then holds True)."""
     samples: collections.deque[tuple[float, float]] = collections.deque()
-    pending: str | None = data
-    while True:
-        try:
-            return process.communicate(pending, timeout=POLL_SECONDS)
-        except subprocess.TimeoutExpired:
-            pending = None  # sent in part or whole: the next call goes on where this one stopped
-        now = time.monotonic()
-        stopped: Stopped | None = "backstop" if now - started > backstop(seconds) else None
+    while not done.wait(POLL_SECONDS):
         used = cpu_seconds(process.pid)
-        if stopped is None and used is not None and _stalled(samples, now, used):
-            stopped = "hung"
-        if stopped is not None:
+        if used is not None and _stalled(samples, time.monotonic(), used):
+            hung.append(True)
             process.kill()
-            process.communicate()
-            return stopped
+            return
 
 
 def _stalled(samples: collections.deque[tuple[float, float]], now: float, used: float) -> bool:

@@ -36,7 +36,7 @@ def _handle(request):
     started = time.process_time()
     while time.process_time() - started < request["burn"]:
         pass
-    return {"burned": time.process_time() - started}
+    return {"burned": time.process_time() - started, "pad": len(request.get("pad", ""))}
 
 
 if __name__ == "__main__":
@@ -53,8 +53,9 @@ def burner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "burner_child"
 
 
-def _burn(module: str, burn: float | str, seconds: float) -> tuple[dict[str, Any] | None, str]:
-    return isolated.exchange(module, {"burn": burn}, "the burner", "to burn", isolated.Limits(1 << 30, seconds))
+def _burn(module: str, burn: float | str, seconds: float, pad: str = "") -> tuple[dict[str, Any] | None, str]:
+    return isolated.exchange(module, {"burn": burn, "pad": pad}, "the burner", "to burn",
+                             isolated.Limits(1 << 30, seconds))
 
 
 def _kept_off_the_cpu(monkeypatch: pytest.MonkeyPatch, seconds: float, which: str = "") -> list[int]:
@@ -88,6 +89,16 @@ def test_a_child_kept_off_the_cpu_past_its_budget_answers_as_on_an_idle_machine(
     answer, reason = _burn(burner, 0.3, 1.0)
     assert len(stopped) == 1 and reason == "", reason
     assert answer is not None and answer["burned"] >= 0.3
+
+
+def test_a_request_over_the_pipes_size_reaches_a_child_slow_to_start(burner: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request of 300 kB (the int8 TTS's shape run names 1,264 tensors) to a child that reads it only after 1 s:
+    the whole of it arrives (waiting in steps of a quarter second sent only what the pipe took at first, and the
+    child waited for the rest until it was stopped as hung)."""
+    _kept_off_the_cpu(monkeypatch, 1.0)
+    answer, reason = _burn(burner, 0.0, 5.0, "x" * 300_000)
+    assert reason == "" and answer is not None and answer["pad"] == 300_000
 
 
 def test_a_child_that_uses_no_cpu_is_stopped_as_hung(burner: str, monkeypatch: pytest.MonkeyPatch) -> None:
