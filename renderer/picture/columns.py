@@ -103,6 +103,11 @@ class Columns:
         pad: what the source's ``pad`` adds to the width and height of its ``-Tplain`` layout (points).
         levels: the try with the first column above the others is cut by flows (``cut_levels``: the longest flow,
             a chain beside the others, in columns under them), or was to be and there was none.
+        sliceable: the emitter draws some group in full as a frame, which it can slice into bands of ranks.
+        sliced: where the bands are cut along the ranks of the first layout (points, ``_slice_try``): the emitter
+            draws each frame crossing a cut as one frame a band ("<title> · part 2 of 3"), and each item goes
+            into the band its place in the first layout falls in. Empty: frames drawn whole.
+        reslice: ``sliced`` was just set: ``lay_out`` emits the page anew, then assigns its bands (``_sliced``).
     """
 
     rankdir: str = "TB"
@@ -125,7 +130,11 @@ class Columns:
     under: bool = False
     levels: bool = False
     pad: float = PAD_PT
+    sliceable: bool = False
+    sliced: list[float] = field(default_factory=list)
+    reslice: bool = False
     _node_column: dict[str, int] = field(default_factory=dict)
+    _centres: dict[str, float] = field(default_factory=dict)
 
     def of(self, name: str) -> int | None:
         """The column of node ``name`` (None: not cut into columns, or not a node of this page)."""
@@ -135,6 +144,13 @@ class Columns:
             self._node_column = {n: self.column[a] for a, names in self.atoms.items() if a in self.column
                                  for n in names}
         return self._node_column.get(name)
+
+    def band(self, name: str) -> int | None:
+        """The band of ``sliced`` that node ``name``'s centre in the first layout falls in (None: not in it)."""
+        if not self._centres:
+            self._centres = {n: (start + end) / 2 for n, (start, end) in _spans(self).items()}
+        centre = self._centres.get(name)
+        return None if centre is None else sum(centre > c for c in self.sliced)
 
     def assign(self, column: dict[str, int], count: int) -> None:
         self.column, self.count, self._node_column = column, count, {}
@@ -509,11 +525,15 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
             count = round(columns.count * math.sqrt(across / (aim * along)))
         else:
             count = round(columns.count * math.sqrt(aim * along / across))
+            if _slice_try(columns, max(2, min(MAX_COLUMNS, count))):
+                raise Reshape()
             if count == columns.count:
                 return
         count = max(2, min(MAX_COLUMNS, count))
         assignment = cut(columns, count)
         if not assignment or assignment == columns.column:
+            if _slice_try(columns, count, True):  # no cut between its items helps: its frames sliced, cut between nodes
+                raise Reshape()
             return
         columns.assign(assignment, 1 + max(assignment.values()))
         raise Reshape()
@@ -524,6 +544,62 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
 def _aim(rankdir: str) -> float:
     """Across / along the ranks that the columns (or rows) aim at."""
     return TARGET_ASPECT if rankdir in ("TB", "BT") else 1 / TARGET_ASPECT
+
+
+SLICE_OVER = 1.0
+"""A page in bands that is still a strip has its frames sliced (``_slice_try``) when one item is this many times as
+long as the bands it is cut into should be."""
+
+
+def _slice_try(columns: Columns, count: int, stuck: bool = False) -> bool:
+    """Whether a page already in bands along its ranks, and a strip still, is to be emitted anew with its frames
+    sliced into ``count`` bands (``Columns.sliced``; ``lay_out`` then assigns each item the band it lies in,
+    ``_sliced``): a group drawn in full is one item, never cut, and under ``--rankdir LR``, where a chain is about
+    three times as long as drawn top to bottom, one frame can be longer than a whole row should be (PP-OCRv5 det
+    page 1: three frames of 5,500 pt, one a row, 6,621 × 825 pt). The cuts fall between nodes near their even
+    places where the fewest edges cross (``_cuts``); only when some item is over ``SLICE_OVER`` times as long as
+    an even band, or the cut between items (``cut``) is ``stuck``: it finds no other bands than those drawn
+    (yolov8n-320 page 4, two rows of 3,559 pt, each a frame after a stretch of operators, stayed 4.86 : 1)."""
+    if not columns.sliceable or columns.stacked or columns.under or columns.levels:
+        return False
+    spans = _spans(columns)
+    parts = {a: [spans[n] for n in names if n in spans] for a, names in columns.atoms.items() if a != "legend"}
+    parts = {a: p for a, p in parts.items() if p}
+    if not parts:
+        return False
+    even = _length([s for p in parts.values() for s in p]) / count
+    if not stuck and max(_length(p) for p in parts.values()) <= SLICE_OVER * even:
+        return False
+    centre = {n: (start + end) / 2 for n, (start, end) in spans.items()}
+    nodes = sorted(spans[n] for a in parts for n in columns.atoms[a] if n in spans)
+    cuts = _cuts(nodes, [(centre[t], centre[h]) for t, h in _names(columns.first) if t in centre and h in centre],
+                 count)
+    if not cuts or cuts == columns.sliced:
+        return False
+    columns.sliced, columns.reslice, columns._centres = cuts, True, {}
+    columns.script, columns.atoms, columns.column, columns._node_column = None, {}, {}, {}
+    return True
+
+
+def _sliced(columns: Columns) -> dict[str, int]:
+    """Each item of a page emitted with its frames sliced (``Columns.sliced``) in the band its nodes lie in (a
+    slice lies in one); an item the first layout lacks beside what it is tied to, or first; a lone stub with
+    its readers (``_follow_neighbours``); the legend first."""
+    column: dict[str, int] = {}
+    for atom, names in columns.atoms.items():
+        found = [b for b in (columns.band(n) for n in names) if b is not None]
+        if found and atom != "legend":
+            column[atom] = min(found)
+    owner = {n: a for a, names in columns.atoms.items() for n in names}
+    for atom in columns.atoms:
+        if atom not in column:
+            near = [column[owner[b]] for t, h in columns.ties for a, b in ((t, h), (h, t))
+                    if owner.get(a) == atom and owner.get(b) in column]
+            column[atom] = min(near, default=0)
+    _follow_neighbours(column, columns.atoms, _names(columns.first))
+    column["legend"] = 0
+    used = {number: k for k, number in enumerate(sorted(set(column.values())))}
+    return {atom: used[number] for atom, number in column.items()}
 
 
 def cut(columns: Columns, count: int) -> dict[str, int]:
@@ -818,6 +894,11 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
                 return source, laid
             return tried[best], render(tried[best], None)  # a mostly empty page: its best try
         except Reshape:
+            if columns.reslice:  # its frames sliced where the bands are cut: emitted so, then put in its bands
+                columns.reslice = False
+                emit(columns)
+                assignment = _sliced(columns)
+                columns.assign(assignment, 1 + max(assignment.values()))
             previous, source = source, replay(columns) or emit(columns)
         except (graphviz_run.LayoutTimeout, graphviz_run.TooBig):
             raise

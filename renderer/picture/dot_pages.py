@@ -152,6 +152,8 @@ class _PageEmitter(Emitter):
         """id(group) (a run's first) → its title on this page, told apart from the others (``titles``)."""
         self.cut_titles: dict[int, dict[int, str]] = {}
         """limit → id(group) → its title cut to that many characters."""
+        self.slice_of: dict[int, tuple[int, int, list[int]]] = {}
+        """id(a slice of a frame inside another, ``_sliced_parts``) → (its part, the frame's parts, their bands)."""
 
     def _titles(self) -> dict[int, str]:
         fmt = self.model.format
@@ -194,6 +196,8 @@ class _PageEmitter(Emitter):
         rows = page.index == 0 and opts.rankdir == "TB" and not (self.columns is not None and self.columns.column)
         if self.columns is not None and page.index == 0 and opts.rankdir == "TB":
             self.columns.along_only = True
+        if self.columns is not None and page.inlines:
+            self.columns.sliceable = True
         sheet = Sheet(dot, self.columns)
         legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
         sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=self._legend_tooltip())
@@ -229,16 +233,27 @@ class _PageEmitter(Emitter):
         sheet.finish()
         return dot.source
 
-    def _graph_io(self, container: Sheet, graph_index: int) -> None:
-        """The inputs and outputs of graph ``graph_index`` drawn in ``container``."""
+    def _graph_io(self, container: Sheet, graph_index: int, band: int | None = None,
+                  bands: Collection[int] = ()) -> None:
+        """The inputs and outputs of graph ``graph_index`` drawn in ``container``; with ``band``, only those in
+        that band of a sliced frame (``Columns.sliced``, its parts in ``bands``), drawn when the last is."""
         graph = self.model.graphs[graph_index]
-        self.io_drawn.add(graph_index)
+        if band is None or band == max(bands):
+            self.io_drawn.add(graph_index)
         for value in graph.inputs:
-            self._io_node(container, value, "input")
+            if band is None or self._io_band(io_name(value), bands) == band:
+                self._io_node(container, value, "input")
             self.local[("in", graph_index, value.index)] = io_name(value)
         for value in graph.outputs:
-            self._io_node(container, value, "output")
+            if band is None or self._io_band(io_name(value, "output"), bands) == band:
+                self._io_node(container, value, "output")
             self.local[("out", graph_index, value.index)] = io_name(value, "output")
+
+    def _io_band(self, name: str, bands: Collection[int]) -> int:
+        """The part of a sliced body's frame that its input or output ``name`` goes in: the nearest to its band."""
+        assert self.columns is not None
+        found = self.columns.band(name)
+        return min(bands) if found is None else min(bands, key=lambda b: (abs(b - found), b))
 
     def _rows(self, dot: Digraph, sizes: dict[str, tuple[float, float]]) -> None:
         """The overview's items wrapped into rows (``wrap_rows``), each cluster's items on their own: a
@@ -379,11 +394,16 @@ class _PageEmitter(Emitter):
             self.cluster_path[op_name(node)] = path
         for inline in inlines:
             parts = self._parts(inline)
-            for number, (part_ops, part_inlines, part_boxes) in enumerate(parts, 1):
+            bands = [band for *_, band in parts if band is not None]
+            if id(inline) in self.slice_of:  # a slice of a frame inside another: its own frame's bands
+                bands = self.slice_of[id(inline)][2]
+            for number, (part_ops, part_inlines, part_boxes, band) in enumerate(parts, 1):
                 self._cluster_count += 1
                 cluster = f"cluster_g{self._cluster_count}"
+                place = (number, len(parts)) if len(parts) > 1 else self.slice_of.get(id(inline), (0, 1))[:2]
+                place = place if place[1] > 1 else None
                 title = self._title(inline.group, 32 if self._tight else 80) + \
-                    (f" · part {number} of {len(parts)}" if len(parts) > 1 else "")
+                    (f" · part {place[0]} of {place[1]}" if place else "")
                 with container.subgraph(name=cluster) as sub:
                     sub.attr(label=escape.html_label(f'<FONT POINT-SIZE="10" COLOR="#333333">{title}</FONT>'),
                              style="rounded,dashed", color="#8c8c8c", id=f"cl-{self.page.index}-{self._cluster_count}",
@@ -392,7 +412,7 @@ class _PageEmitter(Emitter):
                     body = inline.group.graph if inline.group.kind == "graph" else None
                     if body is not None and self.page.index and body.index in self.page.io_graphs and \
                             body.index not in self.io_drawn:
-                        self._graph_io(sub, body.index)  # a branch's inputs and outputs inside its frame
+                        self._graph_io(sub, body.index, band, bands)  # a branch's inputs and outputs in its frame
                         names = [io_name(v) for v in body.inputs] + [io_name(v, "output") for v in body.outputs]
                         self.cluster_path.update((name, (*path, cluster)) for name in names)
         for run in boxes:
@@ -402,13 +422,17 @@ class _PageEmitter(Emitter):
                 self._run_node(container, run)
             self.cluster_path[self._box_name(run[0])] = path
 
-    def _parts(self, inline: Inline) -> list[tuple[list[Node], list[Inline], list[list[Group]]]]:
+    def _parts(self, inline: Inline) -> list[tuple[list[Node], list[Inline], list[list[Group]], int | None]]:
         """``inline``'s operators, clusters and boxes in parts of their own frame each, cut where more than
         ``FRAME_GAP_RANKS`` ranks hold none of them, on a page laid out again because it came out mostly empty
         (``columns.Columns.parted``; the page marked ``partable`` when some frame would be cut): a group of a
         chain's levels (a pad at each level of a downsampling, an EXPAND_DIMS at the top and the TRANSPOSE it meets
         at the bottom) drawn as one frame spans the page, beside the chain rather than on it, and such frames side
-        by side make it as wide as they are many. A body's frame (its inputs and outputs inside) stays whole."""
+        by side make it as wide as they are many. A body's frame (its inputs and outputs inside) stays whole. A page
+        whose frames are sliced into bands (``columns.Columns.sliced``) has them in a part a band instead, each
+        with its band (``_sliced_parts``)."""
+        if self.columns is not None and self.columns.sliced:
+            return [(part.ops, part.inlines, part.boxes, band) for band, part in self._sliced_parts(inline).items()]
         atoms: list[tuple[int, int, int, object]] = []  # (first rank, last rank, place, item)
         items: list[object] = [*inline.ops, *inline.inlines, *inline.boxes]
         for place, item in enumerate(items):
@@ -421,16 +445,42 @@ class _PageEmitter(Emitter):
             else:
                 bands.append([atom])
         if len(bands) < 2 or inline.group.kind == "graph" or self.columns is None:
-            return [(inline.ops, inline.inlines, inline.boxes)]
+            return [(inline.ops, inline.inlines, inline.boxes, None)]
         self.columns.partable = True
         if not self.columns.parted:
-            return [(inline.ops, inline.inlines, inline.boxes)]
+            return [(inline.ops, inline.inlines, inline.boxes, None)]
         parts = []
         for band in sorted(bands, key=lambda b: min(a[2] for a in b)):
             held = {id(a[3]) for a in band}
             parts.append(([n for n in inline.ops if id(n) in held], [i for i in inline.inlines if id(i) in held],
-                          [r for r in inline.boxes if id(r) in held]))
+                          [r for r in inline.boxes if id(r) in held], None))
         return parts
+
+    def _sliced_parts(self, inline: Inline) -> dict[int, Inline]:
+        """``inline`` cut into the bands of ``columns.Columns.sliced`` (band → the part in it, in order): each
+        operator and box in the band its place in the first layout falls in, a frame inside sliced the same (its
+        parts numbered in ``slice_of``). A node the first layout lacks stays with the item before it."""
+        assert self.columns is not None
+        parts: dict[int, Inline] = {}
+        last = 0
+
+        def part(name: str | None) -> Inline:
+            nonlocal last
+            found = self.columns.band(name) if name is not None else None  # type: ignore[union-attr]
+            last = last if found is None else found
+            return parts.setdefault(last, Inline(inline.group))
+
+        for node in inline.ops:
+            part(op_name(node)).ops.append(node)
+        for inner in inline.inlines:
+            pieces = self._sliced_parts(inner)
+            for number, (band, piece) in enumerate(pieces.items(), 1):
+                self.slice_of[id(piece)] = (number, len(pieces), list(pieces))
+                last = band
+                part(None).inlines.append(piece)
+        for run in inline.boxes:
+            part(self._box_name(run[0])).boxes.append(run)
+        return dict(sorted(parts.items()))
 
     def _names(self, item: object) -> list[str]:
         """The dot names an operator, a cluster (all inside it) or a box (a run of groups) is drawn as."""

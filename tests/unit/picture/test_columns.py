@@ -164,6 +164,87 @@ def test_edges_between_columns_go_forward_through_stubs(renders: dict[str, Path]
     assert wrapped, key
 
 
+# Drawn with ``--rankdir LR`` (issue 26: "and --rankdir LR still honoured"): the held-out models and samples
+# whose pages were strips so on main before frames were sliced (a group drawn in full is one item the bands are
+# never cut through, and left to right a chain is about three times as long as top to bottom).
+LR_KEYS = ["ppocr5_det", "ddddocr_old_int8", "yolov8n_320", "magika", "samples/onnx/bert_scoped.onnx",
+           "samples/onnx/light_resnet50.onnx"]
+_LR_OVERVIEW = ("its overview left to right, a dozen group boxes in rows with the legend in the first, is mostly empty "
+                "(the edges' labels set the gaps between ranks), as on main: PP-OCRv5 det 187,963 pt² a box, "
+                "common_old 151,227, yolov8n-320 159,015")
+OPEN_LR = {key: _LR_OVERVIEW for key in ("ppocr5_det", "ddddocr_old_int8")} | {
+    "yolov8n_320": _LR_OVERVIEW + "; and as on main its pages 2 and 6 (173,098, 171,463) and 3 (245,520: 3 boxes "
+                   "beside a legend of about 160,000 pt² alone)"}
+"""key -> why its pages drawn left to right are not all at most 150,000 pt² a box yet (xfail, strict)."""
+_PART = re.compile(r"(.*) · part (\d+) of (\d+)$")
+
+
+@pytest.fixture(scope="module")
+def lr_renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The render with ``--rankdir LR`` (SVG book or picture) of each of ``LR_KEYS``."""
+    folder = tmp_path_factory.mktemp("held-out-lr")
+    done = {}
+    for key in LR_KEYS:
+        out = folder / f"{key.replace('/', '_')}.svg"
+        model = ONNX.parent / key.removeprefix("samples/") if key in SAMPLES else wheel_model(key)
+        run = run_cli("render", model, "-o", out, "--no-sidecar", "--rankdir", "LR", timeout=900)
+        assert run.returncode == 0, run.stderr
+        done[key] = out
+    return done
+
+
+def _frame_parts(root) -> dict[tuple[str, int], list[tuple[int, tuple[float, float, float, float]]]]:  # type: ignore[no-untyped-def]
+    """Each frame drawn in parts ("<title> · part 2 of 3"), by (title, parts): its parts' numbers and boxes."""
+    found: dict[tuple[str, int], list[tuple[int, tuple[float, float, float, float]]]] = {}
+    for cluster in _groups(root, "cluster"):
+        title = next(cluster.iter(f"{SVG_NS}text"), None)
+        match = _PART.match((title.text or "").strip()) if title is not None else None
+        if match and (cluster.get("id") or "").startswith("cl-"):
+            found.setdefault((match.group(1), int(match.group(3))), []).append((int(match.group(2)), _box(cluster)))
+    return found
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("key", LR_KEYS)
+def test_every_page_drawn_left_to_right_is_screen_shaped_and_read_row_by_row(lr_renders: dict[str, Path],
+                                                                          key: str) -> None:
+    """Under ``--rankdir LR`` no page over 3,000 pt a side is more than 3 : 1 (on main before: PP-OCRv5 det pages
+    1-2 6,621 × 825 and 7,327 × 922 pt, common_old page 3 5,785 × 663, each row one group's frame longer than the
+    page was wide), drawn at scale 1. Its rows (``column-N``, which LR draws as rows) are stacked top to bottom in
+    order (a first one drawn down the left of the others, ``Columns.under``, read first), each after the first
+    opening with the turn "row N, continued from row N-1"; a frame sliced into parts ("· part 2 of 3") has all
+    its parts on the page, part 1 first, each in the same row as the one before it or a later one."""
+    sliced = 0
+    for path in _pages(lr_renders[key]):
+        root = parse_svg(path)
+        width, height = _size(root)
+        if max(width, height) > LONG_SIDE:
+            assert max(width, height) <= MAX_ASPECT * min(width, height), (key, path.name, width, height)
+        assert next(root.iter(f"{SVG_NS}g")).get("transform").startswith("scale(1 1)"), path.name
+        rows = _columns(root)
+        turns = {g.get("id"): " ".join(t.text or "" for t in g.iter(f"{SVG_NS}text")) for g in _groups(root, "turn")}
+        for number in range(2, len(rows) + 1):
+            assert f"row {number}, continued from row {number - 1}" in turns[f"col-from-{number}-{number - 1}"]
+        stacked = rows[1:] if len(rows) > 2 and rows[0][2] <= min(box[0] for box in rows[1:]) else rows
+        assert all(above[3] <= below[1] + 1 for above, below in zip(stacked, stacked[1:])), (key, path.name, rows)
+        for (title, count), parts in _frame_parts(root).items():
+            assert sorted(k for k, _ in parts) == list(range(1, count + 1)), (key, path.name, title)
+            if rows:
+                sliced += 1
+                placed = [_column_of(box, rows) for _, box in sorted(parts)]
+                assert placed == sorted(placed), (key, path.name, title, placed)
+    assert sliced or key not in ("ppocr5_det", "ddddocr_old_int8"), key
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=OPEN_LR[key]))
+                                 if key in OPEN_LR else key for key in LR_KEYS])
+def test_every_page_drawn_left_to_right_holds_at_most_150k_pt2_a_box(lr_renders: dict[str, Path], key: str) -> None:
+    """Under ``--rankdir LR`` no page holds over 150,000 pt² a drawn box."""
+    for path in _pages(lr_renders[key]):
+        assert area_per_box(path) <= MAX_AREA_PER_BOX, (key, path.name, *_size(parse_svg(path)))
+
+
 def test_an_overview_drawn_as_a_long_chain_wraps_into_columns(tmp_path: Path) -> None:
     """MiniLM's overview draws its first layer's operators in full (the other five are one box): one chain, 843
     × 4,433 pt, 5.26 : 1, its rows no help (one item a rank). Now in columns like a detail page, read left to
