@@ -665,7 +665,7 @@ def cut_levels(columns: Columns) -> dict[str, int]:
     if len(set(column.values())) < 2:
         return {}
     column |= {a: 0 for a in columns.atoms if a not in column and a not in lone}
-    for atom in lone:
+    for atom in [a for a in parts if a in lone]:  # the page's order, not the hash seed's: the DOT lists ends so
         near = [column[b] for t, h in links for b in (t, h) if atom in (t, h) and b != atom and b in column]
         column[atom] = min(near, default=0)
     used = {number: k for k, number in enumerate(sorted(set(column.values())))}
