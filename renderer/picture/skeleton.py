@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -43,12 +43,14 @@ from renderer.core import escape
 _HTML_PARTS = re.compile(r'(?<=>)([^<>]*[0-9][^<>]*)(?=<)|</FONT>|<FONT\b[^<>]*>'
                          r'|<[^<>]*\b(?:[A-Z]*COLOR|TITLE|HREF|TOOLTIP)="[^<>]*>')
 _FONT_COLOR = re.compile(r'\bCOLOR="([^"]*)"')
-_HTML_LABEL = r"<(?:[^<>]|<[^<>]*+>)*+>"
+_HTML_LABEL = r"<(?:[^<>]++|<[^<>]*+>)*+>"
 """An HTML label: its text and whole tags, up to the first ``>`` that closes no tag (possessive: no backtracking)."""
 _OUTSIDE = re.compile(r'\b(tooltip|href|URL|[a-z]*color)=("[^"\\]*(?:\\.[^"\\]*)*")|"[^"\\]*(?:\\.[^"\\]*)*"'
                       rf"|=({_HTML_LABEL})|=<", re.DOTALL)
 """What the skeleton reads outside HTML labels: an attribute it may stand in for, a quoted string (read past), an
 HTML label (read whole), or the start of one without its end."""
+_OUTSIDE_LINE = re.compile(_OUTSIDE.pattern + '|"', re.DOTALL)
+"""``_OUTSIDE`` on one line, and a quote that opens no string closed on the line (``_line_parts``)."""
 _HTML_ATTR = re.compile(r'\b([A-Z]*COLOR|TITLE|HREF|TOOLTIP)="([^"<>]*)"')
 _HEX6 = re.compile(r"#[0-9a-fA-F]{6}")
 _ANY_HEX = re.compile(r"#[0-9a-fA-F]{6}")
@@ -56,6 +58,8 @@ _DIGIT_OR_ENTITY = re.compile(r"&#?\w+;|[0-9]")
 _VALUE = re.compile(r"(\s*)(-?[0-9][0-9.,]*(?:e[+-][0-9]+)?)(\s*[A-Za-z%\u00b5]{0,3}\s*)")
 _DIGIT = re.compile(r"[0-9]")
 _COLOUR_SLOT = "\x00"
+_STRING_SLOT = "\x01"
+"""A string token's place in a line's skeleton (``_line_parts``); a source holding one is read whole."""
 _FONTCOLOR_AT = r"\s*(?:(?:node|graph)\s*\[[^\n]*)?\bfontcolor="
 """A default ``fontcolor`` (of the graph, or of its nodes) named at the start of a line."""
 _FONTCOLOR_FIRST = re.compile(_FONTCOLOR_AT)
@@ -68,6 +72,9 @@ LABELS_KEPT = 2048
 """HTML labels, tooltips and links whose stand-ins are kept (``_label_parts``, ``_outside_svg``): a page laid out
 again in columns replays the lines of its first emission, so its second source holds the first one's labels; a
 page is some hundred of them."""
+LINES_KEPT = 8192
+"""Lines whose skeletons are kept (``_line_parts``): a page laid out again in columns replays its first
+emission's lines; a page is about a hundred and the next pages' emission runs ahead of its layout."""
 
 
 class Unskeletal(Exception):
@@ -150,14 +157,18 @@ class Skeleton:
 
 
 class _Builder:
-    """The tokens of one skeleton as they are made; colour tokens are slots until every other text is known."""
+    """The tokens of one skeleton as they are made; colour tokens are slots (``_COLOUR_SLOT``, in the text in the
+    order they are made) until every other text is known."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str | None) -> None:
+        """``source`` None: a line's tokens (``_line_parts``), a string's stand-in written as ``_STRING_SLOT``."""
         k = 0
-        while f"agv{k}q" in source:
+        while source is not None and f"agv{k}q" in source:
             k += 1
-        self.prefix = f"agv{k}q"
+        self.prefix = f"agv{k}q" if source is not None else None
         self.tokens: list[Token] = []
+        self.slots: list[int] = []
+        """The token of each colour slot, in the order of the slots in the text."""
 
     def string(self, original: str, svg: str | None) -> str:
         return original if svg is None else self.add(Token(original, svg), False)
@@ -169,29 +180,67 @@ class _Builder:
         """The next token, ``token``: a colour's slot, or a string's stand-in."""
         self.tokens.append(token)
         number = len(self.tokens) - 1
-        return f"{_COLOUR_SLOT}{number}{_COLOUR_SLOT}" if colour else f"{self.prefix}{number}z"
+        if colour:
+            self.slots.append(number)
+            return _COLOUR_SLOT
+        return _STRING_SLOT if self.prefix is None else f"{self.prefix}{number}z"
+
+    def line(self, parts: _LineParts) -> str:
+        """A line's skeleton (``_line_parts``) with this builder's next tokens."""
+        text, tokens, colours, strings = parts
+        base = len(self.tokens)
+        self.tokens += tokens
+        if len(colours) == len(tokens):
+            self.slots += range(base, base + len(tokens))
+        else:
+            self.slots += [base + i for i in colours]
+        if not strings:
+            return text
+        pieces = text.split(_STRING_SLOT)
+        joined: list[str] = [""] * (2 * len(strings) + 1)
+        joined[0::2], joined[1::2] = pieces, [f"{self.prefix}{base + i}z" for i in strings]
+        return "".join(joined)
 
     def finish(self, text: str) -> Skeleton:
         """``text`` with each colour slot given a ``#rrggbb`` that ``text`` names nowhere else: the slots in
         order take #000001, #000002, … passing over those it names."""
         taken = {int(found[1:], 16) for found in _ANY_HEX.findall(text)}
-        parts = text.split(_COLOUR_SLOT)  # every other part a slot's token number
-        slots = len(parts) // 2
+        parts = text.split(_COLOUR_SLOT)
+        slots = len(parts) - 1
+        if slots != len(self.slots):
+            raise Unskeletal("a colour slot lost")
         numbers: Iterable[int] = range(1, slots + 1)
         if any(0 < number <= slots for number in taken):
             numbers = itertools.islice((n for n in itertools.count(1) if n not in taken), slots)
         values = [f"#{number:06x}" for number in numbers]
-        colours = dict(zip(values, map(int, parts[1::2])))
-        parts[1::2] = values
-        return Skeleton("".join(parts), self.prefix, tuple(self.tokens), colours)
+        colours = dict(zip(values, self.slots))
+        joined: list[str] = [""] * (2 * slots + 1)
+        joined[0::2], joined[1::2] = parts, values
+        return Skeleton("".join(joined), self.prefix, tuple(self.tokens), colours)
 
 
 def skeleton(source: str) -> Skeleton:
     """``source`` with its non-geometric text stood in for (module docstring)."""
     if _COLOUR_SLOT in source:
         raise Unskeletal("a NUL in the source")
-    build = _Builder(source)
     black = not (_FONTCOLOR_FIRST.match(source) or _FONTCOLOR_LINE.search(source))
+    if _STRING_SLOT not in source:
+        build = _Builder(source)
+        lines = []
+        for line in source.split("\n"):
+            body = line.lstrip("\t")
+            parts = _line_parts(body, black)
+            if parts is None:
+                break
+            lines.append(line[:len(line) - len(body)] + build.line(parts) if parts[1] else line)
+        else:
+            return build.finish("\n".join(lines))
+    build = _Builder(source)
+    return build.finish(_OUTSIDE.sub(_stand_in(source, black, build), source))
+
+
+def _stand_in(source: str, black: bool, build: _Builder) -> Callable[[re.Match[str]], str]:
+    """The replacement of each ``_OUTSIDE`` match in ``source`` (``black``: no default ``fontcolor``)."""
 
     def stand_in(match: re.Match[str]) -> str:
         if match.lastindex == 3:  # an HTML label
@@ -201,7 +250,36 @@ def skeleton(source: str) -> Skeleton:
             raise Unskeletal("an HTML label without its end")
         return _outside(match[0], match[1], match[2], build)
 
-    return build.finish(_OUTSIDE.sub(stand_in, source))
+    return stand_in
+
+
+_LineParts = tuple[str, tuple[Token, ...], tuple[int, ...], tuple[int, ...]]
+"""A line's skeleton, colour tokens as ``_COLOUR_SLOT`` and string tokens as ``_STRING_SLOT``; its tokens; the
+positions among them of the colours and of the strings."""
+
+
+@functools.lru_cache(maxsize=LINES_KEPT)
+def _line_parts(line: str, black: bool) -> _LineParts | None:
+    """``line`` (no newline, no leading tab) read as ``skeleton`` reads it within its source; None when it may
+    not be read alone: a quoted string or an HTML label not closed on it (which may be closed on a later line).
+    No match of ``_OUTSIDE`` starts with a newline or a tab (nor ``\\b`` tells a tab from a start), so a source
+    whose every line is closed reads as its lines each read alone; a page laid out again in columns replays its
+    first emission's lines (indented anew), whose parts are found here."""
+    build = _Builder(None)
+    stand_in = _stand_in(line, black, build)
+
+    def whole(match: re.Match[str]) -> str:
+        if match[0] == '"':
+            raise Unskeletal("a string not closed on its line")
+        return stand_in(match)
+
+    try:
+        text = _OUTSIDE_LINE.sub(whole, line)
+    except Unskeletal:
+        return None
+    colours = set(build.slots)
+    return (text, tuple(build.tokens), tuple(build.slots),
+            tuple(i for i in range(len(build.tokens)) if i not in colours))
 
 
 def _outside(whole: str, name: str | None, value: str, build: _Builder) -> str:

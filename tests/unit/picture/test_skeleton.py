@@ -30,7 +30,7 @@ def test_a_label_seen_before_is_stood_in_for_as_when_read_anew() -> None:
     first = f'digraph g {{\n\tn [label={label} tooltip="t 1" fillcolor="#405060"]\n}}\n'
     # the label again, after other tokens (a page's columns replay its first emission's lines)
     again = (f'digraph g {{\n\tsubgraph cluster_col0 {{\n\t\tm [tooltip="u 2" color="#708090"]\n'
-             f'\t\tn [label={label} tooltip="t 1" fillcolor="#405060"]\n\t}}\n}}\n')
+             f'\t\tn [label={label} tooltip="t 2" fillcolor="#405060"]\n\t}}\n}}\n')  # its line another
     skeleton._label_parts.cache_clear()
     fresh = skeleton.skeleton(again)
     skeleton.skeleton(first)
@@ -63,3 +63,35 @@ def test_colour_tokens_pass_over_the_colours_the_text_names_and_come_back() -> N
     assert frame.restore(frame.text) == source
     plain = skeleton.skeleton(source.replace('label="#000001 #000003" ', ""))
     assert list(plain.colours) == ["#000001", "#000002", "#000003", "#000004"]
+
+
+def test_a_string_or_label_over_several_lines_is_read_whole_as_the_source_holds_it() -> None:
+    # a tooltip whose second line reads like another statement, and a label whose text runs over a newline: read
+    # line by line, the first would stand in for the inner tooltip; each is one token, or no token, as in the source
+    source = ('digraph g {\n\tn [tooltip="a\n\tm [tooltip=\\"x 1\\"] 3" fillcolor="#102030"]\n'
+              '\tk [label=<<TABLE><TR><TD BGCOLOR="#a1b2c3">1\n2 ms</TD></TR></TABLE>> color="#405060"]\n}\n')
+    frame = skeleton.skeleton(source)
+    assert [t.original for t in frame.tokens] == ['"a\n\tm [tooltip=\\"x 1\\"] 3"', "#102030", "#a1b2c3", "#405060"]
+    assert frame.text == ('digraph g {\n\tn [tooltip=agv0q0z fillcolor="#000001"]\n\tk [label=<<TABLE><TR><TD '
+                          'BGCOLOR="#000002">1\n2 ms</TD></TR></TABLE>> color="#000003"]\n}\n')
+    assert frame.restore(frame.text) == source
+
+
+def test_lines_seen_before_indented_anew_make_the_skeleton_of_reading_them_anew() -> None:
+    # a page laid out again in columns: its first emission's lines inside a column's subgraph, after other tokens
+    lines = ['n [label=<<TABLE><TR><TD BGCOLOR="#a1b2c3">12.5 ms</TD><TD HREF="p.svg">x 3</TD></TR></TABLE>> '
+             'tooltip="t 1" fillcolor="#405060"]', 'n -> m [label="1×64" tooltip="e 2" color="#606060"]']
+    first = "digraph g {\n" + "".join(f"\t{line}\n" for line in lines) + "}\n"
+    again = ('digraph g {\n\tsubgraph cluster_col0 {\n\t\tm [tooltip="u 2" color="#708090"]\n'
+             + "".join(f"\t\t{line}\n" for line in lines) + "\t}\n}\n")
+    skeleton._line_parts.cache_clear()
+    skeleton._label_parts.cache_clear()
+    fresh = skeleton.skeleton(again)
+    skeleton._line_parts.cache_clear()
+    skeleton.skeleton(first)
+    kept = skeleton.skeleton(again)
+    assert skeleton._line_parts.cache_info().hits >= len(lines)
+    assert kept == fresh
+    assert [t.original for t in kept.tokens] == ['"u 2"', "#708090", "#a1b2c3", "12.5 ms", "p.svg", "x 3",
+                                                 '"t 1"', "#405060", '"e 2"', "#606060"]
+    assert kept.restore(kept.text) == again
