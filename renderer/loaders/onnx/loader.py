@@ -178,6 +178,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     values = values or RealValues()
     notes: list[str] = []
     slots, asked = _slots(proto.graph), dims
+    declared = _declared_negative(subs)  # a -1 the exporter wrote means "any" (paddle2onnx), not a computed size
     dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes, retried)
     feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
     if dims:
@@ -197,11 +198,25 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     elif shape_run:
         failed: list[str] = []
         tries = _tries(proto, slots, assumed) if retried is None and feeds is None else []
+        small = _negative(proto, declared) if assumed else ""
+        if small and tries:
+            other = _other_sizes(path, proto, tries, assumed, small)
+            if other:
+                return load(path, asked, check_dims, shape_run, values, assume, other, like)
         proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed, tries)
         other = _other_sizes(path, proto, tries, assumed, failed[0]) if failed and retried is None else None
         if other:
             return load(path, asked, check_dims, shape_run, values, assume, other, like)
         notes.extend(ran)
+    if len(subs) > 1:
+        from renderer.loaders.onnx import loop_carry
+
+        proto = loop_carry.carry(proto, _infer_shapes)
+    if small := _negative(proto, declared):
+        _forget_negative(proto, declared)
+        at = ", ".join(f"{clean(name, 40)}={value}" for name, value in dims.items()) or "its sizes"
+        notes.append(f"{path}: at {at} the model computes negative sizes ({free_dims.failing_at(small)}): they "
+                     "are left unknown; pin larger sizes with --dim")
     model = _build(path, proto, weights) if like is None else _rebuilt(path, proto, weights, like)
     model.raw = Loaded(proto, file_shapes, weights)
     model.notes.extend(note for note in notes if note)
@@ -262,11 +277,22 @@ def _settle_dims(path: Path, proto: onnx.ModelProto, dims: dict[str, int] | None
     if not assume:
         return given, []
     metadata = {decode_text(p.key): decode_text(p.value) for p in proto.metadata_props}
-    values, assumed = free_dims.assume(path, slots, given, metadata, notes, _position_rows(proto.graph))
+    used = _uses(proto, {s.dim for s in slots if s.dim not in given and free_dims.unsure(s)})
+    values, assumed = free_dims.assume(path, slots, given, metadata, notes, _position_rows(proto.graph), used)
     for name, (value, why) in (retried or {}).items():
         values[name] = value
         assumed = [ir.AssumedDim(a.name, value, a.role, why) if a.name == name else a for a in assumed]
     return values, assumed
+
+
+def _uses(proto: onnx.ModelProto, dims: set[str]) -> dict[str, free_dims.Use]:
+    """What the operators reading ``dims`` make of them (``dim_uses``): one symbolic shape inference of the
+    unpinned model, only for a model with dims its places leave open (none for named or image dims)."""
+    if not dims:
+        return {}
+    from renderer.loaders.onnx import dim_uses
+
+    return dim_uses.uses(_without_weights(proto), dims)
 
 
 def _inner_dims(graph: onnx.GraphProto) -> Iterator[str]:
@@ -420,6 +446,39 @@ def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
         for dim in value.type.tensor_type.shape.dim:
             if dim.HasField("dim_param") and dim.dim_param in dims:
                 dim.dim_value = dims[dim.dim_param]
+
+
+def _declared_negative(subs: list[onnx.GraphProto]) -> set[str]:
+    """The tensors whose shapes the file itself writes with a negative size."""
+    return {v.name for graph in subs for v in (*graph.value_info, *graph.output)
+            if v.type.HasField("tensor_type") and _below_zero(v.type)}
+
+
+def _negative(proto: onnx.ModelProto, declared: set[str]) -> str:
+    """Where static inference computes a negative size (a valid convolution over too short an input: ``-18``), as
+    onnxruntime says where it fails (``free_dims.retried`` reads it); "" when nowhere. A 0 is no sign: models hold
+    empty tensors at their right sizes (a ConstantOfShape of ``[1, 0, 1]``)."""
+    bad = {v.name for v in (*proto.graph.value_info, *proto.graph.output)
+           if v.name not in declared and v.type.HasField("tensor_type") and _below_zero(v.type)}
+    if not bad:
+        return ""
+    node = next((n for n in proto.graph.node if bad.intersection(n.output)), None)
+    name = "" if node is None else decode_text(node.name)
+    return f"running {'an' if node is None else node.op_type} node. Name:'{name}'. It computes a negative size"
+
+
+def _below_zero(tp: onnx.TypeProto) -> bool:
+    return any(d.HasField("dim_value") and d.dim_value < 0 for d in tp.tensor_type.shape.dim)
+
+
+def _forget_negative(proto: onnx.ModelProto, declared: set[str]) -> None:
+    """Clear the negative sizes ``_negative`` finds, so no picture or count shows one."""
+    for graph in graphs(proto.graph):
+        for value in (*graph.value_info, *graph.output):
+            if value.name not in declared and value.type.HasField("tensor_type") and _below_zero(value.type):
+                for dim in value.type.tensor_type.shape.dim:
+                    if dim.HasField("dim_value") and dim.dim_value < 0:
+                        dim.Clear()
 
 
 def _drop_symbolic_shapes(graph: onnx.GraphProto, subs: list[onnx.GraphProto] | None = None) -> None:
