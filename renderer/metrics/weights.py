@@ -37,7 +37,7 @@ def _ops(role: str) -> frozenset[str]:
     """
     return categories.with_role("onnx", role) | categories.with_role("tflite", role) \
         | categories.with_role("executorch", role) | categories.with_role("torch", role) \
-        | categories.with_role("openvino", role)
+        | categories.with_role("openvino", role) | categories.with_role("openvino-exec", role)
 
 
 def is_transparent(node: Node) -> bool:
