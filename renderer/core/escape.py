@@ -28,17 +28,9 @@ import html
 import re
 from typing import Any
 
-
-class NoHtml(str):
-    """Text that DOT quoting (``dot_id``) never reads as an HTML-like ``<…>`` label: ``graphviz.quoting.NoHtml``'s
-    rule, without importing the package (with what only it imports, a tenth of a cached re-render's imports)."""
-
-    __slots__ = ()
-
-
-def nohtml(text: str) -> NoHtml:
-    """``text`` never read as an HTML-like label (``graphviz.nohtml``)."""
-    return NoHtml(text)
+from graphviz import nohtml
+from graphviz import quoting as _dot
+from graphviz.quoting import NoHtml
 
 # C0 controls other than tab and newline, DEL, C1 controls: invalid or invisible in XML/SVG output.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -261,20 +253,8 @@ def html_label(markup: str) -> str:
 _LIVE_IN_GFM = re.compile(r"[\\|`*_\[\]#!~<>&@$:=]|www\.|[^\W\d_]\.[^\W\d_]", re.IGNORECASE)
 
 
-# The graphviz package's quoting rule (``graphviz.quoting`` 0.20-0.21: HTML_STRING, ID, KEYWORDS,
-# FINAL_ODD_BACKSLASHES, QUOTE_WITH_OPTIONAL_BACKSLASHES), as data; tests/unit/core/test_escape.py checks ``dot_id``
-# against the package's ``quote`` on every short text of the characters these patterns look at.
-_DOT_HTML = re.compile(r"<.*>$", re.DOTALL).match
-_DOT_ID = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*|-?(\.[0-9]+|[0-9]+(\.[0-9]*)?))$").match
-_DOT_KEYWORDS = frozenset({"node", "edge", "graph", "digraph", "subgraph", "strict"})
-_DOT_ODD_BACKSLASHES = re.compile(r"(?<!\\)(?:\\{2})*\\$").search
-_DOT_QUOTES = re.compile(r'(?P<escaped_backslashes>(?:\\{2})*)\\?(?P<literal_quote>")')
-_LONGEST_KEYWORD = max(map(len, _DOT_KEYWORDS))
-
-
-def _dot_escape_quotes(text: str) -> str:
-    """Each quote not escaped (``\\"`` counts as ``"``) with a backslash before it (``ESCAPE_UNESCAPED_QUOTES``)."""
-    return _DOT_QUOTES.sub(r"\g<escaped_backslashes>\\\g<literal_quote>", text)
+_DOT_HTML, _DOT_ID, _DOT_ODD_BACKSLASHES = _dot.HTML_STRING.match, _dot.ID.match, _dot.FINAL_ODD_BACKSLASHES.search
+_LONGEST_KEYWORD = max(map(len, _dot.KEYWORDS))
 
 
 def dot_id(identifier: str) -> str:
@@ -284,13 +264,11 @@ def dot_id(identifier: str) -> str:
     package's deprecation wrapper (a third of the DOT's emission on a 20,000-operator model)."""
     if _DOT_HTML(identifier) and not isinstance(identifier, NoHtml):
         return identifier
-    if not _DOT_ID(identifier) or (len(identifier) <= _LONGEST_KEYWORD and identifier.lower() in _DOT_KEYWORDS):
+    if not _DOT_ID(identifier) or (len(identifier) <= _LONGEST_KEYWORD and identifier.lower() in _dot.KEYWORDS):
         if identifier.endswith("\\") and _DOT_ODD_BACKSLASHES(identifier):  # the pattern ends with a backslash
-            from graphviz import quoting
-
-            quoting.quote(identifier)  # the package's own warning (DotSyntaxWarning)
+            _dot.quote(identifier)  # the package's own warning
         # its pattern matches only at a quote: a tooltip without one is not scanned position by position
-        return f'"{_dot_escape_quotes(identifier)}"' if '"' in identifier else f'"{identifier}"'
+        return f'"{_dot.ESCAPE_UNESCAPED_QUOTES(identifier)}"' if '"' in identifier else f'"{identifier}"'
     return identifier
 
 

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import graphviz
+
 from renderer.core import escape
 from renderer.core.errors import RenderError
 from renderer.picture import graphviz_run
@@ -120,7 +122,7 @@ class Columns:
     labels: dict[str, str] = field(default_factory=dict)
     ties: list[tuple[str, str]] = field(default_factory=list)
     script: list[tuple[Any, ...]] | None = None
-    blank: Digraph | None = None
+    blank: graphviz.Digraph | None = None
     shapes: list[tuple[bool, bool, float]] = field(default_factory=list)
     partable: bool = False
     wrappable: bool = False
@@ -171,7 +173,7 @@ class Sheet:
     declared at its top level go into their column's cluster, and an edge between two columns does not rank
     its ends. Records every top-level item's nodes in ``columns.atoms``. ``finish`` before reading the source."""
 
-    def __init__(self, graph: Digraph, columns: Columns | None, atom: str | None = None,
+    def __init__(self, graph: graphviz.Digraph, columns: Columns | None, atom: str | None = None,
                  root: Sheet | None = None, script: list[tuple[Any, ...]] | None = None) -> None:
         self.graph, self.columns, self.atom = graph, columns, atom
         self.root = root or self
@@ -182,7 +184,7 @@ class Sheet:
             columns.blank, columns.script = graph.copy(), []
             columns.labels, columns.ties = {}, []
             self._script = columns.script
-        self._bands: dict[int, Digraph] = {}
+        self._bands: dict[int, graphviz.Digraph] = {}
         self._stubs: set[str] = set()
         self._crossed: set[tuple[str, str]] = set()
 
@@ -192,14 +194,14 @@ class Sheet:
             if name not in names:
                 names.append(name)
 
-    def _band(self, atom: str) -> Digraph:
+    def _band(self, atom: str) -> graphviz.Digraph:
         """The graph an item declared at the top level goes into: its column's cluster, or the page."""
         columns = self.columns
         if self.atom is not None or columns is None or atom not in columns.column:
             return self.graph
         return self.root._column_graph(columns.column[atom])
 
-    def _column_graph(self, number: int) -> Digraph:
+    def _column_graph(self, number: int) -> graphviz.Digraph:
         band = self._bands.get(number)
         if band is None:
             band = self._bands[number] = Digraph(name=f"cluster_col{number}")

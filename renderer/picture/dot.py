@@ -13,6 +13,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
+import graphviz
+
 from renderer.colour.heatmap import Heatmap
 from renderer.colour.maps import NA_COLOR, category_colors, text_color
 from renderer.core import escape
@@ -253,7 +255,7 @@ class Emitter:
         return (f"{escape.html_text(name, 20, middle=True)} [{escape.html_text(shape, 30)}] "
                 f"{escape.html_text(dtype, 30)}")
 
-    def _op_tooltip(self, node: Node, entry: Entry | None) -> escape.NoHtml:
+    def _op_tooltip(self, node: Node, entry: Entry | None) -> graphviz.quoting.NoHtml:
         lines = [f"{_type_text(node)}  (operator {node.graph.index}:{node.index}, {node.element_id})"]
         if node.name:
             lines.append(f"name: {node.name}")
@@ -435,7 +437,7 @@ class Emitter:
             attrs.update(entry.style)
         return attrs
 
-    def _tensor_tooltip(self, value: Value, entry: Entry | None = None) -> escape.NoHtml:
+    def _tensor_tooltip(self, value: Value, entry: Entry | None = None) -> graphviz.quoting.NoHtml:
         if entry is None:
             entry = self.scene.annotations.tensors.get(value.key)
         where = f"tensor {value.graph.index}:{value.index}, {value.element_id}"

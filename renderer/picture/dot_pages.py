@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable
 
+import graphviz
+
 from renderer.colour.aggregate import combine, rule_for, shares
 from renderer.colour.heatmap import Heatmap
 from renderer.colour.maps import Scale, text_color
@@ -255,7 +257,7 @@ class _PageEmitter(Emitter):
         found = self.columns.band(name)
         return min(bands) if found is None else min(bands, key=lambda b: (abs(b - found), b))
 
-    def _rows(self, dot: Digraph, sizes: dict[str, tuple[float, float]]) -> None:
+    def _rows(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]]) -> None:
         """The overview's items wrapped into rows (``wrap_rows``), each cluster's items on their own: a
         ``rank=same`` row may not reach into a cluster (dot's ranking fails) nor hold items of two clusters
         (dot keeps a cluster's items together, out of the row's order), so a cluster's rows are declared inside
@@ -295,7 +297,7 @@ class _PageEmitter(Emitter):
             first = min(sizes, key=lambda name: (rank.get(name, 0), list(sizes).index(name)))
             dot.edge("legend", first, style="invis")
 
-    def _stack_branches(self, dot: Digraph, sizes: dict[str, tuple[float, float]], rank: dict[str, int],
+    def _stack_branches(self, dot: graphviz.Digraph, sizes: dict[str, tuple[float, float]], rank: dict[str, int],
                         limit: float) -> tuple[list[tuple[str, str]], set[str]]:
         """Invisible edges stacking each fork's parallel branches (``branches``) into a grid no wider than
         ``limit``, drawn into ``dot``, and the items of the branches stacked (kept out of the rows: the grid
@@ -1145,7 +1147,7 @@ def _legend_above(bands: list[list[str]], sizes: dict[str, tuple[float, float]])
         max(width, legend_width) * (height + legend_height) < (width + legend_width) * max(height, legend_height)
 
 
-def _declare_row(container: Digraph, path: tuple[str, ...], band: list[str]) -> None:
+def _declare_row(container: graphviz.Digraph, path: tuple[str, ...], band: list[str]) -> None:
     """``{rank=same; band}`` inside the cluster ``path`` names (declared again, outermost first), its items
     tied left to right in the model's order."""
     if path:

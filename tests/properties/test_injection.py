@@ -372,12 +372,13 @@ ESCAPE_CASES = [
 @pytest.mark.parametrize("case", ESCAPE_CASES, ids=[c[0] for c in ESCAPE_CASES])
 def test_escape_rules_show_text_as_written_in_dot_output(case: tuple[str, str, str, str]) -> None:
     """html_text, attr and tooltip, as the real ``dot`` reads them, against texts written out here."""
+    import graphviz
+
     from renderer.core import escape
-    from renderer.picture.digraph import Digraph
 
     _, text, shown, hover = case
     one_line = re.sub(r"[\r\n]+", " ", text)  # a plain label breaks lines at newlines, on purpose
-    dot = Digraph("G")
+    dot = graphviz.Digraph("G")
     dot.node("h", label=escape.html_label(f"<B>{escape.html_text(text, 400)}</B>"), shape="plain", id="h",
              tooltip=escape.tooltip([text, text]))
     dot.node("a", label=escape.attr(one_line, 400), id="a", tooltip=escape.tooltip(["x"]))
@@ -397,10 +398,11 @@ def test_escape_rules_keep_every_payload_as_clean_text_through_dot(tmp_path: Pat
     """Every payload, through html_text, attr and tooltip and the real ``dot``: the SVG shows what
     ``escape.clean`` makes of it, so the destinations add or lose nothing (``clean`` itself is checked
     against written-out texts by the test above)."""
-    from renderer.core import escape
-    from renderer.picture.digraph import Digraph
+    import graphviz
 
-    dot = Digraph("G")
+    from renderer.core import escape
+
+    dot = graphviz.Digraph("G")
     expected: dict[str, str] = {}
     for k, p in enumerate(P.PAYLOADS):
         text = p.text[:300]

@@ -217,9 +217,9 @@ def _hostile_dot(text: str) -> str:
     """A node and an edge carrying ``text`` everywhere annograph puts model or annotation text, escaped by
     ``renderer.escape``: an HTML label's text in a ``FONT COLOR`` and outside any, a cell's title, a tooltip,
     a link; with colours to stand in for."""
-    from renderer.core import escape
+    from graphviz.quoting import quote
 
-    quote = escape.dot_id
+    from renderer.core import escape
 
     cell = escape.html_text(text, 200)
     label = (f'<<TABLE BGCOLOR="#A1B2C3" COLOR="#102030"><TR><TD><FONT COLOR="#ffffff" POINT-SIZE="9">{cell}: <B>'

@@ -51,12 +51,13 @@ def test_every_id_and_reference_is_prefixed_and_links_elsewhere_are_not() -> Non
 def test_hostile_text_stays_text(payload: P.Payload) -> None:
     """The payload as a label and a tooltip, escaped as ``dot.py`` does: after the rewriting, the same text and
     still only text."""
+    import graphviz
+
     from renderer.core import escape
-    from renderer.picture.digraph import Digraph
     from renderer.picture.graphviz_run import run_dot
     from renderer.reports.inline_svg import inline, prefix_for
 
-    graph = Digraph()
+    graph = graphviz.Digraph()
     graph.node("a", label=escape.html_label(escape.html_text(payload.text, 2000)), id="op-0-0", href="#op-0-1",
                tooltip=escape.tooltip([payload.text]))
     graph.node("b", label=escape.attr(payload.text), id="op-0-1", style="filled", fillcolor="red:blue")
