@@ -98,7 +98,7 @@ def summary(model: Any, ops: dict[Any, dict[str, Any]], figures: str, assumed: s
     """What ``metrics MODEL`` without ``-o`` prints: the totals, the dims assumed, and the MACs of each operator
     type, most first (``n/a`` counted apart), with a pointer to ``-o`` for the full table."""
     from renderer.core.escape import clean
-    from renderer.core.numbers import format_count
+    from renderer.core.numbers import format_count, percent
 
     macs: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -116,7 +116,7 @@ def summary(model: Any, ops: dict[Any, dict[str, Any]], figures: str, assumed: s
         lines.append(f"dims: {assumed}")
     lines.append(f"{'operator type':<24} {'count':>6} {'MACs':>10} {'share':>7}")
     for op_type in sorted(counts, key=lambda t: (-macs.get(t, 0), t)):
-        share = f"{100 * macs.get(op_type, 0) / total:.1f} %" if total else ""
+        share = percent(100 * macs.get(op_type, 0) / total) if total else ""
         value = format_count(macs[op_type]) if op_type in macs else "n/a"
         extra = f"  ({missing[op_type]} n/a)" if op_type in missing and op_type in macs else ""
         lines.append(f"{clean(op_type, 24):<24} {counts[op_type]:>6} {value:>10} {share:>7}{extra}")

@@ -395,10 +395,12 @@ class _PageEmitter(Emitter):
             self._op_node(container, node)
             self.cluster_path[op_name(node)] = path
         for inline in inlines:
-            parts = self._parts(inline)
-            bands = [band for *_, band in parts if band is not None]
-            if id(inline) in self.slice_of:  # a slice of a frame inside another: its own frame's bands
-                bands = self.slice_of[id(inline)][2]
+            if id(inline) in self.slice_of:  # a slice of a frame inside another, cut with it: drawn as it is
+                number, _, bands = self.slice_of[id(inline)]
+                parts = [(inline.ops, inline.inlines, inline.boxes, bands[number - 1])]
+            else:
+                parts = self._parts(inline)
+                bands = [band for *_, band in parts if band is not None]
             for number, (part_ops, part_inlines, part_boxes, band) in enumerate(parts, 1):
                 self._cluster_count += 1
                 cluster = f"cluster_g{self._cluster_count}"

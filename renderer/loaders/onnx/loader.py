@@ -159,18 +159,8 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     """``retried``: assumed dims taken again, with why (``free_dims.retries``), after a shape run that failed;
     ``like``: an earlier load of this file, whose operators the load copies (``retype``) rather than build them
     again: the same model, at other dims."""
-    import onnx
-
     buffer, parts, proto = _parse(path) if like is None else _parse_again(path, like)
-    if proto.ir_version > onnx.IR_VERSION:
-        raise LoaderError(
-            f"{path}: ONNX IR version {proto.ir_version} is newer than this onnx package supports "
-            f"({onnx.IR_VERSION}); upgrade onnx"
-        )
-    newest = onnx.defs.onnx_opset_version()
-    for opset in proto.opset_import:
-        if opset.domain in ("", "ai.onnx") and opset.version > newest:
-            raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
+    _check_versions(path, proto)
     subs = graphs(proto.graph)  # loading adds no operator: the graphs the steps below walk are these
     file_shapes = _shapes(subs)
     _name_unnamed_dims(proto.graph)
@@ -212,11 +202,7 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         from renderer.loaders.onnx import loop_carry
 
         proto = loop_carry.carry(proto, _infer_shapes)
-    if small := _negative(proto, declared):
-        _forget_negative(proto, declared)
-        at = ", ".join(f"{clean(name, 40)}={value}" for name, value in dims.items()) or "its sizes"
-        notes.append(f"{path}: at {at} the model computes negative sizes ({free_dims.failing_at(small)}): they "
-                     "are left unknown; pin larger sizes with --dim")
+    notes.append(_left_negative(path, proto, declared, dims))
     model = _build(path, proto, weights) if like is None else _rebuilt(path, proto, weights, like)
     model.raw = Loaded(proto, file_shapes, weights)
     model.notes.extend(note for note in notes if note)
@@ -226,6 +212,32 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     model.assumed_dims = assumed
     model.pinned_dims = dict(dims)
     return model
+
+
+def _check_versions(path: Path, proto: onnx.ModelProto) -> None:
+    """Refuses a model newer than the installed onnx package reads (its IR version or its ai.onnx opset)."""
+    import onnx
+
+    if proto.ir_version > onnx.IR_VERSION:
+        raise LoaderError(
+            f"{path}: ONNX IR version {proto.ir_version} is newer than this onnx package supports "
+            f"({onnx.IR_VERSION}); upgrade onnx"
+        )
+    newest = onnx.defs.onnx_opset_version()
+    for opset in proto.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version > newest:
+            raise LoaderError(f"{path}: ONNX opset {opset.version} is newer than this onnx package supports ({newest})")
+
+
+def _left_negative(path: Path, proto: onnx.ModelProto, declared: set[str], dims: dict[str, int]) -> str:
+    """Negative sizes the model still computes at ``dims`` made unknown, and the note saying so ("" when none)."""
+    small = _negative(proto, declared)
+    if not small:
+        return ""
+    _forget_negative(proto, declared)
+    at = ", ".join(f"{clean(name, 40)}={value}" for name, value in dims.items()) or "its sizes"
+    return (f"{path}: at {at} the model computes negative sizes ({free_dims.failing_at(small)}): they are left "
+            "unknown; pin larger sizes with --dim")
 
 
 def _absent_external_data(path: Path, proto: onnx.ModelProto, subs: list[onnx.GraphProto]) -> str:
