@@ -24,7 +24,7 @@ from renderer.core import progress
 from renderer.core.errors import RenderError
 from renderer.core.numbers import count
 from renderer.files.page_names import Links
-from renderer.picture import columns, graphviz_run, layout_cache
+from renderer.picture import columns, columns_kept, graphviz_run, layout_cache
 from renderer.picture.columns import Columns
 from renderer.picture.dot_pages import emit_page
 from renderer.picture.layout_cache import LayoutCache
@@ -200,7 +200,8 @@ def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_s
                   shape: Columns | None, again: Callable[[Columns], str] | None,
                   cache: LayoutCache | None = None) -> tuple[str, dict[str, bytes]]:
     """One page laid out (``_render_page``) by ``deadline``; in columns when it comes out a long strip and
-    ``again`` emits it anew (``columns.lay_out``). Returns the source drawn and its formats."""
+    ``again`` emits it anew (``columns.lay_out``; what it decides kept in ``cache``, ``columns_kept``). Returns
+    the source drawn and its formats."""
 
     def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
@@ -208,7 +209,7 @@ def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_s
 
     if shape is None or again is None:
         return source, render(source, None)
-    return columns.lay_out(source, shape, again, render)
+    return columns_kept.lay_out(source, shape, again, render, cache, f"page {max_side}")
 
 
 def _render_page(source: str, formats: list[str], timeout: float | None, max_side: float | None,

@@ -25,7 +25,7 @@ from renderer.core.numbers import count, format_number
 from renderer.core.options import RenderOptions
 from renderer.core.progress import detail, note, stage, waiting, warn
 from renderer.core.records import Annotations, AnnotationSet
-from renderer.picture import columns, dot, graphviz_run, layout_cache, length_bound
+from renderer.picture import columns, columns_kept, dot, graphviz_run, layout_cache, length_bound
 from renderer.picture.columns import Columns
 from renderer.picture.folding import Folding, fold
 from renderer.picture.scene import Scene
@@ -198,7 +198,8 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
     if limit is not None:  # drawn as pages for sure: not laid out only to find that out
         length_bound.check_length(source, shape, limit)
     paged = columns.PAGED_STRIP_PT if limit is not None else None
-    return columns.lay_out(source, shape, lambda again: dot.emit(scene, again), render, paged)
+    return columns_kept.lay_out(source, shape, lambda again: dot.emit(scene, again), render, cache, f"flat {limit}",
+                                paged)
 
 
 def _focus(scene: Scene) -> Book:

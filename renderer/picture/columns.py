@@ -110,6 +110,8 @@ class Columns:
             draws each frame crossing a cut as one frame a band ("<title> · part 2 of 3"), and each item goes
             into the band its place in the first layout falls in. Empty: frames drawn whole.
         reslice: ``sliced`` was just set: ``lay_out`` emits the page anew, then assigns its bands (``_sliced``).
+        edges: the (tail, head) of the edges of ``first`` when only they are at hand (a decision read back,
+            ``columns_kept``); None: read from ``first``.
     """
 
     rankdir: str = "TB"
@@ -135,6 +137,7 @@ class Columns:
     sliceable: bool = False
     sliced: list[float] = field(default_factory=list)
     reslice: bool = False
+    edges: list[tuple[str, str]] | None = None
     _node_column: dict[str, int] = field(default_factory=dict)
     _centres: dict[str, float] = field(default_factory=dict)
 
@@ -363,7 +366,7 @@ class Sheet:
         band = {name: number for atom, number in columns.column.items() for name in columns.atoms.get(atom, [])}
         fed: set[str] = set()
         feeding: set[str] = set()
-        for tail, head in _names(columns.first):
+        for tail, head in _names(columns.first) if columns.edges is None else columns.edges:
             if tail in band and band.get(head) == band[tail]:
                 feeding.add(tail)
                 fed.add(head)

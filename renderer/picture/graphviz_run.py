@@ -124,7 +124,7 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
             raise RenderError(f"unknown Graphviz output format {fmt!r} (use one of {', '.join(sorted(FORMATS))})")
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        frame = skeleton.skeleton(source)
+        frame = skeleton.kept(source)
     except skeleton.Unskeletal:
         return _render_direct(source, formats, timeout, max_side, palette_png, check)
     names, positioned, places, drawn = _positions(frame.text, check is not None, deadline, timeout, cache)

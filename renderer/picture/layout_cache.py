@@ -60,6 +60,13 @@ class LayoutCache(DiskCache):
             self._names.put(name, names.text.encode("utf-8"), f"{names.prefix}\n{len(names.dot)}".encode(), *lines)
         return names
 
+    def note(self, key: str) -> tuple[bytes, ...] | None:
+        """An entry kept beside the layouts (``keep_note``: not counted as a layout by ``said``)."""
+        return self._names.get(key)
+
+    def keep_note(self, key: str, *parts: bytes) -> None:
+        self._names.put(key, *parts)
+
     def said(self, before: tuple[int, int]) -> str:
         """What ``-v`` says of the lookups since ``counts`` gave ``before``."""
         asked, found = self.counts()

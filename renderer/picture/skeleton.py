@@ -239,6 +239,13 @@ def skeleton(source: str) -> Skeleton:
     return build.finish(_OUTSIDE.sub(_stand_in(source, black, build), source))
 
 
+@functools.lru_cache(maxsize=8)
+def kept(source: str) -> Skeleton:
+    """``skeleton(source)``, the last few kept: a page's first emission is read once for its decision's key
+    (``columns_kept``) and once to be laid out."""
+    return skeleton(source)
+
+
 def _stand_in(source: str, black: bool, build: _Builder) -> Callable[[re.Match[str]], str]:
     """The replacement of each ``_OUTSIDE`` match in ``source`` (``black``: no default ``fontcolor``)."""
 

@@ -166,9 +166,9 @@ def test_the_folder_keeps_to_its_cap_least_recently_used_out(tmp_path: Path) -> 
     model, source = ONNX / "tiny_cnn.onnx", tmp_path / "source"
     _svg(model, source)
     found = LayoutCache(source)
-    name = min(_entries(source))[:-7]
-    parts = found.get(name)
-    assert parts is not None and len(parts) == 3  # the positioned graph, its places, its drawing
+    laid = [(n[:-7], p) for n in sorted(_entries(source)) if (p := found.get(n[:-7])) is not None and len(p) == 3]
+    assert laid  # a layout: the positioned graph, its places, its drawing (beside its names and its columns)
+    name, parts = laid[0]
     size = (source / f"{name}.layout").stat().st_size
     folder = tmp_path / "capped"
     folder.mkdir()
