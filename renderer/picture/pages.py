@@ -45,6 +45,14 @@ OVERVIEW_INLINE_OPS = 4
 PACK_SHARE = 3
 """Sibling groups of at most 1/3 of a page's operators (30) share pages: a 40-operator transformer layer keeps
 its own page, while the 6-12-operator blocks of a CNN chain are drawn ten to a page instead of one each."""
+WRAPPER_SHARE = 0.85
+"""A group holding at least this share of its parent's operators is looked through on the overview (drawn as a
+frame of its own operators and its groups' boxes), level after level: the wrapper scope of an export, such as
+sentence-transformers' ``model.0/auto_model`` beside its pooling (91 % of paraphrase-MiniLM-L3's operators; its
+``encoder``, 92 % of it, then shows its layers). Below 90 % so that a small model's few operators of pre- and
+post-processing (11 beside a 3-layer BERT) still leave it a wrapper. The next shares of a group with groups of its
+own among the held-out models and samples: 88 % (a Loop body in its LSTM's scope, chars2vec), 82 % (magika's
+``MagikaV2`` beside its input's operators), both drawn as one picture; then 78 % (basic-pitch's ``cq_t2010v2_1``)."""
 PACK_KIND = "packed"
 """``Group.kind`` of the made-up group of a page holding several small sibling groups (not in the tree)."""
 
@@ -328,8 +336,9 @@ def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest
         pending = [g for g in pending if id(g) not in peer_ids]
         ops = sum(len(g.nodes) for g in peers)
         grow = sum(len(g.nodes) + _units(g) for g in peers) - len({id(g.twin_of or g) for g in peers})
-        opening = page.parent is None and _units(group) == 1 and first.parent is group  # an overview of one
-        # (run) box opens it: its members drawn as frames of their own operators and boxes, when that fits
+        opening = page.parent is None and (_units(group) == 1 and first.parent is group or _wraps(first, peers))
+        # an overview of one (run) box, or a box holding nearly everything, opens it: its members drawn as
+        # frames of their own operators and boxes, when that fits
         if ops > budget or items + grow > limit or (any(len(g.nodes) > largest for g in peers) and not opening) or (
                 len(peers) > 1 and page.parent is None and not opening):  # the overview keeps a run as one box
             continue
@@ -342,6 +351,14 @@ def _fill(page: Page, group: Group, budget: int, limit: int, book: Book, largest
             pending.extend(g.children)
         pending.sort(key=lambda g: (g.size, g.path))
     _place(page, group, expanded)
+
+
+def _wraps(first: Group, peers: list[Group]) -> bool:
+    """Whether ``first`` wraps its parent's content: one group (not a run) with groups of its own, holding at least
+    ``WRAPPER_SHARE`` of its parent's operators. Its box on the overview would only say "nearly everything"."""
+    parent = first.parent
+    return len(peers) == 1 and bool(first.children) and parent is not None and \
+        first.size >= WRAPPER_SHARE * parent.size
 
 
 _NUMBERED = re.compile(r"(.*\D)\d+")

@@ -13,12 +13,14 @@ from urllib.parse import unquote
 
 import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import renderer
 from conftest import ONNX, SVG_NS, XLINK_NS, legend_texts, legend_where, parse_svg, run_cli, transformer_models
 from renderer.picture.folding import fold
 from renderer.picture.grouping.scopes import scope_of
-from renderer.picture.pages import needs_pages
+from renderer.picture.pages import WRAPPER_SHARE, needs_pages, plan
+from wheel_models import wheel_model
 
 MAX_PAGE_PT = 14_400  # 200 in, what PDF viewers open
 MIN_TEXT_PT = 8
@@ -445,3 +447,78 @@ def test_overview_draws_repeated_layers_once_with_a_cell_each(tmp_path: Path) ->
     names = {n.element_id: n.name for n in model.nodes()}
     drawn_here = [names[i] for i in _ids(root, "op-")]
     assert drawn_here and not any("/encoder/" in name for name in drawn_here)  # no layer drawn on the overview
+
+
+def _first_texts(root: object, cls: str) -> list[str]:
+    """The first text line of each ``<g>`` of class ``cls`` (a group box's title, a frame's caption), in order."""
+    found = []
+    for g in root.iter(f"{SVG_NS}g"):  # type: ignore[attr-defined]
+        texts = [" ".join(t.text.split()) for t in g.iter(f"{SVG_NS}text") if t.text and t.text.strip()]
+        if cls in (g.get("class") or "").split() and texts:
+            found.append(texts[0])
+    return found
+
+
+def test_the_overview_looks_through_a_wrapper_scope(tmp_path: Path) -> None:
+    """A sentence-transformers export (paraphrase-MiniLM-L3, held out, not tuned on) wraps its BERT in one scope,
+    ``model.0/auto_model`` (111 of its 122 drawn operators), beside the pooling ``model.1``. Its overview drew two
+    boxes, that scope (100 % of the MACs; its page the 4.72 : 1 strip of issue 26) and the pooling; now the wrapper
+    and its encoder (92 % of it) are frames, the embeddings drawn in full, the 3 layers one run box with a cell
+    linked to each layer's own page."""
+    out = tmp_path / "m.svg"
+    run = run_cli("render", wheel_model("paraphrase_minilm_l3"), "-o", out, "--no-sidecar", timeout=600)
+    assert run.returncode == 0, run.stderr
+    root = parse_svg(out)
+    assert _first_texts(root, "cluster") == ["model.0/auto_model", "embeddings", "encoder"]
+    assert sorted(_first_texts(root, "group")) == ["layer.0 … layer.2 × 3", "model.1"]
+    cells = {a.get(f"{XLINK_NS}href"): m.group(1) for a in root.iter(f"{SVG_NS}a")
+             if (m := re.match(r"model\.0/auto_model/encoder/(layer\.\d) ", a.get(f"{XLINK_NS}title") or ""))}
+    assert sorted(cells.values()) == ["layer.0", "layer.1", "layer.2"]
+    for href in cells:
+        page = parse_svg(tmp_path / unquote(href))
+        assert len(_ids(page, "op-")) == 34, href  # the whole layer, drawn in full
+    assert len(_ids(root, "op-")) == 11  # 2 loose, the wrapper's 5 (the attention mask) and the embeddings' 4
+
+
+def _wrapped_model(path: Path, outside: int) -> Path:
+    """A Keras-like export: ``functional_1`` holds 5 operators of its own and 8 blocks of 6 (53 in all), beside 2
+    loose operators and a head scope of ``outside`` operators."""
+    nodes = []
+    x = "x"
+
+    def op(op_type: str, name: str) -> None:
+        nonlocal x
+        nodes.append(helper.make_node(op_type, [x], [f"{name}:0"], name=name))
+        x = f"{name}:0"
+
+    op("Relu", "Relu_in")
+    for j in range(5):
+        op("Neg" if j % 2 else "Abs", f"functional_1/op_{j}")
+    for k in range(8):
+        for j, op_type in enumerate(("Sigmoid", "Relu", "Tanh", "Neg", "Abs", "Exp")):
+            op(op_type, f"functional_1/block_{k}/{op_type}_{j}")
+    for j in range(outside):
+        op("Sigmoid" if j % 2 else "Relu", f"head/op_{j}")
+    op("Relu", "Relu_out")
+    graph = helper.make_graph(nodes, "wrapped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("outside", [5, 12])
+def test_a_group_holding_nearly_all_operators_is_opened_on_the_overview(tmp_path: Path, outside: int) -> None:
+    """A wrapper of 53 operators beside 2 loose ones and a head of 5 (88 %) is looked through: the overview draws it
+    as a frame of its own 5 operators and its blocks' run box; beside a head of 12 (79 %) it stays a box."""
+    model = renderer.load_model(_wrapped_model(tmp_path / "w.onnx", outside))
+    book = plan(model, fold(model).is_drawn, force=True)
+    assert book is not None
+    overview = book.pages[0]
+    boxes = [[g.label for g in run] for run in overview.all_boxes()]
+    wrapper = 53 / (53 + 2 + outside)
+    if wrapper >= WRAPPER_SHARE:
+        assert [i.group.label for i in overview.inlines] == ["functional_1"]
+        assert sorted(boxes) == [["block_0", *[f"block_{k}" for k in range(1, 8)]], ["head"]]
+        assert [p.title for p in book.pages[1:]] == ["head", "block_0 … block_7"]  # the small blocks share a page
+    else:
+        assert not overview.inlines and sorted(boxes) == [["functional_1"], ["head"]]
