@@ -174,13 +174,13 @@ def flat_limit(scene: Scene) -> float | None:
 
 
 def lay_out_flat(scene: Scene, source: str, formats: list[str],
-                 shape: Columns | None = None) -> tuple[str, dict[str, bytes]]:
+                 shape: Columns | None = None, paged: bool = True) -> tuple[str, dict[str, bytes]]:
     """The flat picture laid out in ``formats``: once, or again in columns when it comes out a long strip
     (``columns.lay_out``; ``shape``: what the emission of ``source`` recorded). Returns the source drawn too.
 
     Raises:
-        graphviz_run.TooBig: over ``flat_limit`` a side, or (``--collapse auto``) a strip longer than
-            ``columns.PAGED_STRIP_PT``: the caller draws pages instead.
+        graphviz_run.TooBig: over ``flat_limit`` a side, or (``--collapse auto`` and ``paged``) a strip longer
+            than ``columns.PAGED_STRIP_PT`` (``columns.LongStrip``): the caller draws pages instead.
     """
     timeout = scene.options.timeout
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -197,9 +197,9 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
     limit = flat_limit(scene)
     if limit is not None:  # drawn as pages for sure: not laid out only to find that out
         length_bound.check_length(source, shape, limit)
-    paged = columns.PAGED_STRIP_PT if limit is not None else None
+    pages_over = columns.PAGED_STRIP_PT if limit is not None and paged else None
     return columns_kept.lay_out(source, shape, lambda again: dot.emit(scene, again), render, cache, f"flat {limit}",
-                                paged)
+                                pages_over)
 
 
 def _focus(scene: Scene) -> Book:
@@ -240,15 +240,17 @@ def _focus(scene: Scene) -> Book:
     return pages.focus_book(model, centres, opts.radius, scene.folding.is_drawn, opts.focus_together, labels)
 
 
-def _produce_all(scene: Scene, source: str, plan: OutputPlan, shape: Columns | None = None) -> list[bytes]:
+def _produce_all(scene: Scene, source: str, plan: OutputPlan, shape: Columns | None = None,
+                 paged: bool = True) -> list[bytes]:
     """Every output of ``plan`` as one flat picture, from one Graphviz layout (two or three when it is laid
-    out again in columns: ``lay_out_flat``); a Markdown summary links to the plan's pictures."""
+    out again in columns: ``lay_out_flat``, ``paged`` passed on); a Markdown summary links to the plan's
+    pictures."""
     formats = plan.formats
     laid_out = sorted({f for f in formats if f in graphviz_run.FORMATS} | ({"svg"} if "html" in formats else set()))
     cache = layout_cache.for_setting(scene.options.layout_cache)
     before = cache.counts() if cache is not None else (0, 0)
     with stage("layout") as facts, waiting("dot"):
-        source, laid = lay_out_flat(scene, source, laid_out, shape) if laid_out else (source, {})
+        source, laid = lay_out_flat(scene, source, laid_out, shape, paged) if laid_out else (source, {})
         sizes = ", ".join(f"{fmt} {len(data):,} bytes" for fmt, data in sorted(laid.items()))
         facts.append(sizes or "no Graphviz output")
         facts += [cache.said(before)] if cache is not None and laid_out else []
@@ -309,7 +311,8 @@ def compose(model: Model, annotations: Annotations | None, options: RenderOption
 def draw(scene: Scene, plan: OutputPlan) -> Drawing:
     """``scene`` as every file of ``plan``: one flat picture from one Graphviz layout; or a book of pages
     (``book_output``) when the model is planned as one (its size, ``--collapse DEPTH``, a focused view) or when
-    the flat picture comes out over ``flat_limit`` a side (``graphviz_run.TooBig``)."""
+    the flat picture comes out over ``flat_limit`` a side (``graphviz_run.TooBig``), or a long strip whose book
+    has more than one page besides its overview (``columns.LongStrip``, ``_in_columns``)."""
     with stage("plan") as facts:
         book = plan_book(scene)
         facts.append("one picture" if book is None else f"{len(book.pages)} pages")
@@ -327,9 +330,25 @@ def draw(scene: Scene, plan: OutputPlan) -> Drawing:
                 book = plan_book(scene, force=True)
                 assert book is not None
                 facts.append(f"{e}, over one page: {len(book.pages)} pages")
+            if isinstance(e, columns.LongStrip) and len(book.pages) == 2:  # a book of 1 is a picture of its own
+                produced = _in_columns(scene, source, plan, shape)
+                if produced is not None:
+                    return Drawing(scene, None, produced)
     from renderer.compose import book_output
 
     return Drawing(scene, book, book_output.produce(scene, book, plan))
+
+
+def _in_columns(scene: Scene, source: str, plan: OutputPlan, shape: Columns) -> Written | None:
+    """A long strip whose book would be an overview of one page, drawn as one picture in columns instead (the
+    overview would hold a few operators and one box: a click on the way to the rest); None when that picture
+    is over ``flat_limit`` a side after all."""
+    with stage("plan") as facts:
+        facts.append("an overview of one page says nothing: one picture in columns instead")
+    try:
+        return [(o.path, data) for o, data in zip(plan.outputs, _produce_all(scene, source, plan, shape, False))]
+    except graphviz_run.TooBig:
+        return None
 
 
 def render_bytes(

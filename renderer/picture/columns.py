@@ -170,6 +170,10 @@ class Reshape(Exception):
     """A layout too long for its width: lay the page out again in ``columns`` (already assigned)."""
 
 
+class LongStrip(graphviz_run.TooBig):
+    """A flat picture's first layout is a strip longer than ``PAGED_STRIP_PT`` (``lay_out``'s ``pages_over``)."""
+
+
 
 class Sheet:
     """What an emitter draws its page into instead of the ``graphviz.Digraph`` itself: nodes and clusters
@@ -497,7 +501,7 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
     """The ``graphviz_run.render_formats`` check of one try: raise ``Reshape`` (``columns`` assigned) when the
     layout is a strip along its ranks and columns would help (emitted framed in parts first when the strip is
     mostly empty and ``Columns.partable`` or ``spreadable``), or mostly empty (``_sparse_try``); None on the last
-    try. ``pages_over``: a strip longer than this on the first try raises ``graphviz_run.TooBig`` instead (a flat
+    try. ``pages_over``: a strip longer than this on the first try raises ``LongStrip`` instead (a flat
     picture drawn as pages)."""
     if last and not columns.shapes:
         return None
@@ -516,7 +520,7 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         aim = _aim(columns.rankdir)
         if not columns.column:
             if pages_over is not None and along > max(pages_over, across):
-                raise graphviz_run.TooBig(width, height)
+                raise LongStrip(width, height)
             if columns.along_only and along <= across:
                 return
             if (columns.partable or columns.spreadable) and not columns.parted and sparse(plain, width, height):
@@ -883,7 +887,7 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
     drawn and what ``render`` made of it.
 
     Raises:
-        graphviz_run.TooBig: the first layout is a strip longer than ``pages_over``.
+        LongStrip: the first layout is a strip longer than ``pages_over``.
     """
     previous = None
     tried = []

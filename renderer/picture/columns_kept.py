@@ -80,9 +80,10 @@ def decode(data: bytes) -> tuple[Made, bool] | graphviz_run.TooBig | None:
     kept (a layout over the caller's limits); None when ``data`` is not such a record."""
     try:
         kept = json.loads(data.decode("utf-8"))
-        if _is(kept, dict).keys() == {"too_big"}:
+        if _is(kept, dict).keys() == {"too_big", "strip"}:  # a long strip is drawn as pages only when they say more
             width, height = _is(kept["too_big"], list)
-            return graphviz_run.TooBig(float(_is(width, (int, float))), float(_is(height, (int, float))))
+            refusal = cut.LongStrip if _is(kept["strip"], bool) else graphviz_run.TooBig
+            return refusal(float(_is(width, (int, float))), float(_is(height, (int, float))))
         made = Made(_is(kept["parted"], bool), [float(_is(v, (int, float))) for v in _is(kept["sliced"], list)],
                     {_is(k, str): float(_is(v, (int, float))) for k, v in _is(kept["centres"], dict).items()},
                     {_is(k, str): _is(v, int) for k, v in _is(kept["column"], dict).items()},
@@ -122,7 +123,8 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str], rende
     try:
         drawn, laid = cut.lay_out(source, columns, emit, watched, pages_over)
     except graphviz_run.TooBig as e:  # the caller draws pages instead: so will a re-render
-        cache.keep_note(key, ENTRY, json.dumps({"too_big": [e.width, e.height]}).encode())
+        note = {"too_big": [e.width, e.height], "strip": isinstance(e, cut.LongStrip)}
+        cache.keep_note(key, ENTRY, json.dumps(note).encode())
         raise
     if drawn in seen:
         made, places = seen[drawn]

