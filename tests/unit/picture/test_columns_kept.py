@@ -97,8 +97,11 @@ def test_a_record_reads_back_as_it_was_written() -> None:
     assert places and again.first == [("a", "b")] and list(again.column) == ["a", "legend", "b"]
     assert (again.parted, again.sliced, again.centres, again.column, again.count, again.stacked, again.under) == (
         made.parted, made.sliced, made.centres, made.column, made.count, made.stacked, made.under)
-    refused = columns_kept.decode(json.dumps({"too_big": [1200.5, 9001.0]}).encode())
-    assert isinstance(refused, graphviz_run.TooBig) and (refused.width, refused.height) == (1200.5, 9001.0)
+    for strip in (False, True):  # a long strip stays one (rendering draws it as pages only when they say more)
+        refused = columns_kept.decode(json.dumps({"too_big": [1200.5, 9001.0], "strip": strip}).encode())
+        assert isinstance(refused, graphviz_run.TooBig) and (refused.width, refused.height) == (1200.5, 9001.0)
+        assert isinstance(refused, columns.LongStrip) == strip
     wrong = made.encode(True).replace(b'"count": 2', b'"count": "2"')
-    for bad in [b'{"too_big": [1, "2"]}', b"\xff", b"[]", b"{}", wrong]:
+    for bad in [b'{"too_big": [1, 2], "strip": 0}', b'{"too_big": [1, "2"], "strip": false}', b"\xff", b"[]",
+                b"{}", wrong]:
         assert columns_kept.decode(bad) is None
