@@ -350,14 +350,16 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
     varied = {member for group in members.values() for member in group}
     pinned = {k: v for k, v in model.pinned_dims.items() if k not in varied and k not in _followers(model)}
     loaded: dict[tuple[int, ...], Mapping[ElementKey, int | None]] = {}
+    here = _macs(model, rendered=True)
+    keep = frozenset(key for key, count in here.items() if count is not None)  # the others have no formula
     try:
         for point in points:
             at = dict(zip(names, point))
             if at == base:
-                loaded[point] = _macs(model, rendered=True)
+                loaded[point] = here
                 continue
             at = {member: value for name, value in at.items() for member in members[name]}
-            again = load_like(model, {**pinned, **at}, shape_run)
+            again = load_like(model, {**pinned, **at}, shape_run, keep)
             loaded[point] = _macs(again)
             if loads is not None and isinstance(again.raw, Loaded):
                 loads.append(again.raw.proto)

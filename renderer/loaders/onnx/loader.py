@@ -155,20 +155,21 @@ def _symbolic(values: Any) -> list[str]:
 
 def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True,
          shape_run: bool = True, values: RealValues | None = None, assume: bool = True,
-         retried: dict[str, tuple[int, str]] | None = None, like: ir.Model | None = None) -> ir.Model:
+         retried: dict[str, tuple[int, str]] | None = None, like: ir.Model | None = None,
+         keep: frozenset[ir.ElementKey] | None = None) -> ir.Model:
     """``retried``: assumed dims taken again, with why (``free_dims.retries``), after a shape run that failed;
     ``like``: an earlier load of this file, whose operators the load copies (``retype``) rather than build them
-    again: the same model, at other dims."""
+    again: the same model, at other dims; ``keep``: with ``like``, the operators wanted (``load_like``)."""
     buffer, parts, proto = _parse(path) if like is None else _parse_again(path, like)
     _check_versions(path, proto)
     subs = graphs(proto.graph)  # loading adds no operator: the graphs the steps below walk are these
-    file_shapes = _shapes(subs)
+    file_shapes = _shapes(subs) if keep is None else []
     _name_unnamed_dims(proto.graph)
     free = _symbolic(proto.graph.input)
     values = values or RealValues()
     notes: list[str] = []
     slots, asked = _slots(proto.graph), dims
-    declared = _declared_negative(subs)  # a -1 the exporter wrote means "any" (paddle2onnx), not a computed size
+    declared = _declared_negative(subs, like)  # a -1 the exporter wrote means "any" (paddle2onnx), not a computed size
     dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes, retried)
     feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
     if dims:
@@ -192,18 +193,18 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         if small and tries:
             other = _other_sizes(path, proto, tries, assumed, small)
             if other:
-                return load(path, asked, check_dims, shape_run, values, assume, other, like)
+                return load(path, asked, check_dims, shape_run, values, assume, other, like, keep)
         proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed, tries)
         other = _other_sizes(path, proto, tries, assumed, failed[0]) if failed and retried is None else None
         if other:
-            return load(path, asked, check_dims, shape_run, values, assume, other, like)
+            return load(path, asked, check_dims, shape_run, values, assume, other, like, keep)
         notes.extend(ran)
     if len(subs) > 1:
         from renderer.loaders.onnx import loop_carry
 
         proto = loop_carry.carry(proto, _infer_shapes)
     notes.append(_left_negative(path, proto, declared, dims))
-    model = _build(path, proto, weights) if like is None else _rebuilt(path, proto, weights, like)
+    model = _build(path, proto, weights) if like is None else _rebuilt(path, proto, weights, like, keep)
     model.raw = Loaded(proto, file_shapes, weights)
     model.notes.extend(note for note in notes if note)
     for index, why in idle.items():
@@ -378,25 +379,50 @@ def _shapes_from_run(path: Path, proto: onnx.ModelProto, weights: dict[int, tupl
     return proto, [*notes, inside], _idle(proto, shapes, f"the onnxruntime run on {run_on} did not take this subgraph")
 
 
-def load_like(like: ir.Model, dims: dict[str, int], shape_run: bool) -> ir.Model:
+def load_like(like: ir.Model, dims: dict[str, int], shape_run: bool,
+              keep: frozenset[ir.ElementKey] | None = None) -> ir.Model:
     """``like``'s file loaded again at ``dims`` (``check_dims`` off), its operators copied from ``like``
-    (``retype``): the MACs formulas' loads at other sizes (``metrics.dim_formulas``)."""
+    (``retype``): the MACs formulas' loads at other sizes (``metrics.dim_formulas``). With ``keep``, the model
+    holds those operators only, as stand-ins over ``like``'s typed by this load (``retype.overlaid``: what their
+    cost formulas read), when they can be; its ``raw`` has no file shapes (no writer reads it)."""
     from renderer.files.inputs import reading
 
     with reading(like.path):  # an out-of-memory error names the model
-        return load(Path(like.path), dims, check_dims=False, shape_run=shape_run, like=like)
+        return load(Path(like.path), dims, check_dims=False, shape_run=shape_run, like=like, keep=keep)
 
 
 def _rebuilt(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]], like: ir.Model,
-             ) -> ir.Model:
-    """``proto``'s model made from ``like`` (``retype``), or built when it cannot be."""
-    from renderer.loaders.onnx.retype import retyped
+             keep: frozenset[ir.ElementKey] | None = None) -> ir.Model:
+    """``proto``'s model made from ``like`` (``retype``; only the operators of ``keep`` when given, and when they
+    can be), or built when it cannot be."""
+    from renderer.loaders.onnx.retype import overlaid, retyped
 
+    builder = _Builder(path, proto, weights)
+    if keep is not None:  # the types of one load at other dims are mostly those of the one before
+        if not _TYPES or _TYPES[0][0] is not like:
+            _TYPES[:] = [(like, {})]
+        builder.types = _TYPES[0][1]
     try:
-        copy = retyped(like, proto, _Builder(path, proto, weights))
+        subs = graphs(proto.graph) if len(like.graphs) > 1 else [proto.graph]
+        kept = None if keep is None else overlaid(like, subs, builder, keep)
+        copy = retyped(like, proto, builder) if kept is None else _holding(like, kept)
     except Exception:  # whatever the copy meets, the build meets and says
         copy = None
     return _build(path, proto, weights) if copy is None else refuse_impossible_shapes(copy, path)
+
+
+_TYPES: list[tuple[ir.Model, dict[bytes, ir.TensorType | None]]] = []
+"""The TypeProtos converted by the loads ``like`` one model (a TypeProto's bytes say all its type)."""
+
+
+def _holding(like: ir.Model, nodes: list[list[Any]]) -> ir.Model:
+    """A model of ``like``'s graphs holding ``nodes`` (``retype.overlaid``) and the tensors they read and write."""
+    model = ir.Model(format=like.format, path=like.path)
+    for old, held in zip(like.graphs, nodes, strict=True):
+        graph = model.add_graph(old.name)
+        graph.nodes = held
+        graph.values = list({id(v): v for n in held for v in (*n.inputs, *n.outputs) if v is not None}.values())
+    return model
 
 
 def _build(path: Path, proto: onnx.ModelProto, weights: dict[int, tuple[Any, int, int]]) -> ir.Model:
@@ -460,10 +486,19 @@ def _pin_dims(graph: onnx.GraphProto, dims: dict[str, int]) -> None:
                 dim.dim_value = dims[dim.dim_param]
 
 
-def _declared_negative(subs: list[onnx.GraphProto]) -> set[str]:
-    """The tensors whose shapes the file itself writes with a negative size."""
-    return {v.name for graph in subs for v in (*graph.value_info, *graph.output)
-            if v.type.HasField("tensor_type") and _below_zero(v.type)}
+def _declared_negative(subs: list[onnx.GraphProto], like: ir.Model | None = None) -> set[str]:
+    """The tensors whose shapes the file itself writes with a negative size (the same for every load ``like``
+    another: found once)."""
+    if like is not None and _DECLARED and _DECLARED[0][0] is like:
+        return _DECLARED[0][1]
+    found = {v.name for graph in subs for v in (*graph.value_info, *graph.output)
+             if v.type.HasField("tensor_type") and _below_zero(v.type)}
+    if like is not None:
+        _DECLARED[:] = [(like, found)]
+    return found
+
+
+_DECLARED: list[tuple[ir.Model, set[str]]] = []
 
 
 def _negative(proto: onnx.ModelProto, declared: set[str]) -> str:
@@ -480,7 +515,7 @@ def _negative(proto: onnx.ModelProto, declared: set[str]) -> str:
 
 
 def _below_zero(tp: onnx.TypeProto) -> bool:
-    return any(d.HasField("dim_value") and d.dim_value < 0 for d in tp.tensor_type.shape.dim)
+    return any(d.dim_value < 0 for d in tp.tensor_type.shape.dim)  # a dim_param's dim_value reads 0
 
 
 def _forget_negative(proto: onnx.ModelProto, declared: set[str]) -> None:

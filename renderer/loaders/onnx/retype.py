@@ -8,6 +8,11 @@ attributes, metadata and stored tensors shared), and each tensor takes the type 
 ``loader._Builder``: the shape inference says, else a stored tensor's or a folded Constant's own shape; a
 ConstantOfShape of a constant shape is folded again at the new sizes. A model with subgraphs, or whose proto
 breaks the rules these steps rely on (one producer a tensor, names not stored twice), is built in full.
+
+The formulas read only the MACs of the operators that have a count at the assumed dims (the others have no
+formula whatever the other loads say): ``overlaid`` gives just those, as stand-ins over ``like``'s operators whose
+tensors carry the types of the new load (a tensor's stored data, its producer and its name are the file's at any
+dims), with no copy of the rest of the graph; subgraphs too, each typed from its own graph's shapes.
 """
 
 from __future__ import annotations
@@ -111,4 +116,71 @@ def _typed_by(value: ir.Value, initializer: ir.Tensor) -> None:
         value.type = ir.TensorType(initializer.dtype, initializer.shape)
 
 
-__all__ = ["retyped"]
+class _Retyped:
+    """A tensor of the earlier load with the type it takes at the other dims; all else is the earlier one's (what
+    the cost formulas and the size check read is kept here, the rest is looked up)."""
+
+    __slots__ = ("initializer", "name", "producer", "type", "value")
+
+    def __init__(self, value: ir.Value, type_: ir.TensorType | None) -> None:
+        self.value, self.type = value, type_
+        self.initializer, self.name, self.producer = value.initializer, value.name, value.producer
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.value, name)
+
+
+class _RetypedNode:
+    """An operator of the earlier load reading and writing ``_Retyped`` tensors (what its cost formula reads)."""
+
+    __slots__ = ("attributes", "domain", "inputs", "key", "node", "op_type", "outputs")
+
+    def __init__(self, node: ir.Node, inputs: list[_Retyped | None], outputs: list[_Retyped]) -> None:
+        self.node, self.inputs, self.outputs, self.key = node, inputs, outputs, node.key
+        self.op_type, self.domain, self.attributes = node.op_type, node.domain, node.attributes
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.node, name)
+
+
+def overlaid(like: ir.Model, subs: list[onnx.GraphProto], builder: _Builder, keep: frozenset[ir.ElementKey],
+             ) -> list[list[_RetypedNode]] | None:
+    """Per graph of ``like``, its operators of ``keep`` over tensors typed as the build of ``subs`` (the graphs
+    of the proto loaded at other dims) types them, or None where that could differ from a build: another graph
+    count or operator count, a tensor the build would type from another graph's outputs, a ConstantOfShape folded
+    to another shape (the caller builds then)."""
+    if len(subs) != len(like.graphs) or any(len(g.nodes) != len(gp.node) for g, gp in zip(like.graphs, subs)):
+        return None
+    nodes = sorted((like.graphs[index].nodes[number] for kind, index, number in keep if kind == "op"),
+                   key=lambda node: (node.graph.index, node.index))
+    if len(nodes) != len(keep):
+        return None
+    shapes = [{decode_text(vi.name): vi.type for vi in (*gp.value_info, *gp.input, *gp.output)} for gp in subs]
+    typed, several = builder._type, len(subs) > 1
+    needed = {id(v): v for node in nodes for v in (*node.inputs, *node.outputs) if v is not None}
+    copies = {key: _value(v, typed(shapes[v.graph.index].get(v.name)), several) for key, v in needed.items()}
+    if None in copies.values():
+        return None
+    found: list[list[_RetypedNode]] = [[] for _ in like.graphs]
+    for node in nodes:
+        inputs = [None if v is None else copies[id(v)] for v in node.inputs]
+        found[node.graph.index].append(_RetypedNode(node, inputs, [copies[id(v)] for v in node.outputs]))  # type: ignore[misc]
+    return found
+
+
+def _value(value: ir.Value, type_: ir.TensorType | None, several: bool) -> _Retyped | None:
+    """``value`` typed ``type_`` as the build types it (a constant without a shape from inference takes its data's),
+    None when the build could type it otherwise."""
+    initializer = value.initializer
+    if initializer is not None and (type_ is None or type_.shape is None):
+        type_ = ir.TensorType(initializer.dtype, initializer.shape)
+    producer = value.producer
+    if producer is not None and producer.op_type == "ConstantOfShape" and initializer is not None \
+            and type_ != value.type:
+        return None  # folded again at the new dims: the earlier fold holds only for the same type
+    if type_ is None and value.is_output and several:
+        return None  # an outer tensor a subgraph hands back: typed by that graph's outputs
+    return _Retyped(value, type_)
+
+
+__all__ = ["overlaid", "retyped"]

@@ -85,6 +85,34 @@ def test_a_load_at_other_dims_copies_the_operators_and_types_them_as_a_build(sou
         assert values["z"].type.shape == (dims["batch"], dims["seq"], 4)
 
 
+@pytest.mark.parametrize("source", ["constants", "tiny_transformer", "bert_dynamo", "silero_vad"])
+def test_a_load_keeping_some_operators_counts_them_as_a_build(source: str, tmp_path: Path) -> None:
+    """The MACs formulas' loads keep the operators counted at the assumed dims only: stand-ins over the earlier
+    load's operators, whose tensors carry the types of a build at the other dims (subgraphs' too), and whose MACs
+    are the build's, n/a where the build's are."""
+    from renderer.metrics.builtin import op_macs
+    from renderer.metrics.dim_formulas import _macs
+
+    path = _constants_model(tmp_path) if source == "constants" else ONNX / f"{source}.onnx"
+    like = load_model(path)
+    dims = {**like.pinned_dims, **{d.name: d.value * 2 for d in like.assumed_dims}}
+    counted = op_macs(like)
+    keep = frozenset(key for key, count in counted.items() if count is not None)
+    assert keep
+    if source == "silero_vad":
+        assert len(keep) < len(counted)  # operators n/a at the assumed dims are left out
+    built = load_model(path, dims=dims, check_dims=False, shape_run=False)
+    again = load_like(like, dims, shape_run=False, keep=keep)
+    assert sorted(node.key for node in again.nodes()) == sorted(keep)
+    assert not any(isinstance(node, ir.Node) for node in again.nodes())  # stand-ins, not copies
+    assert all(node.attributes is like.graphs[node.key[1]].nodes[node.key[2]].attributes for node in again.nodes())
+    kept = _macs(again)
+    assert kept == {key: count for key, count in _macs(built).items() if key in keep}
+    assert kept != {key: counted[key] for key in keep}  # the sizes moved
+    types = {(n.key, slot): v.type for n in built.nodes() for slot, v in enumerate(n.outputs)}
+    assert all(v.type == types[n.key, slot] for n in again.nodes() for slot, v in enumerate(n.outputs))
+
+
 def test_a_model_with_subgraphs_is_built_again() -> None:
     """If branches and Loop bodies read the enclosing graph's tensors: such a model is built, as before."""
     path = ONNX / "silero_vad.onnx"
@@ -119,7 +147,7 @@ def test_the_formulas_from_copied_loads_are_those_of_built_ones(monkeypatch: pyt
     path = ONNX / "bert_dynamo.onnx"
     fast = dim_formulas.formulas(load_model(path))
 
-    def built(like: ir.Model, dims: dict[str, int], shape_run: bool) -> ir.Model:
+    def built(like: ir.Model, dims: dict[str, int], shape_run: bool, keep: object = None) -> ir.Model:
         return load_model(like.path, dims=dims, check_dims=False, shape_run=shape_run)
 
     monkeypatch.setattr(loader, "load_like", built)
