@@ -35,7 +35,8 @@ BMP), paid by every render."""
 _LEXEME = re.compile(
     r"//[^\n]*|/\*.*?\*/|^#[^\n]*"  # comments
     rf"|{_QUOTED}|{_HTML}"
-    rf"|\[(?:{_QUOTED}|{_HTML}|[^\]\"<]+)*\]"  # an attribute list, one lexeme (``_ATTRIBUTE`` reads it)
+    rf"|\[label=({_HTML})(?:{_QUOTED}|{_HTML}|[^\]\"<]+)*\]"  # an attribute list, one lexeme (``_ATTRIBUTE``
+    rf"|\[(?:{_QUOTED}|{_HTML}|[^\]\"<]+)*\]"  # reads it); one that starts with an HTML label: where it ends
     rf"|->|--|{_NAME}|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)|\S",
     re.DOTALL | re.MULTILINE)
 _ID = rf"{_QUOTED}|{_NAME}|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)"
@@ -118,7 +119,7 @@ def _spots(text: str) -> list[tuple[int, int, str]] | None:
     for at, match in enumerate(words):
         word = match.group(0)
         if word[0] == "[":
-            label = _attributes(word, match.start(), spots)
+            label = _attributes(word, match.start(), spots, match.end(1) - match.start() if match[1] else 0)
             if label and previous.lower() == "node":
                 return None
             if label and _is_id(previous) and before not in ("->", "--", ":", "="):
@@ -139,11 +140,12 @@ def _spots(text: str) -> list[tuple[int, int, str]] | None:
     return sorted(spot for spot in spots if (_PLAIN if spot[2].startswith(_CLUSTER) else _SIMPLE).fullmatch(spot[2]))
 
 
-def _attributes(attributes: str, offset: int, spots: list[tuple[int, int, str]]) -> bool:
+def _attributes(attributes: str, offset: int, spots: list[tuple[int, int, str]], label_end: int = 0) -> bool:
     """Add the ``_NAMED_VALUES`` of an attribute list (``[…]`` at ``offset``) to ``spots``; whether it sets
-    ``label``."""
-    label = False
-    for match in _ATTRIBUTE.finditer(attributes):
+    ``label``. ``label_end``: where the HTML label the list starts with (``[label=<…>``) ends, 0 for none: the
+    list is read from there, its first pair being that label (read once, by ``_LEXEME``)."""
+    label = label_end > 0
+    for match in _ATTRIBUTE.finditer(attributes, label_end):
         if match.group(1) is None:
             continue
         key = _unquoted(match.group(1))

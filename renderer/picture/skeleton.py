@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -57,6 +57,9 @@ _ANY_HEX = re.compile(r"#[0-9a-fA-F]{6}")
 _DIGIT_OR_ENTITY = re.compile(r"&#?\w+;|[0-9]")
 _VALUE = re.compile(r"(\s*)(-?[0-9][0-9.,]*(?:e[+-][0-9]+)?)(\s*[A-Za-z%\u00b5]{0,3}\s*)")
 _DIGIT = re.compile(r"[0-9]")
+_TEXT_FILL = re.compile(r'(<text [^>]*?fill=")(#[0-9a-f]{6})("[^>]*>)([^<]*)(</text>)')
+_QUOTED_HEX = re.compile(r'"#([0-9a-f]{6})"')
+"""A quoted colour (its ``#`` outside the group: the search then starts from the literal ``"#``, 2× faster)."""
 _COLOUR_SLOT = "\x00"
 _STRING_SLOT = "\x01"
 """A string token's place in a line's skeleton (``_line_parts``); a source holding one is read whole."""
@@ -75,6 +78,15 @@ page is some hundred of them."""
 LINES_KEPT = 8192
 """Lines whose skeletons are kept (``_line_parts``): a page laid out again in columns replays its first
 emission's lines; a page is about a hundred and the next pages' emission runs ahead of its layout."""
+
+
+def _first(span: tuple[int, int, str | None]) -> int:
+    return span[0]
+
+
+@functools.lru_cache(maxsize=8)
+def _token(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"{prefix}([0-9]+)z")
 
 
 class Unskeletal(Exception):
@@ -130,30 +142,49 @@ class Skeleton:
         return restored
 
     def fill_svg(self, drawn: str) -> str:
-        """``drawn`` (Graphviz's ``-Tsvg`` of ``text``) with every token's real text back, as Graphviz writes it."""
+        """``drawn`` (Graphviz's ``-Tsvg`` of ``text``) with every token's real text back, as Graphviz writes it.
+
+        Three searches, each from a literal start (``<text ``, ``"#``, the prefix), put together in the order of
+        the text, as one search of the three ways would find them (it tries them at every ``<``, ``"`` and ``a``
+        of the SVG: 20 % slower): a text's span is whole (a colour or token inside it stays as it is), and no
+        span of the other two overlaps another (a token holds no quote, a colour no ``g``)."""
         if not self.tokens:
             return drawn
-        pattern = re.compile(rf'(<text [^>]*?fill=")(#[0-9a-f]{{6}})("[^>]*>)([^<]*)(</text>)'
-                             rf'|"(#[0-9a-f]{{6}})"|{self.prefix}([0-9]+)z')
+        spans = [*self._texts(drawn), *self._colours(drawn)]
+        spans += [(m.start(), m.end(), self.tokens[int(m[1])].svg) for m in _token(self.prefix).finditer(drawn)]
+        spans.sort(key=_first)
+        pieces, at = [], 0
+        for start, end, put in spans:
+            if start < at:  # inside a text's span
+                continue
+            pieces += [drawn[at:start], drawn[start:end] if put is None else put]
+            at = end
+        pieces.append(drawn[at:])
+        return "".join(pieces)
 
-        def back(match: re.Match[str]) -> str:
-            last = match.lastindex  # 5: a text's fill, 6: a quoted colour, 7: a string token
-            if last == 7:
-                return self.tokens[int(match[7])].svg
-            index = self.colours.get(match[6] if last == 6 else match[2], -1)
+    def _texts(self, drawn: str) -> Iterator[tuple[int, int, str | None]]:
+        """Each ``<text>`` with a fill: its span, and it with its token's colour or text back (None: as it is)."""
+        for match in _TEXT_FILL.finditer(drawn):
+            index = self.colours.get(match[2], -1)
             if index < 0:
-                return match[0]
+                yield match.start(), match.end(), None
+                continue
             token = self.tokens[index]
-            if last == 6:
-                return f'"{token.svg}"'
-            start, _, rest, text, end = match.groups()[:5]
+            start, _, rest, text, end = match.groups()
             if token.ink is None:
-                return f"{start}{token.svg}{rest}{text}{end}"
-            if not token.ink:  # the default black: no fill at all
-                return f"{start[:-7]}{rest[1:]}{token.svg}{end}"
-            return f"{start}{token.ink}{rest}{token.svg}{end}"
+                put = f"{start}{token.svg}{rest}{text}{end}"
+            elif not token.ink:  # the default black: no fill at all
+                put = f"{start[:-7]}{rest[1:]}{token.svg}{end}"
+            else:
+                put = f"{start}{token.ink}{rest}{token.svg}{end}"
+            yield match.start(), match.end(), put
 
-        return pattern.sub(back, drawn)
+    def _colours(self, drawn: str) -> Iterator[tuple[int, int, str]]:
+        """Each quoted colour token: its span and its colour."""
+        for match in _QUOTED_HEX.finditer(drawn):
+            index = self.colours.get(f"#{match[1]}", -1)
+            if index >= 0:
+                yield match.start(), match.end(), f'"{self.tokens[index].svg}"'
 
 
 class _Builder:

@@ -60,3 +60,12 @@ def test_a_name_that_is_drawn_or_not_plain_is_kept(source: str, kept: list[str])
 def test_a_source_that_may_draw_a_name_keeps_every_name(source: str) -> None:
     names = dot_names.named(source)
     assert names.text == source and names.back(b"a b") == b"a b"
+
+
+def test_a_label_first_in_its_list_is_read_past_once_and_what_follows_it_is_stood_in_for() -> None:
+    label = '<<TABLE ID="in_label"><TR><TD HREF="x">id=inside lhead=cluster_q ]</TD></TR></TABLE>>'
+    source = (f'digraph g {{\n\tgraph [compound=true]\n\ta [label={label} id="op-0-1" shape=plain]\n'
+              f'\tsubgraph cluster_s {{\n\t\tb [label="B" id=op_b]\n\t}}\n\ta -> b [lhead=cluster_s id="t-1"]\n}}\n')
+    names = dot_names.named(source)
+    assert label in names.text and "op-0-1" not in names.text and "cluster_s" not in names.text
+    assert names.back(_graphviz(names.text, "svg"), svg=True) == _graphviz(source, "svg")

@@ -3,6 +3,8 @@ follows a label is still stood in for; the SVG put back is checked against Graph
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from renderer.picture import skeleton
@@ -95,3 +97,39 @@ def test_lines_seen_before_indented_anew_make_the_skeleton_of_reading_them_anew(
     assert [t.original for t in kept.tokens] == ['"u 2"', "#708090", "#a1b2c3", "12.5 ms", "p.svg", "x 3",
                                                  '"t 1"', "#405060", '"e 2"', "#606060"]
     assert kept.restore(kept.text) == again
+
+
+def _one_search(frame: skeleton.Skeleton, drawn: str) -> str:
+    """``fill_svg`` as one search of its three ways (what its three searches must give)."""
+    pattern = re.compile(rf'(<text [^>]*?fill=")(#[0-9a-f]{{6}})("[^>]*>)([^<]*)(</text>)'
+                         rf'|"(#[0-9a-f]{{6}})"|{frame.prefix}([0-9]+)z')
+
+    def back(match: re.Match[str]) -> str:
+        if match.lastindex == 7:
+            return frame.tokens[int(match[7])].svg
+        index = frame.colours.get(match[6] if match.lastindex == 6 else match[2], -1)
+        if index < 0:
+            return match[0]
+        token, (start, _, rest, text, end) = frame.tokens[index], match.groups()[:5]
+        if match.lastindex == 6:
+            return f'"{token.svg}"'
+        if token.ink is None:
+            return f"{start}{token.svg}{rest}{text}{end}"
+        if not token.ink:
+            return f"{start[:-7]}{rest[1:]}{token.svg}{end}"
+        return f"{start}{token.ink}{rest}{token.svg}{end}"
+
+    return pattern.sub(back, drawn)
+
+
+def test_the_svg_filled_by_three_searches_is_the_one_search_of_them_all() -> None:
+    tokens = (skeleton.Token("t 1", "t&#160;1"), skeleton.Token("#A1B2C3", "#a1b2c3"),
+              skeleton.Token("12.5", "12.5", ink="#102030"), skeleton.Token("3 ms", "3&#160;ms", ink=""),
+              skeleton.Token("#405060", "#405060", ink=None))
+    frame = skeleton.Skeleton("", "agv0q", tokens, {"#000002": 1, "#000003": 2, "#000004": 3, "#000005": 4})
+    drawn = ('<g><a xlink:title="agv0q0z"><path fill="#000002" stroke="#000005"/>'
+             '<text x="1" fill="#000003">000000</text><text x="2" fill="#000004">0 ms</text>'
+             '<text x="3" fill="#000005">cluster</text><text fill="#abcdef" title="agv0q0z">"#000002"agv0q0z</text>'
+             '<text fill="#000002">open "#000004" agv0q0z<text fill="#000009">x</text></a>"#000002agv0q4z</g>')
+    assert frame.fill_svg(drawn) == _one_search(frame, drawn)
+    assert 'fill="#102030">12.5</text>' in frame.fill_svg(drawn) and 'x="2">3&#160;ms' in frame.fill_svg(drawn)
