@@ -119,6 +119,12 @@ class _PageEmitter(Emitter):
     def __init__(self, scene: Scene, book: Book, page: Page, links: Links, columns: Columns | None = None) -> None:
         super().__init__(scene, columns)
         self.book, self.page, self.links = book, page, links
+        # the overview is drawn in rows read left to right (``_rows``) under ``--rankdir LR`` too: ranked left to
+        # right, a dozen group boxes with their edges' labels between them make a row far longer than it is tall
+        # (a picture of operators only, with no group boxes, is no overview: it keeps the asked direction)
+        self.rankdir = "TB" if page.index == 0 and (len(book.pages) > 1 or page.boxes) else scene.options.rankdir
+        if columns is not None:
+            columns.rankdir = self.rankdir
         self.highlight = frozenset(n.key for n in page.highlight)
         self.local: dict[tuple[str, int, int], str] = {}
         self.runs = page.all_boxes()
@@ -182,10 +188,10 @@ class _PageEmitter(Emitter):
         return self.columns is not None and self.columns.parted
 
     def run(self) -> str:
-        opts, page = self.opts, self.page
+        page = self.page
         dot = Digraph("annograph")
         dot.attr(
-            "graph", rankdir=opts.rankdir, fontname=FONT, fontsize="11", nodesep="0.15" if self._tight else "0.25",
+            "graph", rankdir=self.rankdir, fontname=FONT, fontsize="11", nodesep="0.15" if self._tight else "0.25",
             ranksep="0.25" if self._tight else "0.35",
             bgcolor="#ffffff", compound="true", newrank="true", id=f"{page.stem}-svg",
             pad="0.15" if self._tight else "0.3",
@@ -195,8 +201,8 @@ class _PageEmitter(Emitter):
         drawn = page.drawn_ops()
         # the overview is wrapped into rows; a strip along its ranks even so (a chain drawn in full) is emitted
         # again in columns, without the rows (``Columns.along_only``)
-        rows = page.index == 0 and opts.rankdir == "TB" and not (self.columns is not None and self.columns.column)
-        if self.columns is not None and page.index == 0 and opts.rankdir == "TB":
+        rows = page.index == 0 and self.rankdir == "TB" and not (self.columns is not None and self.columns.column)
+        if self.columns is not None and page.index == 0 and self.rankdir == "TB":
             self.columns.along_only = True
         if self.columns is not None and page.inlines:
             self.columns.sliceable = True
@@ -626,7 +632,7 @@ class _PageEmitter(Emitter):
         self.bundles = [(k, pair, carried) for k, (pair, carried) in enumerate(self.bundled.items())
                         if first_seen.get((pair[1], pair[0]), k) >= k]  # else drawn with the other direction
         pairs = [(source, target) for source, target, _ in plain] + [pair for _, pair, _ in self.bundles]
-        if self.page.index or self.opts.rankdir != "TB":  # the overview's rows place its items (``_rows``)
+        if self.page.index or self.rankdir != "TB":  # the overview's rows place its items (``_rows``)
             self.routes = self._far_routes(pairs)
         self.rank = settled_ranks([self.routes.get(pair, pair) for pair in pairs])
 
