@@ -182,6 +182,9 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
         graphviz_run.TooBig: over ``flat_limit`` a side, or (``--collapse auto`` and ``paged``) a strip longer
             than ``columns.PAGED_STRIP_PT`` (``columns.LongStrip``): the caller draws pages instead.
     """
+    cache = layout_cache.for_setting(scene.options.layout_cache)
+    if cache is not None:  # what keys the cache (``dot -V``, the fonts) is found once, outside the user's budget
+        graphviz_run.layout_setting()
     timeout = scene.options.timeout
     deadline = None if timeout is None else time.monotonic() + timeout
 
@@ -189,8 +192,6 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
         left = None if deadline is None or timeout is None else max(min(timeout, 0.1), deadline - time.monotonic())
         return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check,
                                            cache=cache)
-
-    cache = layout_cache.for_setting(scene.options.layout_cache)
 
     if shape is None:
         return source, render(source, None)
