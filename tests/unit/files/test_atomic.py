@@ -432,7 +432,10 @@ def test_stopping_annograph_during_layout_stops_dot(signum: int, tmp_path: Path)
     env = dict(os.environ, PYTHONPATH=str(ROOT), **fake_dot(tmp_path, "exec sleep 60"))
     process = subprocess.Popen([sys.executable, "-m", "renderer", "render", str(ONNX / "tiny_cnn.onnx"), "-o",
                                 str(tmp_path / "out.svg"), "-q", "--no-sidecar"], env=env, cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               # under nohup SIGHUP is ignored, and annograph rightly keeps that: start from the
+                               # default disposition a terminal gives
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     dot = None
     try:
         deadline = time.monotonic() + 120
