@@ -253,14 +253,15 @@ def totals(model: Model) -> dict[str, str]:
     if uncounted and not macs:
         text["MACs"] = f"n/a ({uncounted} {'op' if uncounted == 1 else 'ops'} without a count)"
     else:
-        text["MACs"] = format_count(macs) + (f" (+{uncounted} ops n/a)" if uncounted else "")
+        text["MACs"] = format_count(macs) + (f" (+{uncounted} {'op' if uncounted == 1 else 'ops'} n/a)"
+                                             if uncounted else "")
     text["weights"] = format_bytes(figures["weight_bytes"])
     peak, unknown = figures["peak_activation_bytes"], figures["peak_unknown"]
+    sizes = f"({unknown} {'size' if unknown == 1 else 'sizes'} unknown)"
     if unknown and not peak:
-        text["peak activations"] = f"n/a ({unknown} sizes unknown)"
+        text["peak activations"] = f"n/a {sizes}"
     else:
-        text["peak activations"] = ("≥ " if unknown else "") + format_bytes(peak) + (
-            f" ({unknown} sizes unknown)" if unknown else "")
+        text["peak activations"] = ("≥ " if unknown else "") + format_bytes(peak) + (f" {sizes}" if unknown else "")
     return text
 
 

@@ -314,6 +314,18 @@ def test_totals_of_a_cnn() -> None:
     assert figures["weight_bytes"] == 4 * params
 
 
+def test_totals_say_one_in_the_singular() -> None:
+    """onnxruntime's own logreg_iris (in its wheel): ZipMap's seq(map) output has no size, the only one, and the
+    headline read "(1 sizes unknown)"."""
+    import onnxruntime
+
+    path = Path(onnxruntime.__file__).parent / "datasets" / "logreg_iris.onnx"
+    text = metrics.totals(load_model(path))
+    unknown = metrics.model_costs(load_model(path)).totals()["peak_unknown"]
+    assert unknown == 1 and text["peak activations"].endswith("(1 size unknown)"), text
+    assert text["MACs"] == "90", text
+
+
 def test_peak_activations_in_graph_order(tmp_path: Path) -> None:
     """x → Relu → Relu → Add(x, ·): x stays alive to the end, so the peak holds three 4000-byte tensors."""
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
