@@ -112,6 +112,9 @@ class Columns:
         reslice: ``sliced`` was just set: ``lay_out`` emits the page anew, then assigns its bands (``_sliced``).
         edges: the (tail, head) of the edges of ``first`` when only they are at hand (a decision read back,
             ``columns_kept``); None: read from ``first``.
+        turnable: the page is drawn left to right and may be drawn top to bottom instead when that leaves it
+            mostly empty (``lay_out``), and ``turned``: it is (the emitter draws it with ``rankdir=TB``).
+        measured: the last layout checked: whether it is a strip, and its area per drawn box.
     """
 
     rankdir: str = "TB"
@@ -138,6 +141,9 @@ class Columns:
     sliced: list[float] = field(default_factory=list)
     reslice: bool = False
     edges: list[tuple[str, str]] | None = None
+    turnable: bool = False
+    turned: bool = False
+    measured: tuple[bool, float] | None = None
     _node_column: dict[str, int] = field(default_factory=dict)
     _centres: dict[str, float] = field(default_factory=dict)
 
@@ -159,6 +165,12 @@ class Columns:
 
     def assign(self, column: dict[str, int], count: int) -> None:
         self.column, self.count, self._node_column = column, count, {}
+
+    def turn(self) -> None:
+        """Start again from the page's first emission, drawn top to bottom (``turned``)."""
+        fresh = Columns(rankdir="TB", turned=True)
+        for name in Columns.__dataclass_fields__:
+            setattr(self, name, getattr(fresh, name))
 
     @property
     def word(self) -> str:
@@ -504,13 +516,14 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
     try. ``pages_over``: a strip longer than this on the first try raises ``LongStrip`` instead (a flat
     picture drawn as pages)."""
     if last and not columns.shapes:
-        return None
+        return _measure(columns) if columns.turnable else None
 
     def check(plain: bytes) -> None:
         size = _GRAPH.search(plain)
         if size is None:
             return
         width, height = float(size.group(1)) * 72 + columns.pad, float(size.group(2)) * 72 + columns.pad
+        columns.measured = too_long(width, height), _density(plain, width, height)
         if columns.shapes or (not columns.column and not too_long(width, height) and sparse(plain, width, height)):
             _sparse_try(columns, plain, width, height, last)
             return
@@ -546,6 +559,18 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
             return
         columns.assign(assignment, 1 + max(assignment.values()))
         raise Reshape()
+
+    return check
+
+
+def _measure(columns: Columns) -> Callable[[bytes], None]:
+    """The check of a last try that only measures it (``Columns.measured``)."""
+
+    def check(plain: bytes) -> None:
+        size = _GRAPH.search(plain)
+        if size is not None:
+            width, height = float(size.group(1)) * 72 + columns.pad, float(size.group(2)) * 72 + columns.pad
+            columns.measured = too_long(width, height), _density(plain, width, height)
 
     return check
 
@@ -879,28 +904,56 @@ def _cuts(spans: list[tuple[float, float]], edges: list[tuple[float, float]], co
     return chosen
 
 
+TURN_PT2 = 150_000
+"""Area per drawn box past which a page drawn left to right is laid out top to bottom too (``lay_out``)."""
+
+
 def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
             render: Callable[[str, Callable[[bytes], None] | None], dict[str, bytes]],
             pages_over: float | None = None) -> tuple[str, dict[str, bytes]]:
     """``source`` (emitted into ``columns``) laid out by ``render(source, check)``; a strip along its ranks is
-    emitted again in columns (``emit``) and laid out again, at most ``TRIES`` layouts. Returns the source
-    drawn and what ``render`` made of it.
+    emitted again in columns (``emit``) and laid out again, at most ``TRIES`` layouts. A page drawn left to right
+    (``Columns.turnable``) that comes out mostly empty all the same (over ``TURN_PT2`` a box: a chain beside a
+    legend far taller than it, a fan of branches stacked down one rank while the chain runs on) is laid out top to
+    bottom as well, and the denser of the two that is no strip drawn. Returns the source drawn and what ``render``
+    made of it.
 
     Raises:
         LongStrip: the first layout is a strip longer than ``pages_over``.
     """
+    drawn, laid = _tries(source, columns, emit, render, pages_over)
+    if not columns.turnable or columns.measured is None or columns.measured[1] <= TURN_PT2:
+        return drawn, laid
+    ahead = columns.measured
+    columns.turn()
+    try:
+        turned, laid_turned = _tries(emit(columns), columns, emit, render, None)
+    except graphviz_run.TooBig:  # over the caller's largest side top to bottom: left to right it was not
+        return drawn, laid
+    if columns.measured is None or columns.measured[0] > ahead[0] or columns.measured[1] >= ahead[1]:
+        return drawn, laid
+    return turned, laid_turned
+
+
+def _tries(source: str, columns: Columns, emit: Callable[[Columns], str],
+           render: Callable[[str, Callable[[bytes], None] | None], dict[str, bytes]],
+           pages_over: float | None) -> tuple[str, dict[str, bytes]]:
+    """``lay_out``'s layouts of one direction; ``Columns.measured`` says what the one drawn came out as, when its
+    layout was checked (None: not known)."""
     previous = None
     tried = []
     for attempt in range(TRIES + 2):
         try:
             tried.append(source)
             columns.pad = graphviz_run.margin(source)
+            columns.measured = None
             last = attempt == (TRIES + 1 if columns.shapes else TRIES - 1)  # a mostly empty page: two tries more
             laid = render(source, checker(columns, last, pages_over if not attempt else None))
             shapes = columns.shapes
             best = min(range(len(shapes)), key=lambda k: (shapes[k], k)) if len(shapes) == len(tried) else -1
             if best in (-1, len(tried) - 1):
                 return source, laid
+            columns.measured = shapes[best][0], shapes[best][2]
             return tried[best], render(tried[best], None)  # a mostly empty page: its best try
         except Reshape:
             if columns.reslice:  # its frames sliced where the bands are cut: emitted so, then put in its bands
@@ -916,5 +969,6 @@ def lay_out(source: str, columns: Columns, emit: Callable[[Columns], str],
                 raise
             # dot could not route the edges of these columns (Graphviz 2.43: "Pshortestpath failed"): the layout
             # before them is drawn instead
+            columns.measured = None
             return previous, render(previous, None)
     raise AssertionError("the last try has no check")  # pragma: no cover

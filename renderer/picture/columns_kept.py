@@ -46,15 +46,20 @@ class Made:
     under: bool
     first: bytes | list[tuple[str, str]]
     """The first layout then (``-Tplain``), or its edges (tail, head) as kept: only they are read."""
+    turned: bool = False
+    """Drawn top to bottom, not left to right (``Columns.turned``): emitted anew so first."""
 
     @classmethod
     def of(cls, columns: Columns) -> Made:
         """The state of ``columns`` when the source just emitted is laid out."""
         return cls(columns.parted, list(columns.sliced), dict(columns._centres) if columns.sliced else {},
-                   dict(columns.column), columns.count, columns.stacked, columns.under, columns.first)
+                   dict(columns.column), columns.count, columns.stacked, columns.under, columns.first, columns.turned)
 
     def make(self, columns: Columns, source: str, emit: Callable[[Columns], str]) -> str:
         """The source this made, from ``source``, the page's first emission into ``columns``."""
+        if self.turned:
+            columns.turn()
+            source = emit(columns)
         if self.parted or self.sliced:  # emitted anew, as ``columns.lay_out`` had it after the check that asked
             columns.parted, columns.sliced, columns._centres = self.parted, list(self.sliced), dict(self.centres)
             columns.script, columns.atoms, columns.column, columns._node_column = None, {}, {}, {}
@@ -68,7 +73,8 @@ class Made:
     def encode(self, places: bool) -> bytes:
         return json.dumps({"parted": self.parted, "sliced": self.sliced, "centres": self.centres,
                            "column": self.column, "count": self.count, "stacked": self.stacked, "under": self.under,
-                           "edges": _edges(self.first) if self.column else [], "places": places}).encode("utf-8")
+                           "edges": _edges(self.first) if self.column else [], "places": places,
+                           "turned": self.turned}).encode("utf-8")
 
 
 def _edges(first: bytes | list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -88,7 +94,7 @@ def decode(data: bytes) -> tuple[Made, bool] | graphviz_run.TooBig | None:
                     {_is(k, str): float(_is(v, (int, float))) for k, v in _is(kept["centres"], dict).items()},
                     {_is(k, str): _is(v, int) for k, v in _is(kept["column"], dict).items()},
                     _is(kept["count"], int), _is(kept["stacked"], bool), _is(kept["under"], bool),
-                    [(_is(t, str), _is(h, str)) for t, h in _is(kept["edges"], list)])
+                    [(_is(t, str), _is(h, str)) for t, h in _is(kept["edges"], list)], _is(kept["turned"], bool))
         return made, _is(kept["places"], bool)
     except (ValueError, KeyError, TypeError, AttributeError):  # UnicodeDecodeError and JSONDecodeError too
         return None

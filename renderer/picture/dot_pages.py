@@ -124,7 +124,9 @@ class _PageEmitter(Emitter):
         # (a picture of operators only, with no group boxes, is no overview: it keeps the asked direction)
         self.rankdir = "TB" if page.index == 0 and (len(book.pages) > 1 or page.boxes) else scene.options.rankdir
         if columns is not None:
-            columns.rankdir = self.rankdir
+            # a page that left to right comes out mostly empty is laid out top to bottom too (``columns.lay_out``)
+            self.rankdir = "TB" if columns.turned else self.rankdir
+            columns.rankdir, columns.turnable = self.rankdir, self.rankdir == "LR"
         self.highlight = frozenset(n.key for n in page.highlight)
         self.local: dict[tuple[str, int, int], str] = {}
         self.runs = page.all_boxes()

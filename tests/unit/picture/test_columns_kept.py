@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import renderer
-from conftest import ONNX
+from conftest import ONNX, run_cli
 from renderer.compose.rendering import render_bytes
 from renderer.core.options import RenderOptions
 from renderer.picture import columns, columns_kept, graphviz_run
@@ -20,10 +20,10 @@ MODEL = ONNX / "light_resnet50.onnx"
 """Drawn as an overview and pages, some first a strip, then cut into columns (rows under LR, some framed in parts)."""
 
 
-def _book(cache: Path | None, rankdir: str) -> bytes:
+def _book(cache: Path | None, rankdir: str, model: Path = MODEL) -> bytes:
     """The whole book (every page's SVG in one HTML file)."""
     options = RenderOptions(layout_cache=str(cache) if cache else "", rankdir=rankdir)
-    return render_bytes(renderer.load_model(str(MODEL)), None, options, "html")
+    return render_bytes(renderer.load_model(str(model)), None, options, "html")
 
 
 def _notes(cache: Path) -> dict[str, tuple[bytes, ...]]:
@@ -61,6 +61,26 @@ def test_a_rerender_draws_the_columns_kept(tmp_path: Path, monkeypatch: pytest.M
     assert asked == found == len(pages)
 
 
+def test_a_page_drawn_top_to_bottom_is_kept_so(tmp_path: Path) -> None:
+    """``annograph MODEL --rankdir LR``: bert_scoped_int8's page 1 (5 boxes, 1,986 × 391 pt left to right, 155,305 pt²
+    a box) is drawn top to bottom (``Columns.turned``), its other pages left to right; the records say so, and
+    re-renders from them (kept, then read back) write the uncached bytes."""
+    model = ONNX / "bert_scoped_int8.onnx"
+    cache = tmp_path / "cache"
+    books = []
+    for k, kept in enumerate([None, cache, cache]):
+        out = tmp_path / f"{k}.html"
+        run = run_cli(model, "-o", out, "--no-sidecar", "--rankdir", "LR",
+                      *(["--layout-cache", kept] if kept else ["--no-layout-cache"]))
+        assert run.returncode == 0, run.stderr
+        books.append(out.read_bytes())
+        if k == 1:
+            records = [columns_kept.decode(parts[1]) for parts in _notes(cache).values()]
+            pages = [record for record in records if isinstance(record, tuple)]
+            assert any(made.turned for made, _ in pages) and not all(made.turned for made, _ in pages)
+    assert books[0] == books[1] == books[2]
+
+
 def test_a_spoiled_record_is_ignored_and_written_again(tmp_path: Path) -> None:
     """Each record cut short, replaced by garbage, or signed but not a record (a count that is a boolean, a column
     that is a name, no edges): the render is the uncached bytes and the record is whole again afterwards."""
@@ -90,13 +110,14 @@ def test_a_record_reads_back_as_it_was_written() -> None:
     refusal reads as the ``TooBig`` it was; what is not such a record reads as None."""
     plain = b"graph 1 2 3\nnode a 1 1 1 1 a\nnode b 1 2 1 1 b\nedge a b 2 1 1 1 2 solid black\nstop\n"
     made = columns_kept.Made(True, [12.5, 300.25], {"a": 1.5, "b": 2.0}, {"a": 0, "legend": 0, "b": 1}, 2, False,
-                             True, plain)
+                             True, plain, True)
     read = columns_kept.decode(made.encode(True))
     assert read is not None
     again, places = read
     assert places and again.first == [("a", "b")] and list(again.column) == ["a", "legend", "b"]
-    assert (again.parted, again.sliced, again.centres, again.column, again.count, again.stacked, again.under) == (
-        made.parted, made.sliced, made.centres, made.column, made.count, made.stacked, made.under)
+    assert (again.parted, again.sliced, again.centres, again.column, again.count, again.stacked, again.under,
+            again.turned) == (made.parted, made.sliced, made.centres, made.column, made.count, made.stacked,
+                              made.under, True)
     for strip in (False, True):  # a long strip stays one (rendering draws it as pages only when they say more)
         refused = columns_kept.decode(json.dumps({"too_big": [1200.5, 9001.0], "strip": strip}).encode())
         assert isinstance(refused, graphviz_run.TooBig) and (refused.width, refused.height) == (1200.5, 9001.0)
