@@ -27,6 +27,7 @@ of the edges within a column as written then), not by making its labels and tool
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -857,8 +858,14 @@ def _follow_neighbours(column: dict[str, int], atoms: dict[str, list[str]], edge
 
 def _names(plain: bytes) -> list[tuple[str, str]]:
     """The (tail, head) names of every edge of a ``-Tplain`` layout."""
-    return [(m.group(1).decode("utf-8", "replace"), m.group(2).decode("utf-8", "replace"))
-            for m in _EDGE.finditer(plain)]
+    return list(_edge_names(plain))
+
+
+@functools.lru_cache(maxsize=8)
+def _edge_names(plain: bytes) -> tuple[tuple[str, str], ...]:
+    """``_names``, kept: a page's first layout is read by its cut (``cut``) and by its sheet's ``finish``."""
+    return tuple((m.group(1).decode("utf-8", "replace"), m.group(2).decode("utf-8", "replace"))
+                 for m in _EDGE.finditer(plain))
 
 
 def _spans(columns: Columns, across: bool = False) -> dict[str, tuple[float, float]]:

@@ -798,7 +798,7 @@ class _PageEmitter(Emitter):
         if source is None:
             return []
         ends = []
-        for target in self._targets(value):
+        for target in self._targets(value, source[0] is None):
             if target == source or (source[0] is None and target[0] is None) or self._own_page(source, target):
                 continue  # inside one box, between two other pages, or a box and the page it opens
             ends.append((self._materialise(source, "in"), self._materialise(target, "out")))
@@ -925,8 +925,11 @@ class _PageEmitter(Emitter):
             return self._end(("in", value.graph.index, value.index), value)
         return None
 
-    def _targets(self, value: Value) -> list[tuple[str | None, object]]:
-        targets = [self._end(c.key, c) for c in unique_nodes(value.consumers) if self.folding.is_drawn(c)]
+    def _targets(self, value: Value, local: bool = False) -> list[tuple[str | None, object]]:
+        """The ends ``value`` goes to, in its readers' order; ``local``: only its readers drawn here (a value
+        given on another page has an edge only to them: a mask read on every page is not walked on each)."""
+        readers = [c for c in value.consumers if c.key in self.local] if local else value.consumers
+        targets = [self._end(c.key, c) for c in unique_nodes(readers) if self.folding.is_drawn(c)]
         if value.is_output and any(v is value for v in value.graph.outputs):
             targets.append(self._end(("out", value.graph.index, value.index), value))
         return list(dict.fromkeys(targets))
