@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 
 from renderer.core import escape
@@ -80,7 +81,16 @@ def _token(prefix: str) -> re.Pattern[bytes]:
 
 
 def named(text: str) -> Named:
-    """``text`` with its names stood in for (module docstring); the text itself when none can be."""
+    """``text`` with its names stood in for (module docstring); the text itself when none can be.
+
+    A text of the same shape as one named lately (``_Twin``: the same text but for the stood-in names, as the
+    pages of a model's repeated blocks are) is named by reading its names off between the other's pieces."""
+    shape = _shape(text)
+    twin = _TWINS.get(shape)
+    if twin is not None:
+        found = twin.named(text)
+        if found is not None:
+            return found
     spots = None if _DRAWS_NAME.search(text) else _spots(text)
     if not spots:
         return Named(text, "")
@@ -89,15 +99,107 @@ def named(text: str) -> Named:
         k += 1
     prefix = f"agn{k}q"
     tokens: dict[str, str] = {}  # each name's token, in order of first appearance
-    parts, start = [], 0
+    numbers: dict[str, int] = {}
+    parts, start, number = [], 0, []
     for begin, end, name in spots:
         token = tokens.get(name)
         if token is None:
+            numbers[name] = len(tokens)
             token = tokens[name] = f"{_CLUSTER if name.startswith(_CLUSTER) else ''}{prefix}{len(tokens)}z"
         parts += [text[start:begin], token]
+        number.append(numbers[name])
         start = end
     forms = [_forms(name) for name in tokens]
-    return Named("".join(parts) + text[start:], prefix, tuple(f[0] for f in forms), tuple(f[1] for f in forms))
+    made = Named("".join(parts) + text[start:], prefix, tuple(f[0] for f in forms), tuple(f[1] for f in forms))
+    twin = _Twin.of(text, spots, number, made, spots.loose)
+    if twin is not None:
+        with _TWINS_LOCK:
+            if len(_TWINS) >= TWINS_KEPT:
+                _TWINS.pop(next(iter(_TWINS)), None)
+            _TWINS[shape] = twin
+    return made
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    """What texts of one shape (``_Twin``) share, cheap to count: the length but for digits, lines, lists."""
+    return len(text) - sum(map(text.count, "0123456789")), text.count("\n"), text.count("[")
+
+
+TWINS_KEPT = 32
+"""Texts kept as ``_Twin``s, one a shape."""
+_PLAIN_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_QUOTED_AT = re.compile(r'"[A-Za-z0-9_.\-]+"')
+_NOT_NAMES = _KEYWORDS | {"digraph", "graph", "strict"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Twin:
+    """A text ``named`` read, cut at the names it stood in for: ``pieces`` between them, each name's
+    ``number`` (its token), whether it was ``quoted`` (``"name"``, else a plain DOT ID) and whether it is a
+    cluster's; the names of nodes it left as they are (``loose``, given no label). A text made of the same
+    pieces with other names, each of the same form and none of them loose, lexes as this one does (a plain
+    name, a quoted one and the pieces around them read alike whatever the name), so ``named`` finds the same
+    spots in it: its ``Named`` is this one's with the other names."""
+
+    pieces: tuple[str, ...]
+    number: tuple[int, ...]
+    quoted: tuple[bool, ...]
+    cluster: tuple[bool, ...]
+    loose: frozenset[str]
+    made: Named
+
+    @classmethod
+    def of(cls, text: str, spots: list[tuple[int, int, str]], number: list[int], made: Named,
+           loose: frozenset[str]) -> _Twin | None:
+        pieces, quoted, start = [], [], 0
+        for begin, end, _ in spots:
+            word = text[begin:end]
+            quote = _QUOTED_AT.fullmatch(word) is not None
+            if not quote and _PLAIN_AT.fullmatch(word) is None:
+                return None
+            pieces.append(text[start:begin])
+            quoted.append(quote)
+            start = end
+        pieces.append(text[start:])
+        return cls(tuple(pieces), tuple(number), tuple(quoted),
+                   tuple(name.startswith(_CLUSTER) for _, _, name in spots), loose, made)
+
+    def named(self, text: str) -> Named | None:
+        """``named(text)`` when ``text`` is these pieces with other names (the class doc), else None."""
+        pieces = self.pieces
+        if not text.startswith(pieces[0]):
+            return None
+        names: list[str | None] = [None] * len(self.made.dot)
+        at = len(pieces[0])
+        for gap, (token, quote, cluster) in enumerate(zip(self.number, self.quoted, self.cluster)):
+            match = (_QUOTED_AT if quote else _PLAIN_AT).match(text, at)
+            if match is None:
+                return None
+            at = match.end()
+            name = match.group(0)[1:-1] if quote else match.group(0)
+            if names[token] is None:
+                if name.startswith(_CLUSTER) != cluster or not _stands(name) or name.lower() in _NOT_NAMES \
+                        or name in self.loose:
+                    return None
+                names[token] = name
+            elif names[token] != name:
+                return None
+            if not text.startswith(pieces[gap + 1], at):
+                return None
+            at += len(pieces[gap + 1])
+        if at != len(text) or len(set(names)) != len(names):
+            return None
+        k = 0
+        while f"agn{k}q" in text:
+            k += 1
+        if f"agn{k}q" != self.made.prefix:
+            return None
+        forms = [_forms(name) for name in names]  # type: ignore[arg-type]
+        return Named(self.made.text, self.made.prefix, tuple(f[0] for f in forms), tuple(f[1] for f in forms))
+
+
+_TWINS: dict[tuple[int, int, int], _Twin] = {}
+_TWINS_LOCK = threading.Lock()
 
 
 @functools.lru_cache(maxsize=NAMES_KEPT)
@@ -108,7 +210,13 @@ def _forms(name: str) -> tuple[bytes, bytes]:
     return escape.dot_id(name).encode(), escape.svg_name_of(name).encode()
 
 
-def _spots(text: str) -> list[tuple[int, int, str]] | None:
+class _Spots(list[tuple[int, int, str]]):
+    """Spots (``_spots``), with the names of the nodes given no label (``loose``: left as they are)."""
+
+    loose: frozenset[str] = frozenset()
+
+
+def _spots(text: str) -> _Spots | None:
     """Where the names to stand in for are in ``text`` (start, end, the name), in order; None when none may be
     (a ``node [label=…]`` default). A node's name is stood in for everywhere or nowhere."""
     labelled: set[str] = set()
@@ -137,7 +245,14 @@ def _spots(text: str) -> list[tuple[int, int, str]] | None:
             nodes.append((match.start(), match.end(), _unquoted(word)))
         previous, before = word, previous
     spots.extend(spot for spot in nodes if spot[2] in labelled)
-    return sorted(spot for spot in spots if (_PLAIN if spot[2].startswith(_CLUSTER) else _SIMPLE).fullmatch(spot[2]))
+    found = _Spots(sorted(spot for spot in spots if _stands(spot[2])))
+    found.loose = frozenset(name for _, _, name in nodes if name not in labelled)
+    return found
+
+
+def _stands(name: str) -> bool:
+    """Whether a name where names are stood in for is one (``_PLAIN`` for a cluster's, else ``_SIMPLE``)."""
+    return (_PLAIN if name.startswith(_CLUSTER) else _SIMPLE).fullmatch(name) is not None
 
 
 def _attributes(attributes: str, offset: int, spots: list[tuple[int, int, str]], label_end: int = 0) -> bool:

@@ -69,3 +69,57 @@ def test_a_label_first_in_its_list_is_read_past_once_and_what_follows_it_is_stoo
     names = dot_names.named(source)
     assert label in names.text and "op-0-1" not in names.text and "cluster_s" not in names.text
     assert names.back(_graphviz(names.text, "svg"), svg=True) == _graphviz(source, "svg")
+
+
+def _fresh(text: str) -> dot_names.Named:
+    """``named(text)`` read anew, as if no text of its shape had been named before."""
+    kept = dict(dot_names._TWINS)
+    dot_names._TWINS.clear()
+    try:
+        return dot_names.named(text)
+    finally:
+        dot_names._TWINS.clear()
+        dot_names._TWINS.update(kept)
+
+
+def _shaped(a: str = "ab_1", b: str = "cd_2", c: str = "efg_3", loose: str = "gh_9", quote: bool = False,
+            label: str = "MatMul") -> str:
+    """A page whose stood-in names are ``a``, ``b`` and ``c`` (``c`` quoted where ``quote``), beside a node with
+    no label (``loose``, kept); of one shape (its length but for digits, its lines and lists) for names as long."""
+    c = f'"{c}"' if quote else c
+    return (f'digraph annograph {{\n\tgraph [compound=true]\n\t{a} [label=<<B>{label}</B>> id="{a}_id"]\n'
+            f'\tsubgraph cluster_{b} {{\n\t\t{b} [label="Add"]\n\t\t{c} [label="Relu"]\n\t}}\n'
+            f'\t{loose} [shape=point]\n\t{a} -> {b} [lhead=cluster_{b}]\n\t{b} -> {c}\n\t{c} -> {loose}\n}}\n')
+
+
+def test_a_page_of_a_shape_named_before_is_named_from_its_twin_as_if_read_anew() -> None:
+    first, second = _page(100), _page(2345)
+    dot_names._TWINS.clear()
+    dot_names.named(first)
+    twin = next(iter(dot_names._TWINS.values()))
+    assert twin.named(second) is not None  # read off the twin, not lexed again
+    names = dot_names.named(second)
+    assert names == _fresh(second) and names.text == dot_names.named(first).text
+    assert names.back(_graphviz(names.text, "svg"), svg=True) == _graphviz(second, "svg")
+    dot_names._TWINS.clear()
+    dot_names.named(_shaped())
+    other = _shaped("ab_4", "cd_5", "efg_6")
+    assert dot_names._TWINS[dot_names._shape(other)].named(other) is not None
+    assert dot_names.named(other) == _fresh(other)
+
+
+@pytest.mark.parametrize("other", [
+    _shaped(b="gh_9"),  # a name that the first page left as it is (a node with no label)
+    _shaped(b="ab_1"),  # two names that were two are one
+    _shaped(c="e_3", quote=True),  # a name quoted where it was plain
+    _shaped(c="node"),  # a keyword
+    _shaped(label="agn0q_x"),  # a text holding the first page's prefix
+    _shaped(loose="ij_9"),  # other text where nothing is stood in for
+])
+def test_a_page_of_the_same_shape_that_would_read_otherwise_is_read_anew(other: str) -> None:
+    dot_names._TWINS.clear()
+    dot_names.named(_shaped())
+    [twin] = dot_names._TWINS.values()
+    assert dot_names._TWINS.get(dot_names._shape(other)) is twin and twin.named(other) is None
+    assert dot_names.named(other) == _fresh(other)
+
