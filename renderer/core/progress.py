@@ -9,6 +9,7 @@ until someone sets a level: it prints warnings only and draws no bars.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import enum
 import sys
 import threading
@@ -202,9 +203,35 @@ def _add_bars(change: int) -> None:
         _open_bars += change
 
 
+_HELD: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("annograph_held", default=None)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[list[str]]:
+    """Within (this context and the copies made of it): the lines warnings, notes and details would print are kept
+    in the list yielded instead, for work done ahead of its turn on another thread (``loader``'s loads at other
+    dims, made while a shape run's child works), said in their place by ``said`` when that work is taken."""
+    lines: list[str] = []
+    token = _HELD.set(lines)
+    try:
+        yield lines
+    finally:
+        _HELD.reset(token)
+
+
+def said(lines: Sequence[str]) -> None:
+    """Print the lines ``held`` kept (each was a warning, or a note or detail at the verbosity of the run)."""
+    for line in lines:
+        _say(line)
+
+
 def _say(message: str) -> None:
     from renderer.core.escape import clean
 
+    kept = _HELD.get()
+    if kept is not None:
+        kept.append(message)
+        return
     line = f"annograph: {clean(message, 2000)}"
     if _open_bars:
         from tqdm import tqdm

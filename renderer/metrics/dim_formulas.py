@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from renderer.core.ir import ElementKey, Model
+from renderer.core.ir import AssumedDim, ElementKey, Model
 from renderer.core.numbers import format_count
 from renderer.files import disk_cache
 
@@ -248,7 +248,12 @@ def _points(dims: list[tuple[str, int, str]]) -> list[tuple[int, ...]]:
 def _fitted(model: Model) -> Formulas | None:
     """The formulas in every assumed batch and length dim; when those have no total, in the batch alone with the
     lengths held at their values (audio samples an STFT cuts into frames: a floor, no polynomial)."""
-    found = _fitted_in(model, frozenset())
+    from renderer.loaders.onnx.loader import drop_ahead
+
+    try:
+        found = _fitted_in(model, frozenset())
+    finally:
+        drop_ahead()  # what its loader made ahead for it (none for the loads holding the lengths)
     lengths = frozenset(name for name, _, role in variables(model) if role != "batch")
     if (found is None or found.total is None) and lengths and len(lengths) < len(variables(model)):
         alone = _fitted_in(model, lengths)
@@ -342,24 +347,21 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
     dims = variables(model, held)
     names = tuple(name for name, _, _ in dims)
     values = [_values(value, role) for _, value, role in dims]
-    points = _points(dims)
-    if not dims or model.format != "onnx" or len(points) * sum(len(g.nodes) for g in model.graphs) > MAX_WORK:
+    plan = _loads(model, held, sum(len(g.nodes) for g in model.graphs))
+    if not plan or model.format != "onnx":
         return None
     base = {name: value for name, value, _ in dims}
     members = together(model, held)
     varied = {member for group in members.values() for member in group}
-    pinned = {k: v for k, v in model.pinned_dims.items() if k not in varied and k not in _followers(model)}
     loaded: dict[tuple[int, ...], Mapping[ElementKey, int | None]] = {}
     here = _macs(model, rendered=True)
     keep = frozenset(key for key, count in here.items() if count is not None)  # the others have no formula
     try:
-        for point in points:
-            at = dict(zip(names, point))
-            if at == base:
+        for point, at in plan:
+            if at is None:
                 loaded[point] = here
                 continue
-            at = {member: value for name, value in at.items() for member in members[name]}
-            again = load_like(model, {**pinned, **at}, shape_run, keep)
+            again = load_like(model, at, shape_run, keep)
             loaded[point] = _macs(again)
             if loads is not None and isinstance(again.raw, Loaded):
                 loads.append(again.raw.proto)
@@ -376,6 +378,32 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
     missing = any(count is None for counts in loaded.values() for key, count in counts.items()
                   if at_base.get(key) is not None)
     return Formulas(names, ops, total, missing, len(counted), len(at_base) - len(counted), _held(model, varied))
+
+
+def _loads(model: Model, held: frozenset[str], operators: int) -> list[tuple[tuple[int, ...], dict[str, int] | None]]:
+    """Each point ``_compute`` loads ``model`` (of ``operators``) at, with the dims that load pins (None at the
+    assumed values: the model itself); none when it makes no load (no dim to vary, too much work)."""
+    dims = variables(model, held)
+    points = _points(dims)
+    if not dims or len(points) * operators > MAX_WORK:
+        return []
+    names = tuple(name for name, _, _ in dims)
+    base = tuple(value for _, value, _ in dims)
+    members = together(model, held)
+    varied = {member for group in members.values() for member in group}
+    pinned = {k: v for k, v in model.pinned_dims.items() if k not in varied and k not in _followers(model)}
+    return [(point, None if point == base else
+             {**pinned, **{member: value for name, value in zip(names, point) for member in members[name]}})
+            for point in points]
+
+
+def load_dims(assumed: list[AssumedDim], pinned: dict[str, int], operators: int) -> list[dict[str, int]]:
+    """The dims of the loads at other sizes ``formulas`` makes first (every assumed dim varied, shapes from onnx
+    inference alone) of an ONNX model of ``operators`` that assumed ``assumed`` and pinned ``pinned`` (its
+    ``pinned_dims``): known before the model is built, so that its loader makes them ahead while a shape run's
+    child works (``loader.prepare_ahead``)."""
+    model = Model(format="onnx", path="", pinned_dims=dict(pinned), assumed_dims=list(assumed))
+    return [at for _, at in _loads(model, frozenset(), operators) if at is not None]
 
 
 def _held(model: Model, varied: set[str]) -> tuple[str, ...]:
@@ -410,5 +438,5 @@ def add_formulas(model: Model, ops: dict[ElementKey, dict[str, object]]) -> None
             ops[key]["macs_formula"] = polynomial.text(exact=True)
 
 
-__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "together", "total_line",
-           "variables"]
+__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "load_dims", "together",
+           "total_line", "variables"]

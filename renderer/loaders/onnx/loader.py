@@ -15,7 +15,10 @@ rebuilds the file's own ModelProto for writers that edit a copy (``annograph emb
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from renderer.core import ir
 from renderer.core.errors import LoaderError, OperatorDataError, first_line
 from renderer.core.escape import clean
-from renderer.core.progress import detail
+from renderer.core.progress import detail, said
 from renderer.data.categories import category
 from renderer.loaders import free_dims
 from renderer.loaders.free_dims import unnamed_dim_name
@@ -160,25 +163,19 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     """``retried``: assumed dims taken again, with why (``free_dims.retries``), after a shape run that failed;
     ``like``: an earlier load of this file, whose operators the load copies (``retype``) rather than build them
     again: the same model, at other dims; ``keep``: with ``like``, the operators wanted (``load_like``)."""
-    buffer, parts, proto = _parse(path) if like is None else _parse_again(path, like)
-    _check_versions(path, proto)
-    subs = graphs(proto.graph)  # loading adds no operator: the graphs the steps below walk are these
-    file_shapes = _shapes(subs) if keep is None else []
-    _name_unnamed_dims(proto.graph)
-    free = _symbolic(proto.graph.input)
     values = values or RealValues()
-    notes: list[str] = []
-    slots, asked = _slots(proto.graph), dims
-    declared = _declared_negative(subs, like)  # a -1 the exporter wrote means "any" (paddle2onnx), not a computed size
-    dims, assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(), notes, retried)
-    feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
-    if dims:
-        _pin_dims(proto.graph, dims)
-    if feeds is not None:
-        ort_shapes.pin_to_feeds(proto.graph, feeds)
-    if dims or feeds:
-        _drop_symbolic_shapes(proto.graph, subs)
-    proto = _infer_shapes(proto, subs)
+    ahead = _taken(path, dims, like is not None and keep is not None and assume and values == RealValues() and not (
+        shape_run or check_dims or retried))
+    if ahead is None:
+        buffer, parts, proto = _parse(path) if like is None else _parse_again(path, like)
+        subs = graphs(proto.graph)  # loading adds no operator: the graphs the steps below walk are these
+        file_shapes = _shapes(subs) if keep is None else []
+        ahead = _settle(path, _Settled(buffer, parts, proto, subs), dims, check_dims, values, assume, retried, like)
+    else:
+        file_shapes = []
+        said(ahead.said)
+    buffer, parts, proto, subs, notes = ahead.buffer, ahead.parts, ahead.proto, ahead.subs, ahead.notes
+    declared, dims, assumed, feeds = ahead.declared, ahead.dims, ahead.assumed, ahead.feeds
     weights = {} if parts is None else {i: (buffer, offset, length) for i, (offset, length) in parts.weights.items()}
     idle: dict[int, str] = {}
     if values.profiles:
@@ -188,16 +185,17 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         notes.append(absent)
     elif shape_run:
         failed: list[str] = []
-        tries = _tries(proto, slots, assumed) if retried is None and feeds is None else []
+        tries = _tries(proto, ahead.slots, assumed) if retried is None and feeds is None else []
         small = _negative(proto, declared) if assumed else ""
         if small and tries:
             other = _other_sizes(path, proto, tries, assumed, small)
             if other:
-                return load(path, asked, check_dims, shape_run, values, assume, other, like, keep)
-        proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed, tries)
+                return load(path, ahead.asked, check_dims, shape_run, values, assume, other, like, keep)
+        with _ahead_of(path, ahead, like is None and feeds is None):
+            proto, ran, idle = _shapes_from_run(path, proto, weights, feeds, str(values.inputs), failed, tries)
         other = _other_sizes(path, proto, tries, assumed, failed[0]) if failed and retried is None else None
         if other:
-            return load(path, asked, check_dims, shape_run, values, assume, other, like, keep)
+            return load(path, ahead.asked, check_dims, shape_run, values, assume, other, like, keep)
         notes.extend(ran)
     if len(subs) > 1:
         from renderer.loaders.onnx import loop_carry
@@ -209,10 +207,111 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
     model.notes.extend(note for note in notes if note)
     for index, why in idle.items():
         model.graphs[index].not_run = why
-    model.pinnable_dims = free
+    model.pinnable_dims = ahead.free
     model.assumed_dims = assumed
     model.pinned_dims = dict(dims)
     return model
+
+
+@dataclass
+class _Settled:
+    """A load up to its shape run: the file parsed (``buffer``, ``parts``, ``proto``; ``subs``: its graphs), then
+    (``_settle``) its dims settled and pinned and its shapes inferred; for a load at other dims made ahead
+    (``_prepare_ahead``), the lines it would have said (``said``)."""
+
+    buffer: Any
+    parts: onnx_wire.Split | None
+    proto: onnx.ModelProto
+    subs: list[onnx.GraphProto]
+    asked: dict[str, int] | None = None
+    free: list[str] = dataclasses.field(default_factory=list)
+    slots: list[free_dims.Slot] = dataclasses.field(default_factory=list)
+    declared: set[str] = dataclasses.field(default_factory=set)
+    dims: dict[str, int] = dataclasses.field(default_factory=dict)
+    assumed: list[ir.AssumedDim] = dataclasses.field(default_factory=list)
+    feeds: dict[str, Any] | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+    said: list[str] = dataclasses.field(default_factory=list)
+
+
+def _settle(path: Path, parsed: _Settled, dims: dict[str, int] | None, check_dims: bool, values: RealValues,
+            assume: bool, retried: dict[str, tuple[int, str]] | None, like: ir.Model | None) -> _Settled:
+    """``parsed`` with its dims settled (``dims`` asked) and pinned, its shapes inferred."""
+    proto, subs = parsed.proto, parsed.subs
+    _check_versions(path, proto)
+    _name_unnamed_dims(proto.graph)
+    parsed.free, parsed.asked = _symbolic(proto.graph.input), dims
+    parsed.slots = _slots(proto.graph)
+    parsed.declared = _declared_negative(subs, like)  # a -1 the exporter wrote means "any" (paddle2onnx)
+    dims, parsed.assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(),
+                                        parsed.notes, retried)
+    parsed.dims = dims
+    feeds = parsed.feeds = ort_shapes.read_feeds(values.inputs, proto.graph) if values.inputs is not None else None
+    if dims:
+        _pin_dims(proto.graph, dims)
+    if feeds is not None:
+        ort_shapes.pin_to_feeds(proto.graph, feeds)
+    if dims or feeds:
+        _drop_symbolic_shapes(proto.graph, subs)
+    parsed.proto = _infer_shapes(proto, subs)
+    return parsed
+
+
+_AHEAD: dict[tuple[str, str], _Settled] = {}
+"""Loads at other dims made ahead (``_prepare_ahead``): (path, dims asked) → the load settled at them."""
+
+
+def _ahead_key(path: Path, dims: dict[str, int] | None) -> tuple[str, str]:
+    import json
+
+    return str(path), json.dumps(dims, sort_keys=True)
+
+
+def _taken(path: Path, dims: dict[str, int] | None, takes: bool) -> _Settled | None:
+    """The load at ``dims`` made ahead, when one was and this load ``takes`` it (a load ``like`` another, as
+    ``_prepare_ahead`` makes them); none else. A load of no model before (``takes`` false) forgets every other."""
+    if not takes:
+        _AHEAD.clear()
+        return None
+    return _AHEAD.pop(_ahead_key(path, dims), None)
+
+
+def drop_ahead() -> None:
+    """Forget the loads made ahead that no load took."""
+    _AHEAD.clear()
+
+
+def _ahead_of(path: Path, settled: _Settled, wanted: bool) -> contextlib.AbstractContextManager[None]:
+    """Around this load's shape run, when ``wanted`` (the first load of a model, on zero inputs): the loads at
+    other dims the MACs formulas will ask for, made meanwhile (``ort_shapes.meanwhile``)."""
+    if not wanted or not settled.assumed:
+        return contextlib.nullcontext()
+    return ort_shapes.meanwhile(lambda stop: _prepare_ahead(path, settled, stop))
+
+
+def _prepare_ahead(path: Path, settled: _Settled, stop: threading.Event) -> None:
+    """Make the loads ``metrics.dim_formulas`` will ask of this model at other dims (``load_like``: no shape run)
+    as far as their shapes from onnx inference, each kept in ``_AHEAD`` for that load to take, with what it said:
+    on a thread, while this load's shape run waits for its child; it stops before the next once ``stop`` is set.
+    A load that fails is not kept: the load itself meets the same and says it."""
+    import onnx
+
+    from renderer.core.progress import held
+    from renderer.metrics.dim_formulas import load_dims
+
+    light = settled.parts.light if settled.parts is not None else bytes(settled.buffer)
+    for dims in load_dims(settled.assumed, settled.dims, sum(len(graph.node) for graph in settled.subs)):
+        if stop.is_set():
+            return
+        try:
+            with held() as lines:
+                proto = onnx.load_model_from_string(light)
+                made = _settle(path, _Settled(settled.buffer, settled.parts, proto, graphs(proto.graph)), dims,
+                               False, RealValues(), True, None, None)
+        except Exception:  # noqa: BLE001
+            continue
+        made.said = lines
+        _AHEAD[_ahead_key(path, dims)] = made
 
 
 def _check_versions(path: Path, proto: onnx.ModelProto) -> None:

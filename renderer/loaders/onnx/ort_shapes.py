@@ -23,10 +23,13 @@ run has a CPU-time budget of its own, from the first run's CPU time (a Loop of m
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,11 +149,53 @@ def _on_zeros(path: Path, proto: onnx.ModelProto, request: dict[str, Any], limit
               ) -> tuple[dict[str, Any], str]:
     """``isolated.run``'s outcome of ``fill``'s run on zero inputs; what it found at the sizes of its ``retry``
     after failing is kept for ``first_that_runs``."""
-    with waiting("shape run (onnxruntime)"):
+    with waiting("shape run (onnxruntime)"), _alongside():
         found, reason = _ask(path, proto, request, limit, lambda found: _lasting(found, request.get("retry")))
     if request.get("retry") and isinstance((found or {}).get("tried"), dict):
         _TRIED[_tries_key(path, request["retry"])] = found["tried"]  # type: ignore[index]
     return isolated.answered(found, reason)
+
+
+_MEANWHILE: contextvars.ContextVar[Callable[[threading.Event], None] | None] = contextvars.ContextVar(
+    "annograph_shape_run_meanwhile", default=None)
+
+
+@contextlib.contextmanager
+def meanwhile(work: Callable[[threading.Event], None]) -> Iterator[None]:
+    """Within: ``work`` is done on a thread while the first shape run on zero inputs (``fill``) waits for its
+    child, which costs no CPU of this process; told to stop once the child answered (the event it is given is
+    set), and waited for before the load goes on. For work that does not need the run's answer: the loads at
+    other dims the MACs formulas will ask for (``loader``)."""
+    token = _MEANWHILE.set(work)
+    try:
+        yield
+    finally:
+        _MEANWHILE.reset(token)
+
+
+@contextlib.contextmanager
+def _alongside() -> Iterator[None]:
+    """Around the wait for a shape run's child: the ``meanwhile`` work, once."""
+    work = _MEANWHILE.get()
+    if work is None:
+        yield
+        return
+    _MEANWHILE.set(None)
+    stop = threading.Event()
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(_quietly, work, stop), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _quietly(work: Callable[[threading.Event], None], stop: threading.Event) -> None:
+    try:
+        work(stop)
+    except Exception:  # noqa: BLE001 (work done ahead: what it meets, the work in its turn meets and says)
+        pass
 
 
 def _run_limit(path: Path, proto: onnx.ModelProto, sizes: list[dict[str, list[int]]], feeds: dict[str, Any] | None,

@@ -301,3 +301,30 @@ def test_one_help_text_for_quiet_and_verbose() -> None:
     }
     assert set(helps) == set(COMMANDS)
     assert len({tuple(h) for h in helps.values()}) == 1 and len(helps["info"]) == 2, helps
+
+
+def test_lines_held_are_said_in_their_place(capsys: pytest.CaptureFixture[str]) -> None:
+    """What work done ahead on another thread would say is kept (``progress.held``), in that thread only, and said
+    when the work is taken: a warning always, a detail at -v only, as when said at once."""
+    import threading
+
+    from renderer.core import progress
+
+    kept: list[list[str]] = []
+
+    def ahead() -> None:
+        with progress.held() as lines:
+            progress.warn("a warning")
+            progress.detail("a detail")
+        kept.append(lines)
+
+    with progress.verbosity(progress.Verbosity.VERBOSE):
+        thread = threading.Thread(target=ahead)
+        thread.start()
+        thread.join()
+        progress.detail("said at once")
+    assert kept == [["a warning", "a detail"]]
+    assert capsys.readouterr().err == "annograph: said at once\n"
+    with progress.verbosity(progress.Verbosity.VERBOSE):
+        progress.said(kept[0])
+    assert capsys.readouterr().err == "annograph: a warning\nannograph: a detail\n"

@@ -639,6 +639,43 @@ def test_the_formulas_shape_runs_share_one_onnxruntime_process(tmp_path: Path, m
     assert ahead.total({"batch": 3, "sequence": 70}) == metrics.model_costs(pinned).totals()["macs"]
 
 
+def test_the_formulas_loads_are_made_while_the_models_shape_run_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """While the model's own shape run waits for onnxruntime, its loads at the other sizes the MACs formulas ask for
+    are made as far as onnx's inference (``loader._prepare_ahead``), each taken by its load: the same formula,
+    the same lines said with -v in the same order as when each load is made in its turn."""
+    from renderer.core import progress
+    from renderer.loaders.onnx import loader
+    from renderer.metrics import dim_formulas
+
+    path = ranged_model(tmp_path / "ranged.onnx")
+    taken: list[bool] = []
+    real = loader._taken
+    monkeypatch.setattr(loader, "_taken", lambda *args: taken.append((found := real(*args)) is not None) or found)
+
+    def formulas() -> tuple[dim_formulas.Formulas | None, list[str], list[tuple[str, str]]]:
+        with progress.verbosity(progress.Verbosity.VERBOSE):
+            model = load_model(path)
+            made = sorted(loader._AHEAD)
+            found = dim_formulas.formulas(model)
+        assert loader._AHEAD == {}  # each taken by its load, or dropped
+        said = [line for line in capsys.readouterr().err.splitlines() if not re.search(r" \d+\.\d\d s\b", line)]
+        return found, said, made
+
+    ahead, said, made = formulas()
+    assert taken.count(True) == 8  # every load at another size (the model's own is no load)
+    model = load_model(path)
+    planned = dim_formulas.load_dims(model.assumed_dims, model.pinned_dims, sum(len(g.nodes) for g in model.graphs))
+    assert made == sorted(loader._ahead_key(path, dims) for dims in planned) and model.pinned_dims not in planned
+    taken.clear()
+    monkeypatch.setattr(loader, "_prepare_ahead", lambda *args: None)
+    alone, said_alone, none = formulas()
+    assert none == [] and True not in taken
+    assert ahead is not None and alone is not None and ahead.total is not None
+    assert ahead.total.text(exact=True) == alone.total.text(exact=True) and ahead.ops == alone.ops
+    assert said == said_alone and sum("onnx shape inference" in line for line in said) > 8
+
+
 def test_the_formula_says_how_many_operators_it_leaves_out(tmp_path: Path) -> None:
     """The MACs formula sums the counted operators only: with some n/a (the silero sample's If bodies that a run
     on zeros never takes) it says so, in the metrics headline and the legend; with none it says nothing more."""
