@@ -72,7 +72,8 @@ class Page:
     """One picture of a book.
 
     Attributes:
-        index: 0 for the overview, then depth-first in graph order.
+        index: 0 for the overview, then depth-first in model order: a page's own pages follow it in the order of
+            their boxes as a reader follows it (``in_model_order``), frames' boxes where the frames are.
         group: the group it shows (for focus pages, a made-up group holding the neighbourhood).
         ops: operators drawn in full directly on the page (not in a cluster).
         inlines: sub-groups drawn in full as clusters.
@@ -114,6 +115,21 @@ class Page:
     def all_boxes(self) -> list[list[Group]]:
         """Every box (a run of one or more groups) on the page, clusters included."""
         return self.boxes + [run for inline in self._clusters() for run in inline.boxes]
+
+    def boxes_in_order(self) -> list[list[Group]]:
+        """``all_boxes`` in model order: the page's group's children in turn, a cluster's boxes where the cluster
+        is (``all_boxes`` gives the page's own boxes before its clusters')."""
+        runs = {id(run[0]): run for run in self.all_boxes()}
+        clusters = {id(inline.group) for inline in self._clusters()}
+        found: list[list[Group]] = []
+        pending = list(reversed(self.group.children))
+        while pending:
+            group = pending.pop()
+            if id(group) in runs:
+                found.append(runs[id(group)])
+            elif id(group) in clusters:
+                pending.extend(reversed(group.children))
+        return found
 
     def crumbs(self) -> list[Page]:
         """The pages from the overview down to this one."""
@@ -171,6 +187,7 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
     root = group_model(model, drawn, max_items=overview_boxes, max_depth=depth)
     book = Book([], {}, {})
     _add_page(book, root, None, _Budgets(page_ops, overview_boxes, budgets or {}))
+    in_model_order(book)
     graph_owner = _graph_groups(root)
     for graph in model.graphs:
         group = graph_owner.get(graph.index, root) if graph.index else root
@@ -185,6 +202,32 @@ def plan(model: Model, drawn: Callable[[Node], bool], collapse: str | int = "aut
             page = book.page_of_group.get(id(group))
         (page or book.pages[0]).io_graphs.append(graph.index)
     return book
+
+
+def in_model_order(book: Book) -> None:
+    """Number the pages of ``book`` depth-first with each page's own pages in the order of their boxes on it
+    (``Page.boxes_in_order``): the order a reader follows the overview. Planned box after box, a page's own
+    boxes were numbered before those inside its frames (paraphrase-MiniLM-L3's pooling ``model.1``, the last part
+    of the model, was page 1, before the layers of the encoder framed above it)."""
+    below: dict[int, list[Page]] = {}
+    for page in book.pages[1:]:
+        below.setdefault(id(page.parent), []).append(page)
+    ordered: list[Page] = []
+    pending = [book.pages[0]]
+    while pending:
+        page = pending.pop()
+        ordered.append(page)
+        place = {id(group): (i, j) for i, run in enumerate(page.boxes_in_order()) for j, group in enumerate(run)}
+        own = sorted(below.get(id(page), []), key=lambda child: place.get(id(_first(child)), (len(place), 0)))
+        pending.extend(reversed(own))
+    for index, page in enumerate(ordered):
+        page.index = index
+    book.pages[:] = ordered
+
+
+def _first(page: Page) -> Group:
+    """The group whose box leads to ``page``: its own, or the first of a packed page's."""
+    return page.group.children[0] if page.group.kind == PACK_KIND else page.group
 
 
 def needs_pages(model: Model, drawn: Callable[[Node], bool]) -> bool:
