@@ -956,11 +956,12 @@ def _tries(source: str, columns: Columns, emit: Callable[[Columns], str],
             columns.measured = None
             last = attempt == (TRIES + 1 if columns.shapes else TRIES - 1)  # a mostly empty page: two tries more
             laid = render(source, checker(columns, last, pages_over if not attempt else None))
-            shapes = columns.shapes
-            best = min(range(len(shapes)), key=lambda k: (shapes[k], k)) if len(shapes) == len(tried) else -1
+            shapes = columns.shapes  # of the last tries: a strip framed in parts first starts them on its second
+            least = min(range(len(shapes)), key=lambda k: (shapes[k], k)) if shapes else -1
+            best = len(tried) - len(shapes) + least if shapes else -1
             if best in (-1, len(tried) - 1):
                 return source, laid
-            columns.measured = shapes[best][0], shapes[best][2]
+            columns.measured = shapes[least][0], shapes[least][2]
             return tried[best], render(tried[best], None)  # a mostly empty page: its best try
         except Reshape:
             if columns.reslice:  # its frames sliced where the bands are cut: emitted so, then put in its bands
