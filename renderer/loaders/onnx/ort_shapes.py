@@ -603,7 +603,7 @@ def _message(e: BaseException) -> str:
 def _fails_alike(session: Any, types: dict[str, int], request: dict[str, Any], ones: list[str], failed: str,
                  ) -> bool:
     """Whether the failed run's ``session`` fails at the first other size (the request's ``retry[0]``, on zeros)
-    with the same error, ``failed`` (made with the inputs ``ones`` all ones): a failure the sizes do not move (the
+    with the same error, ``failed`` (made with the inputs ``ones`` not zero): a failure the sizes do not move (the
     int8 TTS's Range on a zero speed, at every size), so trying the whole model at each size is not worth its
     session and runs. The session may hold only a part of the model, but where the part fails the whole model
     does too. No run is made when the node that failed reads none of the inputs that differ there: it is given
