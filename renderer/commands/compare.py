@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = [*args.models, *(args.dumps or []), *(p for p in (args.model, args.inputs) if p)]
     atomic.refuse_inputs([args.output, *(args.save_dumps or [])], inputs)
+    atomic.refuse_missing_folders([args.output, *(args.save_dumps or [])])
     if args.dumps:
         if args.models:
             raise AnnographError("give either two models or --dumps REFERENCE.npz CANDIDATE.npz --model MODEL")

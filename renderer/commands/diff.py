@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
                                                  *([args.inputs] if args.inputs else []), *args.etrecord],
                             also=[args.summary] if args.summary else [])
     check_summary_name(args.summary)  # after: an input named there is said as such, whatever its extension
+    from renderer.files import atomic
+
+    atomic.refuse_missing_folders(plan.names)
 
     model, diff, read = _diff(args)
     annotations = differ.annotations(diff)

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     read = [args.model, *args.annotations, *([args.inputs] if args.inputs else []), *args.etrecord]
     outputs = [args.output] if args.output else []
     atomic.refuse_inputs(outputs, read)
+    atomic.refuse_missing_folders(outputs)
     model = load_noted(args.model, args.dim, inputs=args.inputs, profiles=_profiles(args.annotations),
                        keep_free=args.keep_free_dims, etrecord=etrecords(args, [args.model]).get(args.model))
     read += model_files(model)  # its external data and the ETRecord found beside it, found on loading

@@ -90,6 +90,9 @@ def _run(args: argparse.Namespace) -> int:
         check_dims([model for model, _ in jobs], options.dims)
     records = etrecords(args, [model for model, _ in jobs])
     created = _make_folder(folder) if folder is not None else []
+    from renderer.files import atomic
+
+    atomic.refuse_missing_folders(name for _, plan in plans for name in plan.names)
     failures = 0
     try:
         with bar(len(jobs), "render", "model") as shown:

@@ -37,6 +37,22 @@ def refuse_inputs(outputs: Iterable[PathLike], inputs: Iterable[PathLike]) -> No
             raise RenderError(f"{output}: is an input of this run{same}; write the output to another file")
 
 
+def refuse_missing_folders(outputs: Iterable[PathLike | None]) -> None:
+    """RenderError when an output's folder does not exist: said before the model is loaded and drawn (a big
+    model's render takes seconds), in the words the write would use."""
+    for output in outputs:
+        if output is not None:
+            _folder_of(Path(output))
+
+
+def _folder_of(path: Path) -> Path:
+    """The folder ``path`` is written in; RenderError when it does not exist."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise RenderError(f"{path}: the folder {directory} does not exist")
+    return directory
+
+
 def _identity(path: PathLike) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -115,9 +131,7 @@ def refuse_inside(folder: Path, others: list[Path]) -> None:
 
 
 def _stage_folder(path: Path, files: dict[str, bytes]) -> str:
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise RenderError(f"{path}: the folder {directory} does not exist")
+    directory = _folder_of(path)
     try:
         temp = tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as e:
@@ -149,9 +163,7 @@ def _swap_folder(temp: str, path: Path) -> None:
 
 def _stage(path: Path, data: bytes) -> str:
     """A complete temporary copy of ``data`` beside ``path``; its name."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise RenderError(f"{path}: the folder {directory} does not exist")
+    directory = _folder_of(path)
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as e:

@@ -20,16 +20,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from renderer.core.ir import AssumedDim, ElementKey, Model
+from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_count
 from renderer.files import disk_cache
+from renderer.loaders import formula_loads
+from renderer.loaders.formula_loads import (
+    check_points,
+    dim_points,
+    dim_values,
+    followers,
+    grid_points,
+    load_points,
+    together,
+    variables,
+)
 
-DEGREES = {"batch": 1, "sequence": 2, "past": 1}
-"""The dims a formula is a polynomial of, and the degree fitted in each (one more load checks it)."""
-STEP = {"batch": 1, "sequence": 16, "past": 16}
-"""How far apart the loaded values of each kind of dim are."""
-MAX_WORK = 20_000
-"""Operators × loads above which no formula is fitted (a big model loaded many times over would be slow)."""
 SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 Monomial = tuple[int, ...]
@@ -95,39 +100,6 @@ class Formulas:
         return f" at {', '.join(self.held)}" if self.held else ""
 
 
-def variables(model: Model, held: frozenset[str] = frozenset()) -> list[tuple[str, int, str]]:
-    """(name, assumed value, role) of the assumed dims formulas are polynomials of, but those ``held`` at their
-    value; the batch dims assumed alike are one, named by the first (``together``)."""
-    return [(names[0], value, role) for (names, value, role) in _grouped(model, held)]
-
-
-def together(model: Model, held: frozenset[str] = frozenset()) -> dict[str, list[str]]:
-    """Each variable's name → the assumed dims loaded at its value. An exporter names each input's batch apart
-    (tf2onnx: ``unk__6134``, ``unk__6135``, ``unk__6136``) though the model joins them: loaded at different values
-    it fails at the join, and the formula was lost."""
-    return {names[0]: names for names, _, _ in _grouped(model, held)}
-
-
-def _grouped(model: Model, held: frozenset[str]) -> list[tuple[list[str], int, str]]:
-    found: list[tuple[list[str], int, str]] = []
-    batches: dict[int, list[str]] = {}
-    for d in model.assumed_dims:
-        if d.name in held:
-            continue
-        if d.role == "batch" and d.value in batches:
-            batches[d.value].append(d.name)
-        elif d.role in DEGREES:
-            found.append(([d.name], d.value, d.role))
-            if d.role == "batch":
-                batches[d.value] = found[-1][0]
-    return found
-
-
-def _values(value: int, role: str) -> list[int]:
-    """The values a dim is loaded at: degree + 1 for the fit, then one more that checks it."""
-    return [value + k * STEP[role] for k in range(DEGREES[role] + 2)]
-
-
 def _macs(model: Model, rendered: bool = False) -> dict[ElementKey, int | None]:
     """Each operator's MACs (None where it has none): of the ``rendered`` model from its cost pass (kept, the
     render needs it), of a load at other dims from the MACs alone (``op_cost``: a third of the pass, and the
@@ -176,26 +148,12 @@ def interpolate(names: tuple[str, ...], grids: Sequence[Sequence[int]],
     return Polynomial(names, {p: c for p, c in terms.items() if c})
 
 
-def _grid_points(grids: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
-    points: list[tuple[int, ...]] = [()]
-    for grid in grids:
-        points = [(*p, x) for p in points for x in grid]
-    return points
-
-
-def _checks(names: tuple[str, ...], values: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
-    """Points off the grid: each dim at its checking value with the others at their base, then all at once."""
-    base = [v[0] for v in values]
-    points = [tuple(v[-1] if i == axis else base[i] for i, v in enumerate(values)) for axis in range(len(names))]
-    return points + ([tuple(v[-1] for v in values)] if len(names) > 1 else [])
-
-
 def fit_ops(names: tuple[str, ...], values: Sequence[Sequence[int]],
             loaded: Mapping[tuple[int, ...], Mapping[ElementKey, int | None]]) -> dict[ElementKey, Polynomial | None]:
     """Each operator's polynomial through its MACs at the grid of ``values`` (all but each dim's last value),
     None where a load has no count or the fit misses a checking point (``_checks``)."""
     grids = [v[:-1] for v in values]
-    grid, checks = _grid_points(grids), _checks(names, values)
+    grid, checks = grid_points(grids), check_points(names, values)
     result: dict[ElementKey, Polynomial | None] = {}
     for key in loaded[grid[0]]:
         counts = {point: loaded[point].get(key) for point in grid + checks}
@@ -214,7 +172,7 @@ def fit_ops(names: tuple[str, ...], values: Sequence[Sequence[int]],
 
 def formulas(model: Model) -> Formulas | None:
     """The MACs polynomials of ``model``'s assumed batch and length dims (computed once per model), None when it
-    assumed none, cannot be loaded again, or is too big to load that often (``MAX_WORK``)."""
+    assumed none, cannot be loaded again, or is too big to load that often (``formula_loads.MAX_WORK``)."""
     cached = _CACHE.get(id(model))
     if cached is not None and cached[0] is model:
         return cached[1]
@@ -231,18 +189,12 @@ def formulas(model: Model) -> Formulas | None:
 
 
 def _too_big(model: Model) -> bool:
-    """Whether every fit ``_fitted`` tries loads too many operators too often (``MAX_WORK``): then there is
-    none, known before the key of a kept result is made (a 20k-operator model's: a fifth of a second)."""
+    """Whether every fit ``_fitted`` tries loads too many operators too often (``formula_loads.MAX_WORK``): then
+    there is none, known before the key of a kept result is made (a 20k-operator model's: a fifth of a second)."""
     operators = sum(len(g.nodes) for g in model.graphs)
     lengths = frozenset(name for name, _, role in variables(model) if role != "batch")
     tries = [frozenset(), *([lengths] if lengths and len(lengths) < len(variables(model)) else [])]
-    return all(len(_points(variables(model, held))) * operators > MAX_WORK for held in tries)
-
-
-def _points(dims: list[tuple[str, int, str]]) -> list[tuple[int, ...]]:
-    """The values of ``dims`` (``variables``) each load is made at: the grid, then the checks."""
-    values = [_values(value, role) for _, value, role in dims]
-    return _grid_points([v[:-1] for v in values]) + _checks(tuple(name for name, _, _ in dims), values)
+    return all(len(dim_points(variables(model, held))) * operators > formula_loads.MAX_WORK for held in tries)
 
 
 def _fitted(model: Model) -> Formulas | None:
@@ -297,7 +249,7 @@ def _where(model: Model) -> tuple[list[Path], dict[str, object]] | None:
     files = [path, *(ort_shapes.external_files(path, model.raw.proto) if isinstance(model.raw, Loaded) else [])]
     fields: dict[str, object] = {
         "assumed": [[d.name, d.value, d.role, d.source] for d in model.assumed_dims],
-        "pinned": sorted(model.pinned_dims.items()), "max work": MAX_WORK,
+        "pinned": sorted(model.pinned_dims.items()), "max work": formula_loads.MAX_WORK,
         "macs": sorted((list(key), count) for key, count in _macs(model, rendered=True).items()),
         "versions": [isolated.version("onnx"), isolated.version("onnxruntime")]}
     return files, fields
@@ -346,8 +298,8 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
 
     dims = variables(model, held)
     names = tuple(name for name, _, _ in dims)
-    values = [_values(value, role) for _, value, role in dims]
-    plan = _loads(model, held, sum(len(g.nodes) for g in model.graphs))
+    values = [dim_values(value, role) for _, value, role in dims]
+    plan = load_points(model, held, sum(len(g.nodes) for g in model.graphs))
     if not plan or model.format != "onnx":
         return None
     base = {name: value for name, value, _ in dims}
@@ -380,43 +332,10 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
     return Formulas(names, ops, total, missing, len(counted), len(at_base) - len(counted), _held(model, varied))
 
 
-def _loads(model: Model, held: frozenset[str], operators: int) -> list[tuple[tuple[int, ...], dict[str, int] | None]]:
-    """Each point ``_compute`` loads ``model`` (of ``operators``) at, with the dims that load pins (None at the
-    assumed values: the model itself); none when it makes no load (no dim to vary, too much work)."""
-    dims = variables(model, held)
-    points = _points(dims)
-    if not dims or len(points) * operators > MAX_WORK:
-        return []
-    names = tuple(name for name, _, _ in dims)
-    base = tuple(value for _, value, _ in dims)
-    members = together(model, held)
-    varied = {member for group in members.values() for member in group}
-    pinned = {k: v for k, v in model.pinned_dims.items() if k not in varied and k not in _followers(model)}
-    return [(point, None if point == base else
-             {**pinned, **{member: value for name, value in zip(names, point) for member in members[name]}})
-            for point in points]
-
-
-def load_dims(assumed: list[AssumedDim], pinned: dict[str, int], operators: int) -> list[dict[str, int]]:
-    """The dims of the loads at other sizes ``formulas`` makes first (every assumed dim varied, shapes from onnx
-    inference alone) of an ONNX model of ``operators`` that assumed ``assumed`` and pinned ``pinned`` (its
-    ``pinned_dims``): known before the model is built, so that its loader makes them ahead while a shape run's
-    child works (``loader.prepare_ahead``)."""
-    model = Model(format="onnx", path="", pinned_dims=dict(pinned), assumed_dims=list(assumed))
-    return [at for _, at in _loads(model, frozenset(), operators) if at is not None]
-
-
 def _held(model: Model, varied: set[str]) -> tuple[str, ...]:
     """``name=value`` of each assumed dim the loads kept at its value (neither varied nor following the varied)."""
-    follow = _followers(model)
+    follow = followers(model)
     return tuple(f"{d.name}={d.value}" for d in model.assumed_dims if d.name not in varied and d.name not in follow)
-
-
-def _followers(model: Model) -> set[str]:
-    """The assumed dims that follow from others (a KV cache's total, expressions): recomputed at every load."""
-    from renderer.loaders.free_dims import EXPRESSION, TIED
-
-    return {d.name for d in model.assumed_dims if d.source in (TIED, EXPRESSION)}
 
 
 def total_line(model: Model) -> str:
@@ -438,5 +357,5 @@ def add_formulas(model: Model, ops: dict[ElementKey, dict[str, object]]) -> None
             ops[key]["macs_formula"] = polynomial.text(exact=True)
 
 
-__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "load_dims", "together",
+__all__ = ["Formulas", "Polynomial", "add_formulas", "fit_ops", "formulas", "interpolate", "together",
            "total_line", "variables"]

@@ -297,7 +297,7 @@ def _prepare_ahead(path: Path, settled: _Settled, stop: threading.Event) -> None
     import onnx
 
     from renderer.core.progress import held
-    from renderer.metrics.dim_formulas import load_dims
+    from renderer.loaders.formula_loads import load_dims
 
     light = settled.parts.light if settled.parts is not None else bytes(settled.buffer)
     for dims in load_dims(settled.assumed, settled.dims, sum(len(graph.node) for graph in settled.subs)):

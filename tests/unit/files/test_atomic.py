@@ -168,6 +168,20 @@ def test_output_folder_missing(tmp_path: Path) -> None:
     assert "does not exist" in line
 
 
+@pytest.mark.parametrize("command", ["render", "metrics", "compare", "diff"])
+def test_a_missing_output_folder_is_said_before_the_model_is_read(tmp_path: Path, command: str) -> None:
+    """A model that cannot be loaded and an output in a folder that does not exist: the folder is said, so it
+    was checked before the load (the int8 TTS rendered for 7.8 s before saying it)."""
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"\x08\x07 not a model")
+    out = tmp_path / "missing" / ("out.csv" if command == "metrics" else "out.html" if command == "compare"
+                                  else "out.svg")
+    models = [broken, broken] if command in ("compare", "diff") else [broken]
+    line = one_line_error(run_cli(command, *models, "-o", out))
+    assert f"the folder {out.parent} does not exist" in line, line
+    assert not out.parent.exists()
+
+
 def test_one_unwritable_output_of_several_changes_none(tmp_path: Path) -> None:
     """``-o a.svg -o missing/a.png``: the second cannot be written, so the first must not be replaced either."""
     files = existing_outputs(tmp_path)

@@ -645,6 +645,7 @@ def test_the_formulas_loads_are_made_while_the_models_shape_run_works(tmp_path: 
     are made as far as onnx's inference (``loader._prepare_ahead``), each taken by its load: the same formula,
     the same lines said with -v in the same order as when each load is made in its turn."""
     from renderer.core import progress
+    from renderer.loaders import formula_loads
     from renderer.loaders.onnx import loader
     from renderer.metrics import dim_formulas
 
@@ -665,7 +666,8 @@ def test_the_formulas_loads_are_made_while_the_models_shape_run_works(tmp_path: 
     ahead, said, made = formulas()
     assert taken.count(True) == 8  # every load at another size (the model's own is no load)
     model = load_model(path)
-    planned = dim_formulas.load_dims(model.assumed_dims, model.pinned_dims, sum(len(g.nodes) for g in model.graphs))
+    operators = sum(len(g.nodes) for g in model.graphs)
+    planned = formula_loads.load_dims(model.assumed_dims, model.pinned_dims, operators)
     assert made == sorted(loader._ahead_key(path, dims) for dims in planned) and model.pinned_dims not in planned
     taken.clear()
     monkeypatch.setattr(loader, "_prepare_ahead", lambda *args: None)
@@ -748,15 +750,16 @@ def test_a_model_too_big_for_every_fit_gets_no_formula_without_loading_or_keying
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Over ``MAX_WORK`` for the fit in batch and length but not for the batch alone, the batch alone is fitted;
     over it for both, there is no formula, and neither a load at other dims nor a kept result's key is made."""
+    from renderer.loaders import formula_loads
     from renderer.loaders.onnx import loader
     from renderer.metrics import dim_formulas
 
     path = ROOT / "samples" / "onnx" / "tiny_transformer.onnx"
     operators = len(load_model(path).main.nodes)
-    monkeypatch.setattr(dim_formulas, "MAX_WORK", 3 * operators)  # 9 loads too many, 3 (the batch alone) not
+    monkeypatch.setattr(formula_loads, "MAX_WORK", 3 * operators)  # 9 loads too many, 3 (the batch alone) not
     found = dim_formulas.formulas(load_model(path))
     assert found is not None and found.names == ("batch",) and found.total is not None
-    monkeypatch.setattr(dim_formulas, "MAX_WORK", 3 * operators - 1)
+    monkeypatch.setattr(formula_loads, "MAX_WORK", 3 * operators - 1)
 
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("loaded or keyed a model too big for any fit")
