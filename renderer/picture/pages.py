@@ -122,13 +122,13 @@ class Page:
         runs = {id(run[0]): run for run in self.all_boxes()}
         clusters = {id(inline.group) for inline in self._clusters()}
         found: list[list[Group]] = []
-        pending = list(reversed(self.group.children))
+        pending = list(reversed(_as_read(self.group.children)))
         while pending:
             group = pending.pop()
             if id(group) in runs:
                 found.append(runs[id(group)])
             elif id(group) in clusters:
-                pending.extend(reversed(group.children))
+                pending.extend(reversed(_as_read(group.children)))
         return found
 
     def crumbs(self) -> list[Page]:
@@ -223,6 +223,18 @@ def in_model_order(book: Book) -> None:
     for index, page in enumerate(ordered):
         page.index = index
     book.pages[:] = ordered
+
+
+def _as_read(groups: list[Group]) -> list[Group]:
+    """Sibling groups in the order their results come: by the last of their operators in graph order (the first
+    says little: exporters and quantizers hoist a group's constants, weight casts and shape reads to the top of
+    the graph, so a TTS's decoder came before its encoder). Siblings of different graphs keep their order."""
+    graph = groups[0].graph if groups else None
+    if any(group.graph is not graph for group in groups):
+        return groups
+    last = {id(group): max((node.index for node in group.members() if node.graph is graph), default=-1)
+            for group in groups}
+    return sorted(groups, key=lambda group: last[id(group)])
 
 
 def _first(page: Page) -> Group:

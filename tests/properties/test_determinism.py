@@ -51,9 +51,10 @@ def test_byte_identical_across_hash_seeds(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_pages_in_columns_under_a_band_are_written_alike_whatever_the_hash_seed(tmp_path: Path) -> None:
-    """basic-pitch nmp's page 4 is drawn with its first column across the top and its chain in columns under it
-    (``columns.cut_levels``): the DOT listed the ends of the top column over ``colsep_under`` in the order of a set
-    of names, which PYTHONHASHSEED changed (the SVG came out the same, the DOT pages did not)."""
+    """basic-pitch nmp's pages 1 and 2 are drawn with their first column across the top and their chain in
+    columns under it (``columns.cut_levels``): the DOT listed the ends of the top column over ``colsep_under`` in
+    the order of a set of names, which PYTHONHASHSEED changed (the SVG came out the same, the DOT pages did not).
+    Which pages those are follows the page numbering: found by their content."""
     from wheel_models import wheel_model
 
     model = wheel_model("basic_pitch_nmp")
@@ -70,7 +71,7 @@ def test_pages_in_columns_under_a_band_are_written_alike_whatever_the_hash_seed(
         assert process.returncode == 0, stderr.decode()
     pages = [sorted((tmp_path / f"seed-{seed}" / "nmp.dot.pages").iterdir()) for seed in runs]
     assert [p.name for p in pages[0]] == [p.name for p in pages[1]] and len(pages[0]) >= 4
-    assert "colsep_under" in pages[0][3].read_text()  # the page drawn under its band
+    assert any("colsep_under" in page.read_text() for page in pages[0])  # a page drawn under its band
     for one, other in zip(*pages):
         assert one.read_bytes() == other.read_bytes(), f"{one.name} differs between hash seeds 1 and 7"
 
