@@ -520,11 +520,10 @@ def checker(columns: Columns, last: bool, pages_over: float | None = None) -> Ca
         return _measure(columns) if columns.turnable else None
 
     def check(plain: bytes) -> None:
-        size = _GRAPH.search(plain)
+        size = _measured(columns, plain)
         if size is None:
             return
-        width, height = float(size.group(1)) * 72 + columns.pad, float(size.group(2)) * 72 + columns.pad
-        columns.measured = too_long(width, height), _density(plain, width, height)
+        width, height = size
         if columns.shapes or (not columns.column and not too_long(width, height) and sparse(plain, width, height)):
             _sparse_try(columns, plain, width, height, last)
             return
@@ -568,12 +567,20 @@ def _measure(columns: Columns) -> Callable[[bytes], None]:
     """The check of a last try that only measures it (``Columns.measured``)."""
 
     def check(plain: bytes) -> None:
-        size = _GRAPH.search(plain)
-        if size is not None:
-            width, height = float(size.group(1)) * 72 + columns.pad, float(size.group(2)) * 72 + columns.pad
-            columns.measured = too_long(width, height), _density(plain, width, height)
+        _measured(columns, plain)
 
     return check
+
+
+def _measured(columns: Columns, plain: bytes) -> tuple[float, float] | None:
+    """The page's width and height from its ``-Tplain`` (None when it has none), noted in ``Columns.measured``
+    with whether it is a strip and its area per drawn box."""
+    size = _GRAPH.search(plain)
+    if size is None:
+        return None
+    width, height = float(size.group(1)) * 72 + columns.pad, float(size.group(2)) * 72 + columns.pad
+    columns.measured = too_long(width, height), _density(plain, width, height)
+    return width, height
 
 
 def _aim(rankdir: str) -> float:

@@ -94,10 +94,7 @@ def named(text: str) -> Named:
     spots = None if _DRAWS_NAME.search(text) else _spots(text)
     if not spots:
         return Named(text, "")
-    k = 0
-    while f"agn{k}q" in text:
-        k += 1
-    prefix = f"agn{k}q"
+    prefix = _free_prefix(text)
     tokens: dict[str, str] = {}  # each name's token, in order of first appearance
     numbers: dict[str, int] = {}
     parts, start, number = [], 0, []
@@ -118,6 +115,14 @@ def named(text: str) -> Named:
                 _TWINS.pop(next(iter(_TWINS)), None)
             _TWINS[shape] = twin
     return made
+
+
+def _free_prefix(text: str) -> str:
+    """The first token prefix ``agnKq`` that ``text`` does not hold."""
+    k = 0
+    while f"agn{k}q" in text:
+        k += 1
+    return f"agn{k}q"
 
 
 def _shape(text: str) -> tuple[int, int, int]:
@@ -189,10 +194,7 @@ class _Twin:
             at += len(pieces[gap + 1])
         if at != len(text) or len(set(names)) != len(names):
             return None
-        k = 0
-        while f"agn{k}q" in text:
-            k += 1
-        if f"agn{k}q" != self.made.prefix:
+        if _free_prefix(text) != self.made.prefix:
             return None
         forms = [_forms(name) for name in names]  # type: ignore[arg-type]
         return Named(self.made.text, self.made.prefix, tuple(f[0] for f in forms), tuple(f[1] for f in forms))
