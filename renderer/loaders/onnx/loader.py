@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -243,6 +243,7 @@ def _settle(path: Path, parsed: _Settled, dims: dict[str, int] | None, check_dim
     parsed.free, parsed.asked = _symbolic(proto.graph.input), dims
     parsed.slots = _slots(proto.graph)
     parsed.declared = _declared_negative(subs, like)  # a -1 the exporter wrote means "any" (paddle2onnx)
+    _clear_negative(v for graph in subs for v in (*graph.value_info, *graph.output))
     dims, parsed.assumed = _settle_dims(path, proto, dims, check_dims, assume and values == RealValues(),
                                         parsed.notes, retried)
     parsed.dims = dims
@@ -619,12 +620,18 @@ def _below_zero(tp: onnx.TypeProto) -> bool:
 
 def _forget_negative(proto: onnx.ModelProto, declared: set[str]) -> None:
     """Clear the negative sizes ``_negative`` finds, so no picture or count shows one."""
-    for graph in graphs(proto.graph):
-        for value in (*graph.value_info, *graph.output):
-            if value.name not in declared and value.type.HasField("tensor_type") and _below_zero(value.type):
-                for dim in value.type.tensor_type.shape.dim:
-                    if dim.HasField("dim_value") and dim.dim_value < 0:
-                        dim.Clear()
+    _clear_negative(value for graph in graphs(proto.graph) for value in (*graph.value_info, *graph.output)
+                    if value.name not in declared)
+
+
+def _clear_negative(values: Iterable[onnx.ValueInfoProto]) -> None:
+    """Make the negative sizes of ``values`` unknown: inference, then the shape run, may find them (a graph
+    output paddle2onnx writes ``-1×-1×6625`` is ``1×28×6625`` once its Softmax's input is known)."""
+    for value in values:
+        if value.type.HasField("tensor_type") and _below_zero(value.type):
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value < 0:
+                    dim.Clear()
 
 
 def _drop_symbolic_shapes(graph: onnx.GraphProto, subs: list[onnx.GraphProto] | None = None) -> None:

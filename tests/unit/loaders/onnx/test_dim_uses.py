@@ -183,3 +183,31 @@ def test_metrics_without_an_output_prints_the_totals_and_the_dims_assumed(tmp_pa
     lstm = next(line.split() for line in lines if line.startswith("LSTM"))
     assert lstm[1:] == ["1", "3.79M", "100.0", "%"], lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frames_lstm.onnx"]
+
+
+def paddle_head(tmp: Path) -> Path:
+    """paddle2onnx's recognition head: inputs and outputs declared with ``-1`` sizes, a Reshape to a size read
+    from the input's shape at run time, and a Softmax whose output the file declares ``-1×-1×6``."""
+    nodes = [helper.make_node("Shape", ["x"], ["x_shape"], name="Shape_0"),
+             helper.make_node("Gather", ["x_shape", "last"], ["width"], name="Gather_0", axis=0),
+             helper.make_node("Concat", ["one", "width", "eight"], ["to"], name="Concat_0", axis=0),
+             helper.make_node("Reshape", ["x", "to"], ["seq"], name="Reshape_0"),
+             helper.make_node("MatMul", ["seq", "W"], ["logits"], name="MatMul_0"),
+             helper.make_node("Softmax", ["logits"], ["probs"], name="Softmax_2", axis=2)]
+    inits = [_weight("W", 8, 6), _axes("last", 2), _axes("one", 1), _axes("eight", -1)]
+    return _save(tmp, "paddle_head", nodes, [helper.make_tensor_value_info("x", F, [-1, 8, -1])],
+                 [helper.make_tensor_value_info("probs", F, [-1, -1, 6])], inits)
+
+
+def test_a_size_the_file_declares_negative_is_found(tmp_path: Path) -> None:
+    """A ``-1`` the exporter wrote into a tensor's declared shape says "any size": the shapes are found as for an
+    undeclared tensor, so the Softmax at the head is counted and no ``-1`` is drawn."""
+    path = paddle_head(tmp_path)
+    uncounted, model = _uncounted(path)
+    assert not uncounted
+    probs = next(v for g in model.graphs for v in g.values if v.name == "probs")  # type: ignore[attr-defined]
+    assert probs.type.shape[-1] == 6 and all(isinstance(d, int) and d > 0 for d in probs.type.shape), probs.type
+    svg = tmp_path / "head.svg"
+    run = run_cli("render", path, "-o", svg, "--no-sidecar")
+    assert run.returncode == 0, run.stderr
+    assert "×-" not in svg.read_text("utf-8") and "-1×" not in svg.read_text("utf-8")
