@@ -162,6 +162,11 @@ def _positions(text: str, places: bool, deadline: float | None, timeout: float |
     if shared is None:
         return dot_names.Named(text, ""), *_canonical_positions(text, places, deadline, timeout, cache)
     names = dot_names.named(text) if cache is None else cache.named(text)
+    placed = None if places else shared.made_with_places(names.text)
+    if placed is not None:  # a page kept as first laid out: the layout made to measure it is the same
+        if cache is not None:  # kept as its own entry too, for a re-render that asks for it alone
+            cache.put(cache.key(names.text, False, layout_setting()), placed[0], b"", placed[2])
+        return names, placed[0], b"", placed[2]
     laid = shared.get((names.text, places), lambda: _canonical_positions(names.text, places, deadline, timeout,
                                                                         cache))
     return names, laid[0], names.back(laid[1]), laid[2]
@@ -173,6 +178,17 @@ class _Shared:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.made: dict[tuple[str, bool], Future[tuple[bytes, bytes, bytes]]] = {}
+
+    def made_with_places(self, text: str) -> tuple[bytes, bytes, bytes] | None:
+        """The layout of ``text`` made (or being made) with its ``-Tplain``, if one is; none if it failed."""
+        with self.lock:
+            future = self.made.get((text, True))
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except Exception:  # noqa: BLE001 (that page's own deadline or error: this page lays out for itself)
+            return None
 
     def get(self, key: tuple[str, bool], make: Callable[[], tuple[bytes, bytes, bytes]]
             ) -> tuple[bytes, bytes, bytes]:

@@ -146,3 +146,43 @@ def test_pages_that_differ_only_in_names_are_laid_out_once_while_sharing(monkeyp
         shared = [graphviz_run.render_formats(page(n), ["svg"], check=lambda plain: None)["svg"] for n in (7, 4321)]
     assert len(runs) == 1 and shared == alone
     assert b"op_0_4322" in shared[1] and b"op_0_8" in shared[0] and b"agn0q" not in shared[0] + shared[1]
+
+
+def test_a_page_drawn_as_first_laid_out_takes_the_layout_made_to_measure_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page laid out with its ``-Tplain`` (to measure it, columns) and then drawn as it was, without, is one
+    ``dot`` run while ``sharing``; its SVG is the one it gets laid out alone."""
+    from renderer.picture import graphviz_run
+
+    text = ('digraph annograph {\n\tgraph [id="page-svg"]\n\top_0_1 [label="MatMul" id="op-0-1"]\n'
+            '\top_0_2 [label="Add" id="op-0-2"]\n\top_0_1 -> op_0_2\n}\n')
+    alone = graphviz_run.render_formats(text, ["svg"])["svg"]
+    runs = []
+    real = graphviz_run._lay_out
+    monkeypatch.setattr(graphviz_run, "_lay_out", lambda *a, **k: runs.append(a[1]) or real(*a, **k))
+    with graphviz_run.sharing():
+        measured = graphviz_run.render_formats(text, ["svg"], check=lambda plain: None)["svg"]
+        drawn = graphviz_run.render_formats(text, ["svg"])["svg"]
+    assert runs == [["svg", "plain"]] and measured == drawn == alone, runs
+
+
+def test_no_two_dot_runs_of_a_render_lay_out_the_same_text(tmp_path: Path) -> None:
+    """The int8 TTS at 2 layers (tests/support/tts_int8.py): pages laid out as strips to measure them and then
+    kept as they were laid out used to be laid out a second time from the same text."""
+    import hashlib
+
+    import tts_int8
+
+    model = tts_int8.save_int8(tmp_path / "tts.onnx", 2)
+    shims, inputs = tmp_path / "bin", tmp_path / "inputs"
+    shims.mkdir()
+    inputs.mkdir()
+    real = shutil.which("dot")
+    assert real, "dot is not installed"
+    shim = shims / "dot"  # keeps each run's standard input
+    shim.write_text(f'#!/bin/sh\nt=$(mktemp -p "{inputs}")\ncat > "$t"\nexec "{real}" "$@" < "$t"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    run = run_cli("render", model, "-q", "--no-sidecar", "--no-layout-cache", "-o", tmp_path / "tts.svg",
+                  env={"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"})
+    assert run.returncode == 0, run.stderr
+    texts = [hashlib.sha256(p.read_bytes()).hexdigest() for p in inputs.iterdir() if p.stat().st_size]
+    assert len(texts) > 5 and len(set(texts)) == len(texts), len(texts) - len(set(texts))
