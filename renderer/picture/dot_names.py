@@ -33,15 +33,14 @@ _NAME = (r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\U00010000-\U0010ffff]"
 """A DOT name (a letter, ``_`` or any character of the BMP past ASCII, then those, digits and any word character),
 written as classes of few ranges: one range up to U+FFFF takes ``re`` ~10 ms to compile (a table of the whole
 BMP), paid by every render."""
-_LEXEME = re.compile(
+_LEXEME = (
     r"//[^\n]*|/\*.*?\*/|^#[^\n]*"  # comments
     rf"|{_QUOTED}|{_HTML}"
     rf"|\[label=({_HTML})(?:{_QUOTED}|{_HTML}|[^\]\"<]+)*\]"  # an attribute list, one lexeme (``_ATTRIBUTE``
     rf"|\[(?:{_QUOTED}|{_HTML}|[^\]\"<]+)*\]"  # reads it); one that starts with an HTML label: where it ends
-    rf"|->|--|{_NAME}|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)|\S",
-    re.DOTALL | re.MULTILINE)
+    rf"|->|--|{_NAME}|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)|\S")
 _ID = rf"{_QUOTED}|{_NAME}|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)"
-_ATTRIBUTE = re.compile(rf"({_ID})\s*=\s*({_ID}|{_HTML})|{_QUOTED}|{_HTML}", re.DOTALL)
+_ATTRIBUTE = rf"({_ID})\s*=\s*({_ID}|{_HTML})|{_QUOTED}|{_HTML}"
 """In an attribute list: a key and its value (either quoted or not), or a string that is neither."""
 _SIMPLE = re.compile(r"[A-Za-z0-9_.\-]+")
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -52,6 +51,13 @@ _NAMED_VALUES = frozenset({"id", "lhead", "ltail"})
 _CLUSTER = "cluster"
 NAMES_KEPT = 8192
 """Names whose DOT and SVG forms are kept (``_forms``): a page laid out again in columns has its first layout's."""
+
+
+@functools.cache
+def _lexers() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """``_LEXEME`` and ``_ATTRIBUTE`` compiled, when a text is first read: a re-render finds its pages' names in
+    the layout cache (``LayoutCache.named``) and reads none, and the two take 1.4 ms to compile."""
+    return re.compile(_LEXEME, re.DOTALL | re.MULTILINE), re.compile(_ATTRIBUTE, re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +230,7 @@ def _spots(text: str) -> _Spots | None:
     labelled: set[str] = set()
     nodes: list[tuple[int, int, str]] = []
     spots: list[tuple[int, int, str]] = []
-    words = [m for m in _LEXEME.finditer(text) if not m.group(0).startswith(("//", "/*", "#"))]
+    words = [m for m in _lexers()[0].finditer(text) if not m.group(0).startswith(("//", "/*", "#"))]
     previous, before = "", ""
     for at, match in enumerate(words):
         word = match.group(0)
@@ -262,7 +268,7 @@ def _attributes(attributes: str, offset: int, spots: list[tuple[int, int, str]],
     ``label``. ``label_end``: where the HTML label the list starts with (``[label=<…>``) ends, 0 for none: the
     list is read from there, its first pair being that label (read once, by ``_LEXEME``)."""
     label = label_end > 0
-    for match in _ATTRIBUTE.finditer(attributes, label_end):
+    for match in _lexers()[1].finditer(attributes, label_end):
         if match.group(1) is None:
             continue
         key = _unquoted(match.group(1))
