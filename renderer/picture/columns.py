@@ -30,7 +30,7 @@ import contextlib
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -814,13 +814,13 @@ def _cut_sequence(order: list[str], parts: dict[str, list[tuple[float, float]]],
     nodes' spans in the first layout cover together, with a gap after each stretch (``_length``): branches
     drawn side by side count once, and an item stretched over the first layout only by its nodes' length."""
 
+    growing: dict[int, _Growing] = {}
+
     def bands(limit: float) -> list[int]:
-        starts, spans = [0], []
-        for k, atom in enumerate(order):
-            spans += parts[atom]
-            if k > starts[-1] and _length(spans) > limit:
+        starts = [0]
+        for k in range(1, len(order)):
+            if _band_length(growing, order, parts, starts[-1], k) > limit:
                 starts.append(k)
-                spans = list(parts[atom])
         return starts
 
     low = max(_length(p) for p in parts.values())
@@ -834,14 +834,46 @@ def _cut_sequence(order: list[str], parts: dict[str, list[tuple[float, float]]],
 
 def _length(spans: list[tuple[float, float]]) -> float:
     """The length that ``spans`` cover together, with a rank's gap after each stretch."""
-    total, reach = 0.0, -math.inf
-    for start, end in sorted(spans):
+    return _walked(sorted(spans), 0.0, -math.inf)[0]
+
+
+def _walked(ordered: Iterable[tuple[float, float]], total: float, reach: float) -> tuple[float, float]:
+    """``_length``'s walk over spans in order, from ``total`` and ``reach``: the two after them."""
+    for start, end in ordered:
         if start > reach:
             total += RANK_GAP_PT
         if end > reach:
             total += end - max(start, reach)
             reach = end
-    return total
+    return total, reach
+
+
+class _Growing:
+    """The spans of a band from one start as it grows an atom at a time (``_band_length``): in order, the
+    walk's total and reach over them, and the lengths found so far by the band's last atom."""
+
+    def __init__(self) -> None:
+        self.ordered: list[tuple[float, float]] = []
+        self.total, self.reach = 0.0, -math.inf
+        self.lengths: list[float] = []
+
+
+def _band_length(growing: dict[int, _Growing], order: list[str], parts: dict[str, list[tuple[float, float]]],
+                 first: int, last: int) -> float:
+    """``_length`` of the spans of ``order[first:last + 1]``, the same float: the bisection of ``_cut_sequence``
+    asks for the same bands again, and a band's new spans mostly come after all its others (the walk then goes
+    on from where it was instead of starting again)."""
+    band = growing.setdefault(first, _Growing())
+    while len(band.lengths) <= last - first:
+        new = sorted(parts[order[first + len(band.lengths)]])
+        if new and band.ordered and new[0] < band.ordered[-1]:
+            band.ordered = sorted(band.ordered + new)
+            band.total, band.reach = _walked(band.ordered, 0.0, -math.inf)
+        else:
+            band.ordered += new
+            band.total, band.reach = _walked(new, band.total, band.reach)
+        band.lengths.append(band.total)
+    return band.lengths[last - first]
 
 
 def _follow_neighbours(column: dict[str, int], atoms: dict[str, list[str]], edges: list[tuple[str, str]]) -> None:

@@ -34,7 +34,8 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -240,14 +241,29 @@ class _Builder:
         slots = len(parts) - 1
         if slots != len(self.slots):
             raise Unskeletal("a colour slot lost")
-        numbers: Iterable[int] = range(1, slots + 1)
         if any(0 < number <= slots for number in taken):
             numbers = itertools.islice((n for n in itertools.count(1) if n not in taken), slots)
-        values = [f"#{number:06x}" for number in numbers]
+            values = [f"#{number:06x}" for number in numbers]
+        else:
+            values = _first_colours(slots)
         colours = dict(zip(values, self.slots))
         joined: list[str] = [""] * (2 * slots + 1)
         joined[0::2], joined[1::2] = parts, values
         return Skeleton("".join(joined), self.prefix, tuple(self.tokens), colours)
+
+
+_COLOURS_MADE = ["#000000"]
+"""``_COLOURS_MADE[n]`` is ``#`` and ``n`` in six hex digits (``_first_colours``)."""
+_COLOURS_LOCK = threading.Lock()
+
+
+def _first_colours(count: int) -> list[str]:
+    """``#000001`` to the ``count``-th, kept as made: formatting them anew for every page was a third of a
+    skeleton's ``finish`` (a page of a 20,000-operator model has some hundred colour tokens)."""
+    if len(_COLOURS_MADE) <= count:
+        with _COLOURS_LOCK:  # pages are read in threads: one grows the list at a time
+            _COLOURS_MADE.extend(f"#{number:06x}" for number in range(len(_COLOURS_MADE), count + 1))
+    return _COLOURS_MADE[1:count + 1]
 
 
 def skeleton(source: str) -> Skeleton:

@@ -676,3 +676,44 @@ def test_a_mostly_empty_page_with_long_stub_texts_is_drawn_tight_first(flag: str
                                           for k in range(1, 10))
     columns.checker(wrapped_strip, last=False)(strip)  # type: ignore[misc]
     assert not wrapped_strip.parted
+
+
+def test_a_band_grown_an_atom_at_a_time_has_the_length_of_its_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_cut_sequence``'s bands are measured as they grow (``_band_length``: the walk goes on where it was when
+    the new spans come after the others, else starts again): the very float ``_length`` gives of all the band's
+    spans, for every band of the spans of real pages' first layouts (light_resnet50's and silero's pages, laid out
+    as the book draws them); both ways of growing are taken."""
+    from renderer.compose.rendering import bytes_plan, plan_book
+    from renderer.picture.dot_pages import emit_page
+
+    asked: list[tuple[list[str], dict[str, list[tuple[float, float]]]]] = []
+    cut_sequence = columns._cut_sequence
+
+    def recorded(order: list[str], parts: dict[str, list[tuple[float, float]]], count: int) -> dict[str, int]:
+        asked.append((order, parts))
+        return cut_sequence(order, parts, count)
+
+    monkeypatch.setattr(columns, "_cut_sequence", recorded)
+    links = bytes_plan("svg").links
+    for path, dims in ((ONNX / "light_resnet50.onnx", None), (ONNX / "silero_vad.onnx", {"input.axis1": 1})):
+        scene = prepare(renderer.load_model(str(path), dims), None, RenderOptions(layout_cache=""))
+        book = plan_book(scene, force=True)
+        assert book is not None
+        for page in book.pages:
+            shape = columns.Columns()
+            columns.lay_out(emit_page(scene, book, page, links, shape), shape,
+                            lambda again, page=page, scene=scene, book=book: emit_page(scene, book, page, links, again),
+                            lambda text, check: graphviz_run.render_formats(text, ["svg"], check=check))
+    assert asked
+    bands = before = 0
+    for order, parts in asked:
+        growing: dict[int, columns._Growing] = {}
+        for first in range(len(order)):
+            spans: list[tuple[float, float]] = []
+            for last in range(first, len(order)):
+                new = parts[order[last]]
+                before += bool(spans and new and min(new) < max(spans))
+                spans += new
+                assert columns._band_length(growing, order, parts, first, last) == columns._length(spans)
+                bands += 1
+    assert bands > 100 and before > 0
