@@ -23,8 +23,10 @@ no scope names with ``names``. The rules, in the order ``group_model`` applies t
    looked for (``repeated_spans``: a flat-named transformer's layers, a CNN's identical bottlenecks); each
    repeat becomes a ``block`` group. Still only operators: cut them, in graph order, into contiguous ``stage``
    groups of ``max_items // 2`` to ``max_items`` operators at the narrowest points (fewest tensors crossing
-   the cut). Mixed: each run of two or more consecutive loose operators becomes one ``gathered`` group; if
-   still too wide, the items are cut into contiguous ``gathered`` runs the same way. Repeated while a level is
+   the cut). Graph order is the file's, or where a file lists an operator before the one making its input, an
+   order that makes every tensor before it is read (``build._in_order``): each stage feeds only later ones.
+   Mixed: each run of two or more consecutive loose operators becomes one ``gathered`` group; if still too wide,
+   the items are cut into contiguous ``gathered`` runs the same way. Repeated while a level is
    too wide, so stages nest into super-stages. Cut-out runs are named last (``names.name_synthetic``) by the named
    groups they hold (``layers.12 … layers.25``), else by where they sit and what they compute
    (``between embeddings and encoder · Mul Div Floor Cast``), never by operator indices or counts.
