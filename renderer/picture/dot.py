@@ -454,13 +454,15 @@ class Emitter:
     # -- legend ---------------------------------------------------------------------------------------------
 
     def _legend(self, crumbs: str = "", totals: dict[str, str] | None = None, nodes: list[Node] | None = None,
-                group_heat: Heatmap | None = None, ops_bar: bool = True) -> str:
-        """The legend table: title, format, ``crumbs`` (a page's place in a book), totals, graph meta, colour
-        bars (operators' unless not ``ops_bar``; the groups' ``group_heat``) and the category colours of
-        ``nodes`` (default every drawn operator)."""
+                group_heat: Heatmap | None = None, ops_bar: bool = True, graph_meta: bool = True) -> str:
+        """The legend table: title, format, ``crumbs`` (a page's place in a book), totals, graph meta (unless not
+        ``graph_meta``), colour bars (operators' unless not ``ops_bar``; the groups' ``group_heat``) and the
+        category colours of ``nodes`` (default every drawn operator)."""
         scene, model = self.scene, self.model
         graph_values = dict(scene.annotations.graph.values)
         title = self.opts.title or graph_values.pop("title", None) or model.path.replace("\\", "/").rsplit("/", 1)[-1]
+        if not graph_meta:
+            graph_values = {}
         rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{escape.html_text(title, 80)}</B>'
                 '</FONT></TD></TR>']
         subtitle = f"{model.format.upper()} · {model.version}"
@@ -513,10 +515,11 @@ class Emitter:
             row = rows[what] = make()
         return row
 
-    def _legend_tooltip(self) -> str:
-        """The legend's hover text: "legend", and the graph values too long for it (``_meta_row``), each cut at
-        ``LEGEND_TOOLTIP_CHARS``."""
-        values = {k: _value_text(v) for k, v in self.scene.annotations.graph.values.items() if k != "title"}
+    def _legend_tooltip(self, graph_meta: bool = True) -> str:
+        """The legend's hover text: "legend", and the graph values too long for it (``_meta_row``) if it lists
+        them (``graph_meta``), each cut at ``LEGEND_TOOLTIP_CHARS``."""
+        values = {k: _value_text(v) for k, v in self.scene.annotations.graph.values.items()
+                  if k != "title" and graph_meta}
         lines = [f"{escape.clean(k, 40)}: {escape.clean(v, LEGEND_TOOLTIP_CHARS)}" for k, v in values.items()
                  if len(v) > LEGEND_VALUE_CHARS]
         return escape.tooltip(["legend", *lines], 4 * LEGEND_TOOLTIP_CHARS) if lines else escape.attr("legend")

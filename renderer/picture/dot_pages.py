@@ -209,8 +209,13 @@ class _PageEmitter(Emitter):
         if self.columns is not None and page.inlines:
             self.columns.sliceable = True
         sheet = Sheet(dot, self.columns)
-        legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn))
-        sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend", tooltip=self._legend_tooltip())
+        # the model's own values (its metadata, a tool's totals) are the overview's, as its totals are: a detail
+        # page links to it, and on a page of three operators they were most of the page (yolov8n-320 under LR)
+        first = page.index == 0
+        legend = self._legend(self._crumbs(), self._page_totals(drawn), drawn, self.box_heat, ops_bar=bool(drawn),
+                              graph_meta=first)
+        sheet.node("legend", label=escape.html_label(legend), id=f"{page.stem}-legend",
+                   tooltip=self._legend_tooltip(graph_meta=first))
         for node in drawn:
             self.local[node.key] = op_name(node)
         for run in self.runs:

@@ -15,6 +15,7 @@ from renderer.compose.rendering import render_bytes
 from renderer.core.options import RenderOptions
 from renderer.picture import columns, columns_kept, graphviz_run
 from renderer.picture.layout_cache import for_setting
+from wheel_models import wheel_model
 
 MODEL = ONNX / "light_resnet50.onnx"
 """Drawn as an overview and pages, some first a strip, then cut into columns (rows under LR, some framed in parts)."""
@@ -62,10 +63,12 @@ def test_a_rerender_draws_the_columns_kept(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_a_page_drawn_top_to_bottom_is_kept_so(tmp_path: Path) -> None:
-    """``annograph MODEL --rankdir LR``: bert_scoped_int8's page 1 (5 boxes, 1,986 × 391 pt left to right, 155,305 pt²
-    a box) is drawn top to bottom (``Columns.turned``), its other pages left to right; the records say so, and
-    re-renders from them (kept, then read back) write the uncached bytes."""
-    model = ONNX / "bert_scoped_int8.onnx"
+    """``annograph MODEL --rankdir LR``: yolov8n-320's page 3 (Conv, Sigmoid, Mul beside the legend, over ``TURN_PT2``
+    a box left to right) is drawn top to bottom (``Columns.turned``), its other pages left to right; the records say
+    so, and re-renders from them (kept, then read back) write the uncached bytes. (bert_scoped_int8's page 1 was
+    the page turned here until a detail page's legend left the model's metadata to the overview: its 5 boxes left
+    to right now hold 148,950 pt² a box, under ``TURN_PT2``.)"""
+    model = wheel_model("yolov8n_320")
     cache = tmp_path / "cache"
     books = []
     for k, kept in enumerate([None, cache, cache]):
