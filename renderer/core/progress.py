@@ -238,7 +238,8 @@ def _say(message: str) -> None:
 
         tqdm.write(line, file=sys.stderr)  # above the bar, which is drawn again below
     else:
-        print(line, file=sys.stderr)
+        with _lock:  # the line and its end in one write: page threads say theirs at the same time
+            sys.stderr.write(line + "\n")
 
 
 def _isatty() -> bool:

@@ -328,3 +328,32 @@ def test_lines_held_are_said_in_their_place(capsys: pytest.CaptureFixture[str]) 
     with progress.verbosity(progress.Verbosity.VERBOSE):
         progress.said(kept[0])
     assert capsys.readouterr().err == "annograph: a warning\nannograph: a detail\n"
+
+
+def test_lines_said_by_many_threads_at_once_stay_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """The page threads of a book say their ``-v`` lines at the same time: each reaches stderr whole, the line
+    and its end in one write (a thread switch between them ran two lines together, "…DOTannograph: layout …")."""
+    import threading
+
+    from renderer.core import progress
+
+    def say(thread: int) -> None:
+        for line in range(1000):
+            progress.detail(f"layout page {thread}.{line} 0.01 s")
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with progress.verbosity(progress.Verbosity.VERBOSE):
+            threads = [threading.Thread(target=say, args=(n,)) for n in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(switching)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 6 * 1000
+    assert all(re.fullmatch(r"annograph: layout page \d\.\d+ 0\.01 s", line) for line in lines), [
+        line for line in lines if not re.fullmatch(r"annograph: layout page \d\.\d+ 0\.01 s", line)][:3]
+    assert sorted(lines) == sorted(f"annograph: layout page {t}.{n} 0.01 s" for t in range(6) for n in range(1000))
