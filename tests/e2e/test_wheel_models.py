@@ -30,5 +30,5 @@ def test_the_gallery_draws_no_model_kept_to_the_tests() -> None:
                    and any(getattr(target, "id", "") == "GALLERY_WHEELS" for target in node.targets))
     assert gallery and set(gallery) <= set(MODELS), gallery
     kept = {key for key, model in MODELS.items() if "tests only" in model.licence}
-    assert kept == {"yolov8n_320", "hey_jarvis", "melspectrogram", "madmom_beats_tcn", "madmom_key_cnn"}
+    assert kept == {"yolov8n_320", "hey_jarvis", "melspectrogram", "madmom_beats_tcn", "madmom_key_cnn", "birdnet"}
     assert not kept & set(gallery)

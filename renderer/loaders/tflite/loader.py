@@ -29,6 +29,8 @@ only the values decide are those of that run; on a model without dynamic dims a 
 
 Dynamic axes nothing pins keep the file's placeholder sizes (``Model.assumed_dims``), but a length or image side
 written as 1, which ``lengths`` sizes as ``free_dims`` does an ONNX model's, where LiteRT prepares the model at it.
+Tensors with a dynamic axis past the batch that LiteRT's preparation leaves at 1 (kernels that size their output
+while running) take the shapes of one LiteRT run on zero inputs (``_run_shapes``).
 
 ``Model.raw`` is ``(tflite.Model, buffer)``: the flatbuffer accessor and the mapped file bytes it reads.
 Writers that edit a copy of the file (``annograph embed``) ask ``layout`` where its parts are, rather than
@@ -167,9 +169,11 @@ def load(path: Path, dims: dict[str, int] | None = None, check_dims: bool = True
         if assume and values.inputs is None:
             model.assumed_dims = sorted(_placeholders(model.main, dims) + sized,
                                         key=lambda a: 0 if a.name == "batch" else int(a.name.removeprefix("axis")))
-        if dims and shape_run and values.inputs is None:
-            _propagate_shapes(path, model, dims)
-            _forget_value_sizes(path, model)
+        if shape_run and values.inputs is None:
+            if dims:
+                _propagate_shapes(path, model, dims)
+            if _run_shapes(path, model) or dims:
+                _forget_value_sizes(path, model)
     except (LoaderError, OperatorDataError):  # the data's fault, not the model's
         raise
     except Exception as e:  # flatbuffers surfaces corruption as struct.error, IndexError, TypeError, ValueError…
@@ -226,6 +230,41 @@ def _propagate_shapes(path: Path, model: ir.Model, dims: dict[str, int]) -> None
         model.notes.append(f"{path}: --dim pinned each tensor's dynamic axes by position: {reason}")
         return
     _take_shapes(model, shapes)
+
+
+def _run_shapes(path: Path, model: ir.Model) -> bool:
+    """Give the tensors whose dynamic axes past the batch LiteRT's preparation leaves at the file's placeholder
+    (sizes its kernels work out only while running: BirdNET's spectrogram frames, a RANGE over the input's length
+    read by SHAPE) the sizes of one LiteRT run on zero inputs of the shapes in force, as ONNX models get
+    onnxruntime's; a note says how many. Whether the run gave any; without a runtime, or when it cannot run
+    the model (custom ops), the shapes stay as they were."""
+    import numpy as np
+
+    graph = model.main
+    inputs = {value.index for value in graph.inputs}
+    dynamic = [value for value in graph.values if value.index not in inputs and value.initializer is None
+               and value.type is not None and -1 in (value.type.shape_signature or ())[1:]]
+    if not dynamic:
+        return False
+    feeds = {}
+    for value in graph.inputs:
+        shape = value.type.shape if value.type is not None else None
+        try:
+            dtype = np.dtype(value.type.dtype) if value.type is not None else None
+        except TypeError:
+            dtype = None
+        if shape is None or None in shape or dtype is None or dtype.kind not in "biuf":
+            return False
+        feeds[value.index] = np.zeros(shape, dtype)
+    shapes, _ = litert_shapes.propagate(path, {index: array.shape for index, array in feeds.items()}, feeds)
+    changed = [value for value in dynamic if value.type.shape is not None
+               and shapes.get(value.index, value.type.shape) != tuple(value.type.shape)]
+    if not changed:
+        return False
+    _take_shapes(model, shapes)
+    model.notes.append(f"{path}: shapes of {len(changed)} of {len(dynamic)} tensors with dynamic dims that LiteRT's "
+                       "preparation cannot reach were taken from one LiteRT run on zero inputs")
+    return True
 
 
 def _forget_value_sizes(path: Path, model: ir.Model) -> None:

