@@ -28,7 +28,6 @@ import hmac
 import json
 import os
 import re
-import secrets
 import stat
 import threading
 import time
@@ -90,6 +89,8 @@ class DiskCache:
             return
         head = " ".join([key] + [str(len(part)) for part in parts]).encode()
         tag = hmac.new(secret, head + b"\n" + body, hashlib.sha256).hexdigest().encode()
+        import secrets  # (only a write needs it: a re-render from the cache writes nothing)
+
         temporary = self.folder / f".{key}.{secrets.token_hex(8)}.part"
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -187,6 +188,8 @@ def _secret() -> bytes:
     found = _read_bounded(path)
     if found is not None and len(found) >= 32:
         return found[:64]
+    import secrets
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
@@ -340,19 +343,31 @@ def _digest(path: str, size: int, mtime: int, inode: int, ctime: int, device: in
 def code_digest() -> str:
     """SHA-256 of the package's own code and data: a results entry is what this code made of its inputs, so an
     edited checkout (the version string unchanged) makes entries of its own instead of reading stale ones."""
-    package = Path(__file__).resolve().parent.parent
+    package = str(Path(__file__).resolve().parent.parent)
     found = []
     for folder, folders, files in os.walk(package):  # (a third of the CPU of ``rglob``, paid by every render)
-        within = Path(folder).relative_to(package).parts
+        within = tuple(folder[len(package) + 1:].split(os.sep)) if folder != package else ()
         folders[:] = [name for name in folders if name != "__pycache__"]
         found += [(*within, name) for name in files if os.path.splitext(name)[1] in (".py", ".json")]
     digest = hashlib.sha256()
     for parts in sorted(found):  # in path order, part by part
-        with open(os.path.join(package, *parts), "rb") as stream:
-            content = stream.read()
+        content = _whole(os.path.join(package, *parts))
         digest.update(f"{'/'.join(parts)}\n{len(content)}\n".encode())
         digest.update(content)
     return digest.hexdigest()
+
+
+def _whole(path: str) -> bytes:
+    """The bytes of the file ``path``, read without a buffered stream: the package's 200 files in half the CPU of
+    ``open``'s."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def our_version() -> str:

@@ -421,6 +421,13 @@ class Emitter:
                        **{"class": "use"})
 
     def _edge_style(self, value: Value) -> dict[str, object]:
+        """The attributes of ``value``'s edges (``Scene.edge_styles`` keeps them: not to be changed)."""
+        attrs = self.scene.edge_styles.get(value.key)
+        if attrs is None:
+            attrs = self.scene.edge_styles[value.key] = self._edge_attributes(value)
+        return attrs
+
+    def _edge_attributes(self, value: Value) -> dict[str, object]:
         entry = self.scene.annotations.tensors.get(value.key)
         attrs: dict[str, object] = {"class": "tensor", "tooltip": self._tensor_tooltip(value, entry)}
         if self.opts.edge_labels and value.type is not None:

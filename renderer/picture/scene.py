@@ -31,6 +31,10 @@ class Scene:
             page again in columns.
         legend_rows: legend rows every page of a book repeats (the assumed dims' and the MACs formula's, the colour
             bars of ``heatmap`` and ``edge_map``), by what they show, made once.
+        edge_styles: each tensor's edge attributes (class, tooltip, shape label, the edge colour map's width and
+            colour, its annotation's style) as ``dot.Emitter`` made them, by the tensor's key, made once for every
+            emission that draws it (read only); not carried by ``dataclasses.replace`` (a scene of other options or
+            colours makes its own).
     """
 
     model: Model
@@ -45,3 +49,4 @@ class Scene:
     colour_choice: DefaultMetric | None = None
     op_boxes: dict[tuple[tuple[str, int, int], bool], tuple[str, str]] = field(default_factory=dict)
     legend_rows: dict[str, str] = field(default_factory=dict)
+    edge_styles: dict[tuple[str, int, int], dict[str, object]] = field(default_factory=dict, init=False)

@@ -104,3 +104,27 @@ def test_constant_writing_a_graph_output_gets_a_box_and_ml_ops_are_standard(tmp_
     tip = tooltip_of(ops["op-0-1"])
     # ai.onnx.ml is a standard domain: Binarizer is counted as an elementwise op (one per element), not a custom op
     assert "macs: 3" in tip and "custom op" not in tip
+
+
+def _labelled_edges(source: str) -> int:
+    return sum(" -> " in line and "label=" in line for line in source.splitlines())
+
+
+def test_a_scene_made_with_other_options_draws_its_edges_by_them() -> None:
+    """A scene's edge attributes are made once and reused by every emission of it (``Scene.edge_styles``: the flat
+    picture, then its pages), so two emissions of one scene are the same text; a scene made from it with other
+    options (``dataclasses.replace``, as batch makes one per heatmap) draws its edges by its own options."""
+    import dataclasses
+
+    import renderer
+    from renderer.compose.rendering import prepare
+    from renderer.picture import dot
+
+    scene = prepare(renderer.load_model(ONNX / "tiny_cnn.onnx"), None, renderer.RenderOptions(collapse="none"))
+    first = dot.emit(scene)
+    assert _labelled_edges(first) >= 5 and scene.edge_styles
+    assert dot.emit(scene) == first
+    unlabelled = dataclasses.replace(scene, options=dataclasses.replace(scene.options, edge_labels=False))
+    assert not unlabelled.edge_styles
+    again = dot.emit(unlabelled)
+    assert _labelled_edges(again) == 0 and again.count(" -> ") == first.count(" -> ")

@@ -186,3 +186,14 @@ def test_no_two_dot_runs_of_a_render_lay_out_the_same_text(tmp_path: Path) -> No
     assert run.returncode == 0, run.stderr
     texts = [hashlib.sha256(p.read_bytes()).hexdigest() for p in inputs.iterdir() if p.stat().st_size]
     assert len(texts) > 5 and len(set(texts)) == len(texts), len(texts) - len(set(texts))
+
+
+def test_the_version_layouts_are_keyed_by_is_what_dot_says_with_its_plugins() -> None:
+    """``graphviz_version`` runs ``dot -V`` without loading Graphviz's plugins (``GVBINDIR``): the line is the
+    library's version, the very line a ``dot -V`` that loads them says, so the layout cache's keys are unchanged."""
+    from renderer.picture import graphviz_run
+
+    plain = subprocess.run([shutil.which("dot") or "dot", "-V"], capture_output=True, check=True)
+    said = (plain.stderr + plain.stdout).decode("utf-8", "replace").strip()
+    assert said.startswith("dot - graphviz version ")
+    assert graphviz_run.graphviz_version() == said
