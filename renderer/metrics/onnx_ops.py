@@ -12,7 +12,7 @@ from functools import cache
 
 from renderer.data.categories import runs_subgraphs
 from renderer.data.operators import formula_table, operator
-from renderer.metrics import attention_ops, onnx_ml
+from renderer.metrics import attention_ops, body_runs, onnx_ml
 from renderer.metrics.formulas import (
     ZERO,
     Cost,
@@ -196,7 +196,17 @@ def formula_by_op() -> dict[tuple[str, str], Callable[[Op], Cost]]:
 
 
 def cost(op: Op) -> Cost:
-    """MACs of one ONNX operator; NotCountable with the reason when there is no formula or shape."""
+    """MACs of one ONNX operator over every run of it in one run of the model (``body_runs``: a Scan body's
+    operators run once per element of its scan inputs); NotCountable with the reason when there is no formula or
+    shape."""
+    once = _one_run(op)
+    if op.node.graph.parent is None:
+        return once
+    count = body_runs.runs(op.node.graph)
+    return once if count == 1 else Cost(once.macs * count, once.weight_macs * count)
+
+
+def _one_run(op: Op) -> Cost:
     node = op.node
     domain = node.domain
     name = node.op_type

@@ -174,14 +174,15 @@ def bodies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_loop_and_scan_bodies_get_shapes_from_the_run_and_the_profile(bodies: dict[str, Path],
                                                                        tmp_path: Path) -> None:
-    """Both bodies reshape by the value of ``rows`` (8): static inference leaves their MatMuls without a shape."""
+    """Both bodies reshape by the value of ``rows`` (8): static inference leaves their MatMuls without a shape. The
+    Scan runs its body once per row of ``batch`` (2): its MatMul counts both runs (``body_runs``)."""
     ids = operator_ids(bodies["model"])
     matmuls = [ids["loop/matmul"][0], ids["scan/matmul"][0]]
     before, err = metrics(bodies["model"], tmp_path / "zeros.json")
     assert all(before[i].startswith("n/a") for i in matmuls), before
     for option in (["--inputs", bodies["inputs"]], ["-a", bodies["profile"]]):
         after, err = metrics(bodies["model"], tmp_path / "m.json", *option)
-        assert [after[i] for i in matmuls] == [8 * 8 * 8, 8 * 8 * 8], (option, after)
+        assert [after[i] for i in matmuls] == [8 * 8 * 8, 2 * 8 * 8 * 8], (option, after)
         assert not [v for v in after.values() if isinstance(v, str) and "control flow" not in v], after
         assert "did not take" not in err, err
 
@@ -190,7 +191,7 @@ def test_a_loop_that_never_runs_says_its_body_has_no_shapes(bodies: dict[str, Pa
     np.savez(tmp_path / "none.npz", **bodies_inputs(steps=0))
     ids = operator_ids(bodies["model"])
     macs, err = metrics(bodies["model"], tmp_path / "m.json", "--inputs", tmp_path / "none.npz")
-    assert macs[ids["loop/matmul"][0]].startswith("n/a") and macs[ids["scan/matmul"][0]] == 512, macs
+    assert macs[ids["loop/matmul"][0]].startswith("n/a") and macs[ids["scan/matmul"][0]] == 2 * 512, macs
     assert "; 2 tensors in subgraphs the run did not take (If branches, Loop bodies) keep no shape" in err, err
 
 
