@@ -41,8 +41,11 @@ from typing import NamedTuple
 
 from renderer.core import escape
 
-_HTML_PARTS = re.compile(r'(?<=>)([^<>]*[0-9][^<>]*)(?=<)|</FONT>|<FONT\b[^<>]*>'
-                         r'|<[^<>]*\b(?:[A-Z]*COLOR|TITLE|HREF|TOOLTIP)="[^<>]*>')
+_TAG_SPLIT = re.compile(r"(<[^<>]*>)")
+"""An HTML label cut into its runs of text (even places) and its whole tags (odd places): inside a label every
+``<`` opens a tag closed by the next ``>``; the first and last pieces hold the label's own ``<`` and ``>``."""
+_TAG_STOOD_IN = re.compile(r'<FONT\b[^<>]*>|<[^<>]*\b(?:[A-Z]*COLOR|TITLE|HREF|TOOLTIP)="[^<>]*>')
+"""A tag the skeleton reads: a ``FONT`` (the ink of the text inside), or one naming a colour, a title or a link."""
 _FONT_COLOR = re.compile(r'\bCOLOR="([^"]*)"')
 _HTML_LABEL = r"<(?:[^<>]++|<[^<>]*+>)*+>"
 """An HTML label: its text and whole tags, up to the first ``>`` that closes no tag (possessive: no backtracking)."""
@@ -418,12 +421,20 @@ _Made = tuple[str, tuple[tuple[Token, bool], ...]]
 
 
 @functools.lru_cache(maxsize=LABELS_KEPT)
-def _tag_made(tag: str) -> _Made:
-    """An HTML tag with its colours, title and link stood in for (``_html_attribute``) on a ``_Recorder``, and
-    the calls made: a page's labels repeat a few hundred tags (a table's cells, a font's colour) thousands of
-    times."""
+def _tag_read(tag: str) -> tuple[str, tuple[tuple[Token, bool], ...], int, str | None]:
+    """A tag of a label as ``_html_skeleton`` reads it: with its colours, title and link stood in for
+    (``_html_attribute``) on a ``_Recorder``, and the calls made; whether it closes a ``FONT`` (-1), opens one (1)
+    or neither (0); and the ``COLOR`` an opened ``FONT`` names (None: none). A page's labels repeat a few hundred
+    tags (a table's cells, a font's colour) thousands of times."""
+    if tag == "</FONT>":
+        return tag, (), -1, None
+    if not _TAG_STOOD_IN.fullmatch(tag):
+        return tag, (), 0, None
+    font = tag.startswith("<FONT")
+    colour = _FONT_COLOR.search(tag) if font else None
     record = _Recorder()
-    return _HTML_ATTR.sub(lambda match: _html_attribute(match, record), tag), tuple(record.calls)
+    text = _HTML_ATTR.sub(lambda match: _html_attribute(match, record), tag) if "=" in tag else tag
+    return text, tuple(record.calls), int(font), colour.group(1) if colour else None
 
 
 @functools.lru_cache(maxsize=LABELS_KEPT)
@@ -435,29 +446,27 @@ def _text_made(text: str, ink: str | None) -> _Made:
 
 def _html_skeleton(label: str, record: _Recorder, ink: str | None) -> str:
     """An HTML label with its colours, titles, links and texts with digits stood in for; a text only where its
-    colour is known: a ``FONT COLOR`` of the label, or ``ink`` (the default black, ``""``) outside any."""
+    colour is known: a ``FONT COLOR`` of the label, or ``ink`` (the default black, ``""``) outside any. Read as its
+    pieces (``_TAG_SPLIT``): a run of text between two tags that holds a digit, and each tag (``_tag_read``)."""
     inks: list[str | None] = [ink]
-    calls = record.calls
-
-    def stand_in(match: re.Match[str]) -> str:
-        whole = match[0]
-        if match.lastindex:  # a text run with a digit
-            text, made = _text_made(whole, inks[-1])
-        elif whole == "</FONT>":
-            inks.pop() if len(inks) > 1 else None
-            return whole
+    pieces = _TAG_SPLIT.split(label)
+    for k in range(1, len(pieces) - 1):
+        piece = pieces[k]
+        if k % 2:  # a tag
+            text, made, font, colour = _tag_read(piece)
+            if font < 0:
+                inks.pop() if len(inks) > 1 else None
+                continue
+            if font:
+                inks.append(inks[-1] if colour is None else colour)
+        elif _DIGIT.search(piece):
+            text, made = _text_made(piece, inks[-1])
         else:
-            if whole.startswith("<FONT"):
-                colour = _FONT_COLOR.search(whole)
-                inks.append(colour.group(1) if colour else inks[-1])
-            if "=" not in whole:
-                return whole
-            text, made = _tag_made(whole)
+            continue
         if made:
-            calls.extend(made)
-        return text
-
-    return _HTML_PARTS.sub(stand_in, label)
+            record.calls.extend(made)
+        pieces[k] = text
+    return "".join(pieces)
 
 
 def _html_attribute(match: re.Match[str], build: _Builder | _Recorder) -> str:
@@ -469,7 +478,7 @@ def _html_attribute(match: re.Match[str], build: _Builder | _Recorder) -> str:
 
 
 def _html_text(text: str, ink: str | None, build: _Builder | _Recorder) -> str:
-    """A text run with a digit (``_HTML_PARTS``' own group) in ``ink``, stood in for when it can be."""
+    """A run of text with a digit between two tags (``_html_skeleton``) in ``ink``, stood in for when it can be."""
     if ink is None or (ink and not _HEX6.fullmatch(ink)):
         return text
     svg = escape.svg_text_of(text)

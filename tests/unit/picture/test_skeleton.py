@@ -43,6 +43,19 @@ def test_a_label_seen_before_is_stood_in_for_as_when_read_anew() -> None:
     assert kept.restore(kept.text) == again
 
 
+def test_a_labels_text_is_stood_in_for_in_the_ink_of_the_fonts_around_it() -> None:
+    """A run of text with a digit between two tags takes the colour of the innermost ``FONT`` naming one around
+    it, the default black outside any; a ``FONT`` without a colour keeps its parent's; a run at the label's own
+    ``<`` or ``>`` is not between two tags and stays as it is."""
+    label = ('<7<TABLE BGCOLOR="#a1b2c3"><TR><TD><FONT COLOR="#FF0000">12 ms<FONT POINT-SIZE="8">3</FONT></FONT>'
+             '4</TD></TR></TABLE>8>')
+    frame = skeleton.skeleton(f"digraph g {{\n\tn [label={label}]\n}}\n")
+    assert [(t.original, t.ink) for t in frame.tokens] == [
+        ("#a1b2c3", None), ("#FF0000", None), ("12 ms", "#ff0000"), ("3", "#ff0000"), ("4", "")]
+    assert "<7<TABLE" in frame.text and "</TABLE>8>" in frame.text and ">000000 ms<" in frame.text
+    assert frame.restore(frame.text) == f"digraph g {{\n\tn [label={label}]\n}}\n"
+
+
 @pytest.mark.parametrize(("head", "stood_in"), [
     ("digraph g {\n", True), ('digraph g {\n\tedge [fontcolor="#333333"]\n', True),
     ('digraph g {\n\tn0 [fontcolor="#333333"]\n', True), ('fontcolor="#333333"\ndigraph g {\n', False),
