@@ -22,6 +22,7 @@ from pathlib import Path
 
 from renderer.core.ir import ElementKey, Model
 from renderer.core.numbers import format_count
+from renderer.data.categories import runs_subgraphs
 from renderer.files import disk_cache
 from renderer.loaders import formula_loads
 from renderer.loaders.formula_loads import (
@@ -90,7 +91,8 @@ class Formulas:
     counted: int = 0
     """Operators with a MAC count at the assumed sizes: the total is theirs."""
     uncounted: int = 0
-    """Operators without one (n/a), which the total leaves out."""
+    """Operators without one (n/a), which the total leaves out; not control flow (If, Loop, Scan), whose bodies'
+    operators are counted one by one, as the headline's ``(+N ops n/a)`` leaves it out."""
     held: tuple[str, ...] = ()
     """The assumed dims the polynomials are not of, as ``name=value``: they hold at those values only (a big model's
     lengths, an STFT's samples, an image's height and width)."""
@@ -329,7 +331,9 @@ def _compute(model: Model, held: frozenset[str], shape_run: bool, loads: list[ob
             total = total + polynomial  # type: ignore[operator]
     missing = any(count is None for counts in loaded.values() for key, count in counts.items()
                   if at_base.get(key) is not None)
-    return Formulas(names, ops, total, missing, len(counted), len(at_base) - len(counted), _held(model, varied))
+    flow = {node.key for node in model.nodes() if runs_subgraphs(model.format, node.op_type)}  # counted in bodies
+    uncounted = sum(1 for key, count in at_base.items() if count is None and key not in flow)
+    return Formulas(names, ops, total, missing, len(counted), uncounted, _held(model, varied))
 
 
 def _held(model: Model, varied: set[str]) -> tuple[str, ...]:
