@@ -156,11 +156,7 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             sides[index] = max(e.width, e.height)
             return {}
         except graphviz_run.LayoutTimeout:
-            page = book.pages[index]
-            raise RenderError(
-                f"Graphviz did not finish page {page.index} ({page.title}) within the {timeout:g} s of --timeout; "
-                "raise --timeout, or draw less per page with --collapse DEPTH or --focus ID"
-            ) from None
+            raise _late(book.pages[index], timeout) from None
 
     results: list[dict[str, bytes]] = [{} for _ in book.pages]
     sides: dict[int, float] = {}
@@ -175,14 +171,60 @@ def lay_out_pages(book: Book, sources: list[str], formats: list[str], timeout: f
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 bar.update(1)
+            too_big = [i for i, laid in enumerate(results) if not laid]
+            if too_big:
+                raise _PagesTooBig([book.pages[i] for i in too_big], [sides[i] for i in too_big])
+            _draw_pages(pool, book, results, deadline, timeout)
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
-    too_big = [i for i, laid in enumerate(results) if not laid]
-    if too_big:
-        raise _PagesTooBig([book.pages[i] for i in too_big], [sides[i] for i in too_big])
     return results
+
+
+def _draw_pages(pool: ThreadPoolExecutor, book: Book, results: list[dict[str, bytes]], deadline: float | None,
+                timeout: float | None) -> None:
+    """The PDFs and PNGs of ``results`` (``graphviz_run.Undrawn``) drawn, in ``pool``: only the layout each page kept
+    in the end is drawn (``columns`` may try one and keep an earlier one). A PDF is drawn alone; PNGs in runs of
+    ``graphviz_run.PNGS_A_RUN`` pages in book order (``graphviz_run.draw_pngs``); the biggest runs first."""
+    Drawing = tuple[int, str, graphviz_run.Undrawn]
+    runs: list[list[Drawing]] = []
+    together: dict[object, list[Drawing]] = {}
+    for index, laid in enumerate(results):
+        for fmt, data in laid.items():
+            if isinstance(data, graphviz_run.Undrawn):
+                kind = graphviz_run.png_run(data)
+                if kind is None:
+                    runs.append([(index, fmt, data)])
+                else:
+                    together.setdefault(kind, []).append((index, fmt, data))
+    step = graphviz_run.PNGS_A_RUN
+    runs += [pngs[at:at + step] for pngs in together.values() for at in range(0, len(pngs), step)]
+    runs.sort(key=lambda run: -sum(len(data) for _, _, data in run))
+
+    def draw(run: list[Drawing]) -> list[bytes]:
+        undrawn = [data for _, _, data in run]
+        try:
+            if graphviz_run.png_run(undrawn[0]) is None:
+                return [graphviz_run.draw(undrawn[0], deadline, timeout)]
+            return graphviz_run.draw_pngs(undrawn, deadline, timeout)
+        except graphviz_run.LayoutTimeout:
+            raise _late(book.pages[run[0][0]], timeout) from None
+
+    futures = {pool.submit(contextvars.copy_context().run, draw, run): run for run in runs}
+    try:
+        for future in as_completed(futures):
+            for (index, fmt, _), data in zip(futures[future], future.result()):
+                results[index][fmt] = data
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+
+
+def _late(page: Page, timeout: float | None) -> RenderError:
+    return RenderError(f"Graphviz did not finish page {page.index} ({page.title}) within the {timeout:g} s of "
+                       "--timeout; raise --timeout, or draw less per page with --collapse DEPTH or --focus ID")
 
 
 def _started(sources: list[str], emit: Callable[[int], str] | None, pages: int) -> Iterator[int]:
@@ -214,11 +256,12 @@ def _lay_out_page(source: str, formats: list[str], deadline: float | None, max_s
 
 def _render_page(source: str, formats: list[str], timeout: float | None, max_side: float | None,
                  check: Callable[[bytes], None] | None = None, cache: LayoutCache | None = None) -> dict[str, bytes]:
-    """One page's DOT laid out and rendered to ``formats``; again without the overview's rows when dot fails
-    on them (checked the same: an overview that comes out a strip then is drawn in columns)."""
+    """One page's DOT laid out and rendered to ``formats``, its PDF and PNG left undrawn (``graphviz_run.Undrawn``);
+    again without the overview's rows when dot fails on them (checked the same: an overview that comes out a strip
+    then is drawn in columns)."""
     try:
         return graphviz_run.render_formats(source, formats, timeout=timeout, max_side=max_side, palette_png=True,
-                                           check=check, cache=cache)
+                                           check=check, cache=cache, later=True)
     except (graphviz_run.LayoutTimeout, graphviz_run.TooBig, columns.Reshape):
         raise
     except RenderError:
@@ -227,7 +270,7 @@ def _render_page(source: str, formats: list[str], timeout: float | None, max_sid
         # dot cannot always lay out the overview's rows (rank=same): trouble in init_rank when one reaches into
         # a cluster, a spline it cannot route (Pshortestpath) in a page of operators
         return graphviz_run.render_formats(_ROWS.sub("", source), formats, timeout=timeout, palette_png=True,
-                                           check=check, cache=cache)
+                                           check=check, cache=cache, later=True)
 
 
 def _merge_pdfs(pages: list[bytes]) -> bytes:

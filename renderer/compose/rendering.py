@@ -191,16 +191,19 @@ def lay_out_flat(scene: Scene, source: str, formats: list[str],
     def render(text: str, check: Callable[[bytes], None] | None) -> dict[str, bytes]:
         left = None if deadline is None or timeout is None else max(min(timeout, 0.1), deadline - time.monotonic())
         return graphviz_run.render_formats(text, formats, timeout=left, max_side=flat_limit(scene), check=check,
-                                           cache=cache)
+                                           cache=cache, later=True)
 
     if shape is None:
-        return source, render(source, None)
-    limit = flat_limit(scene)
-    if limit is not None:  # drawn as pages for sure: not laid out only to find that out
-        length_bound.check_length(source, shape, limit)
-    pages_over = columns.PAGED_STRIP_PT if limit is not None and paged else None
-    return columns_kept.lay_out(source, shape, lambda again: dot.emit(scene, again), render, cache, f"flat {limit}",
-                                pages_over)
+        drawn, laid = source, render(source, None)
+    else:
+        limit = flat_limit(scene)
+        if limit is not None:  # drawn as pages for sure: not laid out only to find that out
+            length_bound.check_length(source, shape, limit)
+        pages_over = columns.PAGED_STRIP_PT if limit is not None and paged else None
+        drawn, laid = columns_kept.lay_out(source, shape, lambda again: dot.emit(scene, again), render, cache,
+                                           f"flat {limit}", pages_over)
+    # the PDF and PNG of the layout kept, not of those tried on the way (``columns``)
+    return drawn, graphviz_run.draw_all(laid, deadline, timeout)
 
 
 def _focus(scene: Scene) -> Book:

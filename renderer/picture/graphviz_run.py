@@ -99,7 +99,8 @@ def _fonts() -> str:
 
 def render_formats(source: str, formats: list[str], timeout: float | None = None,
                    max_side: float | None = None, palette_png: bool = False,
-                   check: Callable[[bytes], None] | None = None, cache: LayoutCache | None = None) -> dict[str, bytes]:
+                   check: Callable[[bytes], None] | None = None, cache: LayoutCache | None = None,
+                   later: bool = False) -> dict[str, bytes]:
     """``source`` laid out once and rendered to each of ``formats`` (svg, png, pdf), in two steps that every
     render takes, so that a layout found in ``cache`` draws the very bytes a fresh one does:
 
@@ -118,6 +119,9 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
 
     ``check``: given the layout in ``-Tplain`` form (every node's place and size), before anything is drawn;
     it may raise to refuse the layout (``renderer.picture.columns`` asks for a page in columns).
+
+    ``later``: the PDF and the PNG are returned undrawn (``Undrawn``, for ``draw_all``): ``columns`` may try a
+    layout, accept it and still draw an earlier one (a mostly empty page), whose drawing is then all that counts.
 
     Raises:
         TooBig: the layout, padding included, is over ``max_side`` points wide or high.
@@ -145,13 +149,93 @@ def render_formats(source: str, formats: list[str], timeout: float | None = None
         return _render_direct(source, formats, timeout, max_side, palette_png, check)
     if runs:
         real = _with_corners(real, positioned, frame.prefix)
-    for run in runs:
-        result.update(_draw(real, run, deadline, timeout, max_side, palette_png))
-    if "png" in result and palette_png:
-        result["png"] = snap_palette(result["png"], source)
-    if "pdf" in result:
-        result["pdf"] = _fixed_pdf_dates(result["pdf"])
-    return {fmt: result[fmt] for fmt in formats}
+    for fmt in runs:
+        result[fmt] = Undrawn(real, fmt, max_side, palette_png, source)
+    ordered = {fmt: result[fmt] for fmt in formats}
+    return ordered if later else draw_all(ordered, deadline, timeout)
+
+
+class Undrawn(bytes):
+    """A PDF or PNG of ``render_formats`` not drawn yet: the laid-out graph with its real text (these bytes), and
+    how ``neato -n2`` is to draw it."""
+
+    fmt: str
+    max_side: float | None
+    palette: bool
+    source: str
+
+    def __new__(cls, real: bytes, fmt: str, max_side: float | None, palette: bool, source: str) -> Undrawn:
+        made = super().__new__(cls, real)
+        made.fmt, made.max_side, made.palette, made.source = fmt, max_side, palette, source
+        return made
+
+
+def draw_all(laid: dict[str, bytes], deadline: float | None, timeout: float | None) -> dict[str, bytes]:
+    """``laid`` (formats of ``render_formats``) with each ``Undrawn`` one drawn, in a ``neato -n2`` run of its own,
+    by ``deadline`` (``timeout``: the whole budget, named if it runs out)."""
+    return {fmt: draw(data, deadline, timeout) if isinstance(data, Undrawn) else data for fmt, data in laid.items()}
+
+
+def draw(undrawn: Undrawn, deadline: float | None, timeout: float | None) -> bytes:
+    """One ``Undrawn`` drawn: the PDF with its dates pinned, a palette PNG snapped to its source's colours."""
+    return _finished(undrawn, _draw(bytes(undrawn), undrawn.fmt, deadline, timeout, undrawn.max_side,
+                                    undrawn.palette))
+
+
+def _finished(undrawn: Undrawn, data: bytes) -> bytes:
+    if undrawn.fmt == "png" and undrawn.palette:
+        return snap_palette(data, undrawn.source)
+    return _fixed_pdf_dates(data) if undrawn.fmt == "pdf" else data
+
+
+PNGS_A_RUN = 8
+"""PNGs that ``draw_pngs`` draws in one ``neato -n2`` run at most (a book's pages: a few runs share the cores)."""
+
+
+def png_run(undrawn: Undrawn) -> tuple[object, ...] | None:
+    """What an ``Undrawn`` shares with those ``draw_pngs`` may draw in the same run (its command line); none for a
+    PDF, drawn alone: the order in which cairo writes a page's clusters and the glyphs of its fonts follows the
+    addresses of their names in the process (cgraph keeps subgraphs in that order), which the graphs drawn before
+    it move, so a PDF drawn after others comes out other bytes than alone (36 of bert-3.6k's 41 pages did, the
+    same picture); a PNG's pixels do not depend on that order (its clusters do not overlap)."""
+    return None if undrawn.fmt != "png" else (undrawn.max_side, undrawn.palette)
+
+
+def draw_pngs(undrawn: list[Undrawn], deadline: float | None, timeout: float | None) -> list[bytes]:
+    """PNGs of one ``png_run`` drawn by one ``neato -n2`` run, the graphs one after another on its input, the PNGs
+    one after another on its output: the same bytes as each drawn alone (``draw``; every page of the int8 TTS,
+    bert-3.6k, light_resnet50 and the bert samples), for a fifth less of Graphviz's CPU (the int8 TTS's 47 pages:
+    11.3 -> 9.1 s in runs of 8): the program's start-up (linking cairo, pango and gd, reading fontconfig's
+    setup: ~13 ms), the fonts' loading and hinting and the first touch of the image buffers are paid once a run."""
+    if len(undrawn) == 1:
+        return [draw(undrawn[0], deadline, timeout)]
+    first = undrawn[0]
+    if any(png_run(one) != png_run(first) or png_run(one) is None for one in undrawn):
+        raise ValueError("draw_pngs draws PNGs of one png_run")
+    data = _draw(b"\n".join(undrawn), "png", deadline, timeout, first.max_side, first.palette)
+    pngs = _pngs(data)
+    if len(pngs) != len(undrawn):
+        raise RenderError(f"Graphviz drew {len(pngs)} PNGs of {len(undrawn)} graphs")
+    return [_finished(one, png) for one, png in zip(undrawn, pngs)]
+
+
+def _pngs(data: bytes) -> list[bytes]:
+    """The PNG files written one after another in ``data``, each up to its ``IEND`` chunk."""
+    import struct
+
+    found, start = [], 0
+    while data.startswith(b"\x89PNG\r\n\x1a\n", start):
+        position = start + 8
+        while position + 8 <= len(data):
+            length, kind = struct.unpack(">I4s", data[position:position + 8])
+            position += 12 + length
+            if kind == b"IEND":
+                found.append(data[start:position])
+                break
+        else:
+            break
+        start = position
+    return found
 
 
 def _positions(text: str, places: bool, deadline: float | None, timeout: float | None,
@@ -256,28 +340,17 @@ def _with_corners(real: bytes, positioned: bytes, prefix: str) -> bytes:
     return real[:end] + corners.encode() + real[end:]
 
 
-def _drawing_runs(formats: list[str]) -> list[list[str]]:
-    """The ``neato -n2`` runs drawing ``formats`` other than SVG (made from the skeleton's own drawing): PDF
-    and PNG each alone (the PDF's size cap and the PNG's ``dpi`` are graph attributes of the run)."""
-    return [[fmt] for fmt in ("pdf", "png") if fmt in formats]
+def _drawing_runs(formats: list[str]) -> list[str]:
+    """The formats other than SVG (made from the skeleton's own drawing), each drawn by a ``neato -n2`` run of its
+    own: PDF and PNG each alone (the PDF's size cap and the PNG's ``dpi`` are graph attributes of the run)."""
+    return [fmt for fmt in ("pdf", "png") if fmt in formats]
 
 
-def _draw(positioned: bytes, formats: list[str], deadline: float | None, timeout: float | None,
-          max_side: float | None, palette: bool) -> dict[str, bytes]:
-    """One ``neato -n2`` run drawing ``formats`` from the laid-out graph (a PNG capped at ``max_side``)."""
-    command = [_program("neato"), "-n2"]
-    if len(formats) == 1:
-        return {formats[0]: _run(command + _format_args(formats[0], palette=palette, max_side=max_side)[1:],
-                                 positioned, _left(deadline, timeout), timeout)}
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory(prefix="annograph-") as folder:
-        files = {fmt: Path(folder) / f"page.{fmt}" for fmt in formats}
-        for fmt, path in files.items():
-            command += _format_args(fmt, palette=palette, max_side=max_side)[1:] + ["-o", str(path)]
-        _run(command, positioned, _left(deadline, timeout), timeout)
-        return {fmt: path.read_bytes() for fmt, path in files.items()}
+def _draw(positioned: bytes, fmt: str, deadline: float | None, timeout: float | None,
+          max_side: float | None, palette: bool) -> bytes:
+    """One ``neato -n2`` run drawing ``fmt`` from the laid-out graph (a PNG capped at ``max_side``)."""
+    return _run([_program("neato"), "-n2"] + _format_args(fmt, palette=palette, max_side=max_side)[1:], positioned,
+                _left(deadline, timeout), timeout)
 
 
 def _render_direct(source: str, formats: list[str], timeout: float | None = None,
@@ -379,9 +452,8 @@ def snap_palette(png: bytes, source: str) -> bytes:
         if kind == b"PLTE":
             body = bytearray(png[position + 8:position + 8 + length])
             for at in range(0, length - 2, 3):
-                entry = tuple(body[at:at + 3])
-                near = min(wanted, key=lambda c: max(abs(a - b) for a, b in zip(c, entry)))
-                if max(abs(a - b) for a, b in zip(near, entry)) <= SNAP_DISTANCE:
+                near = nearest_colour(wanted, body[at], body[at + 1], body[at + 2])
+                if near is not None:
                     body[at:at + 3] = bytes(near)
             crc = struct.pack(">I", zlib.crc32(b"PLTE" + bytes(body)))
             return png[:position + 8] + bytes(body) + crc + png[position + 12 + length:]
@@ -389,6 +461,22 @@ def snap_palette(png: bytes, source: str) -> bytes:
             break
         position += 12 + length
     return png
+
+
+def nearest_colour(wanted: list[tuple[int, ...]], red: int, green: int, blue: int) -> tuple[int, ...] | None:
+    """The colour of ``wanted`` (sorted) nearest to ``(red, green, blue)``, the greatest difference of a channel
+    the distance, the first in order of the nearest ones; none when it is over ``SNAP_DISTANCE``. Only the colours
+    whose red is within ``SNAP_DISTANCE`` can be, a run of the sorted list found by bisection: a page's palette is
+    256 entries and its source names some hundred colours (the whole list walked for each entry was 9 ms a page)."""
+    import bisect
+
+    best, near = SNAP_DISTANCE + 1, None
+    for colour in wanted[bisect.bisect_left(wanted, (red - SNAP_DISTANCE,)):
+                         bisect.bisect_left(wanted, (red + SNAP_DISTANCE + 1,))]:
+        distance = max(abs(colour[0] - red), abs(colour[1] - green), abs(colour[2] - blue))
+        if distance < best:
+            best, near = distance, colour
+    return near
 
 
 _SVG_SIZE = re.compile(rb'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"')

@@ -52,9 +52,9 @@ def test_three_formats_share_one_layout(tmp_path: Path) -> None:
 
 
 def test_each_page_is_laid_out_once_and_drawn_once_per_other_format(tmp_path: Path) -> None:
-    """Each page of a book is laid out and drawn as SVG by one ``dot`` run, and drawn by one ``neato -n2`` run per
-    other format asked for (none for an SVG alone); its PDF is the same bytes as a PDF rendered alone; a PNG
-    alone is as big as the SVG page at 110 dpi."""
+    """Each page of a book is laid out and drawn as SVG by one ``dot`` run, and its PDF drawn by one ``neato -n2``
+    run (none for an SVG alone), its PNG in one with the pages of the same size cap; its PDF is the same bytes as
+    a PDF rendered alone; a PNG alone is as big as the SVG page at 110 dpi."""
     import struct
 
     env, log = _shimmed(tmp_path)
@@ -70,8 +70,10 @@ def test_each_page_is_laid_out_once_and_drawn_once_per_other_format(tmp_path: Pa
         runs[str(outputs[-1])] = sorted(line.split()[0] for line in log.read_text(encoding="utf-8").splitlines())
     layouts = runs[str(tmp_path / "svg.svg")]
     assert set(layouts) == {"dot"}, runs  # no drawing beyond the layouts' own
-    for other in ("both.pdf", "alone/both.pdf", "alone.png"):  # the overview and two pages, drawn once each
+    for other in ("both.pdf", "alone/both.pdf"):  # the overview and two pages, drawn once each
         assert runs[str(tmp_path / other)] == layouts + ["neato"] * 3, runs
+    # the overview's PNG alone (no size cap), the two pages' PNGs in one run (``draw_pngs``)
+    assert runs[str(tmp_path / "alone.png")] == layouts + ["neato"] * 2, runs
     assert (tmp_path / "both.pdf").read_bytes() == (tmp_path / "alone" / "both.pdf").read_bytes()
     svg = (tmp_path / "both.svg").read_text(encoding="utf-8")
     width, height = (float(v) for v in re.search(r'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"', svg).groups())
@@ -197,3 +199,105 @@ def test_the_version_layouts_are_keyed_by_is_what_dot_says_with_its_plugins() ->
     said = (plain.stderr + plain.stdout).decode("utf-8", "replace").strip()
     assert said.startswith("dot - graphviz version ")
     assert graphviz_run.graphviz_version() == said
+
+
+def _chunks(png: bytes) -> dict[bytes, bytes]:
+    """The PNG's chunks by kind (the first of each), their bodies."""
+    import struct
+
+    found, position = {}, 8
+    while position + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[position:position + 8])
+        found.setdefault(kind, png[position + 8:position + 8 + length])
+        position += 12 + length
+    return found
+
+
+def test_a_palette_is_snapped_to_the_nearest_colour_its_source_names(tmp_path: Path) -> None:
+    """light_resnet50's pages drawn as gd's palette PNG (``-Tpng:cairo:gd``, as a page is drawn): each palette
+    entry within ``SNAP_DISTANCE`` of a colour the page's DOT names (or white, or black) becomes the nearest one,
+    the first of them in sorted order on a tie, as a walk over every colour finds it; the others and the pixels
+    are left as gd wrote them. ``nearest_colour`` looks only at the colours whose red is near: on ties between
+    colours of other reds it takes the same one as the whole walk."""
+    from renderer.picture.graphviz_run import _HEX_COLOUR, SNAP_DISTANCE, nearest_colour, snap_palette
+
+    run = run_cli("render", ONNX / "light_resnet50.onnx", "-q", "--no-sidecar", "--no-layout-cache",
+                  "-o", tmp_path / "m.svg", "-o", tmp_path / "m.dot")  # with a picture: the DOT of each page too
+    assert run.returncode == 0, run.stderr
+    sources = [tmp_path / "m.dot", *sorted((tmp_path / "m.dot.pages").glob("*.dot"))]
+    assert len(sources) >= 3
+    snapped = 0
+    for path in sources:
+        source = path.read_text(encoding="utf-8")
+        drawn = subprocess.run([shutil.which("dot") or "dot", "-Tpng:cairo:gd", "-Gdpi=40"], input=source.encode(),
+                               capture_output=True, check=True).stdout
+        wanted = sorted({(255, 255, 255), (0, 0, 0)} | {tuple(bytes.fromhex(h)) for h in _HEX_COLOUR.findall(source)})
+        before, after = _chunks(drawn), _chunks(snap_palette(drawn, source))
+        assert after[b"IDAT"] == before[b"IDAT"] and len(after[b"PLTE"]) == len(before[b"PLTE"]) > 30
+        for at in range(0, len(before[b"PLTE"]), 3):
+            entry, out = tuple(before[b"PLTE"][at:at + 3]), tuple(after[b"PLTE"][at:at + 3])
+            near = min(wanted, key=lambda c: max(abs(a - b) for a, b in zip(c, entry)))
+            close = max(abs(a - b) for a, b in zip(near, entry)) <= SNAP_DISTANCE
+            assert out == (near if close else entry), (path.name, entry, out, near)
+            snapped += close and out != entry
+    assert snapped > 10  # gd moves colours a few levels: the snap is at work here
+    # ties: three colours 8 from (100, 100, 108), of a lower, the same and a higher red: the first sorted wins
+    wanted = sorted([(100, 100, 100), (108, 92, 100), (92, 108, 100), (200, 0, 0)])
+    assert nearest_colour(wanted, 100, 100, 108) == (92, 108, 100)
+    assert nearest_colour(wanted, 100, 100, 109) is None
+    assert nearest_colour(wanted, 101, 100, 100) == (100, 100, 100)
+    for red, green, blue in ((r, g, b) for r in range(84, 118, 3) for g in range(84, 118, 5) for b in (92, 100, 109)):
+        near = min(wanted, key=lambda c: max(abs(c[0] - red), abs(c[1] - green), abs(c[2] - blue)))
+        close = max(abs(near[0] - red), abs(near[1] - green), abs(near[2] - blue)) <= SNAP_DISTANCE
+        assert nearest_colour(wanted, red, green, blue) == (near if close else None), (red, green, blue)
+
+
+def test_each_page_of_a_book_is_drawn_once_per_format(tmp_path: Path) -> None:
+    """The int8 TTS at 2 layers (tests/support/tts_int8.py): pages that ``columns`` lays out more than once, and
+    then keeps as first laid out, used to have the PDF and PNG of the layout put aside drawn too (31 ``neato``
+    runs a format for 29 pages). Each page's PDF and PNG is drawn once: one ``neato -n2`` run for each page of
+    the PDF (pages read with pypdf) and for each PNG written (the overview and the page folder)."""
+    import io
+    import math
+
+    from pypdf import PdfReader
+
+    import tts_int8
+    from renderer.picture.graphviz_run import PNGS_A_RUN
+
+    model = tts_int8.save_int8(tmp_path / "tts.onnx", 2)
+    env, log = _shimmed(tmp_path)
+    run = run_cli("render", model, "-q", "--no-sidecar", "--no-layout-cache", "-o", tmp_path / "m.pdf",
+                  "-o", tmp_path / "m.png", env=env)
+    assert run.returncode == 0, run.stderr
+    runs = [line.split() for line in log.read_text(encoding="utf-8").splitlines() if line.startswith("neato")]
+    pages = len(PdfReader(io.BytesIO((tmp_path / "m.pdf").read_bytes())).pages)
+    pngs = [tmp_path / "m.png", *(tmp_path / "m.png.pages").glob("*.png")]
+    assert pages > 10 and len(pngs) == pages, (pages, len(pngs))
+    assert sum("-Tpdf:cairo" in r for r in runs) == pages, runs
+    # the overview alone (no size cap), the pages in runs of PNGS_A_RUN (``draw_pngs``)
+    assert sum("-Tpng:cairo:gd" in r for r in runs) == 1 + math.ceil((pages - 1) / PNGS_A_RUN), runs
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_pngs_drawn_in_one_run_are_the_pngs_drawn_alone(tmp_path: Path) -> None:
+    """light_resnet50's three pages (the overview and two pages, their DOT as written with ``-o m.dot``), laid out
+    and left undrawn (``later``): drawn as PNGs by one ``neato -n2`` run (``draw_pngs``), each is the bytes it is
+    drawn alone (``draw``) and ``render_formats`` draws; a PDF is never drawn with others."""
+    from renderer.picture import graphviz_run
+
+    run = run_cli("render", ONNX / "light_resnet50.onnx", "-q", "--no-sidecar", "--no-layout-cache",
+                  "-o", tmp_path / "m.svg", "-o", tmp_path / "m.dot")
+    assert run.returncode == 0, run.stderr
+    sources = [(tmp_path / "m.dot").read_text(encoding="utf-8")] + [
+        p.read_text(encoding="utf-8") for p in sorted((tmp_path / "m.dot.pages").glob("*.dot"))]
+    undrawn = [graphviz_run.render_formats(s, ["png"], palette_png=True, later=True)["png"] for s in sources]
+    assert len(undrawn) == 3 and all(isinstance(u, graphviz_run.Undrawn) for u in undrawn)
+    together = graphviz_run.draw_pngs(undrawn, None, None)
+    alone = [graphviz_run.draw(u, None, None) for u in undrawn]
+    assert together == alone == [graphviz_run.render_formats(s, ["png"], palette_png=True)["png"] for s in sources]
+    assert len({png[16:24] for png in together}) == 3 and all(png.endswith(b"IEND\xaeB`\x82") for png in together)
+    pdf = graphviz_run.render_formats(sources[1], ["pdf"], later=True)["pdf"]
+    assert graphviz_run.png_run(pdf) is None
+    with pytest.raises(ValueError):
+        graphviz_run.draw_pngs([undrawn[0], pdf], None, None)  # type: ignore[list-item]
