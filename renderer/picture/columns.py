@@ -435,10 +435,14 @@ def too_long(width: float, height: float) -> bool:
     return long > LONG_SIDE_PT and long > MAX_ASPECT * short
 
 
+FEW_BOXES = 6
+"""A page of fewer operators and group boxes than this is never cut into bands for being mostly empty: a band of
+one or two boxes would take a turn at each end, as long as the boxes."""
 SPARSE_PT2 = 120_000
 """Area per drawn box past which a page's first layout is mostly empty (``_sparse_try``)."""
 _BOXED = re.compile(r"(op|box)_[0-9_]+")
 """Nodes that are operators or group boxes."""
+_BOXED_NODE = re.compile(rb"(op|box)_[0-9_]+")
 _DRAWN = re.compile(rb"(op|box|in|out|const)_[0-9_]+")
 """Nodes of a layout that are drawn boxes: operators, group boxes, graph inputs and outputs, constants (stubs,
 notes, the legend and the bands' own nodes are not)."""
@@ -472,6 +476,8 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
         if (columns.partable or columns.wrappable) and not columns.parted:  # emitted anew: its frames differ
             columns.parted, columns.script, columns.atoms = True, None, {}
             raise Reshape()
+        if sum(1 for m in _NODE.finditer(plain) if _BOXED_NODE.fullmatch(m.group(1))) < FEW_BOXES:
+            return
         columns.first, columns.stacked = plain, False
     elif columns.stacked or columns.along_only:
         return

@@ -254,6 +254,25 @@ def test_every_page_drawn_left_to_right_holds_at_most_150k_pt2_a_box(lr_renders:
 
 
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("key", LR_KEYS)
+def test_a_page_of_a_few_operators_is_never_cut_into_bands(lr_renders: dict[str, Path], key: str) -> None:
+    """A detail page of fewer than ``FEW_BOXES`` operators and group boxes is never cut into rows or columns for
+    being mostly empty: a band of one or two boxes reads worse than the page left whole, as it takes a turn at
+    each end as long as its boxes (bert_scoped_int8's page 1 under ``--rankdir LR``, its embeddings' five
+    operators, was 1,986 × 375 pt in three rows, "continues in row 2 →", its first beside the other two; now one
+    chain, drawn top to bottom as a page too empty left to right is)."""
+    few = 0
+    for path in _pages(lr_renders[key])[1:]:
+        root = parse_svg(path)
+        ops = [g for g in _groups(root, "node") if {"op", "group"} & set((g.get("class") or "").split())]
+        if len(ops) < columns.FEW_BOXES:
+            few += 1
+            assert not _groups(root, "turn") and len(_columns(root)) <= 1, (key, path.name, len(ops))
+    if key == "samples/onnx/bert_scoped_int8.onnx":
+        assert few >= 1
+
+
+@pytest.mark.timeout(1800)
 def test_a_detail_pages_legend_leaves_the_models_own_values_to_the_overview(lr_renders: dict[str, Path],
                                                                             tmp_path: Path) -> None:
     """yolov8n-320 stores eleven Ultralytics values (description, author, date, version, license, docs, stride,
