@@ -237,7 +237,7 @@ def _say(message: str) -> None:
         from tqdm import tqdm
 
         tqdm.write(line, file=sys.stderr)  # above the bar, which is drawn again below
-    else:
+    elif sys.stderr is not None:  # None in a program embedding us without a console
         with _lock:  # the line and its end in one write: page threads say theirs at the same time
             sys.stderr.write(line + "\n")
 

@@ -357,3 +357,15 @@ def test_lines_said_by_many_threads_at_once_stay_whole(capsys: pytest.CaptureFix
     assert all(re.fullmatch(r"annograph: layout page \d\.\d+ 0\.01 s", line) for line in lines), [
         line for line in lines if not re.fullmatch(r"annograph: layout page \d\.\d+ 0\.01 s", line)][:3]
     assert sorted(lines) == sorted(f"annograph: layout page {t}.{n} 0.01 s" for t in range(6) for n in range(1000))
+
+
+def test_a_line_said_without_a_stderr_is_dropped(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A program embedding the renderer without a console (``sys.stderr`` is None, as under pythonw) gets its
+    work done: a warning then goes nowhere, neither raising nor landing on stdout among the outputs."""
+    from renderer.core import progress
+
+    monkeypatch.setattr(sys, "stderr", None)
+    progress.warn("a warning")
+    monkeypatch.undo()
+    assert capsys.readouterr() == ("", "")
