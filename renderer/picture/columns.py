@@ -442,7 +442,6 @@ SPARSE_PT2 = 120_000
 """Area per drawn box past which a page's first layout is mostly empty (``_sparse_try``)."""
 _BOXED = re.compile(r"(op|box)_[0-9_]+")
 """Nodes that are operators or group boxes."""
-_BOXED_NODE = re.compile(rb"(op|box)_[0-9_]+")
 _DRAWN = re.compile(rb"(op|box|in|out|const)_[0-9_]+")
 """Nodes of a layout that are drawn boxes: operators, group boxes, graph inputs and outputs, constants (stubs,
 notes, the legend and the bands' own nodes are not)."""
@@ -476,7 +475,7 @@ def _sparse_try(columns: Columns, plain: bytes, width: float, height: float, las
         if (columns.partable or columns.wrappable) and not columns.parted:  # emitted anew: its frames differ
             columns.parted, columns.script, columns.atoms = True, None, {}
             raise Reshape()
-        if sum(1 for m in _NODE.finditer(plain) if _BOXED_NODE.fullmatch(m.group(1))) < FEW_BOXES:
+        if sum(1 for m in _NODE.finditer(plain) if _BOXED.fullmatch(m.group(1).decode("utf-8", "replace"))) < FEW_BOXES:
             return
         columns.first, columns.stacked = plain, False
     elif columns.stacked or columns.along_only:

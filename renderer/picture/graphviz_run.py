@@ -221,20 +221,13 @@ def draw_pngs(undrawn: list[Undrawn], deadline: float | None, timeout: float | N
 
 def _pngs(data: bytes) -> list[bytes]:
     """The PNG files written one after another in ``data``, each up to its ``IEND`` chunk."""
-    import struct
-
     found, start = [], 0
     while data.startswith(b"\x89PNG\r\n\x1a\n", start):
-        position = start + 8
-        while position + 8 <= len(data):
-            length, kind = struct.unpack(">I4s", data[position:position + 8])
-            position += 12 + length
-            if kind == b"IEND":
-                found.append(data[start:position])
-                break
-        else:
+        end = next((at + 12 + length for at, length, kind in _chunks(data, start) if kind == b"IEND"), None)
+        if end is None:
             break
-        start = position
+        found.append(data[start:end])
+        start = end
     return found
 
 
@@ -446,9 +439,7 @@ def snap_palette(png: bytes, source: str) -> bytes:
 
     # sorted: a tie between two colours goes the same way in every process (a set's order follows str hashing)
     wanted = sorted({(255, 255, 255), (0, 0, 0)} | {tuple(bytes.fromhex(h)) for h in set(_HEX_COLOUR.findall(source))})
-    position = 8
-    while position + 8 <= len(png):
-        length, kind = struct.unpack(">I4s", png[position:position + 8])
+    for position, length, kind in _chunks(png, 0):
         if kind == b"PLTE":
             body = bytearray(png[position + 8:position + 8 + length])
             for at in range(0, length - 2, 3):
@@ -459,8 +450,19 @@ def snap_palette(png: bytes, source: str) -> bytes:
             return png[:position + 8] + bytes(body) + crc + png[position + 12 + length:]
         if kind == b"IDAT":
             break
-        position += 12 + length
     return png
+
+
+def _chunks(data: bytes, start: int) -> Iterator[tuple[int, int, bytes]]:
+    """The chunks of the PNG file at ``start`` of ``data``: each one's position, data length and kind, up to its
+    ``IEND`` or the end of ``data``."""
+    import struct
+
+    position = start + 8
+    while position + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        yield position, length, kind
+        position += 12 + length
 
 
 def nearest_colour(wanted: list[tuple[int, ...]], red: int, green: int, blue: int) -> tuple[int, ...] | None:
